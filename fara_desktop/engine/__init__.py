@@ -1,0 +1,1 @@
+"""The inference engine: one worker thread that owns llama.cpp, fed by commands, answering with events."""

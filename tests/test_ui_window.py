@@ -1,0 +1,111 @@
+"""The main window with a scripted backend: keys, buttons, streaming, stop, object names."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+
+from fara_desktop.ui.main_window import MainWindow
+from tests.fakes import FakeBackend
+
+
+@pytest.fixture
+def window(qtbot):
+    def make(backend: FakeBackend | None = None) -> MainWindow:
+        win = MainWindow(backend=backend or FakeBackend())
+        qtbot.addWidget(win)
+        win.show()
+        with qtbot.waitSignal(win.modelLoaded, timeout=5000):
+            win.load_model(Path("fake.gguf"))
+        return win
+
+    return make
+
+
+def test_key_widgets_have_stable_names(window):
+    win = window()
+    for name in ("chatView", "composer", "sendButton", "stopButton", "hardwarePanel"):
+        widget = win.findChild(object, name)
+        assert widget is not None, name
+        assert widget.accessibleName(), f"{name} has no accessible name"
+
+
+def test_enter_sends_and_shift_enter_adds_a_line(window, qtbot):
+    win = window()
+    qtbot.keyClicks(win.composer, "first line")
+    qtbot.keyClick(win.composer, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
+    qtbot.keyClicks(win.composer, "second line")
+    assert win.composer.toPlainText() == "first line\nsecond line"
+    with qtbot.waitSignal(win.replyFinished, timeout=5000) as finished:
+        qtbot.keyClick(win.composer, Qt.Key.Key_Return)
+    assert finished.args[0].text == "Hello there!"
+    roles = [m.role for m in win.chat_view.messages()]
+    assert roles == ["user", "assistant"]
+    assert win.chat_view.messages()[0].text == "first line\nsecond line"
+    assert win.chat_view.messages()[1].text == "Hello there!"
+    assert "tok/s" in win.chat_view.messages()[1].footer.text()
+    assert win.composer.toPlainText() == ""
+    assert [m.role for m in win.conversation.messages] == ["user", "assistant"]
+
+
+def test_empty_message_is_not_sent(window, qtbot):
+    win = window()
+    win.composer.setPlainText("   \n  ")
+    win.send_button.click()
+    assert win.chat_view.messages() == []
+
+
+def test_stop_button_and_escape_cancel_the_reply(window, qtbot):
+    gate = threading.Semaphore(0)
+    win = window(FakeBackend(words=[f"w{i} " for i in range(100)], gate=gate))
+    win.composer.setPlainText("Tell me a story")
+    win.send_button.click()
+    assert win.stop_button.isEnabled() and not win.send_button.isEnabled()
+    gate.release(3)
+    qtbot.waitUntil(
+        lambda: (
+            win.chat_view.streaming_message is not None and win.chat_view.streaming_message.text.startswith("w0 w1 w2")
+        ),
+        timeout=5000,
+    )
+    with qtbot.waitSignal(win.replyCancelled, timeout=5000) as cancelled:
+        qtbot.keyClick(win.composer, Qt.Key.Key_Escape)
+        gate.release(100)
+    assert cancelled.args[0].text == "w0 w1 w2 "
+    last = win.chat_view.messages()[-1]
+    assert last.footer.text().startswith("Stopped")
+    assert win.send_button.isEnabled() and not win.stop_button.isEnabled()
+
+
+def test_streaming_repaints_in_batches_not_per_token(window, qtbot):
+    gate = threading.Semaphore(0)
+    win = window(FakeBackend(words=[f"t{i} " for i in range(400)], gate=gate))
+    flushes = []
+    win.chat_view.streamFlushed.connect(lambda: flushes.append(1))
+    win.composer.setPlainText("go")
+    with qtbot.waitSignal(win.replyFinished, timeout=10000):
+        win.send_button.click()
+        gate.release(400)
+    assert win.chat_view.messages()[-1].text.endswith("t399 ")
+    assert len(flushes) < 100, f"{len(flushes)} repaints for 400 tokens"
+
+
+def test_stop_when_idle_does_nothing(window, qtbot):
+    win = window()
+    win.stop_button.click()
+    win.stop()
+    with qtbot.waitSignal(win.replyFinished, timeout=5000):
+        win.composer.setPlainText("hi")
+        win.send_button.click()
+    assert win.chat_view.messages()[-1].text == "Hello there!"
+
+
+def test_hardware_panel_fills_in(window, qtbot):
+    win = window()
+    qtbot.waitUntil(lambda: win.hardware_panel.value("CPU") != "detecting…", timeout=10000)
+    assert "physical" in win.hardware_panel.value("Cores")
+    assert "free of" in win.hardware_panel.value("RAM")
+    assert "Fake model" in win.hardware_panel.value("Name")
