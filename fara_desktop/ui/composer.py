@@ -7,6 +7,9 @@ from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QPlainTextEdit, QWidget
 
 
+MAX_VISIBLE_LINES = 8
+
+
 class Composer(QPlainTextEdit):
     """Multi-line input that grows with its text up to a few lines."""
 
@@ -36,6 +39,10 @@ class Composer(QPlainTextEdit):
         super().keyPressEvent(event)
 
     def _fit_height(self) -> None:
-        lines = max(1, min(8, int(self.document().size().height())))
-        line_height = self.fontMetrics().lineSpacing()
-        self.setFixedHeight(lines * line_height + 22)
+        wanted = max(1, int(self.document().size().height()))  # in lines for a plain-text document
+        lines = min(MAX_VISIBLE_LINES, wanted)
+        self.setVerticalScrollBarPolicy(
+            Qt.ScrollBarPolicy.ScrollBarAsNeeded if wanted > MAX_VISIBLE_LINES else Qt.ScrollBarPolicy.ScrollBarAlwaysOff
+        )
+        margins = 2 * self.document().documentMargin() + 2 * self.frameWidth() + 14  # + stylesheet padding
+        self.setFixedHeight(int(lines * self.fontMetrics().lineSpacing() + margins))

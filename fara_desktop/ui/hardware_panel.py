@@ -34,7 +34,7 @@ class HardwarePanel(QFrame):
         self._values: dict[str, QLabel] = {}
         outer.addWidget(self._section("This machine", ["CPU", "Cores", "RAM"]))
         outer.addWidget(self._section("Model", ["Name", "Format", "Context", "Threads"]))
-        outer.addWidget(self._section("Last reply", ["Speed", "First token", "Context used"]))
+        outer.addWidget(self._section("Last reply", ["Speed", "First token", "Prompt", "Context used"]))
         outer.addStretch(1)
         self._ram_timer = QTimer(self)
         self._ram_timer.setInterval(2000)
@@ -44,7 +44,7 @@ class HardwarePanel(QFrame):
         self._stream_tokens = 0
         for key in ("CPU", "Cores", "RAM"):
             self.set_value(key, "detecting…")
-        for key in ("Name", "Format", "Context", "Threads", "Speed", "First token", "Context used"):
+        for key in ("Name", "Format", "Context", "Threads", "Speed", "First token", "Prompt", "Context used"):
             self.set_value(key, "—")
 
     def _section(self, title: str, keys: list[str]) -> QWidget:
@@ -121,6 +121,7 @@ class HardwarePanel(QFrame):
 
     def show_stats(self, stats: GenerationStats) -> None:
         self.set_value("Speed", f"{stats.gen_tok_per_s:.1f} tok/s · {stats.completion_tokens} tokens")
-        prompt = f"{stats.prompt_tokens_evaluated} new of {stats.prompt_tokens} prompt tokens"
-        self.set_value("First token", f"{stats.ttft_s * 1000:.0f} ms ({prompt})")
+        self.set_value("First token", f"{stats.ttft_s * 1000:.0f} ms")
+        reused = stats.prompt_tokens - stats.prompt_tokens_evaluated
+        self.set_value("Prompt", f"{stats.prompt_tokens_evaluated:,} read · {reused:,} reused")
         self.set_value("Context used", f"{stats.context_used:,} / {stats.n_ctx:,} tokens")
