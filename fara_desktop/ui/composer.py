@@ -6,7 +6,6 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QPlainTextEdit, QWidget
 
-
 MAX_VISIBLE_LINES = 8
 
 
@@ -41,8 +40,7 @@ class Composer(QPlainTextEdit):
     def _fit_height(self) -> None:
         wanted = max(1, int(self.document().size().height()))  # in lines for a plain-text document
         lines = min(MAX_VISIBLE_LINES, wanted)
-        self.setVerticalScrollBarPolicy(
-            Qt.ScrollBarPolicy.ScrollBarAsNeeded if wanted > MAX_VISIBLE_LINES else Qt.ScrollBarPolicy.ScrollBarAlwaysOff
-        )
+        policy = Qt.ScrollBarPolicy
+        self.setVerticalScrollBarPolicy(policy.ScrollBarAsNeeded if wanted > lines else policy.ScrollBarAlwaysOff)
         margins = 2 * self.document().documentMargin() + 2 * self.frameWidth() + 14  # + stylesheet padding
         self.setFixedHeight(int(lines * self.fontMetrics().lineSpacing() + margins))
