@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from fara_desktop import APP_ID, APP_NAME, __version__
 from fara_desktop.logs import configure_logging
-from fara_desktop.models.packaged import embedded_default_model
 from fara_desktop.paths import app_paths
+from fara_desktop.settings import load_settings
 
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QApplication
@@ -37,6 +37,10 @@ def build_parser() -> argparse.ArgumentParser:
     smoke.add_argument("--screenshot", type=Path, help="save a PNG of the window after the reply")
     smoke.add_argument("--max-tokens", type=int, default=96, help="longest reply (tokens)")
     smoke.add_argument("--timeout", type=float, default=300.0, help="give up after this many seconds")
+    hardware = sub.add_parser("hardware", help="what this machine offers llama.cpp, and what the build uses")
+    hardware.add_argument("--json", action="store_true", help="machine-readable output")
+    models = sub.add_parser("models", help="GGUF models found on this machine, with fit verdicts")
+    models.add_argument("--json", action="store_true", help="machine-readable output")
     return parser
 
 
@@ -46,6 +50,11 @@ def main(argv: list[str] | None = None) -> int:
     log_file = configure_logging(paths.logs)
     if args.command == "smoke":
         return run_smoke(args)
+    if args.command in ("hardware", "models"):
+        from fara_desktop import cli_reports
+
+        report = cli_reports.hardware_report if args.command == "hardware" else cli_reports.models_report
+        return report(paths, as_json=args.json)
     return run_gui(args, log_file)
 
 
@@ -58,11 +67,22 @@ def _has_display() -> bool:
 
 
 def create_application(argv: list[str] | None = None) -> QApplication:
+    from PySide6.QtCore import QtMsgType, qInstallMessageHandler
     from PySide6.QtGui import QIcon
     from PySide6.QtWidgets import QApplication
 
     from fara_desktop.resources import asset_path
 
+    qt_log = logging.getLogger("qt")
+    levels = {
+        QtMsgType.QtDebugMsg: logging.DEBUG,
+        QtMsgType.QtInfoMsg: logging.INFO,
+        QtMsgType.QtWarningMsg: logging.WARNING,
+        QtMsgType.QtCriticalMsg: logging.ERROR,
+        QtMsgType.QtFatalMsg: logging.CRITICAL,
+    }
+    # Qt's own chatter ("This plugin does not support propagateSizeHints()") goes to the log file, not the terminal.
+    qInstallMessageHandler(lambda kind, _context, message: qt_log.log(levels.get(kind, logging.INFO), "%s", message))
     existing = QApplication.instance()
     app = existing if isinstance(existing, QApplication) else QApplication(argv or [sys.argv[0]])
     app.setApplicationName(APP_NAME)
@@ -86,30 +106,32 @@ def run_gui(args: argparse.Namespace, log_file: Path) -> int:
     from fara_desktop.ui.main_window import MainWindow
 
     install_exception_dialog(log_file)
-    window = MainWindow()
+    paths = app_paths().ensure()
+    loaded = load_settings(paths.config)
+    window = MainWindow(paths=paths, settings=loaded.settings)
     window.show()
-    model = args.model or embedded_default_model()
-    if model is None:
-        window.show_notice(NO_MODEL_HELP, "error")
-    else:
-        window.load_model(model)
+    if loaded.notice:
+        window.show_notice(loaded.notice)
+    window.start_auto(args.model)
     return app.exec()
 
 
 def run_smoke(args: argparse.Namespace) -> int:
     if not _has_display():
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
-    model = args.smoke_model or embedded_default_model()
-    if model is None:
-        print(f"fara-desktop smoke: {NO_MODEL_HELP}", file=sys.stderr)
-        return 2
     app = create_application()
     from PySide6.QtCore import QEventLoop, QTimer
 
     from fara_desktop.engine.types import Finished, SamplingParams
+    from fara_desktop.startup import StartupPlan
     from fara_desktop.ui.main_window import MainWindow
 
-    window = MainWindow(sampling=SamplingParams(temperature=0.0, max_tokens=args.max_tokens))
+    paths = app_paths().ensure()
+    window = MainWindow(
+        sampling=SamplingParams(temperature=0.0, max_tokens=args.max_tokens),
+        paths=paths,
+        settings=load_settings(paths.config).settings,
+    )
     window.show()
     outcome: dict[str, Any] = {}
     loop = QEventLoop()
@@ -125,10 +147,16 @@ def run_smoke(args: argparse.Namespace) -> int:
     window.replyFinished.connect(finished)
     window.replyFailed.connect(failed)
     window.modelLoadFailed.connect(failed)
+
+    def plan_ready(plan: StartupPlan) -> None:
+        if plan.model is None:
+            failed(NO_MODEL_HELP)
+
+    window.planReady.connect(plan_ready)
     QTimer.singleShot(int(args.timeout * 1000), lambda: failed(f"no reply within {args.timeout:.0f} s"))
-    window.load_model(model)
+    window.start_auto(args.smoke_model)
     window.composer.setPlainText(args.prompt)
-    window.send_button.click()  # queued behind the load: the worker serialises them
+    window.send_button.click()  # typed while the app is still choosing a model: it is sent once one is queued
     loop.exec()
     try:
         if "finished" not in outcome:
@@ -142,8 +170,8 @@ def run_smoke(args: argparse.Namespace) -> int:
         print(
             json.dumps(
                 {
-                    "model": info.name if info else str(model),
-                    "model_path": str(model),
+                    "model": info.name if info else None,
+                    "model_path": str(info.path) if info else None,
                     "prompt": args.prompt,
                     "reply": event.text,
                     "completion_tokens": event.stats.completion_tokens,

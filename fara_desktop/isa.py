@@ -99,9 +99,12 @@ class CapabilityGap:
 
 
 def compare(cpu: list[str], build: dict[str, bool]) -> list[CapabilityGap]:
+    """Features the CPU has that the build does not use. The build lists only what it enables, so absent = off."""
+    if not build:
+        return []  # the build could not be probed: nothing to say
     gaps = []
     for feature, build_name in BUILD_NAMES.items():
-        if feature in cpu and build_name in build and not build[build_name]:
+        if feature in cpu and not build.get(build_name, False):
             gaps.append(
                 CapabilityGap(
                     feature,

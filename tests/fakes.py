@@ -26,13 +26,18 @@ class FakeBackend:
         return self._info
 
     def load(self, path: Path, params: LoadParams) -> ModelInfo:
-        self._info = ModelInfo(path, "Fake model", "llama", params.n_ctx or 2048, 8192, 2, 2, "gguf template", 0.01, 1)
+        self._info = ModelInfo(
+            path, "Fake model", "llama", params.n_ctx or 2048, 8192, 2, 2, "f16", False, "gguf template", 0.01, 1
+        )
         return self._info
 
     def unload(self) -> Path | None:
         path = self._info.path if self._info else None
         self._info = None
         return path
+
+    def calibrate_threads(self, candidates, tokens: int = 48) -> dict[int, float]:
+        return {t: 10.0 * t for t in candidates}
 
     def prepare(self, messages: Sequence[ChatMessage], reply_reserve: int) -> PreparedPrompt:
         if self._info is None:

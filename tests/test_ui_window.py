@@ -103,9 +103,31 @@ def test_stop_when_idle_does_nothing(window, qtbot):
     assert win.chat_view.messages()[-1].text == "Hello there!"
 
 
-def test_hardware_panel_fills_in(window, qtbot):
-    win = window()
-    qtbot.waitUntil(lambda: win.hardware_panel.value("CPU") != "detecting…", timeout=10000)
-    assert "physical" in win.hardware_panel.value("Cores")
-    assert "free of" in win.hardware_panel.value("RAM")
-    assert "Fake model" in win.hardware_panel.value("Name")
+def test_start_up_probes_the_machine_picks_a_model_and_calibrates(qtbot, smollm2_path):
+    win = MainWindow(backend=FakeBackend())
+    qtbot.addWidget(win)
+    win.show()
+    with qtbot.waitSignal(win.modelLoaded, timeout=30000):
+        win.start_auto()
+    panel = win.hardware_panel
+    assert panel.value("CPU") != "detecting…"
+    assert "physical" in panel.value("Cores")
+    assert "free of" in panel.value("RAM")
+    assert panel.value("Instructions")
+    assert win.plan is not None and win.plan.model is not None
+    assert win.plan.model.path == str(smollm2_path)  # the instruction-tuned model wins over the base Gemma
+    assert panel.value("Context").startswith("auto (= ")
+    qtbot.waitUntil(lambda: "measured tok/s" in panel.value("Threads"), timeout=10000)
+    assert panel.value("Threads").startswith("auto (= ")
+
+
+def test_a_message_typed_during_start_up_is_sent_once_a_model_is_chosen(qtbot):
+    win = MainWindow(backend=FakeBackend())
+    qtbot.addWidget(win)
+    win.show()
+    with qtbot.waitSignal(win.replyFinished, timeout=30000) as finished:
+        win.start_auto()
+        win.composer.setPlainText("early bird")
+        win.send_button.click()
+    assert finished.args[0].text == "Hello there!"
+    assert [m.role for m in win.chat_view.messages()] == ["user", "assistant"]

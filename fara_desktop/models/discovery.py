@@ -1,0 +1,346 @@
+"""Find GGUF models already on this machine, in place and read-only (nothing is copied or moved).
+
+Sources, in order of preference when the same file is reachable twice: Fara's own models folder, folders the
+user added, models shipped in Python packages, the Hugging Face cache, LM Studio, Ollama's store, GPT4All and Jan.
+Bad files never break a scan: each is listed as unusable with the reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fara_desktop.engine.errors import NotAGGUFError
+from fara_desktop.models import packaged
+from fara_desktop.models.metadata import MetadataCache, ModelMetadata
+
+log = logging.getLogger(__name__)
+
+SPLIT_RE = re.compile(r"^(?P<base>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
+MAX_DEPTH = 8
+NOT_CHAT_ARCHITECTURES = {"clip": "a vision projector (mmproj), not a chat model"}
+OLLAMA_MODEL_LAYER = "application/vnd.ollama.image.model"
+
+
+@dataclass(frozen=True)
+class SearchLocation:
+    """A place that was searched, for the "what was searched" part of the UI and the CLI."""
+
+    source: str
+    folder: str
+    exists: bool
+
+
+@dataclass(frozen=True)
+class DiscoveredModel:
+    """One model found on disk (a split model counts once); ``problem`` set means it cannot be used."""
+
+    path: str
+    source: str
+    display_name: str
+    metadata: ModelMetadata | None
+    problem: str | None = None
+    shards: int = 1
+    needs_assembly: bool = False  # packaged in chunks; written to ``path`` on first use
+
+    @property
+    def usable(self) -> bool:
+        return self.problem is None and self.metadata is not None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "source": self.source,
+            "name": self.display_name,
+            "usable": self.usable,
+            "problem": self.problem,
+            "shards": self.shards,
+            "needs_assembly": self.needs_assembly,
+            "metadata": self.metadata.to_json() if self.metadata else None,
+        }
+
+
+@dataclass
+class ScanResult:
+    models: list[DiscoveredModel] = field(default_factory=list)
+    searched: list[SearchLocation] = field(default_factory=list)
+
+    @property
+    def usable(self) -> list[DiscoveredModel]:
+        return [m for m in self.models if m.usable]
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    path: Path
+    source: str
+    display_name: str | None = None
+    header_path: Path | None = None
+    total_bytes: int | None = None
+    shards: int = 1
+    problem: str | None = None
+    needs_assembly: bool = False
+
+
+# ---------------------------------------------------------------------- where other apps keep models
+
+
+def _platform_key(platform: str) -> str:
+    if platform.startswith("win"):
+        return "windows"
+    return "macos" if platform == "darwin" else "linux"
+
+
+def hf_cache_dir(env: Mapping[str, str], home: Path) -> Path:
+    if env.get("HF_HUB_CACHE"):
+        return Path(env["HF_HUB_CACHE"])
+    if env.get("HF_HOME"):
+        return Path(env["HF_HOME"]) / "hub"
+    cache = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else home / ".cache"
+    return cache / "huggingface" / "hub"
+
+
+def ollama_dirs(env: Mapping[str, str], home: Path, platform: str) -> list[Path]:
+    if env.get("OLLAMA_MODELS"):
+        return [Path(env["OLLAMA_MODELS"])]
+    dirs = [home / ".ollama" / "models"]
+    if _platform_key(platform) == "linux":  # the system service's store
+        dirs += [Path("/usr/share/ollama/.ollama/models"), Path("/var/lib/ollama/.ollama/models")]
+    return dirs
+
+
+def app_store_dirs(env: Mapping[str, str], home: Path, platform: str) -> list[tuple[str, Path]]:
+    """LM Studio, GPT4All and Jan model folders for this OS."""
+    key = _platform_key(platform)
+    local = Path(env.get("LOCALAPPDATA", home / "AppData" / "Local"))
+    roaming = Path(env.get("APPDATA", home / "AppData" / "Roaming"))
+    xdg_data = Path(env["XDG_DATA_HOME"]) if env.get("XDG_DATA_HOME") else home / ".local" / "share"
+    mac_support = home / "Library" / "Application Support"
+    stores = [("LM Studio", home / ".lmstudio" / "models"), ("LM Studio", home / ".cache" / "lm-studio" / "models")]
+    if key == "linux":
+        stores += [
+            ("GPT4All", xdg_data / "nomic.ai" / "GPT4All"),
+            ("Jan", xdg_data / "Jan" / "data" / "llamacpp" / "models"),
+            ("Jan", home / "jan" / "models"),
+        ]
+    elif key == "macos":
+        stores += [
+            ("GPT4All", mac_support / "nomic.ai" / "GPT4All"),
+            ("Jan", mac_support / "Jan" / "data" / "llamacpp" / "models"),
+            ("Jan", home / "jan" / "models"),
+        ]
+    else:
+        stores += [
+            ("GPT4All", local / "nomic.ai" / "GPT4All"),
+            ("Jan", roaming / "Jan" / "data" / "llamacpp" / "models"),
+            ("Jan", home / "jan" / "models"),
+        ]
+    return stores
+
+
+# ---------------------------------------------------------------------- walking folders
+
+
+def _walk_gguf(root: Path, problems: list[_Candidate], source: str) -> Iterator[Path]:
+    """Every *.gguf below root; follows folder symlinks once (loops are cut), records unreadable folders."""
+    seen: set[tuple[int, int]] = set()
+
+    def on_error(error: OSError) -> None:
+        problems.append(
+            _Candidate(Path(error.filename or root), source, problem=f"cannot read folder: {error.strerror}")
+        )
+
+    for folder, dirs, files in os.walk(root, followlinks=True, onerror=on_error):
+        here = Path(folder)
+        try:
+            stat = here.stat()
+        except OSError:
+            dirs[:] = []
+            continue
+        if (stat.st_dev, stat.st_ino) in seen or len(here.relative_to(root).parts) >= MAX_DEPTH:
+            dirs[:] = []
+            continue
+        seen.add((stat.st_dev, stat.st_ino))
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            if name.lower().endswith(".gguf"):
+                yield here / name
+
+
+def _group_splits(paths: list[Path], source: str, names: dict[Path, str]) -> list[_Candidate]:
+    """Split GGUFs (``-00001-of-00003``) become one candidate: the first shard, with the total size."""
+    singles: list[_Candidate] = []
+    groups: dict[tuple[Path, str, int], dict[int, Path]] = {}
+    for path in paths:
+        match = SPLIT_RE.match(path.name)
+        if match:
+            key = (path.parent, match["base"], int(match["count"]))
+            groups.setdefault(key, {})[int(match["index"])] = path
+        else:
+            singles.append(_Candidate(path, source, names.get(path)))
+    for (_, base, count), shards in groups.items():
+        first = shards.get(1)
+        if first is None or len(shards) != count:
+            some = next(iter(shards.values()))
+            singles.append(
+                _Candidate(
+                    some,
+                    source,
+                    base,
+                    shards=count,
+                    problem=f"split model incomplete: {len(shards)} of {count} parts present",
+                )
+            )
+            continue
+        total = 0
+        for shard in shards.values():
+            with contextlib.suppress(OSError):
+                total += shard.stat().st_size
+        singles.append(_Candidate(first, source, names.get(first, base), total_bytes=total, shards=count))
+    return singles
+
+
+def _folder_candidates(source: str, root: Path, problems: list[_Candidate], naming: str = "file") -> list[_Candidate]:
+    paths = list(_walk_gguf(root, problems, source))
+    names: dict[Path, str] = {}
+    for path in paths:
+        rel = path.relative_to(root)
+        if naming == "hf" and rel.parts and rel.parts[0].startswith("models--"):
+            repo = rel.parts[0][len("models--") :].replace("--", "/")
+            names[path] = f"{repo} · {path.name}"
+        elif naming == "publisher" and len(rel.parts) >= 3:
+            names[path] = f"{rel.parts[0]}/{rel.parts[1]} · {path.name}"
+    if naming == "hf":  # only snapshot files, not blobs or partial downloads
+        paths = [p for p in paths if "snapshots" in p.relative_to(root).parts]
+    return _group_splits(paths, source, names)
+
+
+def _ollama_candidates(root: Path, problems: list[_Candidate]) -> list[_Candidate]:
+    manifests = root / "manifests"
+    found: list[_Candidate] = []
+    if not manifests.is_dir():
+        return found
+    for folder, _dirs, files in os.walk(manifests):
+        for tag in files:
+            manifest = Path(folder) / tag
+            rel = manifest.relative_to(manifests).parts  # registry / namespace / model / tag
+            model = rel[-2] if len(rel) >= 2 else "model"
+            namespace = rel[-3] if len(rel) >= 3 else "library"
+            name = f"{model}:{tag}" if namespace == "library" else f"{namespace}/{model}:{tag}"
+            try:
+                layers = json.loads(manifest.read_text(encoding="utf-8")).get("layers", [])
+                digest = next(layer["digest"] for layer in layers if layer.get("mediaType") == OLLAMA_MODEL_LAYER)
+            except (OSError, ValueError, StopIteration, KeyError, TypeError, AttributeError) as exc:
+                problems.append(_Candidate(manifest, "Ollama", name, problem=f"unreadable Ollama manifest ({exc})"))
+                continue
+            blob = root / "blobs" / digest.replace(":", "-")
+            if not blob.is_file():
+                problems.append(_Candidate(blob, "Ollama", name, problem="Ollama manifest points at a missing blob"))
+                continue
+            found.append(_Candidate(blob, "Ollama", name))
+    return found
+
+
+def _package_candidates(models_cache: Path) -> list[_Candidate]:
+    found: list[_Candidate] = []
+    smol = packaged.embedded_default_model()
+    if smol is not None:
+        found.append(_Candidate(smol, f"Python package {packaged.SMOLLM2_DISTRIBUTION} (embedded default)"))
+    chunks = packaged.gemma3_chunks()
+    if len(chunks) == 4:
+        target = models_cache / packaged.GEMMA3_FILE
+        source = f"Python package {packaged.GEMMA3_DISTRIBUTION}"
+        total = sum(c.stat().st_size for c in chunks)
+        if target.is_file() and target.stat().st_size == total:
+            found.append(_Candidate(target, source))
+        else:
+            found.append(_Candidate(target, source, header_path=chunks[0], total_bytes=total, needs_assembly=True))
+    return found
+
+
+# ---------------------------------------------------------------------- the scan
+
+
+def packaged_models_dir(cache_dir: Path) -> Path:
+    return cache_dir / "packaged-models"
+
+
+def scan_models(
+    app_models_dir: Path,
+    cache_dir: Path,
+    extra_folders: list[Path] | None = None,
+    env: Mapping[str, str] | None = None,
+    home: Path | None = None,
+    platform: str = sys.platform,
+    include_packages: bool = True,
+) -> ScanResult:
+    env = os.environ if env is None else env
+    home = Path.home() if home is None else home
+    result = ScanResult()
+    problems: list[_Candidate] = []
+    candidates: list[_Candidate] = []
+
+    def folder(source: str, root: Path, naming: str = "file") -> None:
+        exists = root.is_dir()
+        result.searched.append(SearchLocation(source, str(root), exists))
+        if exists:
+            candidates.extend(_folder_candidates(source, root, problems, naming))
+
+    folder("Fara models folder", app_models_dir)
+    for extra in extra_folders or []:
+        folder("Added folder", extra)
+    if include_packages:
+        result.searched.append(SearchLocation("Python packages", "installed distributions", True))
+        candidates.extend(_package_candidates(packaged_models_dir(cache_dir)))
+    folder("Hugging Face cache", hf_cache_dir(env, home), "hf")
+    for source, root in app_store_dirs(env, home, platform):
+        folder(source, root, "publisher" if source == "LM Studio" else "file")
+    for root in ollama_dirs(env, home, platform):
+        exists = root.is_dir()
+        result.searched.append(SearchLocation("Ollama", str(root), exists))
+        if exists:
+            candidates.extend(_ollama_candidates(root, problems))
+
+    cache = MetadataCache(cache_dir / "gguf-metadata.json")
+    seen: set[str] = set()
+    for candidate in [*candidates, *problems]:
+        try:
+            real = str(candidate.path.resolve())
+        except (OSError, RuntimeError):  # RuntimeError: symlink loop on older Pythons
+            real = str(candidate.path)
+        if real in seen:
+            continue
+        seen.add(real)
+        result.models.append(_examine(candidate, cache))
+    cache.save()
+    return result
+
+
+def _examine(candidate: _Candidate, cache: MetadataCache) -> DiscoveredModel:
+    name = candidate.display_name or candidate.path.name
+    base = {
+        "path": str(candidate.path),
+        "source": candidate.source,
+        "shards": candidate.shards,
+        "needs_assembly": candidate.needs_assembly,
+    }
+    if candidate.problem:
+        return DiscoveredModel(display_name=name, metadata=None, problem=candidate.problem, **base)
+    try:
+        metadata = cache.read(candidate.path, candidate.display_name, candidate.header_path, candidate.total_bytes)
+    except NotAGGUFError as exc:
+        return DiscoveredModel(display_name=name, metadata=None, problem=str(exc), **base)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        return DiscoveredModel(display_name=name, metadata=None, problem=f"cannot read: {reason}", **base)
+    problem = NOT_CHAT_ARCHITECTURES.get(metadata.architecture)
+    return DiscoveredModel(
+        display_name=candidate.display_name or metadata.name, metadata=metadata, problem=problem, **base
+    )

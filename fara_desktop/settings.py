@@ -1,0 +1,140 @@
+"""User settings: one JSON file, typed, validated, written atomically; a corrupt file is kept aside.
+
+Inference values are overrides: ``None`` means "auto", i.e. the tuned value for this machine and model.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from fara_desktop.engine.types import LoadParams
+from fara_desktop.tuning import KV_TYPES, TunedParams
+
+log = logging.getLogger(__name__)
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class InferenceOverrides:
+    """Values the user pinned; ``None`` keeps the tuned ("auto") value."""
+
+    n_ctx: int | None = None
+    n_threads: int | None = None
+    n_threads_batch: int | None = None
+    n_batch: int | None = None
+    kv_type: str | None = None
+    flash_attn: bool | None = None
+    use_mmap: bool | None = None
+    use_mlock: bool | None = None
+
+    def validated(self) -> InferenceOverrides:
+        def positive(value: int | None, low: int, high: int) -> int | None:
+            return None if value is None or not isinstance(value, int) or not low <= value <= high else value
+
+        kv = self.kv_type if self.kv_type in KV_TYPES else None
+        return InferenceOverrides(
+            n_ctx=positive(self.n_ctx, 256, 1 << 20),
+            n_threads=positive(self.n_threads, 1, 1024),
+            n_threads_batch=positive(self.n_threads_batch, 1, 1024),
+            n_batch=positive(self.n_batch, 32, 8192),
+            kv_type=kv,
+            flash_attn=self.flash_attn if isinstance(self.flash_attn, bool) else None,
+            use_mmap=self.use_mmap if isinstance(self.use_mmap, bool) else None,
+            use_mlock=self.use_mlock if isinstance(self.use_mlock, bool) else None,
+        )
+
+    def apply(self, tuned: TunedParams) -> LoadParams:
+        kv_type = self.kv_type or tuned.kv_type
+        batch = self.n_batch or tuned.n_batch
+        return LoadParams(
+            n_ctx=self.n_ctx or tuned.n_ctx,
+            n_threads=self.n_threads or tuned.n_threads,
+            n_threads_batch=self.n_threads_batch or tuned.n_threads_batch,
+            n_batch=batch,
+            n_ubatch=min(batch, tuned.n_ubatch),
+            kv_type=kv_type,
+            flash_attn=self.flash_attn if self.flash_attn is not None else (tuned.flash_attn or kv_type != "f16"),
+            use_mmap=self.use_mmap if self.use_mmap is not None else tuned.use_mmap,
+            use_mlock=self.use_mlock if self.use_mlock is not None else tuned.use_mlock,
+        )
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the user chose; unknown keys in the file are ignored, bad values fall back to defaults."""
+
+    schema_version: int = SCHEMA_VERSION
+    model_path: str | None = None
+    extra_model_folders: list[str] = field(default_factory=list)
+    inference: InferenceOverrides = field(default_factory=InferenceOverrides)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Settings:
+        known = {f.name for f in fields(InferenceOverrides)}
+        raw_inference = data.get("inference") if isinstance(data.get("inference"), dict) else {}
+        inference = InferenceOverrides(**{k: v for k, v in raw_inference.items() if k in known}).validated()
+        folders = data.get("extra_model_folders")
+        model_path = data.get("model_path")
+        return cls(
+            model_path=model_path if isinstance(model_path, str) else None,
+            extra_model_folders=[f for f in folders if isinstance(f, str)] if isinstance(folders, list) else [],
+            inference=inference,
+        )
+
+
+@dataclass(frozen=True)
+class LoadedSettings:
+    settings: Settings
+    notice: str | None  # set when the file was unusable and defaults are in use
+
+
+def settings_file(config_dir: Path) -> Path:
+    return config_dir / "settings.json"
+
+
+def load_settings(config_dir: Path) -> LoadedSettings:
+    path = settings_file(config_dir)
+    if not path.exists():
+        return LoadedSettings(Settings(), None)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError("the file does not hold a settings object")
+        if int(data.get("schema_version", SCHEMA_VERSION)) > SCHEMA_VERSION:
+            raise ValueError(f"it was written by a newer Fara Desktop (schema {data['schema_version']})")
+        return LoadedSettings(Settings.from_json(data), None)
+    except (OSError, ValueError, TypeError) as exc:
+        kept = path.with_name(f"settings.corrupt-{time.strftime('%Y%m%d-%H%M%S')}.json")
+        try:
+            os.replace(path, kept)
+        except OSError:
+            kept = path
+        log.warning("Settings file %s is unusable (%s); kept as %s", path, exc, kept)
+        return LoadedSettings(
+            Settings(),
+            f"Your settings could not be read ({exc}); defaults are in use. The old file was kept as {kept}.",
+        )
+
+
+def save_settings(config_dir: Path, settings: Settings) -> None:
+    config_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = settings_file(config_dir)
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(settings.to_json(), handle, indent=2)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def with_overrides(settings: Settings, **values: Any) -> Settings:
+    return replace(settings, inference=replace(settings.inference, **values).validated())

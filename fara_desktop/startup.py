@@ -1,0 +1,121 @@
+"""Decide what to run at start: scan the machine and its models, pick the best one, tune it.
+
+Qt-free; the GUI runs ``plan_startup`` on a background thread and the CLI calls it directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from fara_desktop.bandwidth import measure_read_bandwidth
+from fara_desktop.engine.types import LoadParams
+from fara_desktop.hardware import HardwareProfile, detect_hardware
+from fara_desktop.machine_cache import MachineCache
+from fara_desktop.models import packaged
+from fara_desktop.models.discovery import DiscoveredModel, ScanResult, packaged_models_dir, scan_models
+from fara_desktop.paths import AppPaths
+from fara_desktop.tuning import Recommendation, TunedParams, choose_model, size_class, tune
+
+
+@dataclass(frozen=True)
+class StartupPlan:
+    """The model to load, how to load it, and why."""
+
+    hardware: HardwareProfile
+    scan: ScanResult
+    model: DiscoveredModel | None
+    recommendation: Recommendation | None
+    ranked: list[Recommendation]
+    tuned: TunedParams | None
+    reason: str
+    needs_calibration: bool
+
+
+def thread_candidates(hardware: HardwareProfile) -> list[int]:
+    """1, 2, 4, … up to the usable cores, plus the physical-core count itself."""
+    usable = hardware.usable_cores
+    counts = {1, usable, min(usable, hardware.physical_cores or usable)}
+    value = 2
+    while value < usable:
+        counts.add(value)
+        value *= 2
+    return sorted(counts)
+
+
+def machine_cache(paths: AppPaths) -> MachineCache:
+    return MachineCache(paths.cache / "machine.json")
+
+
+def bandwidth(hardware: HardwareProfile, cache: MachineCache) -> float:
+    value = cache.bandwidth(hardware)
+    if value is None:
+        value = measure_read_bandwidth()
+        cache.set_bandwidth(hardware, value)
+    return value
+
+
+def tuned_for(model: DiscoveredModel, hardware: HardwareProfile, cache: MachineCache) -> TunedParams:
+    assert model.metadata is not None
+    memory = psutil.virtual_memory()
+    return tune(
+        model.metadata,
+        hardware.physical_cores,
+        hardware.usable_cores,
+        memory.available,
+        memory.total,
+        calibrated_threads=cache.threads(hardware, size_class(model.metadata)),
+        on_battery=hardware.on_battery,
+    )
+
+
+def load_params(tuned: TunedParams) -> LoadParams:
+    return LoadParams(
+        n_ctx=tuned.n_ctx,
+        n_threads=tuned.n_threads,
+        n_threads_batch=tuned.n_threads_batch,
+        n_batch=tuned.n_batch,
+        n_ubatch=tuned.n_ubatch,
+        use_mmap=tuned.use_mmap,
+        use_mlock=tuned.use_mlock,
+        flash_attn=tuned.flash_attn,
+        kv_type=tuned.kv_type,
+    )
+
+
+def plan_startup(
+    paths: AppPaths, preferred: Path | None = None, extra_folders: list[Path] | None = None
+) -> StartupPlan:
+    hardware = detect_hardware()
+    scan = scan_models(paths.models, paths.cache, extra_folders)
+    cache = machine_cache(paths)
+    memory = psutil.virtual_memory()
+    usable = scan.usable
+    best, ranked = choose_model(
+        [m.metadata for m in usable if m.metadata], memory.available, memory.total, bandwidth(hardware, cache)
+    )
+    chosen: DiscoveredModel | None = None
+    reason = ""
+    if preferred is not None:
+        chosen = next((m for m in usable if Path(m.path) == preferred), None)
+        chosen = chosen or DiscoveredModel(str(preferred), "command line", preferred.name, None)
+        reason = "chosen by you"
+    elif best is not None:
+        chosen = next(m for m in usable if m.path == best.path)
+        reason = f"best for this machine: {best.reason}"
+    tuned = tuned_for(chosen, hardware, cache) if chosen is not None and chosen.metadata else None
+    needs_calibration = bool(
+        tuned and chosen and chosen.metadata and cache.threads(hardware, size_class(chosen.metadata)) is None
+    )
+    return StartupPlan(hardware, scan, chosen, best, ranked, tuned, reason, needs_calibration)
+
+
+def model_file(model: DiscoveredModel, paths: AppPaths) -> Path:
+    """The file to load; a model packaged in chunks is assembled into the cache on first use."""
+    if model.needs_assembly:
+        assembled = packaged.assemble_gemma3(packaged_models_dir(paths.cache))
+        if assembled is not None:
+            return assembled
+    return Path(model.path)

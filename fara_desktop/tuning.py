@@ -1,0 +1,297 @@
+"""Pure decisions about running a model on this machine: memory estimate, fit verdict, best model, parameters.
+
+No I/O and no llama_cpp here: inputs are a model's metadata, a hardware profile and measured facts (thread
+calibration, memory bandwidth); outputs are plain data the engine and the UI use and explain.
+
+The memory estimate was calibrated on the two real models (SmolLM2-135M Q4_1, Gemma 3 270M Q4_K_M) against the
+RSS increase after loading and reading a 600-token prompt at n_ctx 2048 and 8192 (tests/test_tuning_real.py):
+
+    weights (tensor bytes, mmap'd and resident once read)
+  + KV cache  2 × Σlayers n_head_kv × head_dim × n_ctx × bytes(cache type)   (sliding-window layers as such)
+  + compute   n_ubatch × 4 B × (8·n_embd + 3·n_ff) + n_ubatch² × n_head × 4 B   (activations, one KQ block)
+  + overhead  8 MiB + 220 B × n_vocab   (llama.cpp's vocabulary tables, output buffer, runtime)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from fara_desktop.models.metadata import ModelMetadata
+
+MIB = 1024**2
+GIB = 1024**3
+KV_TYPES: dict[str, float] = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
+GGML_TYPE_IDS = {"f16": 1, "q8_0": 8, "q4_0": 2}
+DEFAULT_CONTEXT_CAP = 8192
+MIN_CONTEXT = 2048
+FIT_HEADROOM = 0.8  # a model "fits" comfortably under 80 % of the budget; up to 100 % it is "tight"
+QUANT_QUALITY = {"F32": 1.0, "F16": 1.0, "BF16": 1.0, "Q8_0": 1.0, "Q6_K": 0.99, "Q5_K_M": 0.98, "Q5_K_S": 0.97,
+                 "Q5_0": 0.96, "Q5_1": 0.97, "Q4_K_M": 0.95, "Q4_K_S": 0.93, "Q4_0": 0.9, "Q4_1": 0.91,
+                 "IQ4_XS": 0.93, "IQ4_NL": 0.93, "Q3_K_L": 0.85, "Q3_K_M": 0.82, "Q3_K_S": 0.75, "IQ3_M": 0.82,
+                 "IQ3_S": 0.8, "IQ3_XS": 0.76, "IQ3_XXS": 0.72, "Q2_K": 0.6, "Q2_K_S": 0.55, "IQ2_M": 0.6,
+                 "IQ2_S": 0.55, "IQ2_XS": 0.5, "IQ2_XXS": 0.45, "IQ1_M": 0.3, "IQ1_S": 0.25}  # fmt: skip
+Verdict = Literal["fits", "tight", "too_big"]
+
+
+# ---------------------------------------------------------------------- memory
+
+
+def swa_layers(meta: ModelMetadata) -> int:
+    """How many layers use a sliding window (the rest attend to the whole context)."""
+    if not meta.sliding_window or not meta.n_layer:
+        return 0
+    if meta.architecture == "gemma3":
+        return meta.n_layer - meta.n_layer // 6  # every sixth layer is global
+    if meta.architecture == "gemma2":
+        return meta.n_layer // 2
+    return 0  # unknown pattern: count every layer as full (never under-estimate)
+
+
+def kv_cache_bytes(
+    meta: ModelMetadata, n_ctx: int, kv_type: str = "f16", swa_full: bool = True, n_ubatch: int = 512
+) -> int:
+    """``2 × layers × kv_heads × head_dim × n_ctx × bytes``; sliding-window layers hold window + ubatch cells
+    unless ``swa_full`` (the engine keeps them full-size so the prompt prefix can be reused across turns)."""
+    layers = meta.n_layer or 0
+    per_token_layer = (meta.n_head_kv or 0) * ((meta.head_dim_k or 0) + (meta.head_dim_v or 0)) * KV_TYPES[kv_type]
+    swa = 0 if swa_full else swa_layers(meta)
+    window_cells = min(n_ctx, (meta.sliding_window or n_ctx) + n_ubatch)
+    return int(per_token_layer * ((layers - swa) * n_ctx + swa * window_cells))
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Bytes a loaded model needs, by part."""
+
+    weights: int
+    kv_cache: int
+    compute: int
+    overhead: int
+    n_ctx: int
+    kv_type: str
+
+    @property
+    def total(self) -> int:
+        return self.weights + self.kv_cache + self.compute + self.overhead
+
+
+def estimate_memory(
+    meta: ModelMetadata, n_ctx: int, kv_type: str = "f16", n_ubatch: int = 512, swa_full: bool = True
+) -> MemoryEstimate:
+    n_embd, n_ff, n_head = meta.n_embd or 0, meta.n_ff or 4 * (meta.n_embd or 0), meta.n_head or 1
+    ubatch = min(n_ubatch, n_ctx)
+    compute = ubatch * 4 * (8 * n_embd + 3 * n_ff) + ubatch * ubatch * n_head * 4
+    overhead = 8 * MIB + 220 * (meta.n_vocab or 32000)
+    return MemoryEstimate(
+        weights=meta.weights_bytes,
+        kv_cache=kv_cache_bytes(meta, n_ctx, kv_type, swa_full, n_ubatch),
+        compute=compute,
+        overhead=overhead,
+        n_ctx=n_ctx,
+        kv_type=kv_type,
+    )
+
+
+def memory_budget(available: int, total: int) -> int:
+    """What a model may use: available RAM minus a reserve for the OS, the app and the user's other work."""
+    reserve = min(2 * GIB, max(512 * MIB, total // 10))
+    return max(0, available - reserve)
+
+
+def max_context(meta: ModelMetadata, budget: int, kv_type: str = "f16", cap: int | None = None) -> int:
+    """The largest context (a multiple of 256) whose estimate stays within ``budget``; 0 when none does."""
+    limit = min(cap or DEFAULT_CONTEXT_CAP, meta.context_length or DEFAULT_CONTEXT_CAP)
+    base = estimate_memory(meta, 256, kv_type)
+    per_token = max(1.0, (estimate_memory(meta, 1 << 16, kv_type).total - base.total) / ((1 << 16) - 256))
+    fit = int((budget - base.total) / per_token) + 256 if budget > base.total else 0
+    fit = min(limit, fit) // 256 * 256
+    while fit >= 256 and estimate_memory(meta, fit, kv_type).total > budget:
+        fit -= 256
+    return max(0, fit)
+
+
+@dataclass(frozen=True)
+class FitVerdict:
+    """Will it fit, with the estimate behind it and what to change when it does not."""
+
+    verdict: Verdict
+    estimate: MemoryEstimate
+    budget: int
+    message: str
+    suggestions: list[str] = field(default_factory=list)
+
+
+def _gb(value: float) -> str:
+    return f"{value / GIB:.2f} GB" if value < 10 * GIB else f"{value / GIB:.1f} GB"
+
+
+def fit_verdict(meta: ModelMetadata, n_ctx: int, available: int, total: int, kv_type: str = "f16") -> FitVerdict:
+    estimate = estimate_memory(meta, n_ctx, kv_type)
+    budget = memory_budget(available, total)
+    need = estimate.total
+    if need <= budget * FIT_HEADROOM:
+        return FitVerdict("fits", estimate, budget, f"needs about {_gb(need)} of {_gb(budget)} available")
+    if need <= budget:
+        return FitVerdict(
+            "tight",
+            estimate,
+            budget,
+            f"needs about {_gb(need)} of {_gb(budget)} available: little room left for other programs",
+        )
+    suggestions = []
+    for candidate_type in ("f16", "q8_0"):
+        ctx = max_context(meta, budget, candidate_type)
+        if ctx >= 512:
+            kv_note = "" if candidate_type == "f16" else " with a q8_0 (quantized) KV cache"
+            suggestions.append(f"a context of {ctx:,} tokens{kv_note} would fit")
+            break
+    else:
+        weights_room = budget - (need - estimate.weights)
+        if weights_room > 0 and meta.parameters:
+            bits = 8 * weights_room / meta.parameters
+            suggestions.append(f"a smaller quantization (at most {bits:.1f} bits per weight, e.g. Q4_K_M or Q3_K_M)")
+        suggestions.append("a smaller model")
+    return FitVerdict(
+        "too_big",
+        estimate,
+        budget,
+        f"needs about {_gb(need)} but only {_gb(budget)} is available ({_gb(need - budget)} short)",
+        suggestions,
+    )
+
+
+# ---------------------------------------------------------------------- parameters
+
+
+def size_class(meta: ModelMetadata) -> str:
+    gb = meta.weights_bytes / GIB
+    return "tiny" if gb < 0.5 else "small" if gb < 2 else "medium" if gb < 6 else "large"
+
+
+@dataclass(frozen=True)
+class TunedParams:
+    """What the engine will use, each value with the reason it was chosen."""
+
+    n_ctx: int
+    n_threads: int
+    n_threads_batch: int
+    n_batch: int
+    n_ubatch: int
+    kv_type: str
+    flash_attn: bool
+    use_mmap: bool
+    use_mlock: bool
+    reasons: dict[str, str]
+
+
+def default_threads(physical: int | None, usable: int) -> int:
+    """Before calibration: physical cores (generation is memory-bound; SMT siblings only contend)."""
+    return max(1, min(physical or usable, usable))
+
+
+def tune(
+    meta: ModelMetadata,
+    physical_cores: int | None,
+    usable_cores: int,
+    available: int,
+    total: int,
+    calibrated_threads: int | None = None,
+    on_battery: bool | None = None,
+    context_cap: int = DEFAULT_CONTEXT_CAP,
+) -> TunedParams:
+    reasons: dict[str, str] = {}
+    budget = memory_budget(available, total)
+    trained = meta.context_length or context_cap
+    kv_type = "f16"
+    n_ctx = max_context(meta, budget, "f16", context_cap)
+    if n_ctx >= min(MIN_CONTEXT, trained):
+        reasons["n_ctx"] = f"largest that fits, capped at {min(context_cap, trained):,} (trained {trained:,})"
+    else:
+        quantized = max_context(meta, budget, "q8_0", context_cap)
+        if quantized > n_ctx:
+            kv_type, n_ctx = "q8_0", quantized
+            reasons["kv_type"] = "memory is tight: a q8_0 KV cache halves its size (needs flash attention)"
+        reasons["n_ctx"] = "limited by free memory"
+    n_ctx = max(n_ctx, 256)
+    reasons.setdefault("kv_type", "f16: fastest on CPUs; quantized caches save memory but read slower")
+    flash_attn = kv_type != "f16"
+    reasons["flash_attn"] = "required by a quantized KV cache" if flash_attn else "off: no gain on CPUs here"
+    if calibrated_threads:
+        threads = calibrated_threads
+        reasons["n_threads"] = "measured fastest on this machine (calibration)"
+    else:
+        threads = default_threads(physical_cores, usable_cores)
+        reasons["n_threads"] = "physical cores (not yet calibrated)"
+    if on_battery and threads > 2:
+        threads = max(2, threads // 2)
+        reasons["n_threads"] += "; halved on battery"
+    threads_batch = max(threads, default_threads(physical_cores, usable_cores))
+    reasons["n_threads_batch"] = "all physical cores: reading the prompt is compute-bound"
+    n_batch = n_ubatch = 512
+    reasons["n_batch"] = "512: llama.cpp's sweet spot for prompt processing on CPUs"
+    reasons["use_mmap"] = "weights stay in the page cache and load instantly next time"
+    reasons["use_mlock"] = "off unless asked: locking can starve the rest of the machine"
+    return TunedParams(n_ctx, threads, threads_batch, n_batch, n_ubatch, kv_type, flash_attn, True, False, reasons)
+
+
+# ---------------------------------------------------------------------- choosing a model
+
+
+def expected_tokens_per_second(meta: ModelMetadata, bandwidth_bytes_per_s: float, efficiency: float = 0.6) -> float:
+    """Generation reads every weight once per token: bandwidth-bound speed, times a typical efficiency."""
+    return bandwidth_bytes_per_s * efficiency / meta.weights_bytes if meta.weights_bytes else 0.0
+
+
+def quality_score(meta: ModelMetadata) -> float:
+    return math.log10(max(meta.parameters, 1)) * QUANT_QUALITY.get(meta.quantization, 0.8)
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    path: str
+    verdict: FitVerdict
+    expected_tok_per_s: float
+    reason: str
+
+
+def choose_model(
+    models: Sequence[ModelMetadata], available: int, total: int, bandwidth: float, min_tok_per_s: float = 5.0
+) -> tuple[Recommendation | None, list[Recommendation]]:
+    """Rank models that fit: chat-ready first, then quality, then speed. Returns (best, all ranked)."""
+    ranked: list[tuple[tuple[float, ...], Recommendation]] = []
+    for meta in models:
+        n_ctx = min(MIN_CONTEXT * 2, meta.context_length or MIN_CONTEXT * 2)
+        verdict = fit_verdict(meta, n_ctx, available, total)
+        speed = expected_tokens_per_second(meta, bandwidth)
+        usable_speed = speed >= min_tok_per_s
+        key = (
+            verdict.verdict != "too_big",
+            meta.has_chat_template or meta.instruct,
+            usable_speed,
+            verdict.verdict == "fits",
+            quality_score(meta),
+            speed,
+        )
+        parts = []
+        parts.append(
+            "instruction-tuned with a chat template"
+            if meta.has_chat_template
+            else "instruction-tuned"
+            if meta.instruct
+            else "a base model (no chat template)"
+        )
+        parts.append(f"{meta.size_label or _params(meta.parameters)} parameters at {meta.quantization}")
+        parts.append(f"about {speed:.0f} tokens/s expected here")
+        parts.append(verdict.message)
+        ranked.append((key, Recommendation(meta.path, verdict, speed, "; ".join(parts))))
+    ranked.sort(key=lambda item: item[0], reverse=True)
+    ordered = [rec for _, rec in ranked]
+    best = next((rec for rec in ordered if rec.verdict.verdict != "too_big"), None)
+    return best, ordered
+
+
+def _params(count: int) -> str:
+    return f"{count / 1e9:.1f}B" if count >= 1e9 else f"{count / 1e6:.0f}M"
