@@ -1,0 +1,112 @@
+"""Write small GGUF files for tests: random-weight models of real architectures, and damaged files.
+
+The models have the tensor names and shapes llama.cpp expects for each architecture, a tiny SentencePiece
+vocabulary (specials + 256 byte tokens + a few words) and F32 weights, so llama.cpp loads them and generates.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gguf
+import numpy as np
+
+WORDS = ["▁the", "▁a", "▁cat", "▁dog", "▁sat", "▁on", "▁mat", "▁hello", "▁world", "."]
+
+
+def _vocab() -> tuple[list[str], list[float], list[int]]:
+    tokens = ["<unk>", "<s>", "</s>", "<start_of_turn>", "<end_of_turn>"]
+    types = [2, 3, 3, 3, 3]  # unknown, control…
+    tokens += [f"<0x{i:02X}>" for i in range(256)]
+    types += [6] * 256  # byte
+    tokens += WORDS
+    types += [1] * len(WORDS)  # normal
+    scores = [0.0] * 5 + [-1000.0] * 256 + [-float(i) for i in range(len(WORDS))]
+    return tokens, scores, types
+
+
+def write_tiny_model(
+    path: Path,
+    arch: str = "llama",
+    n_embd: int = 64,
+    n_layer: int = 2,
+    n_head: int = 4,
+    n_head_kv: int = 2,
+    n_ff: int = 128,
+    context_length: int = 512,
+    chat_template: str | None = None,
+    name: str | None = None,
+    seed: int = 0,
+) -> Path:
+    rng = np.random.default_rng(seed)
+    tokens, scores, types = _vocab()
+    n_vocab = len(tokens)
+    head_dim = n_embd // n_head
+    writer = gguf.GGUFWriter(str(path), arch)
+    writer.add_name(name or f"Tiny {arch}")
+    writer.add_context_length(context_length)
+    writer.add_embedding_length(n_embd)
+    writer.add_block_count(n_layer)
+    writer.add_feed_forward_length(n_ff)
+    writer.add_head_count(n_head)
+    writer.add_head_count_kv(n_head_kv)
+    writer.add_layer_norm_rms_eps(1e-6)
+    writer.add_rope_freq_base(10000.0)
+    writer.add_key_length(head_dim)
+    writer.add_value_length(head_dim)
+    writer.add_file_type(0)  # ALL_F32
+    if arch == "gemma3":
+        writer.add_sliding_window(128)
+    writer.add_tokenizer_model("llama")
+    writer.add_token_list(tokens)
+    writer.add_token_scores(scores)
+    writer.add_token_types(types)
+    writer.add_bos_token_id(1)
+    writer.add_eos_token_id(2)
+    writer.add_unk_token_id(0)
+    writer.add_add_bos_token(True)
+    if chat_template:
+        writer.add_chat_template(chat_template)
+
+    def weight(*shape: int) -> np.ndarray:
+        return (rng.standard_normal(shape) * 0.02).astype(np.float32)
+
+    def ones(n: int) -> np.ndarray:
+        return np.ones(n, dtype=np.float32)
+
+    # numpy shapes are (rows, cols) = (out, in): ggml's ne is the reverse.
+    writer.add_tensor("token_embd.weight", weight(n_vocab, n_embd))
+    writer.add_tensor("output_norm.weight", ones(n_embd))
+    writer.add_tensor("output.weight", weight(n_vocab, n_embd))
+    for i in range(n_layer):
+        blk = f"blk.{i}"
+        writer.add_tensor(f"{blk}.attn_norm.weight", ones(n_embd))
+        writer.add_tensor(f"{blk}.attn_q.weight", weight(n_head * head_dim, n_embd))
+        writer.add_tensor(f"{blk}.attn_k.weight", weight(n_head_kv * head_dim, n_embd))
+        writer.add_tensor(f"{blk}.attn_v.weight", weight(n_head_kv * head_dim, n_embd))
+        writer.add_tensor(f"{blk}.attn_output.weight", weight(n_embd, n_head * head_dim))
+        if arch == "qwen2":
+            writer.add_tensor(f"{blk}.attn_q.bias", np.zeros(n_head * head_dim, dtype=np.float32))
+            writer.add_tensor(f"{blk}.attn_k.bias", np.zeros(n_head_kv * head_dim, dtype=np.float32))
+            writer.add_tensor(f"{blk}.attn_v.bias", np.zeros(n_head_kv * head_dim, dtype=np.float32))
+        if arch in ("qwen3", "gemma3"):
+            writer.add_tensor(f"{blk}.attn_q_norm.weight", ones(head_dim))
+            writer.add_tensor(f"{blk}.attn_k_norm.weight", ones(head_dim))
+        if arch == "gemma3":
+            writer.add_tensor(f"{blk}.post_attention_norm.weight", ones(n_embd))
+            writer.add_tensor(f"{blk}.post_ffw_norm.weight", ones(n_embd))
+        writer.add_tensor(f"{blk}.ffn_norm.weight", ones(n_embd))
+        writer.add_tensor(f"{blk}.ffn_gate.weight", weight(n_ff, n_embd))
+        writer.add_tensor(f"{blk}.ffn_up.weight", weight(n_ff, n_embd))
+        writer.add_tensor(f"{blk}.ffn_down.weight", weight(n_embd, n_ff))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def write_truncated_copy(source: Path, target: Path, keep_bytes: int) -> Path:
+    with open(source, "rb") as handle:
+        target.write_bytes(handle.read(keep_bytes))
+    return target
