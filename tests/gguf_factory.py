@@ -57,6 +57,11 @@ def write_tiny_model(
     writer.add_file_type(0)  # ALL_F32
     if arch == "gemma3":
         writer.add_sliding_window(128)
+    n_expert = 4
+    if arch == "qwen3moe":
+        writer.add_expert_count(n_expert)
+        writer.add_expert_used_count(2)
+        writer.add_expert_feed_forward_length(n_ff)
     writer.add_tokenizer_model("llama")
     writer.add_token_list(tokens)
     writer.add_token_scores(scores)
@@ -89,13 +94,19 @@ def write_tiny_model(
             writer.add_tensor(f"{blk}.attn_q.bias", np.zeros(n_head * head_dim, dtype=np.float32))
             writer.add_tensor(f"{blk}.attn_k.bias", np.zeros(n_head_kv * head_dim, dtype=np.float32))
             writer.add_tensor(f"{blk}.attn_v.bias", np.zeros(n_head_kv * head_dim, dtype=np.float32))
-        if arch in ("qwen3", "gemma3"):
+        if arch in ("qwen3", "qwen3moe", "gemma3"):
             writer.add_tensor(f"{blk}.attn_q_norm.weight", ones(head_dim))
             writer.add_tensor(f"{blk}.attn_k_norm.weight", ones(head_dim))
         if arch == "gemma3":
             writer.add_tensor(f"{blk}.post_attention_norm.weight", ones(n_embd))
             writer.add_tensor(f"{blk}.post_ffw_norm.weight", ones(n_embd))
         writer.add_tensor(f"{blk}.ffn_norm.weight", ones(n_embd))
+        if arch == "qwen3moe":
+            writer.add_tensor(f"{blk}.ffn_gate_inp.weight", weight(n_expert, n_embd))
+            writer.add_tensor(f"{blk}.ffn_gate_exps.weight", weight(n_expert, n_ff, n_embd))
+            writer.add_tensor(f"{blk}.ffn_up_exps.weight", weight(n_expert, n_ff, n_embd))
+            writer.add_tensor(f"{blk}.ffn_down_exps.weight", weight(n_expert, n_embd, n_ff))
+            continue
         writer.add_tensor(f"{blk}.ffn_gate.weight", weight(n_ff, n_embd))
         writer.add_tensor(f"{blk}.ffn_up.weight", weight(n_ff, n_embd))
         writer.add_tensor(f"{blk}.ffn_down.weight", weight(n_embd, n_ff))

@@ -11,7 +11,7 @@ from fara_desktop.models.discovery import scan_models
 from fara_desktop.tuning import estimate_memory, kv_cache_bytes
 from tests.gguf_factory import write_tiny_model
 
-ARCHITECTURES = ["llama", "qwen2", "qwen3", "gemma3"]
+ARCHITECTURES = ["llama", "qwen2", "qwen3", "qwen3moe", "gemma3"]
 CHATML = (
     "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"

@@ -32,7 +32,7 @@ def tuned_text(value: object, user_value: object) -> str:
 class HardwarePanel(QFrame):
     """Read-only facts, refreshed from events and a slow timer (RAM); never blocks the GUI thread."""
 
-    MODEL_KEYS = ("Name", "Format", "Context", "Threads", "KV cache", "Batch")
+    MODEL_KEYS = ("Name", "Why", "Format", "Context", "Threads", "KV cache", "Batch")
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -50,7 +50,7 @@ class HardwarePanel(QFrame):
         self.warning.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.warning.hide()
         outer.addWidget(self.warning)
-        outer.addWidget(self._section("Model", ["Name", "Format", "Context", "Threads", "KV cache", "Batch"]))
+        outer.addWidget(self._section("Model", list(self.MODEL_KEYS)))
         outer.addWidget(self._section("Last reply", ["Speed", "First token", "Prompt", "Context used"]))
         outer.addStretch(1)
         self._ram_timer = QTimer(self)
@@ -134,6 +134,9 @@ class HardwarePanel(QFrame):
     def show_model_loading(self, name: str) -> None:
         self.set_value("Name", f"loading {name}…")
 
+    def show_choice(self, reason: str) -> None:
+        self.set_value("Why", reason or "—")
+
     def show_tuning(self, tuned: TunedParams, overrides: InferenceOverrides) -> None:
         self._tuned, self._overrides = tuned, overrides
 
@@ -142,6 +145,8 @@ class HardwarePanel(QFrame):
             for key in self.MODEL_KEYS:
                 self.set_value(key, "—")
             return
+        if self.value("Why") == "—":
+            self.set_value("Why", "opened by you")
         mine = self._overrides
         self.set_value("Name", f"{info.name} ({info.architecture}, {human_bytes(info.file_bytes)})")
         self.set_value("Format", info.chat_format)

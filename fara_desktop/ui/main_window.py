@@ -155,6 +155,11 @@ class MainWindow(QMainWindow):
         new_action.triggered.connect(self.new_chat)
         file_menu.addAction(new_action)
         file_menu.addSeparator()
+        calibrate_action = QAction("&Measure the best thread count", self)
+        calibrate_action.setToolTip("Run a short benchmark on the loaded model and keep the fastest thread count")
+        calibrate_action.triggered.connect(self.recalibrate)
+        file_menu.addAction(calibrate_action)
+        file_menu.addSeparator()
         quit_action = QAction("&Quit", self)
         quit_action.setShortcut(QKeySequence.StandardKey.Quit)
         quit_action.triggered.connect(self.close)
@@ -190,6 +195,11 @@ class MainWindow(QMainWindow):
         if self._current_request is not None:
             self.bridge.worker.cancel()
             self._set_status("Stopping…")
+
+    def recalibrate(self) -> None:
+        if self.plan is not None and self.model_info is not None:
+            self._set_status("Measuring generation speed at each thread count…")
+            self.bridge.worker.calibrate_threads(thread_candidates(self.plan.hardware))
 
     def new_chat(self) -> None:
         self.stop()
@@ -328,6 +338,7 @@ class MainWindow(QMainWindow):
             params = self.settings.inference.apply(plan.tuned) if plan.tuned else None
             if plan.tuned:
                 self.hardware_panel.show_tuning(plan.tuned, self.settings.inference)
+            self.hardware_panel.show_choice(plan.reason)
             self.load_model(path, params)
         if self._current_request == DEFERRED:  # a message typed while we were looking: send it now
             self._current_request = self.bridge.worker.generate(self.conversation.prompt_messages(), self.sampling)
@@ -345,6 +356,7 @@ class MainWindow(QMainWindow):
             cache = machine_cache(self.paths)
             cache.set_threads(plan.hardware, size_class(plan.model.metadata), event.tok_per_s, event.best)
         self.hardware_panel.show_calibration(event.tok_per_s, event.best, self.settings.inference.n_threads)
+        self._set_status(f"Ready · {event.best} threads measured fastest for this model")
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.bridge.shutdown(timeout=10.0)
