@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from fara_desktop import APP_ID, APP_NAME, __version__
 from fara_desktop.logs import configure_logging
-from fara_desktop.paths import app_paths
-from fara_desktop.settings import load_settings
+from fara_desktop.paths import AppPaths, app_paths
+from fara_desktop.settings import Settings, load_settings
 
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QApplication
@@ -41,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     hardware.add_argument("--json", action="store_true", help="machine-readable output")
     models = sub.add_parser("models", help="GGUF models found on this machine, with fit verdicts")
     models.add_argument("--json", action="store_true", help="machine-readable output")
+    export = sub.add_parser("export", help="write every conversation to files (one per conversation)")
+    export.add_argument("--format", choices=["md", "json", "both"], default="both", help="file format")
+    export.add_argument("--out", type=Path, default=Path("fara-export"), help="folder to write to")
     return parser
 
 
@@ -50,12 +53,30 @@ def main(argv: list[str] | None = None) -> int:
     log_file = configure_logging(paths.logs)
     if args.command == "smoke":
         return run_smoke(args)
+    if args.command == "export":
+        return run_export(args, paths)
     if args.command in ("hardware", "models"):
         from fara_desktop import cli_reports
 
         report = cli_reports.hardware_report if args.command == "hardware" else cli_reports.models_report
         return report(paths, as_json=args.json)
     return run_gui(args, log_file)
+
+
+def run_export(args: argparse.Namespace, paths: AppPaths) -> int:
+    from fara_desktop.exporting import FORMATS, export_conversations
+    from fara_desktop.storage import ConversationStore, StorageError, database_path
+
+    try:
+        store = ConversationStore(database_path(paths.data))
+        formats = FORMATS if args.format == "both" else (args.format,)
+        written = export_conversations(store, args.out, formats)
+        store.close()
+    except (StorageError, OSError) as exc:
+        print(f"fara-desktop export: {exc}", file=sys.stderr)
+        return 1
+    print(f"wrote {len(written)} files to {args.out}")
+    return 0
 
 
 def _has_display() -> bool:
@@ -66,12 +87,13 @@ def _has_display() -> bool:
     return True
 
 
-def create_application(argv: list[str] | None = None) -> QApplication:
+def create_application(settings: Settings | None = None) -> QApplication:
     from PySide6.QtCore import QtMsgType, qInstallMessageHandler
     from PySide6.QtGui import QIcon
     from PySide6.QtWidgets import QApplication
 
     from fara_desktop.resources import asset_path
+    from fara_desktop.ui.theme import apply_appearance
 
     qt_log = logging.getLogger("qt")
     levels = {
@@ -84,12 +106,13 @@ def create_application(argv: list[str] | None = None) -> QApplication:
     # Qt's own chatter ("This plugin does not support propagateSizeHints()") goes to the log file, not the terminal.
     qInstallMessageHandler(lambda kind, _context, message: qt_log.log(levels.get(kind, logging.INFO), "%s", message))
     existing = QApplication.instance()
-    app = existing if isinstance(existing, QApplication) else QApplication(argv or [sys.argv[0]])
+    app = existing if isinstance(existing, QApplication) else QApplication([sys.argv[0]])
     app.setApplicationName(APP_NAME)
     app.setApplicationVersion(__version__)
     app.setDesktopFileName(APP_ID)
     app.setWindowIcon(QIcon(str(asset_path("fara-desktop.svg"))))
-    app.setStyleSheet(asset_path("style.qss").read_text(encoding="utf-8"))
+    settings = settings or Settings()
+    apply_appearance(app, settings.theme, settings.font_size)
     return app
 
 
@@ -101,13 +124,13 @@ def run_gui(args: argparse.Namespace, log_file: Path) -> int:
             file=sys.stderr,
         )
         return 2
-    app = create_application()
+    paths = app_paths().ensure()
+    loaded = load_settings(paths.config)
+    app = create_application(loaded.settings)
     from fara_desktop.ui.errors import install_exception_dialog
     from fara_desktop.ui.main_window import MainWindow
 
     install_exception_dialog(log_file)
-    paths = app_paths().ensure()
-    loaded = load_settings(paths.config)
     window = MainWindow(paths=paths, settings=loaded.settings)
     window.show()
     if loaded.notice:
@@ -119,18 +142,17 @@ def run_gui(args: argparse.Namespace, log_file: Path) -> int:
 def run_smoke(args: argparse.Namespace) -> int:
     if not _has_display():
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
-    app = create_application()
+    paths = app_paths().ensure()
+    settings = load_settings(paths.config).settings
+    app = create_application(settings)
     from PySide6.QtCore import QEventLoop, QTimer
 
     from fara_desktop.engine.types import Finished, SamplingParams
     from fara_desktop.startup import StartupPlan
     from fara_desktop.ui.main_window import MainWindow
 
-    paths = app_paths().ensure()
     window = MainWindow(
-        sampling=SamplingParams(temperature=0.0, max_tokens=args.max_tokens),
-        paths=paths,
-        settings=load_settings(paths.config).settings,
+        sampling=SamplingParams(temperature=0.0, max_tokens=args.max_tokens), paths=paths, settings=settings
     )
     window.show()
     outcome: dict[str, Any] = {}

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from fara_desktop.engine.types import LoadParams
+from fara_desktop.engine.types import LoadParams, SamplingParams
 from fara_desktop.tuning import KV_TYPES, TunedParams
 
 log = logging.getLogger(__name__)
@@ -65,6 +65,53 @@ class InferenceOverrides:
         )
 
 
+def _number(value: Any, low: float, high: float, default: float) -> float:
+    return (
+        float(value)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and low <= value <= high
+        else default
+    )
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    """How replies are sampled; the defaults suit small chat models."""
+
+    temperature: float = 0.7
+    top_p: float = 0.95
+    top_k: int = 40
+    min_p: float = 0.05
+    repeat_penalty: float = 1.1
+    mirostat_mode: int = 0
+    mirostat_tau: float = 5.0
+    mirostat_eta: float = 0.1
+    seed: int | None = None
+    max_tokens: int | None = None
+
+    def validated(self) -> SamplingSettings:
+        default = SamplingSettings()
+        seed = self.seed if isinstance(self.seed, int) and not isinstance(self.seed, bool) and self.seed >= 0 else None
+        max_tokens = self.max_tokens if isinstance(self.max_tokens, int) and 1 <= self.max_tokens <= 1 << 20 else None
+        return SamplingSettings(
+            temperature=_number(self.temperature, 0.0, 5.0, default.temperature),
+            top_p=_number(self.top_p, 0.0, 1.0, default.top_p),
+            top_k=int(_number(self.top_k, 0, 100000, default.top_k)),
+            min_p=_number(self.min_p, 0.0, 1.0, default.min_p),
+            repeat_penalty=_number(self.repeat_penalty, 0.5, 3.0, default.repeat_penalty),
+            mirostat_mode=int(_number(self.mirostat_mode, 0, 2, 0)),
+            mirostat_tau=_number(self.mirostat_tau, 0.0, 20.0, default.mirostat_tau),
+            mirostat_eta=_number(self.mirostat_eta, 0.0, 1.0, default.mirostat_eta),
+            seed=seed,
+            max_tokens=max_tokens,
+        )
+
+    def params(self) -> SamplingParams:
+        return SamplingParams(**asdict(self))
+
+
+THEMES = ("system", "light", "dark")
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything the user chose; unknown keys in the file are ignored, bad values fall back to defaults."""
@@ -73,6 +120,9 @@ class Settings:
     model_path: str | None = None
     extra_model_folders: list[str] = field(default_factory=list)
     inference: InferenceOverrides = field(default_factory=InferenceOverrides)
+    sampling: SamplingSettings = field(default_factory=SamplingSettings)
+    theme: str = "system"
+    font_size: int = 10
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -82,12 +132,20 @@ class Settings:
         known = {f.name for f in fields(InferenceOverrides)}
         raw_inference = data.get("inference") if isinstance(data.get("inference"), dict) else {}
         inference = InferenceOverrides(**{k: v for k, v in raw_inference.items() if k in known}).validated()
+        raw_sampling = data.get("sampling") if isinstance(data.get("sampling"), dict) else {}
+        sampling_keys = {f.name for f in fields(SamplingSettings)}
+        sampling = SamplingSettings(**{k: v for k, v in raw_sampling.items() if k in sampling_keys}).validated()
         folders = data.get("extra_model_folders")
         model_path = data.get("model_path")
+        theme = data.get("theme") if data.get("theme") in THEMES else "system"
+        font_size = int(_number(data.get("font_size"), 7, 24, 10))
         return cls(
             model_path=model_path if isinstance(model_path, str) else None,
             extra_model_folders=[f for f in folders if isinstance(f, str)] if isinstance(folders, list) else [],
             inference=inference,
+            sampling=sampling,
+            theme=str(theme),
+            font_size=font_size,
         )
 
 

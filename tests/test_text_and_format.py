@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from fara_desktop.conversation import Conversation
 from fara_desktop.engine.chat_format import (
     GemmaTurnFormatter,
     JinjaChatFormatter,
@@ -69,12 +68,3 @@ def test_jinja_template_renders_in_a_sandbox():
     rendered = JinjaChatFormatter(template, "<s>", "</s>").render(MESSAGES)
     assert rendered.text == "<system>Be brief.<user>Hi<assistant>Hello<s>"
     assert not rendered.add_bos
-
-
-def test_conversation_trim_offset():
-    conversation = Conversation(system_prompt="sys")
-    for i in range(3):
-        conversation.add("user", f"q{i}")
-        conversation.add("assistant", f"a{i}")
-    conversation.apply_trim(2)
-    assert [m.content for m in conversation.prompt_messages()] == ["sys", "q1", "a1", "q2", "a2"]

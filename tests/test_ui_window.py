@@ -48,7 +48,10 @@ def test_enter_sends_and_shift_enter_adds_a_line(window, qtbot):
     assert win.chat_view.messages()[1].text == "Hello there!"
     assert "tok/s" in win.chat_view.messages()[1].footer.text()
     assert win.composer.toPlainText() == ""
-    assert [m.role for m in win.conversation.messages] == ["user", "assistant"]
+    assert [(m.role, m.status) for m in win.store.messages(win.session.conversation_id)] == [
+        ("user", "complete"),
+        ("assistant", "complete"),
+    ]
 
 
 def test_empty_message_is_not_sent(window, qtbot):

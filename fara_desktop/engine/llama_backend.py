@@ -304,6 +304,9 @@ class LlamaBackend:
             min_p=sampling.min_p,
             temp=sampling.temperature,
             repeat_penalty=sampling.repeat_penalty,
+            mirostat_mode=sampling.mirostat_mode,
+            mirostat_tau=sampling.mirostat_tau,
+            mirostat_eta=sampling.mirostat_eta,
             reset=True,
         )
         try:

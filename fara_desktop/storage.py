@@ -1,0 +1,324 @@
+"""Conversations in SQLite: WAL, foreign keys, ``PRAGMA user_version`` migrations, files readable by the user only.
+
+Writes are small and frequent (a reply is saved while it streams), so the database runs in WAL mode with
+``synchronous=NORMAL``: a commit survives a killed process; only a power cut can lose the last commits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from fara_desktop.engine.errors import FaraError
+
+MessageStatus = str  # "complete" | "streaming" | "stopped" | "failed"
+
+MIGRATIONS: list[str] = [
+    # 1: conversations and their messages
+    """
+    CREATE TABLE conversations (
+        id INTEGER PRIMARY KEY,
+        title TEXT NOT NULL,
+        system_prompt TEXT NOT NULL DEFAULT '',
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    CREATE TABLE messages (
+        id INTEGER PRIMARY KEY,
+        conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant')),
+        content TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'complete',
+        model TEXT,
+        stats TEXT,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        UNIQUE (conversation_id, position)
+    );
+    CREATE INDEX messages_by_conversation ON messages(conversation_id, position);
+    CREATE INDEX conversations_by_update ON conversations(updated_at DESC);
+    """,
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class StorageError(FaraError):
+    """The conversation database cannot be used (corrupt, newer schema, read-only, disk full)."""
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    id: int
+    conversation_id: int
+    position: int
+    role: str
+    content: str
+    status: MessageStatus
+    model: str | None
+    stats: dict[str, Any] | None
+    created_at: float
+    updated_at: float
+
+
+@dataclass(frozen=True)
+class ConversationSummary:
+    id: int
+    title: str
+    system_prompt: str
+    created_at: float
+    updated_at: float
+    message_count: int
+
+
+def _message(row: sqlite3.Row) -> StoredMessage:
+    return StoredMessage(
+        id=row["id"], conversation_id=row["conversation_id"], position=row["position"], role=row["role"],
+        content=row["content"], status=row["status"], model=row["model"],
+        stats=json.loads(row["stats"]) if row["stats"] else None, created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )  # fmt: skip
+
+
+def title_from(text: str, limit: int = 48) -> str:
+    """A conversation title from its first message: the first line, trimmed at a word boundary."""
+    line = " ".join(text.strip().split("\n", 1)[0].split())
+    if len(line) <= limit:
+        return line or "New chat"
+    cut = line[:limit].rsplit(" ", 1)[0]
+    return (cut if len(cut) > limit // 2 else line[:limit]).rstrip(" ,.;:") + "…"
+
+
+class ConversationStore:
+    """All database access. Used by the chat session and the CLI; widgets never touch it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        new = not path.exists()
+        try:
+            if new:  # create the file readable by the user only before SQLite opens it
+                os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self._db.row_factory = sqlite3.Row
+            self._db.execute("PRAGMA foreign_keys = ON")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute("PRAGMA synchronous = NORMAL")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise StorageError(f"The conversation database {path} cannot be opened: {exc}") from exc
+
+    def _migrate(self) -> None:
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise StorageError(
+                f"The conversation database was written by a newer Fara Desktop (schema {version}, this version "
+                f"knows {SCHEMA_VERSION}). Update the app; your conversations were not changed."
+            )
+        for number in range(version, SCHEMA_VERSION):
+            with self.transaction():  # executescript would commit on its own; run statement by statement
+                for statement in MIGRATIONS[number].split(";"):
+                    if statement.strip():
+                        self._db.execute(statement)
+                self._db.execute(f"PRAGMA user_version = {number + 1}")
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            raise StorageError(f"Could not save to {self.path.name}: {exc}") from exc
+
+    def close(self) -> None:
+        self._db.close()
+
+    def integrity_ok(self) -> bool:
+        return self._db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+    # ------------------------------------------------------------------ conversations
+
+    def create_conversation(self, title: str = "New chat", system_prompt: str = "") -> int:
+        now = time.time()
+        with self.transaction() as db:
+            cursor = db.execute(
+                "INSERT INTO conversations (title, system_prompt, created_at, updated_at) VALUES (?, ?, ?, ?)",
+                (title, system_prompt, now, now),
+            )
+        return int(cursor.lastrowid or 0)
+
+    def conversations(self, search: str | None = None) -> list[ConversationSummary]:
+        query = """SELECT c.*, (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) AS n
+                   FROM conversations c"""
+        args: tuple[Any, ...] = ()
+        if search and search.strip():
+            pattern = "%" + search.strip().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            query += """ WHERE c.title LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM messages m
+                         WHERE m.conversation_id = c.id AND m.content LIKE ? ESCAPE '\\')"""
+            args = (pattern, pattern)
+        query += " ORDER BY c.updated_at DESC, c.id DESC"
+        return [
+            ConversationSummary(r["id"], r["title"], r["system_prompt"], r["created_at"], r["updated_at"], r["n"])
+            for r in self._db.execute(query, args)
+        ]
+
+    def conversation(self, conversation_id: int) -> ConversationSummary | None:
+        return next((c for c in self.conversations() if c.id == conversation_id), None)
+
+    def rename(self, conversation_id: int, title: str) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE conversations SET title = ?, updated_at = ? WHERE id = ?",
+                (title.strip() or "New chat", time.time(), conversation_id),
+            )
+
+    def set_system_prompt(self, conversation_id: int, system_prompt: str) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE conversations SET system_prompt = ? WHERE id = ?", (system_prompt, conversation_id))
+
+    def delete(self, conversation_id: int) -> None:
+        with self.transaction() as db:
+            db.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
+
+    # ------------------------------------------------------------------ messages
+
+    def messages(self, conversation_id: int) -> list[StoredMessage]:
+        rows = self._db.execute(
+            "SELECT * FROM messages WHERE conversation_id = ? ORDER BY position", (conversation_id,)
+        )
+        return [_message(r) for r in rows]
+
+    def add_message(
+        self,
+        conversation_id: int,
+        role: str,
+        content: str,
+        status: MessageStatus = "complete",
+        model: str | None = None,
+    ) -> StoredMessage:
+        now = time.time()
+        with self.transaction() as db:
+            position = db.execute(
+                "SELECT COALESCE(MAX(position), -1) + 1 FROM messages WHERE conversation_id = ?", (conversation_id,)
+            ).fetchone()[0]
+            cursor = db.execute(
+                """INSERT INTO messages (conversation_id, position, role, content, status, model, created_at,
+                   updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
+                (conversation_id, position, role, content, status, model, now, now),
+            )
+            db.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conversation_id))
+        return StoredMessage(
+            int(cursor.lastrowid or 0), conversation_id, position, role, content, status, model, None, now, now
+        )
+
+    def update_message(
+        self,
+        message_id: int,
+        content: str,
+        status: MessageStatus | None = None,
+        stats: dict[str, Any] | None = None,
+        model: str | None = None,
+    ) -> None:
+        with self.transaction() as db:
+            db.execute(
+                """UPDATE messages SET content = ?, status = COALESCE(?, status), stats = COALESCE(?, stats),
+                   model = COALESCE(?, model), updated_at = ? WHERE id = ?""",
+                (content, status, json.dumps(stats) if stats is not None else None, model, time.time(), message_id),
+            )
+
+    def delete_messages_from(self, conversation_id: int, position: int) -> None:
+        """Remove the message at ``position`` and every later one (regenerate, edit and resend)."""
+        with self.transaction() as db:
+            db.execute("DELETE FROM messages WHERE conversation_id = ? AND position >= ?", (conversation_id, position))
+
+    def mark_interrupted(self) -> int:
+        """Replies left 'streaming' by a crash or a kill become 'stopped' (their text is kept)."""
+        with self.transaction() as db:
+            return db.execute("UPDATE messages SET status = 'stopped' WHERE status = 'streaming'").rowcount
+
+    # ------------------------------------------------------------------ export / import
+
+    def export_json(self, conversation_id: int) -> dict[str, Any]:
+        summary = self.conversation(conversation_id)
+        if summary is None:
+            raise StorageError(f"There is no conversation {conversation_id}.")
+        return {
+            "format": "fara-desktop-conversation",
+            "version": 1,
+            "title": summary.title,
+            "system_prompt": summary.system_prompt,
+            "created_at": summary.created_at,
+            "updated_at": summary.updated_at,
+            "messages": [
+                {k: v for k, v in asdict(m).items() if k not in ("id", "conversation_id", "position")}
+                for m in self.messages(conversation_id)
+            ],
+        }
+
+    def export_markdown(self, conversation_id: int) -> str:
+        data = self.export_json(conversation_id)
+        lines = [f"# {data['title']}", ""]
+        if data["system_prompt"]:
+            lines += [f"> System prompt: {data['system_prompt']}", ""]
+        for message in data["messages"]:
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(message["created_at"]))
+            who = "You" if message["role"] == "user" else f"Assistant ({message['model'] or 'model'})"
+            status = "" if message["status"] == "complete" else f" — {message['status']}"
+            lines += [f"## {who} · {when}{status}", "", message["content"], ""]
+        return "\n".join(lines)
+
+    def import_json(self, data: dict[str, Any]) -> int:
+        if not isinstance(data, dict) or data.get("format") != "fara-desktop-conversation":
+            raise StorageError("This file is not a Fara Desktop conversation export.")
+        messages = data.get("messages")
+        if not isinstance(messages, list):
+            raise StorageError("The conversation file has no message list.")
+        with self.transaction() as db:
+            now = time.time()
+            cursor = db.execute(
+                "INSERT INTO conversations (title, system_prompt, created_at, updated_at) VALUES (?, ?, ?, ?)",
+                (
+                    str(data.get("title") or "Imported chat"),
+                    str(data.get("system_prompt") or ""),
+                    float(data.get("created_at") or now),
+                    float(data.get("updated_at") or now),
+                ),
+            )
+            conversation_id = int(cursor.lastrowid or 0)
+            for position, message in enumerate(messages):
+                role = message.get("role") if isinstance(message, dict) else None
+                if role not in ("system", "user", "assistant"):
+                    raise StorageError(f"Message {position + 1} has no valid role.")
+                stats = message.get("stats")
+                db.execute(
+                    """INSERT INTO messages (conversation_id, position, role, content, status, model, stats,
+                       created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                    (
+                        conversation_id,
+                        position,
+                        role,
+                        str(message.get("content", "")),
+                        str(message.get("status") or "complete"),
+                        message.get("model"),
+                        json.dumps(stats) if stats else None,
+                        float(message.get("created_at") or now),
+                        float(message.get("updated_at") or now),
+                    ),
+                )
+        return conversation_id
+
+
+def database_path(data_dir: Path) -> Path:
+    return data_dir / "conversations.sqlite3"

@@ -1,0 +1,188 @@
+"""One message in the chat: title line with actions, markdown prose, code blocks with a copy button."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, QUrl, Signal
+from PySide6.QtGui import QDesktopServices, QFont, QGuiApplication
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QToolButton, QVBoxLayout, QWidget
+
+from fara_desktop.text_blocks import Block, split_blocks
+
+_SAFE_LINK_SCHEMES = ("http", "https", "mailto")
+ROLE_TITLES = {"user": "You", "assistant": "Assistant", "notice": "Fara", "error": "Problem"}
+
+
+def open_link(url: str) -> None:
+    """Links open in the system browser only when clicked, and only for web and mail addresses."""
+    target = QUrl(url)
+    if target.scheme().lower() in _SAFE_LINK_SCHEMES:
+        QDesktopServices.openUrl(target)
+
+
+def _prose_label(text: str) -> QLabel:
+    label = QLabel()
+    label.setObjectName("messageBody")
+    label.setWordWrap(True)
+    label.setTextFormat(Qt.TextFormat.MarkdownText)
+    label.setOpenExternalLinks(False)
+    label.linkActivated.connect(open_link)
+    label.setTextInteractionFlags(
+        Qt.TextInteractionFlag.TextSelectableByMouse | Qt.TextInteractionFlag.LinksAccessibleByMouse
+    )
+    label.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
+    label.setText(text)
+    return label
+
+
+class CodeBlock(QFrame):
+    """A fenced code block: monospace, selectable, with its language and a Copy button."""
+
+    def __init__(self, block: Block, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("codeBlock")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        header = QHBoxLayout()
+        header.setContentsMargins(10, 4, 4, 4)
+        self.language = QLabel(block.language or "code")
+        self.language.setObjectName("codeLanguage")
+        self.copy_button = QToolButton()
+        self.copy_button.setObjectName("copyCodeButton")
+        self.copy_button.setText("Copy")
+        self.copy_button.setAccessibleName("Copy code")
+        self.copy_button.clicked.connect(self.copy)
+        header.addWidget(self.language)
+        header.addStretch(1)
+        header.addWidget(self.copy_button)
+        self.code = QLabel()
+        self.code.setObjectName("codeText")
+        self.code.setTextFormat(Qt.TextFormat.PlainText)
+        self.code.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.code.setWordWrap(True)
+        font = QFont("monospace")
+        font.setStyleHint(QFont.StyleHint.Monospace)
+        self.code.setFont(font)
+        layout.addLayout(header)
+        layout.addWidget(self.code)
+        self.set_block(block)
+
+    def set_block(self, block: Block) -> None:
+        self.block = block
+        self.language.setText(block.language or "code")
+        self.code.setText(block.text)
+
+    def copy(self) -> None:
+        QGuiApplication.clipboard().setText(self.block.text)
+        self.copy_button.setText("Copied")
+
+
+class MessageWidget(QFrame):
+    """A message: title line (who, model, actions), then prose and code blocks rendered from markdown.
+
+    While a reply streams, ``set_text`` only rewrites the last block (and adds new ones), so each repaint costs
+    the size of the newest block, not of the whole reply.
+    """
+
+    copyRequested = Signal(object)
+    editRequested = Signal(object)
+    regenerateRequested = Signal(object)
+
+    def __init__(self, role: str, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.role = role
+        self.message_id: int | None = None
+        self.setObjectName(f"{role}Message")
+        self.setProperty("role", role)
+        self.setAccessibleName(f"{ROLE_TITLES.get(role, role)} message")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(14, 8, 14, 10)
+        layout.setSpacing(4)
+        top = QHBoxLayout()
+        top.setSpacing(4)
+        self.title = QLabel(ROLE_TITLES.get(role, role))
+        self.title.setObjectName("messageTitle")
+        top.addWidget(self.title)
+        top.addStretch(1)
+        self.actions: dict[str, QToolButton] = {}
+        if role in ("user", "assistant"):
+            self._action("copy", "Copy", "Copy this message", lambda: self.copyRequested.emit(self))
+        if role == "user":
+            self._action("edit", "Edit", "Edit this message and send it again", lambda: self.editRequested.emit(self))
+        if role == "assistant":
+            self._action(
+                "regenerate", "Regenerate", "Write this reply again", lambda: self.regenerateRequested.emit(self)
+            )
+            self.actions["regenerate"].hide()
+        for button in self.actions.values():
+            top.addWidget(button)
+        layout.addLayout(top)
+        self._body = QVBoxLayout()
+        self._body.setSpacing(6)
+        layout.addLayout(self._body)
+        self.footer = QLabel()
+        self.footer.setObjectName("messageFooter")
+        self.footer.setWordWrap(True)
+        self.footer.hide()
+        layout.addWidget(self.footer)
+        self._blocks: list[Block] = []
+        self._block_widgets: list[QWidget] = []
+        self._text = ""
+        self.set_text(text)
+
+    def _action(self, key: str, text: str, tip: str, slot: object) -> None:
+        button = QToolButton()
+        button.setObjectName(f"{key}MessageButton")
+        button.setText(text)
+        button.setToolTip(tip)
+        button.setAccessibleName(tip)
+        button.clicked.connect(slot)
+        self.actions[key] = button
+
+    @property
+    def text(self) -> str:
+        return self._text
+
+    def code_blocks(self) -> list[CodeBlock]:
+        return [w for w in self._block_widgets if isinstance(w, CodeBlock)]
+
+    def set_text(self, text: str) -> None:
+        self._text = text
+        blocks = split_blocks(text) if text else [Block("text", "…")]
+        keep = 0
+        while keep < min(len(blocks), len(self._blocks)) and blocks[keep] == self._blocks[keep]:
+            keep += 1
+        for index in range(keep, len(blocks)):
+            block = blocks[index]
+            widget = self._block_widgets[index] if index < len(self._block_widgets) else None
+            if widget is not None and index < len(self._blocks) and self._blocks[index].kind == block.kind:
+                if isinstance(widget, CodeBlock):
+                    widget.set_block(block)
+                else:
+                    widget.setText(block.text)  # type: ignore[attr-defined]
+                continue
+            fresh = CodeBlock(block) if block.kind == "code" else _prose_label(block.text)
+            if widget is not None:
+                self._body.replaceWidget(widget, fresh)
+                widget.deleteLater()
+                self._block_widgets[index] = fresh
+            else:
+                self._body.addWidget(fresh)
+                self._block_widgets.append(fresh)
+        for widget in self._block_widgets[len(blocks) :]:
+            widget.setParent(None)
+            widget.deleteLater()
+        del self._block_widgets[len(blocks) :]
+        self._blocks = blocks
+
+    def set_footer(self, text: str) -> None:
+        self.footer.setText(text)
+        self.footer.setVisible(bool(text))
+
+    def set_model(self, model: str | None) -> None:
+        if self.role == "assistant":
+            self.title.setText(f"Assistant · {model}" if model else "Assistant")
+
+    def set_can_regenerate(self, allowed: bool) -> None:
+        if "regenerate" in self.actions:
+            self.actions["regenerate"].setVisible(allowed)

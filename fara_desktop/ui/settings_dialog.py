@@ -1,0 +1,384 @@
+"""Settings: model choice, inference overrides ("auto (= tuned value)"), sampling, appearance."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QListWidget,
+    QPushButton,
+    QSpinBox,
+    QStackedWidget,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from fara_desktop.models.discovery import DiscoveredModel
+from fara_desktop.settings import THEMES, InferenceOverrides, SamplingSettings, Settings
+from fara_desktop.startup import StartupPlan
+from fara_desktop.tuning import KV_TYPES, TunedParams
+from fara_desktop.ui.hardware_panel import human_bytes
+
+VERDICT_TEXT = {"fits": "fits", "tight": "tight", "too_big": "does not fit"}
+
+
+def _auto_spin(name: str, tuned: int | None, value: int | None, maximum: int) -> QSpinBox:
+    """A spin box whose lowest value means "auto": it then shows the tuned value."""
+    spin = QSpinBox()
+    spin.setObjectName(name)
+    spin.setRange(0, maximum)
+    spin.setSpecialValueText(f"auto (= {tuned:,})" if tuned else "auto")
+    spin.setValue(value or 0)
+    spin.setAccessibleName(name)
+    return spin
+
+
+def _tri_state(name: str, tuned: bool | None, value: bool | None) -> QComboBox:
+    combo = QComboBox()
+    combo.setObjectName(name)
+    combo.setAccessibleName(name)
+    combo.addItem(f"auto (= {'on' if tuned else 'off'})", None)
+    combo.addItem("on", True)
+    combo.addItem("off", False)
+    combo.setCurrentIndex(0 if value is None else 1 if value else 2)
+    return combo
+
+
+class SettingsDialog(QDialog):
+    """Edits a copy of the settings; ``settings()`` returns the result, ``chosen_model()`` a picked model."""
+
+    def __init__(self, settings: Settings, plan: StartupPlan | None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("settingsDialog")
+        self.setWindowTitle("Settings")
+        self.resize(860, 560)
+        self._settings = settings
+        self._plan = plan
+        self._chosen: str | None = None
+        self._folders = list(settings.extra_model_folders)
+        self.nav = QListWidget()
+        self.nav.setObjectName("settingsNav")
+        self.nav.setAccessibleName("Settings pages")
+        self.nav.setFixedWidth(150)
+        self.pages = QStackedWidget()
+        for title, page in (
+            ("Model", self._model_page()),
+            ("Inference", self._inference_page()),
+            ("Sampling", self._sampling_page()),
+            ("Appearance", self._appearance_page()),
+        ):
+            self.nav.addItem(title)
+            self.pages.addWidget(page)
+        self.nav.currentRowChanged.connect(self.pages.setCurrentIndex)
+        self.nav.setCurrentRow(0)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        body = QHBoxLayout()
+        body.addWidget(self.nav)
+        body.addWidget(self.pages, 1)
+        layout = QVBoxLayout(self)
+        layout.addLayout(body, 1)
+        layout.addWidget(buttons)
+
+    def show_page(self, title: str) -> None:
+        for row in range(self.nav.count()):
+            if self.nav.item(row).text() == title:
+                self.nav.setCurrentRow(row)
+
+    # ------------------------------------------------------------------ model page
+
+    def _model_page(self) -> QWidget:
+        page = QWidget()
+        layout = QVBoxLayout(page)
+        intro = QLabel("Models found on this machine. ★ marks the best one for it; your choice is remembered.")
+        intro.setWordWrap(True)
+        self.models = QTableWidget(0, 7)
+        self.models.setObjectName("modelTable")
+        self.models.setAccessibleName("Models")
+        self.models.setHorizontalHeaderLabels(["", "Name", "Size", "Quant", "Architecture", "Found in", "Fit"])
+        self.models.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.models.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.models.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.models.verticalHeader().hide()
+        header = self.models.horizontalHeader()
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        for column in (0, 2, 3, 4, 6):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(5, QHeaderView.ResizeMode.Interactive)
+        header.resizeSection(5, 170)
+        self.models.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self._fill_models()
+        use = QPushButton("Use selected model")
+        use.setObjectName("useModelButton")
+        use.clicked.connect(self._use_selected)
+        add_file = QPushButton("Add file…")
+        add_file.setObjectName("addModelFileButton")
+        add_file.clicked.connect(self._add_file)
+        self.status = QLabel()
+        self.status.setObjectName("modelChoiceStatus")
+        row = QHBoxLayout()
+        row.addWidget(use)
+        row.addWidget(add_file)
+        row.addStretch(1)
+        row.addWidget(self.status)
+        folders_label = QLabel("Extra folders searched for models:")
+        self.folder_list = QListWidget()
+        self.folder_list.setObjectName("modelFolders")
+        self.folder_list.setAccessibleName("Extra model folders")
+        self.folder_list.setMaximumHeight(80)
+        self.folder_list.addItems(self._folders)
+        add_folder = QPushButton("Add folder…")
+        add_folder.setObjectName("addFolderSettingsButton")
+        add_folder.clicked.connect(self._add_folder)
+        remove_folder = QPushButton("Remove folder")
+        remove_folder.setObjectName("removeFolderButton")
+        remove_folder.clicked.connect(self._remove_folder)
+        folder_row = QHBoxLayout()
+        folder_row.addWidget(add_folder)
+        folder_row.addWidget(remove_folder)
+        folder_row.addStretch(1)
+        layout.addWidget(intro)
+        layout.addWidget(self.models, 1)
+        layout.addLayout(row)
+        layout.addWidget(folders_label)
+        layout.addWidget(self.folder_list)
+        layout.addLayout(folder_row)
+        return page
+
+    def _fill_models(self) -> None:
+        plan = self._plan
+        models: list[DiscoveredModel] = plan.scan.models if plan else []
+        verdicts = {rec.path: rec for rec in plan.ranked} if plan else {}
+        best = plan.recommendation.path if plan and plan.recommendation else None
+        current = plan.model.path if plan and plan.model else None
+        self.models.setRowCount(len(models))
+        for row, model in enumerate(models):
+            meta = model.metadata
+            rec = verdicts.get(model.path)
+            fit = VERDICT_TEXT[rec.verdict.verdict] if rec else (model.problem or "unusable")
+            cells = [
+                "★" if model.path == best else ("●" if model.path == current else ""),
+                model.display_name,
+                human_bytes(meta.file_bytes) if meta else "—",
+                meta.quantization if meta else "—",
+                meta.architecture if meta else "—",
+                model.source,
+                fit,
+            ]
+            for column, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                item.setData(Qt.ItemDataRole.UserRole, model.path)
+                item.setToolTip(rec.reason if rec else (model.problem or model.path))
+                if not model.usable:
+                    item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsSelectable)
+                    item.setForeground(Qt.GlobalColor.gray)
+                self.models.setItem(row, column, item)
+
+    def _use_selected(self) -> None:
+        items = self.models.selectedItems()
+        if items:
+            self._chosen = items[0].data(Qt.ItemDataRole.UserRole)
+            self.status.setText(f"Will load {Path(self._chosen).name}")
+
+    def _add_file(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Add a GGUF model", str(Path.home()), "GGUF models (*.gguf)")
+        if path:
+            self._chosen = path
+            self.status.setText(f"Will load {Path(path).name}")
+
+    def _add_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Add a models folder", str(Path.home()))
+        if folder and folder not in self._folders:
+            self._folders.append(folder)
+            self.folder_list.addItem(folder)
+
+    def _remove_folder(self) -> None:
+        row = self.folder_list.currentRow()
+        if row >= 0:
+            self._folders.pop(row)
+            self.folder_list.takeItem(row)
+
+    # ------------------------------------------------------------------ inference page
+
+    def _inference_page(self) -> QWidget:
+        tuned: TunedParams | None = self._plan.tuned if self._plan else None
+        mine = self._settings.inference
+        page = QWidget()
+        form = QFormLayout(page)
+        self.ctx = _auto_spin("contextLength", tuned.n_ctx if tuned else None, mine.n_ctx, 1 << 20)
+        self.ctx.setSingleStep(256)
+        self.threads = _auto_spin("threads", tuned.n_threads if tuned else None, mine.n_threads, 1024)
+        self.threads_batch = _auto_spin(
+            "promptThreads", tuned.n_threads_batch if tuned else None, mine.n_threads_batch, 1024
+        )
+        self.batch = _auto_spin("batchSize", tuned.n_batch if tuned else None, mine.n_batch, 8192)
+        self.kv = QComboBox()
+        self.kv.setObjectName("kvCacheType")
+        self.kv.setAccessibleName("KV cache type")
+        self.kv.addItem(f"auto (= {tuned.kv_type if tuned else 'f16'})", None)
+        for name in KV_TYPES:
+            self.kv.addItem(name, name)
+        self.kv.setCurrentIndex(self.kv.findData(mine.kv_type) if mine.kv_type else 0)
+        self.flash = _tri_state("flashAttention", tuned.flash_attn if tuned else False, mine.flash_attn)
+        self.mmap = _tri_state("memoryMap", tuned.use_mmap if tuned else True, mine.use_mmap)
+        self.mlock = _tri_state("lockInMemory", tuned.use_mlock if tuned else False, mine.use_mlock)
+        form.addRow("Context length", self.ctx)
+        form.addRow("Generation threads", self.threads)
+        form.addRow("Prompt threads", self.threads_batch)
+        form.addRow("Batch size", self.batch)
+        form.addRow("KV cache", self.kv)
+        form.addRow("Flash attention", self.flash)
+        form.addRow("Memory-map weights", self.mmap)
+        form.addRow("Lock weights in RAM", self.mlock)
+        note = QLabel("“auto” is tuned for this machine and model. Changes here reload the model when you press OK.")
+        note.setObjectName("reloadNote")
+        note.setWordWrap(True)
+        form.addRow(note)
+        if tuned:
+            why = QLabel("\n".join(f"• {key}: {reason}" for key, reason in tuned.reasons.items()))
+            why.setObjectName("tuningReasons")
+            why.setWordWrap(True)
+            form.addRow(why)
+        return page
+
+    # ------------------------------------------------------------------ sampling page
+
+    def _sampling_page(self) -> QWidget:
+        page = QWidget()
+        form = QFormLayout(page)
+
+        def double(name: str, low: float, high: float, step: float, decimals: int = 2) -> QDoubleSpinBox:
+            spin = QDoubleSpinBox()
+            spin.setObjectName(name)
+            spin.setAccessibleName(name)
+            spin.setRange(low, high)
+            spin.setSingleStep(step)
+            spin.setDecimals(decimals)
+            return spin
+
+        self.temperature = double("temperature", 0, 5, 0.05)
+        self.top_p = double("topP", 0, 1, 0.01)
+        self.top_k = QSpinBox()
+        self.top_k.setObjectName("topK")
+        self.top_k.setRange(0, 100000)
+        self.min_p = double("minP", 0, 1, 0.01)
+        self.repeat_penalty = double("repeatPenalty", 0.5, 3, 0.05)
+        self.mirostat = QComboBox()
+        self.mirostat.setObjectName("mirostatMode")
+        self.mirostat.addItems(["off", "Mirostat 1", "Mirostat 2"])
+        self.tau = double("mirostatTau", 0, 20, 0.5)
+        self.eta = double("mirostatEta", 0, 1, 0.01)
+        self.seed = QSpinBox()
+        self.seed.setObjectName("seed")
+        self.seed.setRange(-1, 2**31 - 1)
+        self.seed.setSpecialValueText("random")
+        self.max_tokens = QSpinBox()
+        self.max_tokens.setObjectName("maxTokens")
+        self.max_tokens.setRange(0, 1 << 20)
+        self.max_tokens.setSpecialValueText("until the context is full")
+        reset = QPushButton("Reset to defaults")
+        reset.setObjectName("resetSamplingButton")
+        reset.clicked.connect(lambda: self._show_sampling(SamplingSettings()))
+        for label, widget in (
+            ("Temperature", self.temperature),
+            ("Top-p", self.top_p),
+            ("Top-k", self.top_k),
+            ("Min-p", self.min_p),
+            ("Repeat penalty", self.repeat_penalty),
+            ("Mirostat", self.mirostat),
+            ("Mirostat tau", self.tau),
+            ("Mirostat eta", self.eta),
+            ("Seed", self.seed),
+            ("Max tokens", self.max_tokens),
+        ):
+            widget.setAccessibleName(label)
+            form.addRow(label, widget)
+        form.addRow(reset)
+        self._show_sampling(self._settings.sampling)
+        return page
+
+    def _show_sampling(self, sampling: SamplingSettings) -> None:
+        self.temperature.setValue(sampling.temperature)
+        self.top_p.setValue(sampling.top_p)
+        self.top_k.setValue(sampling.top_k)
+        self.min_p.setValue(sampling.min_p)
+        self.repeat_penalty.setValue(sampling.repeat_penalty)
+        self.mirostat.setCurrentIndex(sampling.mirostat_mode)
+        self.tau.setValue(sampling.mirostat_tau)
+        self.eta.setValue(sampling.mirostat_eta)
+        self.seed.setValue(-1 if sampling.seed is None else sampling.seed)
+        self.max_tokens.setValue(sampling.max_tokens or 0)
+
+    # ------------------------------------------------------------------ appearance page
+
+    def _appearance_page(self) -> QWidget:
+        page = QWidget()
+        form = QFormLayout(page)
+        self.theme = QComboBox()
+        self.theme.setObjectName("theme")
+        self.theme.setAccessibleName("Theme")
+        for name in THEMES:
+            self.theme.addItem(name.capitalize(), name)
+        self.theme.setCurrentIndex(self.theme.findData(self._settings.theme))
+        self.font_size = QSpinBox()
+        self.font_size.setObjectName("fontSize")
+        self.font_size.setAccessibleName("Font size")
+        self.font_size.setRange(7, 24)
+        self.font_size.setSuffix(" pt")
+        self.font_size.setValue(self._settings.font_size)
+        form.addRow("Theme", self.theme)
+        form.addRow("Font size", self.font_size)
+        return page
+
+    # ------------------------------------------------------------------ result
+
+    def chosen_model(self) -> str | None:
+        return self._chosen
+
+    def settings(self) -> Settings:
+        inference = InferenceOverrides(
+            n_ctx=self.ctx.value() or None,
+            n_threads=self.threads.value() or None,
+            n_threads_batch=self.threads_batch.value() or None,
+            n_batch=self.batch.value() or None,
+            kv_type=self.kv.currentData(),
+            flash_attn=self.flash.currentData(),
+            use_mmap=self.mmap.currentData(),
+            use_mlock=self.mlock.currentData(),
+        ).validated()
+        sampling = SamplingSettings(
+            temperature=self.temperature.value(),
+            top_p=self.top_p.value(),
+            top_k=self.top_k.value(),
+            min_p=self.min_p.value(),
+            repeat_penalty=self.repeat_penalty.value(),
+            mirostat_mode=self.mirostat.currentIndex(),
+            mirostat_tau=self.tau.value(),
+            mirostat_eta=self.eta.value(),
+            seed=None if self.seed.value() < 0 else self.seed.value(),
+            max_tokens=self.max_tokens.value() or None,
+        ).validated()
+        return replace(
+            self._settings,
+            model_path=self._chosen or self._settings.model_path,
+            extra_model_folders=list(self._folders),
+            inference=inference,
+            sampling=sampling,
+            theme=self.theme.currentData(),
+            font_size=self.font_size.value(),
+        )

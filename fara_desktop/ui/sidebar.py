@@ -1,0 +1,102 @@
+"""The conversation list: newest first, search, new, rename and delete."""
+
+from __future__ import annotations
+
+import time
+
+from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtWidgets import (
+    QFrame,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QMenu,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from fara_desktop.storage import ConversationSummary
+
+
+def when(timestamp: float) -> str:
+    age = time.time() - timestamp
+    if age < 86400 and time.localtime(timestamp).tm_mday == time.localtime().tm_mday:
+        return time.strftime("%H:%M", time.localtime(timestamp))
+    return time.strftime("%d %b", time.localtime(timestamp))
+
+
+class Sidebar(QFrame):
+    """Lists conversations; emits what the user asked for, the window does it."""
+
+    conversationChosen = Signal(int)
+    newRequested = Signal()
+    renameRequested = Signal(int)
+    deleteRequested = Signal(int)
+    searchChanged = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("sidebar")
+        self.setAccessibleName("Conversations")
+        self.setMinimumWidth(200)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 12, 10, 10)
+        layout.setSpacing(8)
+        self.new_button = QPushButton("New chat")
+        self.new_button.setObjectName("newChatButton")
+        self.new_button.setAccessibleName("New chat")
+        self.new_button.setToolTip("New chat (Ctrl+N)")
+        self.new_button.clicked.connect(self.newRequested)
+        self.search = QLineEdit()
+        self.search.setObjectName("searchBox")
+        self.search.setAccessibleName("Search conversations")
+        self.search.setPlaceholderText("Search chats (Ctrl+F)")
+        self.search.setClearButtonEnabled(True)
+        self.search.textChanged.connect(self.searchChanged)
+        self.list = QListWidget()
+        self.list.setObjectName("conversationList")
+        self.list.setAccessibleName("Conversation list")
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.list.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.list.customContextMenuRequested.connect(self._menu)
+        self.list.itemActivated.connect(self._chosen)
+        self.list.itemClicked.connect(self._chosen)
+        layout.addWidget(self.new_button)
+        layout.addWidget(self.search)
+        layout.addWidget(self.list, 1)
+
+    def show_conversations(self, conversations: list[ConversationSummary], current: int | None) -> None:
+        self.list.blockSignals(True)
+        self.list.clear()
+        for conversation in conversations:
+            item = QListWidgetItem(
+                f"{conversation.title}\n{when(conversation.updated_at)} · {conversation.message_count} messages"
+            )
+            item.setData(Qt.ItemDataRole.UserRole, conversation.id)
+            item.setToolTip(conversation.title)
+            self.list.addItem(item)
+            if conversation.id == current:
+                self.list.setCurrentItem(item)
+        self.list.blockSignals(False)
+
+    def ids(self) -> list[int]:
+        return [self.list.item(i).data(Qt.ItemDataRole.UserRole) for i in range(self.list.count())]
+
+    def current_id(self) -> int | None:
+        item = self.list.currentItem()
+        return item.data(Qt.ItemDataRole.UserRole) if item else None
+
+    def _chosen(self, item: QListWidgetItem) -> None:
+        self.conversationChosen.emit(item.data(Qt.ItemDataRole.UserRole))
+
+    def _menu(self, point: QPoint) -> None:
+        item = self.list.itemAt(point)
+        if item is None:
+            return
+        conversation_id = item.data(Qt.ItemDataRole.UserRole)
+        menu = QMenu(self)
+        menu.addAction("Rename…", lambda: self.renameRequested.emit(conversation_id))
+        menu.addAction("Delete…", lambda: self.deleteRequested.emit(conversation_id))
+        menu.exec(self.list.mapToGlobal(point))
