@@ -51,7 +51,7 @@ def wait_until(predicate: Callable[[], Any], timeout: float = 30.0, what: str = 
             return result
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        pause.wait(0.002)
+        pause.wait(0.02)
 
 
 class EventLog:
