@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QFrame, QLabel, QPushButton, QScrollArea, QVBoxLayout, QWidget
 
@@ -10,6 +12,7 @@ from fara_desktop.ui.message_widget import MessageWidget
 
 REPAINT_INTERVAL_MS = 33  # at most ~30 repaints a second while a reply streams
 PAGE = 60  # messages built at a time; older ones wait behind "Show earlier messages"
+MessageRow = tuple[str, str, str, str | None, int | None, float | None]
 
 
 def stats_line(stats: GenerationStats) -> str:
@@ -101,7 +104,7 @@ class ChatView(QScrollArea):
         self._layout.addStretch(1)
         self.setWidget(self._content)
         self._messages: list[MessageWidget] = []
-        self._hidden: list[tuple[str, str, str, str | None, int | None]] = []
+        self._hidden: list[MessageRow] = []
         self._streaming: MessageWidget | None = None
         self._stream_parts: list[str] = []
         self._stream_dirty = False
@@ -118,21 +121,33 @@ class ChatView(QScrollArea):
         return list(self._messages)
 
     def _make(
-        self, role: str, text: str, footer: str = "", model: str | None = None, message_id: int | None = None
+        self,
+        role: str,
+        text: str,
+        footer: str = "",
+        model: str | None = None,
+        message_id: int | None = None,
+        created_at: float | None = None,
     ) -> MessageWidget:
         widget = MessageWidget(role, text, self._content)
         widget.message_id = message_id
         widget.set_footer(footer)
-        widget.set_model(model)
+        widget.set_meta(model, created_at or (time.time() if role in ("user", "assistant") else None))
         widget.copyRequested.connect(self.copyRequested)
         widget.editRequested.connect(self.editRequested)
         widget.regenerateRequested.connect(self.regenerateRequested)
         return widget
 
     def add_message(
-        self, role: str, text: str, footer: str = "", model: str | None = None, message_id: int | None = None
+        self,
+        role: str,
+        text: str,
+        footer: str = "",
+        model: str | None = None,
+        message_id: int | None = None,
+        created_at: float | None = None,
     ) -> MessageWidget:
-        widget = self._make(role, text, footer, model, message_id)
+        widget = self._make(role, text, footer, model, message_id, created_at)
         self._layout.insertWidget(self._layout.count() - 1, widget)
         self._messages.append(widget)
         self.empty_state.hide()
@@ -140,8 +155,9 @@ class ChatView(QScrollArea):
         self._update_regenerate()
         return widget
 
-    def set_messages(self, items: list[tuple[str, str, str, str | None, int | None]]) -> None:
-        """Replace everything: (role, text, footer, model, id) per message; only the newest page is built."""
+    def set_messages(self, items: list[MessageRow]) -> None:
+        """Replace everything: (role, text, footer, model, id, created_at) per message; only the newest page is
+        built, older ones wait behind "Show earlier messages"."""
         self.clear()
         self._hidden = items[:-PAGE] if len(items) > PAGE else []
         for item in items[-PAGE:]:

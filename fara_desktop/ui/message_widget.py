@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QFont, QGuiApplication
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QToolButton, QVBoxLayout, QWidget
@@ -179,9 +181,14 @@ class MessageWidget(QFrame):
         self.footer.setText(text)
         self.footer.setVisible(bool(text))
 
-    def set_model(self, model: str | None) -> None:
-        if self.role == "assistant":
-            self.title.setText(f"Assistant · {model}" if model else "Assistant")
+    def set_meta(self, model: str | None, created_at: float | None = None) -> None:
+        """Title line: who, which model wrote it, and when."""
+        parts = [ROLE_TITLES.get(self.role, self.role)]
+        if self.role == "assistant" and model:
+            parts.append(model)
+        if created_at:
+            parts.append(time.strftime("%d %b %H:%M", time.localtime(created_at)))
+        self.title.setText(" · ".join(parts))
 
     def set_can_regenerate(self, allowed: bool) -> None:
         if "regenerate" in self.actions:
