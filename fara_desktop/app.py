@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,10 @@ def build_parser() -> argparse.ArgumentParser:
     hardware.add_argument("--json", action="store_true", help="machine-readable output")
     models = sub.add_parser("models", help="GGUF models found on this machine, with fit verdicts")
     models.add_argument("--json", action="store_true", help="machine-readable output")
+    bench = sub.add_parser("bench", help="measure the raw engine, the app's path and this machine's ceiling")
+    bench.add_argument("--model", type=Path, dest="bench_model", help="GGUF model (default: the embedded model)")
+    bench.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    bench.add_argument("--quick", action="store_true", help="one run of short tests (checks that it works)")
     export = sub.add_parser("export", help="write every conversation to files (one per conversation)")
     export.add_argument("--format", choices=["md", "json", "both"], default="both", help="file format")
     export.add_argument("--out", type=Path, default=Path("fara-export"), help="folder to write to")
@@ -53,6 +58,12 @@ def main(argv: list[str] | None = None) -> int:
     log_file = configure_logging(paths.logs)
     if args.command == "smoke":
         return run_smoke(args)
+    if args.command == "bench":
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+        create_application()
+        from fara_desktop.ui.bench_app import run_benchmark
+
+        return run_benchmark(args.bench_model, args.json, args.quick, paths)
     if args.command == "export":
         return run_export(args, paths)
     if args.command in ("hardware", "models"):
@@ -135,8 +146,35 @@ def run_gui(args: argparse.Namespace, log_file: Path) -> int:
     window.show()
     if loaded.notice:
         window.show_notice(loaded.notice)
+    if os.environ.get("FARA_STARTUP_REPORT"):
+        _report_startup(window)
     window.start_auto(args.model)
     return app.exec()
+
+
+def _report_startup(window: Any) -> None:
+    """For the benchmark: print when the window was shown and the model ready (seconds since the process
+    started) with the RSS at both moments, then quit."""
+    import psutil
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    process = psutil.Process()
+    started = process.create_time()
+    report: dict[str, float] = {}
+
+    def shown() -> None:
+        report["window_shown_s"] = time.time() - started
+        report["rss_no_model_bytes"] = process.memory_info().rss
+
+    def ready(_info: object) -> None:
+        report["model_ready_s"] = time.time() - started
+        report["rss_model_loaded_bytes"] = process.memory_info().rss
+        print(json.dumps(report), flush=True)
+        QApplication.quit()
+
+    QTimer.singleShot(0, shown)  # runs on the first turn of the event loop, right after the window is shown
+    window.modelLoaded.connect(ready)
 
 
 def run_smoke(args: argparse.Namespace) -> int:

@@ -51,6 +51,7 @@ class FakeBackend:
         sampling: SamplingParams,
         should_cancel: Callable[[], bool],
         on_text: Callable[[str], None],
+        conversation: object = None,
     ) -> ReplyResult:
         sent: list[str] = []
         reason = "stop"

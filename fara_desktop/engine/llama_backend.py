@@ -10,7 +10,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -23,6 +23,7 @@ from fara_desktop.engine.errors import (
     NoModelLoadedError,
     PromptTooLongError,
 )
+from fara_desktop.engine.kv_states import KVSnapshot, KVStateCache, common_prefix
 from fara_desktop.engine.text_stream import TextStream
 from fara_desktop.engine.types import ChatMessage, GenerationStats, LoadParams, ModelInfo, SamplingParams
 from fara_desktop.models.gguf_file import read_gguf_header
@@ -100,6 +101,8 @@ class LlamaBackend:
         self._formatter: ChatFormatter | None = None
         self._should_abort: Callable[[], bool] = lambda: False
         self._abort_cb: Any = None  # keeps the ctypes callback alive while llama.cpp holds it
+        self.kv_states = KVStateCache()
+        self._kv_owner: Hashable | None = None  # the conversation whose tokens are in the context now
 
     # ------------------------------------------------------------------ loading
 
@@ -210,6 +213,8 @@ class LlamaBackend:
         self._llm.close()
         self._llm = None
         self._info = None
+        self.kv_states.clear()
+        self._kv_owner = None
         self._formatter = None
         self._abort_cb = None
         return path
@@ -273,17 +278,34 @@ class LlamaBackend:
 
     # ------------------------------------------------------------------ generation
 
+    def _switch_kv(self, llm: Llama, conversation: Hashable, tokens: list[int]) -> None:
+        """Keep the KV state of the conversation we leave; bring back the one we return to if it helps."""
+        if self._kv_owner is not None:
+            snapshot = snapshot_sequence(llm)
+            if snapshot is not None:
+                self.kv_states.put(self._kv_owner, snapshot)
+        saved = self.kv_states.get(conversation)
+        if saved is None:
+            return
+        current = common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens)
+        if common_prefix(saved.tokens, tokens) > current and not restore_sequence(llm, saved):
+            log.info("Could not restore the KV state of conversation %s; it will be re-read", conversation)
+
     def reply(
         self,
         prompt: PreparedPrompt,
         sampling: SamplingParams,
         should_cancel: Callable[[], bool],
         on_text: Callable[[str], None],
+        conversation: Hashable | None = None,
     ) -> ReplyResult:
         import llama_cpp
 
         llm, _, info = self._require()
         tokens = prompt.tokens
+        if conversation is not None and conversation != self._kv_owner:
+            self._switch_kv(llm, conversation, tokens)
+        self._kv_owner = conversation
         reused = _common_prefix(llm, tokens)
         max_tokens = sampling.max_tokens or info.n_ctx
         stream = TextStream(prompt.rendered.stop)
@@ -360,6 +382,33 @@ class LlamaBackend:
             total_s=ended - started,
         )
         return ReplyResult(stream.text, stats, finish)
+
+
+def snapshot_sequence(llm: Llama) -> KVSnapshot | None:
+    """Copy sequence 0's KV cells and the tokens they hold."""
+    import llama_cpp
+
+    if llm.n_tokens == 0:
+        return None
+    size = llama_cpp.llama_state_seq_get_size(llm.ctx, 0)
+    buffer = (ctypes.c_uint8 * size)()
+    written = llama_cpp.llama_state_seq_get_data(llm.ctx, buffer, size, 0)
+    return KVSnapshot(tuple(llm.input_ids[: llm.n_tokens].tolist()), bytes(buffer)[:written])
+
+
+def restore_sequence(llm: Llama, snapshot: KVSnapshot) -> bool:
+    import llama_cpp
+
+    llm._ctx.kv_cache_seq_rm(-1, 0, -1)
+    data = (ctypes.c_uint8 * len(snapshot.data)).from_buffer_copy(snapshot.data)
+    if llama_cpp.llama_state_seq_set_data(llm.ctx, data, len(snapshot.data), 0) == 0:
+        llm.n_tokens = 0
+        return False
+    count = len(snapshot.tokens)
+    llm.input_ids[:count] = snapshot.tokens
+    llm.n_tokens = count
+    llm._requires_eval = True  # the logits are not those of the restored state
+    return True
 
 
 def start_prefault(path: Path) -> threading.Thread:

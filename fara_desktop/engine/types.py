@@ -68,6 +68,7 @@ class Generate:
     request_id: int
     messages: tuple[ChatMessage, ...]
     sampling: SamplingParams = field(default_factory=SamplingParams)
+    conversation: int | None = None  # lets the engine keep and restore this conversation's KV state
 
 
 @dataclass(frozen=True)
@@ -174,8 +175,11 @@ class HistoryTrimmed:
 
 @dataclass(frozen=True)
 class TokenText:
+    """New reply text; ``tokens`` is how many tokens it covers (pieces are batched, see ``TokenBatcher``)."""
+
     request_id: int
     text: str
+    tokens: int = 1
 
 
 @dataclass(frozen=True)

@@ -109,6 +109,7 @@ class HardwarePanel(QFrame):
         self._process = psutil.Process()
         psutil.cpu_percent(None)  # primes the counter: later calls return the load since the previous one
         self._stream_started: float | None = None
+        self._last_label = 0.0
         self._stream_tokens = 0
         for key in ("CPU", "Cores", "Instructions", "Caches", "RAM"):
             self.set_value(key, "detecting…")
@@ -226,14 +227,17 @@ class HardwarePanel(QFrame):
         self._stream_tokens = 0
         self.set_value("Speed", "waiting for first token…")
 
-    def token_arrived(self) -> None:
+    def token_arrived(self, tokens: int = 1) -> None:
+        """Live speed, relabelled at most four times a second (a relayout per token would cost CPU time that
+        llama.cpp's threads need)."""
         now = time.perf_counter()
         if self._stream_started is None:
-            self._stream_started = now
+            self._stream_started = self._last_label = now
             return
-        self._stream_tokens += 1
+        self._stream_tokens += tokens
         elapsed = now - self._stream_started
-        if elapsed > 0.25:
+        if elapsed > 0.25 and now - self._last_label >= 0.25:
+            self._last_label = now
             self.set_value("Speed", f"{self._stream_tokens / elapsed:.1f} tok/s (live)")
 
     def show_stats(self, stats: GenerationStats) -> None:

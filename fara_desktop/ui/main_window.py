@@ -373,8 +373,11 @@ class MainWindow(QMainWindow):
         if self._planning:
             self._current_request = DEFERRED  # sent once the model is chosen and its load is queued
         else:
-            self._current_request = self.bridge.worker.generate(self.session.prompt_messages(), self.sampling)
+            self._current_request = self._generate()
         self._set_status("Thinking…" if self.model_info else "Waiting for the model to load…")
+
+    def _generate(self) -> int:
+        return self.bridge.worker.generate(self.session.prompt_messages(), self.sampling, self.session.conversation_id)
 
     def regenerate(self, widget: MessageWidget) -> None:
         if self._current_request is not None or widget.role != "assistant":
@@ -517,7 +520,7 @@ class MainWindow(QMainWindow):
                 )
             self.load_model(path, params)
         if self._current_request == DEFERRED:  # a message typed while we were looking: send it now
-            self._current_request = self.bridge.worker.generate(self.session.prompt_messages(), self.sampling)
+            self._current_request = self._generate()
         self.planReady.emit(plan)
         if getattr(self, "_store_problem", None):
             self.show_notice(f"{self._store_problem} Chats are kept in a temporary database for now.", "error")
@@ -527,7 +530,7 @@ class MainWindow(QMainWindow):
         self._planning = False
         self.show_notice(f"Could not examine this machine's models: {error}", "error")
         if self._current_request == DEFERRED:
-            self._current_request = self.bridge.worker.generate(self.session.prompt_messages(), self.sampling)
+            self._current_request = self._generate()
 
     def _on_calibrated(self, event: ThreadsCalibrated) -> None:
         plan = self.plan
@@ -544,7 +547,7 @@ class MainWindow(QMainWindow):
             if event.request_id == self._current_request:
                 self.chat_view.append_stream(event.text)
                 self.session.reply_text(event.text)
-                self.hardware_panel.token_arrived()
+                self.hardware_panel.token_arrived(event.tokens)
         elif isinstance(event, GenerationStarted):
             if event.request_id == self._current_request:
                 self._set_status("Reading the conversation…")

@@ -1,0 +1,61 @@
+"""Per-conversation KV-cache snapshots, so switching back to an earlier chat does not re-read its history.
+
+``Llama.save_state()`` copies the whole context twice plus the logits array (hundreds of MB for large
+vocabularies); this keeps only sequence 0's KV data (``llama_state_seq_get_data``) and the tokens it covers, in a
+least-recently-used map bounded by bytes.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Hashable
+from dataclasses import dataclass
+
+DEFAULT_BUDGET_BYTES = 512 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class KVSnapshot:
+    tokens: tuple[int, ...]
+    data: bytes
+
+
+class KVStateCache:
+    """LRU of snapshots by conversation; the oldest are dropped when the byte budget is exceeded."""
+
+    def __init__(self, budget_bytes: int = DEFAULT_BUDGET_BYTES) -> None:
+        self.budget = budget_bytes
+        self._items: OrderedDict[Hashable, KVSnapshot] = OrderedDict()
+
+    @property
+    def bytes_used(self) -> int:
+        return sum(len(s.data) for s in self._items.values())
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def put(self, key: Hashable, snapshot: KVSnapshot) -> None:
+        if len(snapshot.data) > self.budget:
+            return
+        self._items.pop(key, None)
+        self._items[key] = snapshot
+        while self.bytes_used > self.budget:
+            self._items.popitem(last=False)
+
+    def get(self, key: Hashable) -> KVSnapshot | None:
+        snapshot = self._items.get(key)
+        if snapshot is not None:
+            self._items.move_to_end(key)
+        return snapshot
+
+    def clear(self) -> None:
+        self._items.clear()
+
+
+def common_prefix(a: tuple[int, ...] | list[int], b: list[int] | tuple[int, ...]) -> int:
+    count = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        count += 1
+    return count

@@ -1,0 +1,303 @@
+"""The Qt half of the benchmark: generation through the real app path, and event-loop stalls."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QEventLoop, QObject, QTimer
+
+from fara_desktop.bench import Figure
+from fara_desktop.engine.types import Finished, LoadParams, SamplingParams, TokenText
+from fara_desktop.paths import AppPaths
+from fara_desktop.settings import Settings
+from fara_desktop.ui.main_window import MainWindow
+
+TICK_MS = 5
+
+
+class StallMonitor(QObject):
+    """A 5 ms timer; the longest gap between two ticks beyond 5 ms is the longest stall of the event loop."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._timer = QTimer(self)
+        self._timer.setInterval(TICK_MS)
+        self._timer.timeout.connect(self._tick)
+        self._last = 0.0
+        self.max_stall_ms = 0.0
+
+    def start(self) -> None:
+        self.max_stall_ms = 0.0
+        self._last = time.perf_counter()
+        self._timer.start()
+
+    def stop(self) -> float:
+        self._timer.stop()
+        return self.max_stall_ms
+
+    def _tick(self) -> None:
+        now = time.perf_counter()
+        self.max_stall_ms = max(self.max_stall_ms, (now - self._last) * 1000 - TICK_MS)
+        self._last = now
+
+
+def _wait(signal: object, timeout_s: float = 600) -> None:
+    loop = QEventLoop()
+    signal.connect(loop.quit)  # type: ignore[attr-defined]
+    QTimer.singleShot(int(timeout_s * 1000), loop.quit)
+    loop.exec()
+
+
+def app_path(model: Path, params: LoadParams, paths: AppPaths, repeats: int, gen_tokens: int) -> dict:
+    """Greedy generation of ``gen_tokens`` through window → queue → worker → Qt signals → chat view."""
+    sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=gen_tokens, ignore_eos=True)
+    window = MainWindow(sampling=sampling, paths=paths, settings=Settings())
+    window.show()
+    monitor = StallMonitor()
+    monitor.start()
+    window.load_model(model, params)
+    _wait(window.modelLoaded)
+    stall_load = monitor.stop()
+    speeds = Figure()
+    stalls = Figure()
+    first: list[float] = []
+
+    def on_event(event: object) -> None:
+        if isinstance(event, TokenText) and not first:
+            first.append(time.perf_counter())
+
+    window.bridge.event.connect(on_event)
+    # The last run watches the event loop; the timer's own wake-ups would slow the measured runs.
+    for run in range(repeats + 1):
+        watch = run == repeats
+        window.new_chat()
+        first.clear()
+        finished: list[Finished] = []
+        window.replyFinished.connect(finished.append)
+        window.composer.setPlainText("Write a long essay about the history of computing.")
+        if watch:
+            monitor.start()
+        window.send_button.click()
+        _wait(window.replyFinished)
+        ended = time.perf_counter()
+        window.replyFinished.disconnect(finished.append)
+        if watch:
+            stalls.runs.append(monitor.stop())
+            continue
+        tokens = finished[0].stats.completion_tokens if finished else 0
+        speeds.runs.append((tokens - 1) / (ended - first[0]) if first and tokens > 1 else 0.0)
+    window.close()
+    return {"gen": speeds, "stall_load_ms": stall_load, "stall_stream_ms": max(stalls.runs, default=0.0)}
+
+
+def run_benchmark(model: Path | None, as_json: bool, quick: bool, paths: AppPaths) -> int:
+    """Measure everything, print a table (and JSON with ``as_json``)."""
+    import json
+    import tempfile
+
+    import psutil
+
+    from fara_desktop.bench import RawEngine, bandwidth_figures, model_metadata, multi_turn, startup, sweep_threads
+    from fara_desktop.hardware import detect_hardware
+    from fara_desktop.models.packaged import embedded_default_model
+    from fara_desktop.startup import machine_cache, thread_candidates
+    from fara_desktop.tuning import estimate_memory, size_class, tune
+
+    model = model or embedded_default_model()
+    if model is None:
+        print("fara-desktop bench: no model given and the embedded model is not installed", flush=True)
+        return 2
+    repeats, pp, gen = (1, 128, 32) if quick else (3, 512, 256)
+    meta = model_metadata(model)
+    hardware = detect_hardware()
+    memory = psutil.virtual_memory()
+    cache = machine_cache(paths)
+    tuned = tune(
+        meta,
+        hardware.physical_cores,
+        hardware.usable_cores,
+        memory.available,
+        memory.total,
+        cache.threads(hardware, size_class(meta)),
+    )
+    n_ctx = min(tuned.n_ctx, 4096)
+    params = LoadParams(
+        n_ctx=n_ctx,
+        n_threads=tuned.n_threads,
+        n_threads_batch=tuned.n_threads_batch,
+        n_batch=tuned.n_batch,
+        n_ubatch=tuned.n_ubatch,
+        kv_type=tuned.kv_type,
+        flash_attn=tuned.flash_attn,
+        prefault=False,
+    )
+    out: dict = {
+        "model": str(model),
+        "model_name": meta.name,
+        "cpu": hardware.cpu_name,
+        "cores": {"physical": hardware.physical_cores, "logical": hardware.logical_cores},
+        "repeats": repeats,
+        "pp_tokens": pp,
+        "gen_tokens": gen,
+        "tuned": {
+            "n_threads": tuned.n_threads,
+            "n_threads_batch": tuned.n_threads_batch,
+            "n_batch": tuned.n_batch,
+            "n_ctx": n_ctx,
+            "kv_type": tuned.kv_type,
+        },
+    }
+
+    default = RawEngine(model, n_ctx)  # the library's own defaults for everything else
+    default_pp = _median(repeats, lambda: default.prompt_tok_per_s(pp))
+    default_gen = _median(repeats, lambda: default.gen_tok_per_s(gen))
+    out["library_default_threads"] = {
+        "n_threads": default.llm.n_threads,
+        "n_threads_batch": default.llm.n_threads_batch,
+    }
+    default.close()
+    raw = RawEngine(
+        model,
+        n_ctx,
+        n_threads=tuned.n_threads,
+        n_threads_batch=tuned.n_threads_batch,
+        n_batch=tuned.n_batch,
+        n_ubatch=tuned.n_ubatch,
+    )
+    tuned_pp = _median(repeats, lambda: raw.prompt_tok_per_s(pp))
+    tuned_gen = _median(repeats, lambda: raw.gen_tok_per_s(gen))
+    decode_only = _median(repeats, lambda: raw.decode_tok_per_s(gen))
+    sweep = sweep_threads(
+        raw, list(range(1, hardware.logical_cores + 1)) if not quick else thread_candidates(hardware), repeats, pp, gen
+    )
+    raw.close()
+    best_threads = max(sweep, key=lambda t: sweep[t]["gen"].median)
+
+    with tempfile.TemporaryDirectory(prefix="fara-bench-") as home:
+        bench_paths = AppPaths(
+            Path(home) / "data", Path(home) / "config", Path(home) / "cache", Path(home) / "logs"
+        ).ensure()
+        app = app_path(model, params, bench_paths, repeats, gen)
+        turns = multi_turn(model, params, repeats)
+        starts = [startup(model, Path(home) / "startup") for _ in range(1 if quick else 2)]
+    warm = starts[-1]
+    bandwidth = bandwidth_figures(repeats)
+    bound = bandwidth["read"] / meta.weights_bytes
+    estimate = estimate_memory(meta, tuned.n_ctx, tuned.kv_type)  # the app loads at the tuned context
+    loaded_increase = warm["rss_model_loaded_bytes"] - warm["rss_no_model_bytes"]
+
+    ttft = {label: {str(t): f.median for t, f in turns[label].items()} for label in ("reuse", "fresh")}
+    switch = turns["switch_back"]
+    out.update(
+        {
+            "raw": {
+                "default": {"pp_tok_per_s": default_pp.to_json(), "gen_tok_per_s": default_gen.to_json()},
+                "tuned": {"pp_tok_per_s": tuned_pp.to_json(), "gen_tok_per_s": tuned_gen.to_json()},
+                "sweep": {
+                    str(t): {"pp_tok_per_s": v["pp"].to_json(), "gen_tok_per_s": v["gen"].to_json()}
+                    for t, v in sweep.items()
+                },
+            },
+            "app": {"gen_tok_per_s": app["gen"].to_json()},
+            "decode_only_tok_per_s": decode_only.to_json(),
+            "ttft_s": ttft,
+            "switch_back": {
+                "history_tokens": switch["history_tokens"],
+                "restored_ttft_s": switch["restored"].to_json(),
+                "reread_ttft_s": switch["reread"].to_json(),
+            },
+            "startup": warm,
+            "memory": {
+                "rss_no_model_bytes": warm["rss_no_model_bytes"],
+                "rss_model_loaded_bytes": warm["rss_model_loaded_bytes"],
+                "model_rss_increase_bytes": loaded_increase,
+                "estimate_bytes": estimate.total,
+            },
+            "bandwidth_bytes_per_s": bandwidth,
+            "roofline_tok_per_s": bound,
+            # headline figures
+            "app_vs_raw_gen_ratio": app["gen"].median / tuned_gen.median,
+            "tuned_vs_default_gen_ratio": tuned_gen.median / default_gen.median,
+            "tuned_vs_default_pp_ratio": tuned_pp.median / default_pp.median,
+            "tuned_vs_best_sweep_gen_ratio": tuned_gen.median / sweep[best_threads]["gen"].median,
+            "best_sweep_threads": best_threads,
+            "ttft_turn8_over_turn1": ttft["reuse"]["8"] / ttft["reuse"]["1"],
+            "ttft_turn8_no_reuse_over_reuse": ttft["fresh"]["8"] / ttft["reuse"]["8"],
+            "switch_back_ttft_ratio": switch["restored"].median / switch["reread"].median,
+            "max_event_loop_stall_ms": max(app["stall_load_ms"], app["stall_stream_ms"]),
+            "event_loop_stall_ms": {"loading": app["stall_load_ms"], "streaming": app["stall_stream_ms"]},
+            "window_shown_s": warm["window_shown_s"],
+            "model_ready_s": warm["model_ready_s"],
+            "roofline_fraction": tuned_gen.median / bound,
+            "estimate_vs_rss_ratio": estimate.total / loaded_increase if loaded_increase > 0 else None,
+        }
+    )
+    if as_json:
+        print(json.dumps(out, indent=2), flush=True)
+    else:
+        print(_table(out, tuned_pp, tuned_gen, default_pp, default_gen, sweep, app["gen"]), flush=True)
+    return 0
+
+
+def _median(repeats: int, measure) -> Figure:  # type: ignore[no-untyped-def]
+    figure = Figure()
+    for _ in range(repeats):
+        figure.runs.append(measure())
+    return figure
+
+
+def _table(
+    out: dict,
+    tuned_pp: Figure,
+    tuned_gen: Figure,
+    default_pp: Figure,
+    default_gen: Figure,
+    sweep: dict,
+    app_gen: Figure,
+) -> str:
+    mib = 1024 * 1024
+    rows = [
+        f"Fara Desktop benchmark — {out['model_name']} on {out['cpu']} "
+        f"({out['cores']['physical']} cores), medians of {out['repeats']} runs (spread in brackets)",
+        "",
+        f"{'what':58} {'figure':>24}",
+        f"{'raw, library defaults: prompt tok/s':58} {default_pp.median:>10.1f} [{default_pp.spread()}]",
+        f"{'raw, library defaults: generation tok/s':58} {default_gen.median:>10.1f} [{default_gen.spread()}]",
+        f"{'raw, Fara tuned: prompt tok/s':58} {tuned_pp.median:>10.1f} [{tuned_pp.spread()}]",
+        f"{'raw, Fara tuned: generation tok/s':58} {tuned_gen.median:>10.1f} [{tuned_gen.spread()}]",
+    ]
+    for threads, figures in sweep.items():
+        rows.append(
+            f"{f'raw, {threads} thread(s): prompt / generation tok/s':58} "
+            f"{figures['pp'].median:>10.1f} / {figures['gen'].median:.1f}"
+        )
+    rows += [
+        f"{'app path (worker → queue → Qt → chat view): generation tok/s':58} {app_gen.median:>10.1f} "
+        f"[{app_gen.spread()}]",
+        f"{'app / raw generation (same parameters)':58} {out['app_vs_raw_gen_ratio']:>10.3f}",
+        f"{'tuned / default: generation, prompt':58} {out['tuned_vs_default_gen_ratio']:>10.3f}, "
+        f"{out['tuned_vs_default_pp_ratio']:.3f}",
+        f"{'tuned / best thread count in the sweep (generation)':58} {out['tuned_vs_best_sweep_gen_ratio']:>10.3f}",
+        f"{'TTFT turns 1 / 4 / 8 with reuse (ms)':58} "
+        + " / ".join(f"{out['ttft_s']['reuse'][t] * 1000:.0f}" for t in ("1", "4", "8")),
+        f"{'TTFT turns 1 / 4 / 8, fresh context each turn (ms)':58} "
+        + " / ".join(f"{out['ttft_s']['fresh'][t] * 1000:.0f}" for t in ("1", "4", "8")),
+        f"{'TTFT turn 8 / turn 1 (reuse)':58} {out['ttft_turn8_over_turn1']:>10.2f}",
+        f"{'switch back to a ' + str(out['switch_back']['history_tokens']) + '-token chat: snapshot / re-read':58} "
+        f"{out['switch_back_ttft_ratio']:>10.3f}",
+        f"{'longest event-loop stall: loading / streaming (ms)':58} "
+        f"{out['event_loop_stall_ms']['loading']:>10.1f} / {out['event_loop_stall_ms']['streaming']:.1f}",
+        f"{'window shown / model ready after launch (s)':58} {out['window_shown_s']:>10.2f} / "
+        f"{out['model_ready_s']:.2f}",
+        f"{'RSS without model / with model (MiB)':58} {out['memory']['rss_no_model_bytes'] / mib:>10.0f} / "
+        f"{out['memory']['rss_model_loaded_bytes'] / mib:.0f}",
+        f"{'model RSS increase vs fit estimate (MiB)':58} "
+        f"{out['memory']['model_rss_increase_bytes'] / mib:>10.0f} / {out['memory']['estimate_bytes'] / mib:.0f}",
+        f"{'memory bandwidth read / copy (GB/s)':58} {out['bandwidth_bytes_per_s']['read'] / 1e9:>10.1f} / "
+        f"{out['bandwidth_bytes_per_s']['copy'] / 1e9:.1f}",
+        f"{'generation roofline (tok/s) and fraction reached':58} {out['roofline_tok_per_s']:>10.0f} / "
+        f"{out['roofline_fraction']:.2f}",
+        f"{'llama_decode alone, one token at a time (tok/s)':58} {out['decode_only_tok_per_s']['median']:>10.1f}",
+    ]
+    return "\n".join(rows)
