@@ -47,7 +47,7 @@ class Figure:
         return {"median": round(self.median, 3), "runs": [round(r, 3) for r in self.runs]}
 
 
-def _median_of(repeats: int, measure: Callable[[], float]) -> Figure:
+def median_of(repeats: int, measure: Callable[[], float]) -> Figure:
     figure = Figure()
     for _ in range(repeats):
         figure.runs.append(measure())
@@ -107,8 +107,8 @@ def sweep_threads(engine: RawEngine, counts: Sequence[int], repeats: int, pp: in
     for threads in counts:
         engine.set_threads(threads, threads)
         results[threads] = {
-            "pp": _median_of(repeats, lambda: engine.prompt_tok_per_s(pp)),
-            "gen": _median_of(repeats, lambda: engine.gen_tok_per_s(gen)),
+            "pp": median_of(repeats, lambda: engine.prompt_tok_per_s(pp)),
+            "gen": median_of(repeats, lambda: engine.gen_tok_per_s(gen)),
         }
     return results
 

@@ -68,3 +68,17 @@ def test_jinja_template_renders_in_a_sandbox():
     rendered = JinjaChatFormatter(template, "<s>", "</s>").render(MESSAGES)
     assert rendered.text == "<system>Be brief.<user>Hi<assistant>Hello<s>"
     assert not rendered.add_bos
+
+
+def test_prose_is_split_into_paragraphs_and_code_kept_whole():
+    from fara_desktop.text_blocks import split_blocks
+
+    blocks = split_blocks("One\nstill one\n\nTwo\n\n```py\na = 1\n\nb = 2\n```\nThree")
+    assert [(b.kind, b.text) for b in blocks] == [
+        ("text", "One\nstill one"),
+        ("text", "Two"),
+        ("code", "a = 1\n\nb = 2"),
+        ("text", "Three"),
+    ]
+    streaming = split_blocks("Intro\n\n```python\nprint(1)")
+    assert streaming[-1].kind == "code" and not streaming[-1].closed

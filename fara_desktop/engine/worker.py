@@ -65,11 +65,11 @@ class Backend(Protocol):
 class TokenBatcher:
     """Joins token pieces into one event per ``interval`` seconds.
 
-    The GUI repaints ~30 times a second anyway; one queued signal per token would wake the GUI thread 50–150
+    The GUI repaints ~15 times a second anyway; one queued signal per token would wake the GUI thread 50–150
     times a second, and on a 2-core machine every wake-up is taken from llama.cpp's threads.
     """
 
-    def __init__(self, request_id: int, emit: EventSink, interval: float = 0.03) -> None:
+    def __init__(self, request_id: int, emit: EventSink, interval: float = 0.05) -> None:
         self._request_id = request_id
         self._emit = emit
         self._interval = interval

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QEventLoop, QObject, QTimer
 
-from fara_desktop.bench import Figure
+from fara_desktop.bench import Figure, median_of
 from fara_desktop.engine.types import Finished, LoadParams, SamplingParams, TokenText
 from fara_desktop.paths import AppPaths
 from fara_desktop.settings import Settings
@@ -101,7 +102,7 @@ def run_benchmark(model: Path | None, as_json: bool, quick: bool, paths: AppPath
     from fara_desktop.bench import RawEngine, bandwidth_figures, model_metadata, multi_turn, startup, sweep_threads
     from fara_desktop.hardware import detect_hardware
     from fara_desktop.models.packaged import embedded_default_model
-    from fara_desktop.startup import machine_cache, thread_candidates
+    from fara_desktop.startup import load_params, machine_cache, thread_candidates
     from fara_desktop.tuning import estimate_memory, size_class, tune
 
     model = model or embedded_default_model()
@@ -122,16 +123,7 @@ def run_benchmark(model: Path | None, as_json: bool, quick: bool, paths: AppPath
         cache.threads(hardware, size_class(meta)),
     )
     n_ctx = min(tuned.n_ctx, 4096)
-    params = LoadParams(
-        n_ctx=n_ctx,
-        n_threads=tuned.n_threads,
-        n_threads_batch=tuned.n_threads_batch,
-        n_batch=tuned.n_batch,
-        n_ubatch=tuned.n_ubatch,
-        kv_type=tuned.kv_type,
-        flash_attn=tuned.flash_attn,
-        prefault=False,
-    )
+    params = replace(load_params(tuned), n_ctx=n_ctx, prefault=False)
     out: dict = {
         "model": str(model),
         "model_name": meta.name,
@@ -150,8 +142,8 @@ def run_benchmark(model: Path | None, as_json: bool, quick: bool, paths: AppPath
     }
 
     default = RawEngine(model, n_ctx)  # the library's own defaults for everything else
-    default_pp = _median(repeats, lambda: default.prompt_tok_per_s(pp))
-    default_gen = _median(repeats, lambda: default.gen_tok_per_s(gen))
+    default_pp = median_of(repeats, lambda: default.prompt_tok_per_s(pp))
+    default_gen = median_of(repeats, lambda: default.gen_tok_per_s(gen))
     out["library_default_threads"] = {
         "n_threads": default.llm.n_threads,
         "n_threads_batch": default.llm.n_threads_batch,
@@ -165,9 +157,9 @@ def run_benchmark(model: Path | None, as_json: bool, quick: bool, paths: AppPath
         n_batch=tuned.n_batch,
         n_ubatch=tuned.n_ubatch,
     )
-    tuned_pp = _median(repeats, lambda: raw.prompt_tok_per_s(pp))
-    tuned_gen = _median(repeats, lambda: raw.gen_tok_per_s(gen))
-    decode_only = _median(repeats, lambda: raw.decode_tok_per_s(gen))
+    tuned_pp = median_of(repeats, lambda: raw.prompt_tok_per_s(pp))
+    tuned_gen = median_of(repeats, lambda: raw.gen_tok_per_s(gen))
+    decode_only = median_of(repeats, lambda: raw.decode_tok_per_s(gen))
     sweep = sweep_threads(
         raw, list(range(1, hardware.logical_cores + 1)) if not quick else thread_candidates(hardware), repeats, pp, gen
     )
@@ -238,13 +230,6 @@ def run_benchmark(model: Path | None, as_json: bool, quick: bool, paths: AppPath
     else:
         print(_table(out, tuned_pp, tuned_gen, default_pp, default_gen, sweep, app["gen"]), flush=True)
     return 0
-
-
-def _median(repeats: int, measure) -> Figure:  # type: ignore[no-untyped-def]
-    figure = Figure()
-    for _ in range(repeats):
-        figure.runs.append(measure())
-    return figure
 
 
 def _table(
