@@ -11,13 +11,15 @@ from pathlib import Path
 import psutil
 
 from fara_desktop.bandwidth import measure_read_bandwidth
+from fara_desktop.engine.errors import NotAGGUFError
 from fara_desktop.engine.types import LoadParams
 from fara_desktop.hardware import HardwareProfile, detect_hardware
 from fara_desktop.machine_cache import MachineCache
 from fara_desktop.models import packaged
 from fara_desktop.models.discovery import DiscoveredModel, ScanResult, packaged_models_dir, scan_models
+from fara_desktop.models.metadata import MetadataCache
 from fara_desktop.paths import AppPaths
-from fara_desktop.tuning import Recommendation, TunedParams, choose_model, size_class, tune
+from fara_desktop.tuning import Recommendation, TunedParams, choose_model, fit_verdict, size_class, tune
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,7 @@ def plan_startup(
     reason = ""
     if preferred is not None:
         chosen = next((m for m in usable if Path(m.path) == preferred), None)
-        chosen = chosen or DiscoveredModel(str(preferred), "command line", preferred.name, None)
+        chosen = chosen or _describe_file(preferred, paths)
         reason = "chosen by you"
     elif best is not None:
         chosen = next(m for m in usable if m.path == best.path)
@@ -110,6 +112,28 @@ def plan_startup(
         tuned and chosen and chosen.metadata and cache.threads(hardware, size_class(chosen.metadata)) is None
     )
     return StartupPlan(hardware, scan, chosen, best, ranked, tuned, reason, needs_calibration)
+
+
+def _describe_file(path: Path, paths: AppPaths) -> DiscoveredModel:
+    """A model file the user picked that no scan found: read its header if it is a GGUF (else the engine will
+    say what is wrong with it when it tries to load it)."""
+    try:
+        metadata = MetadataCache(None).read(path)
+    except (NotAGGUFError, OSError):
+        metadata = None
+    return DiscoveredModel(str(path), "opened by you", metadata.name if metadata else path.name, metadata)
+
+
+def fit_refusal(model: DiscoveredModel, params: LoadParams) -> str | None:
+    """Why this model must not be loaded with these parameters on this machine now, or None when it fits."""
+    if model.metadata is None:
+        return None
+    memory = psutil.virtual_memory()
+    verdict = fit_verdict(model.metadata, params.n_ctx or 4096, memory.available, memory.total, params.kv_type)
+    if verdict.verdict != "too_big":
+        return None
+    advice = f" Instead: {'; or '.join(verdict.suggestions)}." if verdict.suggestions else ""
+    return f"{model.display_name} was not loaded: it {verdict.message}.{advice}"
 
 
 def model_file(model: DiscoveredModel, paths: AppPaths) -> Path:

@@ -150,9 +150,13 @@ def fit_verdict(meta: ModelMetadata, n_ctx: int, available: int, total: int, kv_
             break
     else:
         weights_room = budget - (need - estimate.weights)
-        if weights_room > 0 and meta.parameters:
-            bits = 8 * weights_room / meta.parameters
-            suggestions.append(f"a smaller quantization (at most {bits:.1f} bits per weight, e.g. Q4_K_M or Q3_K_M)")
+        bits = 8 * weights_room / meta.parameters if weights_room > 0 and meta.parameters else 0.0
+        examples = [(5.5, "Q5_K_M"), (4.8, "Q4_K_M"), (3.9, "Q3_K_M"), (3.0, "Q2_K / IQ3_XS"), (2.5, "IQ2_M")]
+        fitting = next((name for need, name in examples if bits >= need), None)
+        if fitting and bits < meta.bits_per_weight:
+            suggestions.append(
+                f"a smaller quantization of this model (at most {bits:.1f} bits per weight, e.g. {fitting})"
+            )
         suggestions.append("a smaller model")
     return FitVerdict(
         "too_big",

@@ -61,9 +61,11 @@ def test_verdicts_and_what_would_make_it_fit():
     too_big = fit_verdict(LLAMA_8B, 131072, available=8 * GIB, total=total)
     assert too_big.verdict == "too_big" and "short" in too_big.message
     assert any("context of" in s for s in too_big.suggestions)
+    weights_too_big = fit_verdict(LLAMA_8B, 4096, available=6 * GIB, total=total)
+    assert weights_too_big.verdict == "too_big"
+    assert any("smaller quantization" in s and "Q2_K" in s for s in weights_too_big.suggestions)
     hopeless = fit_verdict(LLAMA_8B, 4096, available=3 * GIB, total=total)
-    assert hopeless.verdict == "too_big"
-    assert any("smaller quantization" in s for s in hopeless.suggestions)
+    assert hopeless.suggestions == ["a smaller model"]
 
 
 def test_max_context_stays_within_budget():

@@ -232,3 +232,22 @@ def test_export_command(make_window, qtbot, tmp_path, fara_home):
     files = list(out.glob("*.json"))
     assert len(files) == 1
     assert json.loads(files[0].read_text())["messages"][0]["content"] == "Export me"
+
+
+def test_a_model_that_does_not_fit_is_refused_before_loading(qtbot, monkeypatch, tmp_path):
+    from collections import namedtuple
+
+    from tests.gguf_factory import write_tiny_model
+
+    model = write_tiny_model(tmp_path / "tiny.gguf", "llama")
+    Memory = namedtuple("Memory", "available total percent")
+    monkeypatch.setattr("fara_desktop.startup.psutil.virtual_memory", lambda: Memory(300 * 2**20, 2**30, 70.0))
+    backend = FakeBackend()
+    win = MainWindow(backend=backend)
+    qtbot.addWidget(win)
+    win.show()
+    with qtbot.waitSignal(win.modelLoadFailed, timeout=20000) as refused:
+        win.start_auto(model)
+    assert "was not loaded" in refused.args[0] and "short" in refused.args[0]
+    assert backend.info is None  # the engine never saw a load command
+    assert win.chat_view.messages()[-1].role == "error"

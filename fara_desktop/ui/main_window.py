@@ -48,7 +48,14 @@ from fara_desktop.engine.worker import Backend
 from fara_desktop.exporting import export_conversations, import_conversation
 from fara_desktop.paths import AppPaths, app_paths
 from fara_desktop.settings import Settings, save_settings
-from fara_desktop.startup import StartupPlan, machine_cache, model_file, plan_startup, thread_candidates
+from fara_desktop.startup import (
+    StartupPlan,
+    fit_refusal,
+    machine_cache,
+    model_file,
+    plan_startup,
+    thread_candidates,
+)
 from fara_desktop.storage import ConversationStore, StorageError, StoredMessage, database_path
 from fara_desktop.tuning import estimate_memory, size_class
 from fara_desktop.ui.background import BackgroundCall
@@ -518,7 +525,13 @@ class MainWindow(QMainWindow):
                 self.hardware_panel.show_memory_plan(
                     estimate_memory(plan.model.metadata, params.n_ctx or 4096, params.kv_type)
                 )
-            self.load_model(path, params)
+            refusal = fit_refusal(plan.model, params) if plan.model is not None and params is not None else None
+            if refusal:
+                self.show_notice(refusal, "error")
+                self._set_status("The chosen model does not fit in memory")
+                self.modelLoadFailed.emit(refusal)
+            else:
+                self.load_model(path, params)
         if self._current_request == DEFERRED:  # a message typed while we were looking: send it now
             self._current_request = self._generate()
         self.planReady.emit(plan)
