@@ -63,7 +63,7 @@ def test_verdicts_and_what_would_make_it_fit():
     assert any("context of" in s for s in too_big.suggestions)
     weights_too_big = fit_verdict(LLAMA_8B, 4096, available=6 * GIB, total=total)
     assert weights_too_big.verdict == "too_big"
-    assert any("smaller quantization" in s and "Q2_K" in s for s in weights_too_big.suggestions)
+    assert any("smaller quantization" in s and "Q3_K_M" in s for s in weights_too_big.suggestions)
     hopeless = fit_verdict(LLAMA_8B, 4096, available=3 * GIB, total=total)
     assert hopeless.suggestions == ["a smaller model"]
 
