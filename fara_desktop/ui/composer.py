@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QMimeData, Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QPlainTextEdit, QWidget
 
 MAX_VISIBLE_LINES = 8
+LONGEST_WRAPPED_LINE = 20_000
 
 
 class Composer(QPlainTextEdit):
@@ -23,6 +24,25 @@ class Composer(QPlainTextEdit):
         self.setTabChangesFocus(True)
         self.document().contentsChanged.connect(self._fit_height)
         self._fit_height()
+
+    def _wrap_for(self, text: str) -> None:
+        """Word-wrapping one enormous line makes Qt lay it out for minutes; such a paste scrolls sideways."""
+        longest = max((len(line) for line in text.splitlines()), default=0)
+        mode = QPlainTextEdit.LineWrapMode
+        self.setLineWrapMode(mode.NoWrap if longest > LONGEST_WRAPPED_LINE else mode.WidgetWidth)
+
+    def setPlainText(self, text: str) -> None:
+        self._wrap_for(text)
+        super().setPlainText(text)
+
+    def clear(self) -> None:
+        super().clear()
+        self.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+
+    def insertFromMimeData(self, source: QMimeData) -> None:
+        if source.hasText():
+            self._wrap_for(self.toPlainText() + source.text())
+        super().insertFromMimeData(source)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         key = event.key()

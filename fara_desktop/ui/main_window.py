@@ -115,6 +115,7 @@ class MainWindow(QMainWindow):
         self.model_info: ModelInfo | None = None
         self._current_request: int | None = None
         self._planning = False
+        self._closed = False
         self._editing: MessageWidget | None = None
         self._background: set[BackgroundCall] = set()
         self.store = self._open_store()
@@ -556,6 +557,8 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------ engine events
 
     def _on_engine_event(self, event: Event) -> None:
+        if self._closed:  # events queued before the window closed may still be delivered
+            return
         if isinstance(event, TokenText):
             if event.request_id == self._current_request:
                 self.chat_view.append_stream(event.text)
@@ -634,6 +637,10 @@ class MainWindow(QMainWindow):
         self.status_label.setText(text)
 
     def closeEvent(self, event: QCloseEvent) -> None:
+        if self._closed:
+            super().closeEvent(event)
+            return
+        self._closed = True
         self.bridge.worker.cancel()
         self.bridge.shutdown(timeout=10.0)
         self.bridge.event.disconnect(self._on_engine_event)

@@ -11,6 +11,8 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QToolBut
 from fara_desktop.text_blocks import Block, split_blocks
 
 _SAFE_LINK_SCHEMES = ("http", "https", "mailto")
+DISPLAY_LIMIT = 60_000  # characters laid out in one message; beyond that the start is shown
+DISPLAY_PREVIEW = 20_000
 ROLE_TITLES = {"user": "You", "assistant": "Assistant", "notice": "Fara", "error": "Problem"}
 
 
@@ -150,7 +152,13 @@ class MessageWidget(QFrame):
 
     def set_text(self, text: str) -> None:
         self._text = text
-        blocks = split_blocks(text) if text else [Block("text", "…")]
+        shown = text
+        if len(text) > DISPLAY_LIMIT:  # a huge paste: show its start; the whole text is kept and copied
+            shown = (
+                text[:DISPLAY_PREVIEW].rstrip()
+                + f"\n\n*… {len(text):,} characters in all; the rest is not shown here. Copy copies all of it.*"
+            )
+        blocks = split_blocks(shown) if shown else [Block("text", "…")]
         keep = 0
         while keep < min(len(blocks), len(self._blocks)) and blocks[keep] == self._blocks[keep]:
             keep += 1
