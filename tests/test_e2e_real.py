@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-
 import pytest
 
 from fara_desktop.engine.types import SamplingParams
@@ -14,6 +9,7 @@ from fara_desktop.paths import app_paths
 from fara_desktop.storage import ConversationStore, database_path
 from fara_desktop.ui.main_window import MainWindow
 from tests.conftest import wait_until
+from tests.streaming_child import StreamingChild
 
 pytestmark = pytest.mark.real_model
 
@@ -61,36 +57,10 @@ def test_ask_stop_regenerate_edit_restart(qtbot, smollm2_path):
     again.close()
 
 
-CHILD = r"""
-import os, sys
-os.environ["QT_QPA_PLATFORM"] = "offscreen"
-from PySide6.QtWidgets import QApplication
-from fara_desktop.engine.types import SamplingParams
-from fara_desktop.ui.main_window import MainWindow
-from tests.conftest import wait_until
-app = QApplication([])
-win = MainWindow(sampling=SamplingParams(temperature=0.8, seed=1, max_tokens=100000, ignore_eos=True))
-win.show()
-win.modelLoaded.connect(lambda info: print("LOADED", flush=True))
-win.start_auto()
-win.composer.setPlainText(sys.argv[1])
-win.send_button.click()
-app.exec()
-"""
-
-
 def test_killed_mid_reply_loses_nothing(fara_home, smollm2_path):
     prompt = "Write a very long story about a dragon who learns to cook."
-    child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, prompt],
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "FARA_HOME": str(fara_home)},
-    )
     db_path = database_path(app_paths().data)
-    try:
-        assert child.stdout is not None
-        assert child.stdout.readline().strip() == "LOADED"
+    with StreamingChild(prompt, fara_home):
         reader = ConversationStore(db_path)
 
         def saved_reply() -> str:  # the reply is saved while it streams
@@ -100,11 +70,6 @@ def test_killed_mid_reply_loses_nothing(fara_home, smollm2_path):
 
         partial = wait_until(saved_reply, 120, "the streaming reply to be saved")
         reader.close()
-    finally:
-        child.send_signal(signal.SIGKILL)
-        child.wait(30)
-        if child.stdout is not None:
-            child.stdout.close()
     store = ConversationStore(db_path)
     assert store.integrity_ok()
     messages = store.messages(1)

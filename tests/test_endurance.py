@@ -5,11 +5,7 @@ These print their figures (run with -s); they are marked slow.
 
 from __future__ import annotations
 
-import os
 import random
-import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -25,6 +21,7 @@ from fara_desktop.storage import ConversationStore, StorageError, database_path
 from fara_desktop.ui.main_window import MainWindow
 from tests.conftest import EventLog, wait_until
 from tests.fakes import FakeBackend
+from tests.streaming_child import StreamingChild
 
 pytestmark = pytest.mark.slow
 MIB = 1024 * 1024
@@ -116,43 +113,14 @@ def test_a_thousand_message_conversation_opens_searches_and_exports_quickly(qtbo
     assert opened < 5 and scrolled < 10 and searched < 1 and exported < 10
 
 
-CHILD = r"""
-import os, sys
-os.environ["QT_QPA_PLATFORM"] = "offscreen"
-from PySide6.QtWidgets import QApplication
-from fara_desktop.engine.types import SamplingParams
-from fara_desktop.ui.main_window import MainWindow
-app = QApplication([])
-win = MainWindow(sampling=SamplingParams(temperature=0.8, max_tokens=100000, ignore_eos=True))
-win.show()
-win.modelLoaded.connect(lambda info: print("LOADED", flush=True))
-win.start_auto()
-win.composer.setPlainText(sys.argv[1])
-win.send_button.click()
-app.exec()
-"""
-
-
 @pytest.mark.real_model
 def test_twenty_kills_at_random_points_never_lose_a_user_message(fara_home, smollm2_path):
     rng = random.Random(20)
     db_path = database_path(app_paths().data)
     for round_number in range(20):
         prompt = f"Kill test {round_number}: tell me a story."
-        child = subprocess.Popen(
-            [sys.executable, "-c", CHILD, prompt],
-            stdout=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "FARA_HOME": str(fara_home)},
-        )
-        try:
-            assert child.stdout is not None and child.stdout.readline().strip() == "LOADED"
+        with StreamingChild(prompt, fara_home):
             threading.Event().wait(rng.uniform(0.0, 2.5))  # a random point of the reply (not synchronisation)
-        finally:
-            child.send_signal(signal.SIGKILL)
-            child.wait(30)
-            if child.stdout is not None:
-                child.stdout.close()
         store = ConversationStore(db_path)
         assert store.integrity_ok()
         users = [m.content for c in store.conversations() for m in store.messages(c.id) if m.role == "user"]
