@@ -620,6 +620,8 @@ class MainWindow(QMainWindow):
         model = self.model_info.name if self.model_info else None
         final = self.session.end_reply(text, status, stats, model, error)
         widget = self.chat_view.end_stream(final.content if final else text, footer_for(final) if final else "")
+        if widget is not None and final is not None:
+            widget.set_meta(final.model, final.created_at)  # the model may have loaded after the reply began
         if widget is not None and final is not None and status == "failed" and not final.content.strip():
             self.chat_view.remove_message(widget)
         self._current_request = None
