@@ -141,3 +141,54 @@ def test_closing_the_window_mid_reply_saves_the_reply(qtbot):
     reply = store.messages(conversation)[1]
     assert reply.status in ("stopped", "complete") and reply.content.startswith("partial ")
     store.close()
+
+
+def test_an_uncaught_exception_shows_a_short_dialog_with_the_log_path(qtbot, monkeypatch, tmp_path):
+    import sys
+
+    from PySide6.QtWidgets import QMessageBox
+
+    from fara_desktop.ui.errors import install_exception_dialog
+
+    shown: list[tuple[str, str]] = []
+    monkeypatch.setattr(QMessageBox, "exec", lambda self: shown.append((self.text(), self.informativeText())) or 0)
+    monkeypatch.setattr(sys, "excepthook", sys.excepthook)
+    log_file = tmp_path / "fara-desktop.log"
+    install_exception_dialog(log_file)
+    try:
+        raise RuntimeError("something broke")
+    except RuntimeError:
+        sys.excepthook(*sys.exc_info())
+    assert shown == [
+        ("RuntimeError: something broke", f"Your conversations are safe. Details were written to:\n{log_file}")
+    ]
+
+
+@pytest.mark.real_model
+def test_a_model_file_deleted_while_loaded_or_listed(qtbot, tmp_path):
+    from fara_desktop.engine.llama_backend import LlamaBackend
+    from fara_desktop.engine.types import LoadParams
+    from fara_desktop.models.discovery import scan_models
+    from tests.gguf_factory import write_tiny_model
+
+    folder = tmp_path / "models"
+    folder.mkdir()
+    model = write_tiny_model(folder / "tiny.gguf", "llama")
+    backend = LlamaBackend()
+    backend.load(model, LoadParams(n_ctx=256, prefault=False))
+    model.unlink()  # deleted while loaded: the mapping keeps the weights readable
+    prompt = backend.prepare([ChatMessage("user", "hello")], 8)
+    result = backend.reply(
+        prompt, SamplingParams(temperature=0.0, max_tokens=4, ignore_eos=True), lambda: False, lambda _t: None
+    )
+    assert result.stats.completion_tokens == 4
+    backend.unload()
+    assert scan_models(folder, tmp_path / "cache", env={}, home=tmp_path, include_packages=False).models == []
+
+    win = MainWindow(backend=None)
+    qtbot.addWidget(win)
+    win.show()
+    with qtbot.waitSignal(win.modelLoadFailed, timeout=30000) as failed:
+        win.start_auto(model)  # e.g. the model remembered in settings was deleted since
+    assert "not found" in failed.args[0]
+    win.close()
