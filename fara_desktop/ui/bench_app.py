@@ -55,6 +55,10 @@ def app_path(model: Path, params: LoadParams, paths: AppPaths, repeats: int, gen
     sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=gen_tokens, ignore_eos=True)
     window = MainWindow(sampling=sampling, paths=paths, settings=Settings())
     window.show()
+    settle = QTimer()  # let the first paint (fonts, style) finish: it is start-up, not model loading
+    settle.setSingleShot(True)
+    settle.start(300)
+    _wait(settle.timeout)
     monitor = StallMonitor()
     monitor.start()
     window.load_model(model, params)
