@@ -19,6 +19,7 @@ from fara_desktop.models import packaged
 from fara_desktop.models.discovery import DiscoveredModel, ScanResult, packaged_models_dir, scan_models
 from fara_desktop.models.metadata import MetadataCache
 from fara_desktop.paths import AppPaths
+from fara_desktop.settings import InferenceOverrides
 from fara_desktop.tuning import Recommendation, TunedParams, choose_model, fit_verdict, size_class, tune
 
 
@@ -74,17 +75,8 @@ def tuned_for(model: DiscoveredModel, hardware: HardwareProfile, cache: MachineC
 
 
 def load_params(tuned: TunedParams) -> LoadParams:
-    return LoadParams(
-        n_ctx=tuned.n_ctx,
-        n_threads=tuned.n_threads,
-        n_threads_batch=tuned.n_threads_batch,
-        n_batch=tuned.n_batch,
-        n_ubatch=tuned.n_ubatch,
-        use_mmap=tuned.use_mmap,
-        use_mlock=tuned.use_mlock,
-        flash_attn=tuned.flash_attn,
-        kv_type=tuned.kv_type,
-    )
+    """The tuned values with nothing pinned by the user (the same mapping the settings' overrides use)."""
+    return InferenceOverrides().apply(tuned)
 
 
 def plan_startup(
