@@ -49,6 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
     export = sub.add_parser("export", help="write every conversation to files (one per conversation)")
     export.add_argument("--format", choices=["md", "json", "both"], default="both", help="file format")
     export.add_argument("--out", type=Path, default=Path("fara-export"), help="folder to write to")
+    entry = sub.add_parser(
+        "install-desktop-entry", help="add Fara Desktop to the desktop's application launcher (Linux)"
+    )
+    entry.add_argument("--uninstall", action="store_true", help="remove the launcher entry and its icons")
     return parser
 
 
@@ -66,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_benchmark(args.bench_model, args.json, args.quick, paths)
     if args.command == "export":
         return run_export(args, paths)
+    if args.command == "install-desktop-entry":
+        return run_desktop_entry(args.uninstall)
     if args.command in ("hardware", "models"):
         from fara_desktop import cli_reports
 
@@ -90,12 +96,40 @@ def run_export(args: argparse.Namespace, paths: AppPaths) -> int:
     return 0
 
 
+def run_desktop_entry(uninstall: bool) -> int:
+    from fara_desktop.desktop_entry import DesktopEntryError, install_desktop_entry, uninstall_desktop_entry
+
+    try:
+        result = uninstall_desktop_entry() if uninstall else install_desktop_entry()
+    except DesktopEntryError as exc:
+        print(f"fara-desktop: {exc}", file=sys.stderr)
+        return 1
+    if uninstall:
+        print(f"removed {len(result.files)} files" if result.files else "no launcher entry was installed")
+    else:
+        print(f"installed {result.entry} (and {len(result.files) - 1} icons); Fara Desktop is in your launcher")
+    return 0
+
+
 def _has_display() -> bool:
     if os.environ.get("QT_QPA_PLATFORM"):
         return True
     if sys.platform.startswith("linux"):
         return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
     return True
+
+
+def qt_fatal_help(message: str) -> str:
+    first_line = message.strip().splitlines()[0] if message.strip() else "unknown Qt error"
+    if "platform plugin" not in message:
+        return f"fara-desktop: Qt stopped the program: {first_line}"
+    return (
+        "fara-desktop: the window could not be opened because Qt's display plugin failed to start "
+        f"({first_line}).\n"
+        "  On Linux/X11 this usually means a missing system library: install libxcb-cursor0 "
+        "(Debian/Ubuntu: sudo apt install libxcb-cursor0), or try QT_QPA_PLATFORM=wayland or xcb.\n"
+        "  Without a display, `fara-desktop smoke` runs a headless check."
+    )
 
 
 def create_application(settings: Settings | None = None) -> QApplication:
@@ -114,8 +148,17 @@ def create_application(settings: Settings | None = None) -> QApplication:
         QtMsgType.QtCriticalMsg: logging.ERROR,
         QtMsgType.QtFatalMsg: logging.CRITICAL,
     }
-    # Qt's own chatter ("This plugin does not support propagateSizeHints()") goes to the log file, not the terminal.
-    qInstallMessageHandler(lambda kind, _context, message: qt_log.log(levels.get(kind, logging.INFO), "%s", message))
+
+    def handle(kind: QtMsgType, _context: object, message: str) -> None:
+        # Qt's own chatter ("This plugin does not support propagateSizeHints()") goes to the log file, not the
+        # terminal. A fatal message is followed by abort(): say what happened in words first, then exit cleanly.
+        qt_log.log(levels.get(kind, logging.INFO), "%s", message)
+        if kind == QtMsgType.QtFatalMsg:
+            print(qt_fatal_help(message), file=sys.stderr, flush=True)
+            logging.shutdown()
+            os._exit(2)
+
+    qInstallMessageHandler(handle)
     existing = QApplication.instance()
     app = existing if isinstance(existing, QApplication) else QApplication([sys.argv[0]])
     app.setApplicationName(APP_NAME)
@@ -140,16 +183,32 @@ def run_gui(args: argparse.Namespace, log_file: Path) -> int:
     app = create_application(loaded.settings)
     from fara_desktop.ui.errors import install_exception_dialog
     from fara_desktop.ui.main_window import MainWindow
+    from fara_desktop.ui.single_instance import SingleInstance
 
+    instance = SingleInstance(paths.data)
+    if not instance.acquire():
+        if instance.ask_running_instance_to_show():
+            print("Fara Desktop is already running: its window was brought to the front.")
+            return 0
+        print(
+            f"fara-desktop: another Fara Desktop holds {paths.data / 'instance.lock'} but does not answer; "
+            "close it (or end its process) and try again.",
+            file=sys.stderr,
+        )
+        return 1
     install_exception_dialog(log_file)
     window = MainWindow(paths=paths, settings=loaded.settings)
+    instance.activationRequested.connect(window.bring_to_front)
     window.show()
     if loaded.notice:
         window.show_notice(loaded.notice)
     if os.environ.get("FARA_STARTUP_REPORT"):
         _report_startup(window)
     window.start_auto(args.model)
-    return app.exec()
+    try:
+        return app.exec()
+    finally:
+        instance.release()
 
 
 def _report_startup(window: Any) -> None:

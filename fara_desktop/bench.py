@@ -60,6 +60,9 @@ class RawEngine:
     def __init__(self, model: Path, n_ctx: int, **kwargs: Any) -> None:
         from llama_cpp import Llama
 
+        from fara_desktop.engine.llama_runtime import ensure_cpu_backend
+
+        ensure_cpu_backend()
         self.llm = Llama(model_path=str(model), n_ctx=n_ctx, verbose=False, **kwargs)
         text = PROMPT_TEXT * 40
         self.tokens = self.llm.tokenize(text.encode(), add_bos=True)

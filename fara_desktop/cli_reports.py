@@ -52,6 +52,12 @@ def hardware_report(paths: AppPaths, as_json: bool = False) -> int:
         f"Bandwidth      {data['memory_read_bandwidth_gb_s']} GB/s (memory reads)",
         f"CPU features   {' '.join(profile.cpu_features) or 'none detected'}",
         f"llama.cpp      {profile.build_info or 'could not be probed'}",
+        "CPU kernels    "
+        + (
+            f"{profile.cpu_backend_variant} (runtime dispatch picked the best variant for this CPU)"
+            if profile.cpu_backend_variant
+            else "compiled into the library (native build)"
+        ),
     ]
     if profile.avx512_missing:
         lines.append(

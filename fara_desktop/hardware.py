@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import psutil
 
+from fara_desktop.engine.llama_runtime import ensure_cpu_backend, loaded_cpu_variant
 from fara_desktop.isa import (
     CapabilityGap,
     avx512_partial,
@@ -53,6 +54,7 @@ class HardwareProfile:
     build_info: str | None = None
     build_features: dict[str, bool] = field(default_factory=dict)
     build_gaps: list[CapabilityGap] = field(default_factory=list)
+    cpu_backend_variant: str | None = None  # runtime-dispatched builds: which CPU kernels ggml loaded
     probe_notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -170,6 +172,7 @@ def cpuinfo_flags() -> set[str]:
 def llama_build_info() -> str:
     import llama_cpp
 
+    ensure_cpu_backend()
     return llama_cpp.llama_print_system_info().decode("utf-8", errors="replace").strip()
 
 
@@ -200,6 +203,7 @@ def detect_hardware(
     if build_info is None and probe_build:
         build_info = _probe(notes, "llama.cpp build", llama_build_info, None)
     build = parse_build_features(build_info) if build_info else {}
+    variant = _probe(notes, "CPU backend", loaded_cpu_variant, None) if probe_build else None
 
     l2 = l3 = numa = perf = eff = None
     if system == "Linux" or sys_root != Path("/sys"):
@@ -238,5 +242,6 @@ def detect_hardware(
         build_info=build_info,
         build_features=build,
         build_gaps=compare(features, build),
+        cpu_backend_variant=variant,
         probe_notes=notes,
     )

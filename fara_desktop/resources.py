@@ -7,6 +7,8 @@ from pathlib import Path
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
+ICON_SIZES = (16, 24, 32, 48, 64, 128, 256, 512)
+
 
 def assets_dir() -> Path:
     candidates = []
@@ -22,3 +24,14 @@ def assets_dir() -> Path:
 
 def asset_path(name: str) -> Path:
     return assets_dir() / name
+
+
+def icon_png(size: int) -> Path:
+    """The app icon rendered at ``size`` pixels (one of ICON_SIZES)."""
+    return assets_dir() / "icons" / f"fara-desktop-{size}.png"
+
+
+def bundled_models_dir() -> Path | None:
+    """Models shipped inside a frozen build (``packaging/build.sh``); None when running from Python."""
+    frozen_root = getattr(sys, "_MEIPASS", None)
+    return Path(frozen_root) / "models" if frozen_root else None

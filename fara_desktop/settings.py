@@ -183,15 +183,19 @@ def load_settings(config_dir: Path) -> LoadedSettings:
         )
 
 
-def save_settings(config_dir: Path, settings: Settings) -> None:
-    config_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    path = settings_file(config_dir)
+def write_json_atomically(path: Path, data: Any) -> None:
+    """Write, flush to disk, then rename over the old file: a crash leaves the old or the new file, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = path.with_suffix(".tmp")
     with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(settings.to_json(), handle, indent=2)
+        json.dump(data, handle, indent=2)
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)
+
+
+def save_settings(config_dir: Path, settings: Settings) -> None:
+    write_json_atomically(settings_file(config_dir), settings.to_json())
 
 
 def with_overrides(settings: Settings, **values: Any) -> Settings:

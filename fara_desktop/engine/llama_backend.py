@@ -24,6 +24,7 @@ from fara_desktop.engine.errors import (
     PromptTooLongError,
 )
 from fara_desktop.engine.kv_states import KVSnapshot, KVStateCache, common_prefix
+from fara_desktop.engine.llama_runtime import ensure_cpu_backend
 from fara_desktop.engine.text_stream import TextStream
 from fara_desktop.engine.types import ChatMessage, GenerationStats, LoadParams, ModelInfo, SamplingParams
 from fara_desktop.models.gguf_file import read_gguf_header
@@ -118,6 +119,7 @@ class LlamaBackend:
         from llama_cpp import Llama
 
         route_llama_logs_to_logging()
+        ensure_cpu_backend()
         header = read_gguf_header(path)
         trained = int(header.arch_value("context_length", 0) or 0)
         n_ctx = params.n_ctx or (min(trained, DEFAULT_MAX_CONTEXT) if trained else DEFAULT_MAX_CONTEXT)

@@ -161,7 +161,10 @@ class HardwarePanel(QFrame):
         self.set_value("Cores", cores)
         features = profile.cpu_features
         shown = [f for f in features if f not in AVX512_COMPLETE or "AVX512" not in features]
-        self.set_value("Instructions", " · ".join(shown) or "baseline only")
+        instructions = " · ".join(shown) or "baseline only"
+        if profile.cpu_backend_variant:
+            instructions += f"\nllama.cpp kernels: {profile.cpu_backend_variant}"
+        self.set_value("Instructions", instructions)
         caches = []
         if profile.l2_cache_bytes:
             caches.append(f"L2 {human_bytes(profile.l2_cache_bytes)}/core")

@@ -67,6 +67,7 @@ from fara_desktop.ui.message_widget import MessageWidget
 from fara_desktop.ui.settings_dialog import SettingsDialog
 from fara_desktop.ui.sidebar import Sidebar
 from fara_desktop.ui.theme import apply_appearance
+from fara_desktop.ui.window_state import restore_window_state, save_window_state
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +125,7 @@ class MainWindow(QMainWindow):
         self.bridge = EngineBridge(backend, self)
         self.bridge.event.connect(self._on_engine_event)
         self._build()
+        restore_window_state(self.paths.config, self, self.splitter)
         self._set_busy(False)
         self.refresh_sidebar()
 
@@ -427,6 +429,13 @@ class MainWindow(QMainWindow):
             self.bridge.worker.cancel()
             self._set_status("Stopping…")
 
+    def bring_to_front(self) -> None:
+        """Another launch asked for the window: un-minimise it and give it the focus."""
+        self.setWindowState(self.windowState() & ~Qt.WindowState.WindowMinimized)
+        self.show()
+        self.raise_()
+        self.activateWindow()
+
     def show_notice(self, text: str, role: str = "notice") -> None:
         self.chat_view.add_message(role, text)
 
@@ -643,6 +652,7 @@ class MainWindow(QMainWindow):
             super().closeEvent(event)
             return
         self._closed = True
+        save_window_state(self.paths.config, self, self.splitter)
         self.bridge.worker.cancel()
         self.bridge.shutdown(timeout=10.0)
         self.bridge.event.disconnect(self._on_engine_event)

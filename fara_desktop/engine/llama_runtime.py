@@ -1,0 +1,68 @@
+"""Load llama.cpp's CPU backend when the build dispatches at run time (portable builds such as the frozen app).
+
+A build made with ``GGML_BACKEND_DL=ON GGML_CPU_ALL_VARIANTS=ON`` ships one CPU backend library per instruction-set
+level (``libggml-cpu-haswell.so``, ``-skylakex``, ``-icelake``, ``-zen4`` ...). ggml scores each against this CPU
+and loads the best, but it only looks next to the executable and in the current folder — the Python interpreter's
+folder for us — so we point it at ``llama_cpp/lib`` before the first model loads. Native builds (the usual
+``pip install``) compile the CPU backend into ``libggml`` and need nothing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import sys
+import threading
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+_lock = threading.Lock()
+_done = False
+
+
+def llama_lib_dir() -> Path:
+    import llama_cpp
+
+    return Path(llama_cpp.__file__).resolve().parent / "lib"
+
+
+def cpu_variant_files(lib_dir: Path) -> list[Path]:
+    """The dispatchable CPU backends in ``lib_dir`` (empty for a native build)."""
+    patterns = ("ggml-cpu-*.dll",) if sys.platform == "win32" else ("libggml-cpu-*.so", "libggml-cpu-*.dylib")
+    return sorted(path for pattern in patterns for path in lib_dir.glob(pattern))
+
+
+def ensure_cpu_backend() -> None:
+    """Register the best CPU backend once, if this build has loadable ones; safe to call from any thread."""
+    global _done
+    with _lock:
+        if _done:
+            return
+        _done = True
+        import llama_cpp
+        from llama_cpp._ctypes_extensions import load_shared_library
+
+        lib_dir = llama_lib_dir()
+        if not cpu_variant_files(lib_dir):
+            return
+        ggml = load_shared_library("ggml", lib_dir)
+        ggml.ggml_backend_reg_count.restype = ctypes.c_size_t
+        if ggml.ggml_backend_reg_count() == 0:
+            ggml.ggml_backend_load_all_from_path.argtypes = [ctypes.c_char_p]
+            ggml.ggml_backend_load_all_from_path(str(lib_dir).encode())
+        llama_cpp.llama_backend_init()
+        log.info("CPU backend: %s", loaded_cpu_variant() or "unknown variant")
+
+
+def loaded_cpu_variant() -> str | None:
+    """Which CPU variant ggml picked (``haswell``, ``zen4`` ...), from the libraries mapped into this process
+    (Linux only); None for native builds or where it cannot be told."""
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError:
+        return None
+    for line in maps.splitlines():
+        name = line.rsplit("/", 1)[-1]
+        if name.startswith("libggml-cpu-") and name.endswith(".so"):
+            return name[len("libggml-cpu-") : -len(".so")]
+    return None

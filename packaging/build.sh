@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Builds the one-folder frozen app packaging/dist/FaraDesktop with PyInstaller, then smoke-tests it.
+#
+#   bash packaging/build.sh            # full build + smoke test (about 25 min on 2 cores the first time)
+#   FARA_BUNDLE_MODEL=0 bash ...       # leave the default model out (the user picks or downloads one)
+#   bash packaging/build.sh --wheel    # only the portable llama-cpp-python wheel
+#
+# llama.cpp inside a frozen app must run on other people's CPUs, so it is compiled with runtime CPU dispatch:
+# GGML_NATIVE=OFF, GGML_BACKEND_DL=ON, GGML_CPU_ALL_VARIANTS=ON. ggml then ships one CPU backend per x86/Arm
+# level (haswell, skylakex, icelake, zen4, alderlake, sapphirerapids, ...) and loads the best one at start.
+# Works on Linux, macOS and Windows (Git Bash); PyInstaller cannot cross-compile, so build on each OS.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(cd "$HERE/.." && pwd)"
+WORK="${FARA_BUILD_DIR:-$HERE/build}"
+DIST="${FARA_DIST_DIR:-$HERE/dist}"
+PYTHON="${PYTHON:-python3}"
+LLAMA_CPP_PYTHON_VERSION="${LLAMA_CPP_PYTHON_VERSION:-0.3.36}"
+PYINSTALLER_VERSION="${PYINSTALLER_VERSION:-6.*}"
+BUNDLE_MODEL="${FARA_BUNDLE_MODEL:-1}"
+
+say() { printf '\n== %s\n' "$*" >&2; }
+
+portable_wheel() {
+    local wheels="$WORK/wheels"
+    if compgen -G "$wheels/llama_cpp_python-$LLAMA_CPP_PYTHON_VERSION-*.whl" >/dev/null; then
+        say "portable llama-cpp-python wheel already built: $(ls "$wheels"/llama_cpp_python-*.whl)"
+        return
+    fi
+    say "building llama-cpp-python $LLAMA_CPP_PYTHON_VERSION with runtime CPU dispatch"
+    local src="$WORK/src"
+    rm -rf "$src" && mkdir -p "$src" "$wheels"
+    "$PYTHON" -m pip download --no-deps --no-binary :all: "llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION" -d "$src"
+    tar -xzf "$src"/llama_cpp_python-*.tar.gz -C "$src"
+    local tree
+    tree="$(echo "$src"/llama_cpp_python-*/)"
+    # llama-cpp-python installs only the targets it names; add every CPU variant so they land in llama_cpp/lib.
+    cat >>"$tree/CMakeLists.txt" <<'CMAKE'
+
+# Added by Fara Desktop's packaging/build.sh: ship the runtime-dispatched CPU backends.
+foreach(variant x64 sse42 sandybridge ivybridge piledriver haswell skylakex cannonlake cascadelake icelake
+        cooperlake zen4 alderlake sapphirerapids armv8.0_1 armv8.2_1 armv8.2_2 armv8.2_3 armv8.6_1 armv8.6_2
+        armv9.2_1 armv9.2_2 apple_m1 apple_m2_m3 apple_m4)
+    llama_cpp_python_install_target(ggml-cpu-${variant})
+endforeach()
+CMAKE
+    # A local source tree is never put in pip's wheel cache, so this build cannot replace the native wheel that
+    # development installs reuse.
+    CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DLLAVA_BUILD=OFF" \
+        "$PYTHON" -m pip wheel --no-deps "$tree" -w "$wheels"
+}
+
+portable_wheel
+[[ "${1:-}" == "--wheel" ]] && exit 0
