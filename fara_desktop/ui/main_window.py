@@ -46,6 +46,7 @@ from fara_desktop.engine.types import (
 )
 from fara_desktop.engine.worker import Backend
 from fara_desktop.exporting import export_conversations, import_conversation
+from fara_desktop.models.catalog import assess_catalog_here
 from fara_desktop.paths import AppPaths, app_paths
 from fara_desktop.settings import Settings, save_settings
 from fara_desktop.startup import (
@@ -64,6 +65,7 @@ from fara_desktop.ui.composer import Composer
 from fara_desktop.ui.engine_bridge import EngineBridge
 from fara_desktop.ui.hardware_panel import HardwarePanel
 from fara_desktop.ui.message_widget import MessageWidget
+from fara_desktop.ui.models_dialog import GetModelsDialog
 from fara_desktop.ui.settings_dialog import SettingsDialog
 from fara_desktop.ui.sidebar import Sidebar
 from fara_desktop.ui.theme import apply_appearance
@@ -119,6 +121,7 @@ class MainWindow(QMainWindow):
         self._closed = False
         self._editing: MessageWidget | None = None
         self._background: set[BackgroundCall] = set()
+        self.models_dialog: GetModelsDialog | None = None
         self.store = self._open_store()
         self.session = ChatSession(self.store)
 
@@ -162,6 +165,7 @@ class MainWindow(QMainWindow):
         self.chat_view.regenerateRequested.connect(self.regenerate)
         self.chat_view.empty_state.openModelRequested.connect(self._choose_model_file)
         self.chat_view.empty_state.addFolderRequested.connect(self._add_models_folder)
+        self.chat_view.empty_state.getModelsRequested.connect(self.open_models_dialog)
 
         self.edit_banner = QLabel(
             "Editing an earlier message: Enter sends it again and the chat continues from there; Esc cancels."
@@ -258,6 +262,7 @@ class MainWindow(QMainWindow):
         self._action(chat, "&Quit", self.close, QKeySequence.StandardKey.Quit)
         model = bar.addMenu("&Model")
         self._action(model, "&Open a model file…", self._choose_model_file, QKeySequence.StandardKey.Open)
+        self._action(model, "&Get models…", self.open_models_dialog, QKeySequence("Ctrl+Shift+M"))
         self._action(model, "&Measure the best thread count", self.recalibrate)
         self._action(model, "&Settings…", self.open_settings, QKeySequence("Ctrl+,"))
         QShortcut(QKeySequence(Qt.Key.Key_Escape), self, activated=self.escape)
@@ -453,6 +458,16 @@ class MainWindow(QMainWindow):
                 ),
                 None,
             )
+
+    def open_models_dialog(self) -> GetModelsDialog:
+        """The catalog and downloads; one dialog for the window's lifetime so downloads go on while it is hidden."""
+        if self.models_dialog is None:
+            paths, folders = self.paths, [Path(f) for f in self.settings.extra_model_folders]
+            self.models_dialog = GetModelsDialog(lambda: assess_catalog_here(paths.models, paths.cache, folders), self)
+            self.models_dialog.modelReady.connect(lambda path: self.start_auto(Path(path)))
+        self.models_dialog.show()
+        self.models_dialog.raise_()
+        return self.models_dialog
 
     # ------------------------------------------------------------------ settings
 
@@ -653,6 +668,8 @@ class MainWindow(QMainWindow):
             return
         self._closed = True
         save_window_state(self.paths.config, self, self.splitter)
+        if self.models_dialog is not None:
+            self.models_dialog.pause_all()
         self.bridge.worker.cancel()
         self.bridge.shutdown(timeout=10.0)
         self.bridge.event.disconnect(self._on_engine_event)

@@ -1,0 +1,111 @@
+"""`fara-desktop catalog` and `fara-desktop download`: the curated catalog with verdicts, and verified downloads."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from pathlib import Path
+
+from fara_desktop.models.catalog import CatalogError, assess_catalog_here
+from fara_desktop.models.downloads import (
+    Downloader,
+    DownloadError,
+    Progress,
+    human_size,
+    parse_model_reference,
+    resolve_remote_file,
+)
+from fara_desktop.paths import AppPaths
+from fara_desktop.settings import load_settings
+from fara_desktop.tuning import GIB
+
+VERDICT_MARK = {"fits": "✓", "tight": "~", "too_big": "✗"}
+
+
+def catalog_report(paths: AppPaths, as_json: bool = False) -> int:
+    settings = load_settings(paths.config).settings
+    try:
+        folders = [Path(folder) for folder in settings.extra_model_folders]
+        assessment = assess_catalog_here(paths.models, paths.cache, folders)
+    except CatalogError as exc:
+        print(f"fara-desktop catalog: {exc}", file=sys.stderr)
+        return 1
+    recommended = assessment.recommended
+    if as_json:
+        print(
+            json.dumps(
+                {
+                    "recommended": recommended.to_json() if recommended else None,
+                    "reason": assessment.reason,
+                    "options": [option.to_json() for option in assessment.options],
+                },
+                indent=2,
+            )
+        )
+        return 0
+    current = None
+    for option in assessment.options:
+        if option.entry.id != current:
+            current = option.entry.id
+            print(f"\n{option.entry.name}  ({option.entry.repo}, {option.entry.license})")
+            print(f"  {option.entry.description}")
+        star = "★" if option.recommended else " "
+        installed = "  [installed]" if option.installed else ""
+        print(
+            f" {star}{VERDICT_MARK[option.verdict.verdict]} {option.quant.quant:<7} "
+            f"≈{option.quant.estimated_bytes / GIB:5.2f} GiB  "
+            f"~{option.expected_tok_per_s:5.1f} tok/s  {option.verdict.verdict}: {option.verdict.message}{installed}"
+        )
+    if recommended:
+        print(
+            f"\nRecommended for this machine: {recommended.entry.name} {recommended.quant.quant} — {assessment.reason}"
+            f"\n  fara-desktop download {recommended.entry.repo} --file {recommended.quant.file_name}"
+        )
+    else:
+        print("\nNothing in the catalog runs comfortably on this machine.")
+    return 0
+
+
+def download_command(reference: str, filename: str | None, quant: str | None) -> int:
+    """Progress on stderr; the verified file's path on stdout; exit 0 only when it is in place."""
+    try:
+        ref = parse_model_reference(reference)
+        remote = resolve_remote_file(ref.repo_id, filename or ref.filename, quant, ref.revision, ref.endpoint)
+    except DownloadError as exc:
+        print(f"fara-desktop download: {exc}", file=sys.stderr)
+        return 1
+    print(f"{remote.repo_id}/{remote.filename}: {human_size(remote.size)}, sha256 {remote.sha256}", file=sys.stderr)
+    interactive = sys.stderr.isatty()
+    lock = threading.Lock()
+    last_line = [""]
+
+    def show(progress: Progress) -> None:
+        eta = f"{progress.eta_s:.0f} s left" if progress.eta_s is not None else "…"
+        line = (
+            f"{100 * progress.done / progress.total:5.1f} %  {human_size(progress.done)} of "
+            f"{human_size(progress.total)}  {human_size(progress.bytes_per_s)}/s  {eta}"
+        )
+        with lock:
+            if interactive:
+                print(f"\r{line:<72}", end="", file=sys.stderr, flush=True)
+            elif line.split("%")[0] != last_line[0].split("%")[0]:
+                print(line, file=sys.stderr, flush=True)
+            last_line[0] = line
+
+    downloader = Downloader(remote, on_progress=show)
+    if downloader.partial_bytes():
+        print(f"resuming after {human_size(downloader.partial_bytes())} already downloaded", file=sys.stderr)
+    try:
+        path = downloader.run()
+    except KeyboardInterrupt:
+        print("\ninterrupted: run the same command again to continue where it stopped", file=sys.stderr)
+        return 130
+    except (DownloadError, OSError) as exc:
+        print(f"\nfara-desktop download: {exc}", file=sys.stderr)
+        return 1
+    if interactive:
+        print(file=sys.stderr)
+    print(f"verified sha256; saved as {path}", file=sys.stderr)
+    print(path)
+    return 0

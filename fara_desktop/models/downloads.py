@@ -1,0 +1,479 @@
+"""Download GGUF files from the Hugging Face hub (or a mirror set with ``HF_ENDPOINT``), safely and resumably.
+
+``huggingface_hub`` gives us the hub's API: the file listing with each LFS file's size and sha256, search, URLs,
+headers (``HF_TOKEN``) and the cache layout shared with other tools. The transfer itself is ours, for a measured
+reason: huggingface_hub 2.x downloads into a process-unique temporary file that it deletes when the transfer stops,
+so a cancelled or killed download starts again from zero, and it moves the file into the cache before any
+checksum is compared. Here the partial file is ``blobs/<sha256>.incomplete`` (huggingface_hub's own name for it)
+and survives cancel and kill; the next attempt continues with an HTTP Range request; the sha256 is checked before
+the file gets its final name; only then does ``snapshots/<commit>/<file>`` point at it, which is where model
+discovery (and every other hub-aware tool) finds it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import http.client
+import logging
+import os
+import re
+import shutil
+import socket
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+log = logging.getLogger(__name__)
+
+CHUNK_BYTES = 1 << 20
+DISK_MARGIN_BYTES = 64 << 20  # keep some room free beyond the file itself
+PROGRESS_INTERVAL_S = 0.1
+_QUANT_RE = re.compile(r"(?<![A-Za-z0-9])(I?Q\d(?:_[A-Z0-9]+)*|F16|BF16|F32)(?![A-Za-z0-9])", re.IGNORECASE)
+
+
+class DownloadError(Exception):
+    """A download could not be done; the message says why in words a user understands."""
+
+
+class RemoteNotFoundError(DownloadError):
+    """The repository, revision or file does not exist on the hub (HTTP 404)."""
+
+
+class AccessDeniedError(DownloadError):
+    """The hub refused access (gated or private repository)."""
+
+
+class ChecksumMismatchError(DownloadError):
+    """The downloaded bytes do not match the hub's sha256; the partial file was deleted."""
+
+
+class NotEnoughDiskSpaceError(DownloadError):
+    """The disk has too little room for the file; nothing was downloaded."""
+
+
+class DownloadInterruptedError(DownloadError):
+    """The connection failed mid-way; the partial file is kept and the next attempt resumes from it."""
+
+
+class DownloadCancelled(DownloadError):
+    """Stopped on request; ``kept_partial`` says whether a later attempt can resume."""
+
+    def __init__(self, message: str, kept_partial: bool) -> None:
+        super().__init__(message)
+        self.kept_partial = kept_partial
+
+
+def endpoint_url(endpoint: str | None = None) -> str:
+    if endpoint:
+        return endpoint.rstrip("/")
+    from huggingface_hub import constants
+
+    return constants.ENDPOINT.rstrip("/")
+
+
+def hub_cache_dir() -> Path:
+    from fara_desktop.models.discovery import hf_cache_dir
+
+    return hf_cache_dir(os.environ, Path.home())
+
+
+def human_size(count: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if abs(count) < 1000 or unit == "GB":
+            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
+        count /= 1000
+    return f"{count:.1f} GB"
+
+
+# ---------------------------------------------------------------------- what to download
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    """A file on the hub at one commit, with the size and sha256 from the hub's listing."""
+
+    repo_id: str
+    filename: str
+    commit: str
+    size: int
+    sha256: str
+    endpoint: str
+
+    @property
+    def url(self) -> str:
+        quoted = urllib.parse.quote(self.filename)
+        return f"{self.endpoint}/{self.repo_id}/resolve/{self.commit}/{quoted}"
+
+
+@dataclass(frozen=True)
+class ModelReference:
+    """What a user pasted: a repository id or a hub URL, possibly naming a file and a revision."""
+
+    repo_id: str
+    filename: str | None = None
+    revision: str | None = None
+    endpoint: str | None = None
+
+
+_REPO_ID_RE = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def parse_model_reference(text: str) -> ModelReference:
+    """``org/name``, ``https://huggingface.co/org/name`` or a file URL (``.../resolve/<rev>/<file>.gguf`` or
+    ``.../blob/...``) on the hub or a mirror."""
+    text = text.strip()
+    if _REPO_ID_RE.match(text):
+        return ModelReference(text)
+    parsed = urllib.parse.urlparse(text)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise DownloadError(f"not a repository id (owner/name) or a hub address: {text!r}")
+    parts = [urllib.parse.unquote(p) for p in parsed.path.split("/") if p]
+    endpoint = f"{parsed.scheme}://{parsed.netloc}"
+    if len(parts) >= 2 and _REPO_ID_RE.match(f"{parts[0]}/{parts[1]}"):
+        repo_id = f"{parts[0]}/{parts[1]}"
+        if len(parts) >= 5 and parts[2] in ("resolve", "blob"):
+            return ModelReference(repo_id, "/".join(parts[4:]), parts[3], endpoint)
+        if len(parts) == 2 or (len(parts) >= 4 and parts[2] == "tree"):
+            return ModelReference(repo_id, None, parts[3] if len(parts) >= 4 else None, endpoint)
+    raise DownloadError(f"this address does not name a hub repository or file: {text}")
+
+
+def quant_tag(filename: str) -> str | None:
+    found = _QUANT_RE.findall(Path(filename).stem)
+    return found[-1].upper() if found else None
+
+
+def _hub_errors():  # imported lazily: huggingface_hub is only needed once the user asks for the network
+    from huggingface_hub import errors
+
+    return errors
+
+
+def list_gguf_files(repo_id: str, revision: str | None = None, endpoint: str | None = None) -> list[RemoteFile]:
+    """The repository's GGUF files with the sizes and sha256 the hub publishes (LFS metadata)."""
+    from huggingface_hub import HfApi
+
+    errors = _hub_errors()
+    base = endpoint_url(endpoint)
+    try:
+        info = HfApi(endpoint=base).model_info(repo_id, revision=revision, files_metadata=True, timeout=30)
+    except errors.RepositoryNotFoundError as exc:
+        raise RemoteNotFoundError(f"no repository {repo_id} on {base} (or it is private)") from exc
+    except errors.RevisionNotFoundError as exc:
+        raise RemoteNotFoundError(f"{repo_id} has no revision {revision}") from exc
+    except errors.GatedRepoError as exc:
+        raise AccessDeniedError(
+            f"{repo_id} is gated: accept its license on the hub, then set HF_TOKEN and try again"
+        ) from exc
+    except errors.HfHubHTTPError as exc:
+        raise DownloadError(f"the hub did not answer for {repo_id}: {exc}") from exc
+    except OSError as exc:  # connection refused, DNS, timeouts (httpx errors are not OSError: see below)
+        raise DownloadInterruptedError(f"cannot reach {base}: {exc}") from exc
+    except Exception as exc:
+        if type(exc).__module__.startswith(("httpx", "httpcore")):
+            raise DownloadInterruptedError(f"cannot reach {base}: {exc}") from exc
+        raise
+    files = []
+    for sibling in info.siblings or []:
+        if not sibling.rfilename.lower().endswith(".gguf"):
+            continue
+        if sibling.lfs is None:  # only LFS files carry a sha256 we can verify against
+            continue
+        files.append(
+            RemoteFile(repo_id, sibling.rfilename, info.sha or "main", sibling.lfs.size, sibling.lfs.sha256, base)
+        )
+    return files
+
+
+def resolve_remote_file(
+    repo_id: str,
+    filename: str | None = None,
+    quant: str | None = None,
+    revision: str | None = None,
+    endpoint: str | None = None,
+) -> RemoteFile:
+    """Pick one GGUF from the listing: the named file; else the one with the quantization tag (catalog names can
+    drift); else the only one. Split models (``-00001-of-0000N``) are not offered here."""
+    files = list_gguf_files(repo_id, revision, endpoint)
+    if filename:
+        for remote in files:
+            if remote.filename == filename or remote.filename.lower() == filename.lower():
+                return remote
+        quant = quant or quant_tag(filename)
+    if quant:
+        tagged = [r for r in files if quant_tag(r.filename) == quant.upper() and "-of-" not in r.filename]
+        if tagged:
+            return min(tagged, key=lambda r: len(r.filename))
+    if not filename and not quant and len(files) == 1:
+        return files[0]
+    offered = ", ".join(r.filename for r in files) or "no GGUF files"
+    wanted = filename or (f"a {quant} file" if quant else "a file name (--file)")
+    raise RemoteNotFoundError(f"{repo_id} has no {wanted}; it offers: {offered}")
+
+
+@dataclass(frozen=True)
+class HubModel:
+    """One search result."""
+
+    repo_id: str
+    downloads: int
+    likes: int
+
+
+def search_hub(query: str, endpoint: str | None = None, limit: int = 30) -> list[HubModel]:
+    from huggingface_hub import HfApi
+
+    base = endpoint_url(endpoint)
+    try:
+        found = HfApi(endpoint=base).list_models(search=query, filter="gguf", sort="downloads", limit=limit)
+        return [HubModel(m.id, m.downloads or 0, m.likes or 0) for m in found]
+    except Exception as exc:
+        raise DownloadInterruptedError(f"searching {base} failed: {exc}") from exc
+
+
+# ---------------------------------------------------------------------- the transfer
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Bytes so far, the file size, the recent speed and the time left (None while unknown)."""
+
+    done: int
+    total: int
+    bytes_per_s: float
+    eta_s: float | None
+
+
+class _Speed:
+    def __init__(self, window_s: float = 3.0) -> None:
+        self.samples: deque[tuple[float, int]] = deque()
+        self.window_s = window_s
+
+    def add(self, now: float, done: int) -> float:
+        self.samples.append((now, done))
+        while len(self.samples) > 2 and now - self.samples[0][0] > self.window_s:
+            self.samples.popleft()
+        (t0, d0), (t1, d1) = self.samples[0], self.samples[-1]
+        return (d1 - d0) / (t1 - t0) if t1 > t0 else 0.0
+
+
+class Downloader:
+    """Downloads one ``RemoteFile`` into the hub cache. ``run`` blocks (call it off the GUI thread); ``pause`` and
+    ``cancel`` may be called from any thread."""
+
+    def __init__(
+        self,
+        remote: RemoteFile,
+        cache_dir: Path | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+        timeout_s: float = 30.0,
+    ) -> None:
+        from huggingface_hub.file_download import repo_folder_name
+
+        self.remote = remote
+        self.repo_dir = (cache_dir or hub_cache_dir()) / repo_folder_name(repo_id=remote.repo_id, repo_type="model")
+        self.blob = self.repo_dir / "blobs" / remote.sha256
+        self.partial = self.blob.with_name(remote.sha256 + ".incomplete")
+        self.target = self.repo_dir / "snapshots" / remote.commit / remote.filename
+        self.on_progress = on_progress
+        self.timeout_s = timeout_s
+        self._stop = threading.Event()
+        self._keep_partial = True
+        self._response: http.client.HTTPResponse | None = None
+
+    def pause(self) -> None:
+        """Stop now and keep the partial file: the next ``run`` continues from it."""
+        self._keep_partial = True
+        self._interrupt()
+
+    def cancel(self) -> None:
+        """Stop now and delete the partial file."""
+        self._keep_partial = False
+        self._interrupt()
+
+    def _interrupt(self) -> None:
+        self._stop.set()
+        response = self._response
+        # Shutting the socket down wakes a read that waits on a stalled server (closing it would not, on Linux).
+        sock = getattr(getattr(getattr(response, "fp", None), "raw", None), "_sock", None)
+        if isinstance(sock, socket.socket):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def partial_bytes(self) -> int:
+        try:
+            return self.partial.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def run(self) -> Path:
+        """Download (or resume), verify, publish; returns the model's path in the snapshot folder."""
+        self._stop.clear()
+        if self.blob.is_file() and self.blob.stat().st_size == self.remote.size:
+            return self._publish()
+        self.blob.parent.mkdir(parents=True, exist_ok=True)
+        from filelock import FileLock, Timeout
+
+        try:
+            with FileLock(str(self.partial) + ".lock", timeout=0):
+                self._transfer()
+        except Timeout as exc:
+            raise DownloadError(f"{self.remote.filename} is already being downloaded by another window") from exc
+        return self._publish()
+
+    def _check_disk_space(self, needed: int) -> None:
+        free = free_bytes(self.blob.parent)
+        if free < needed + DISK_MARGIN_BYTES:
+            raise NotEnoughDiskSpaceError(
+                f"{self.remote.filename} needs {human_size(needed)} more on {self.blob.parent} "
+                f"but only {human_size(free)} is free (keeping {human_size(DISK_MARGIN_BYTES)} spare)"
+            )
+
+    def _hash_partial(self) -> tuple[hashlib._Hash, int]:
+        digest = hashlib.sha256()
+        done = 0
+        if self.partial.exists():
+            if self.partial.stat().st_size > self.remote.size:
+                self.partial.unlink()  # longer than the file: not ours to resume
+            else:
+                with open(self.partial, "rb") as handle:
+                    while block := handle.read(CHUNK_BYTES):
+                        digest.update(block)
+                        done += len(block)
+        return digest, done
+
+    def _request(self, offset: int) -> http.client.HTTPResponse:
+        from huggingface_hub.utils import build_hf_headers
+
+        headers = dict(build_hf_headers(library_name="fara-desktop"))
+        headers["Accept-Encoding"] = "identity"  # byte offsets must be those of the file
+        if offset:
+            headers["Range"] = f"bytes={offset}-"
+        request = urllib.request.Request(self.remote.url, headers=headers)
+        # build_opener() honours HTTP(S)_PROXY / NO_PROXY from the environment.
+        return urllib.request.build_opener().open(request, timeout=self.timeout_s)
+
+    def _transfer(self) -> None:
+        digest, done = self._hash_partial()
+        total = self.remote.size
+        self._check_disk_space(total - done)
+        if done < total:
+            try:
+                response = self._request(done)
+            except urllib.error.HTTPError as exc:
+                if exc.code == 416 and done:  # the server has nothing past our end: start over
+                    self.partial.unlink(missing_ok=True)
+                    digest, done = hashlib.sha256(), 0
+                    response = self._request(0)
+                else:
+                    raise self._http_error(exc) from exc
+            except (urllib.error.URLError, OSError) as exc:
+                raise DownloadInterruptedError(f"cannot reach {self.remote.endpoint}: {_reason(exc)}") from exc
+            self._response = response
+            with response:
+                if done and response.status != 206:  # the server ignored Range: the body is the whole file
+                    log.info("server ignored the Range request; downloading %s from the start", self.remote.filename)
+                    digest, done = hashlib.sha256(), 0
+                    self.partial.unlink(missing_ok=True)
+                try:
+                    digest, done = self._copy(response, digest, done)
+                finally:
+                    self._response = None
+        if done != total:
+            raise DownloadInterruptedError(
+                f"the connection closed after {human_size(done)} of {human_size(total)}; "
+                "the part already downloaded is kept and the next attempt continues from it"
+            )
+        if digest.hexdigest() != self.remote.sha256:
+            self.partial.unlink(missing_ok=True)
+            raise ChecksumMismatchError(
+                f"{self.remote.filename} arrived damaged: its sha256 is {digest.hexdigest()[:16]}…, the hub "
+                f"publishes {self.remote.sha256[:16]}…. The file was deleted; try again."
+            )
+        os.replace(self.partial, self.blob)
+
+    def _copy(self, response: http.client.HTTPResponse, digest: hashlib._Hash, done: int) -> tuple[hashlib._Hash, int]:
+        total = self.remote.size
+        speed = _Speed()
+        last_report = 0.0
+        with open(self.partial, "ab") as out:
+            while True:
+                if self._stop.is_set():
+                    raise self._stopped(out, done)
+                try:
+                    # read1: whatever has arrived (up to a chunk), so progress and cancel stay responsive
+                    block = response.read1(min(CHUNK_BYTES, total - done)) if done < total else b""
+                except (OSError, ValueError, AttributeError, http.client.HTTPException) as exc:
+                    if self._stop.is_set():  # the response was closed under us by pause/cancel
+                        raise self._stopped(out, done) from exc
+                    out.flush()
+                    raise DownloadInterruptedError(
+                        f"the connection broke after {human_size(done)} of {human_size(total)} ({_reason(exc)}); "
+                        "the part already downloaded is kept and the next attempt continues from it"
+                    ) from exc
+                if self._stop.is_set():
+                    raise self._stopped(out, done)
+                if not block:
+                    break
+                out.write(block)
+                digest.update(block)
+                done += len(block)
+                now = time.monotonic()
+                rate = speed.add(now, done)
+                if self.on_progress and (now - last_report >= PROGRESS_INTERVAL_S or done == total):
+                    last_report = now
+                    eta = (total - done) / rate if rate > 0 else None
+                    self.on_progress(Progress(done, total, rate, eta))
+            out.flush()
+            os.fsync(out.fileno())
+        return digest, done
+
+    def _stopped(self, out: BinaryIO, done: int) -> DownloadCancelled:
+        out.close()
+        if not self._keep_partial:
+            self.partial.unlink(missing_ok=True)
+        verb = "paused" if self._keep_partial else "cancelled"
+        return DownloadCancelled(
+            f"{verb} after {human_size(done)} of {human_size(self.remote.size)}", self._keep_partial
+        )
+
+    def _http_error(self, exc: urllib.error.HTTPError) -> DownloadError:
+        name = f"{self.remote.repo_id}/{self.remote.filename}"
+        if exc.code == 404:
+            return RemoteNotFoundError(f"{name} is not on the server (HTTP 404)")
+        if exc.code in (401, 403):
+            return AccessDeniedError(f"access to {name} was refused (HTTP {exc.code}): a gated model needs HF_TOKEN")
+        return DownloadInterruptedError(f"the server answered HTTP {exc.code} for {name}; try again later")
+
+    def _publish(self) -> Path:
+        """Point ``snapshots/<commit>/<file>`` at the verified blob (a relative symlink, as huggingface_hub does;
+        where symlinks are not allowed, the blob itself moves there) and record the commit under ``refs/main``."""
+        self.target.parent.mkdir(parents=True, exist_ok=True)
+        if not self.target.exists():
+            relative = os.path.relpath(self.blob, self.target.parent)
+            try:
+                self.target.symlink_to(relative)
+            except OSError:
+                os.replace(self.blob, self.target)
+        refs = self.repo_dir / "refs" / "main"
+        if not refs.exists():
+            refs.parent.mkdir(parents=True, exist_ok=True)
+            refs.write_text(self.remote.commit)
+        return self.target
+
+
+def free_bytes(folder: Path) -> int:
+    return shutil.disk_usage(folder).free
+
+
+def _reason(exc: BaseException) -> str:
+    reason = getattr(exc, "reason", None)
+    return str(reason or exc) or type(exc).__name__

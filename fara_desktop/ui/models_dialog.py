@@ -1,0 +1,483 @@
+""" "Get models": the curated catalog judged for this machine, hub search, paste-a-link, and the downloads.
+
+Nothing here touches the network until the user clicks Search, Get or Download.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor, QFont
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QFrame,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QTabWidget,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from fara_desktop.models.catalog import COMFORTABLE_TOK_PER_S, CatalogAssessment, CatalogOption
+from fara_desktop.models.downloads import (
+    DownloadCancelled,
+    DownloadError,
+    HubModel,
+    Progress,
+    RemoteFile,
+    human_size,
+    list_gguf_files,
+    parse_model_reference,
+    resolve_remote_file,
+    search_hub,
+)
+from fara_desktop.tuning import GIB
+from fara_desktop.ui.background import BackgroundCall
+from fara_desktop.ui.download_task import DownloadTask
+
+VERDICT_TEXT = {"fits": "Runs well", "slow": "Fits, but slow here", "tight": "Tight fit", "too_big": "Too big"}
+VERDICT_COLOR = {"fits": "#1f7a3a", "slow": "#9a6700", "tight": "#9a6700", "too_big": "#b42318"}
+RECOMMENDED_BACKGROUND = "#e3f2e6"
+
+
+def verdict_kind(option: CatalogOption) -> str:
+    """Memory verdict, with "fits" split by speed: a model that fits but writes slower than people read is not
+    one that "runs well"."""
+    if option.verdict.verdict == "fits" and option.expected_tok_per_s < COMFORTABLE_TOK_PER_S:
+        return "slow"
+    return option.verdict.verdict
+
+
+COLUMNS = ["Model", "Download size", "On this machine", "Speed here", "License", ""]
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "estimating time left"
+    if seconds < 90:
+        return f"{seconds:.0f} s left"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min left"
+    return f"{seconds / 3600:.1f} h left"
+
+
+class DownloadRow(QFrame):
+    """One download: name, progress bar, bytes · speed · time left, Pause/Resume, Cancel, then "Use this model"."""
+
+    useRequested = Signal(object)  # Path
+
+    def __init__(self, title: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("downloadRow")
+        self.task: DownloadTask | None = None
+        self.path: Path | None = None
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 6, 8, 6)
+        top = QHBoxLayout()
+        self.title = QLabel(title)
+        self.title.setObjectName("downloadTitle")
+        self.pause_button = QPushButton("Pause")
+        self.pause_button.setObjectName("pauseDownloadButton")
+        self.pause_button.clicked.connect(self._pause_or_resume)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setObjectName("cancelDownloadButton")
+        self.cancel_button.clicked.connect(self.cancel)
+        self.use_button = QPushButton("Use this model")
+        self.use_button.setObjectName("useDownloadButton")
+        self.use_button.clicked.connect(lambda: self.useRequested.emit(self.path))
+        self.use_button.hide()
+        top.addWidget(self.title, 1)
+        for button in (self.pause_button, self.cancel_button, self.use_button):
+            top.addWidget(button)
+        self.bar = QProgressBar()
+        self.bar.setObjectName("downloadProgress")
+        self.bar.setRange(0, 0)
+        self.bar.setTextVisible(False)
+        self.bar.setMaximumHeight(8)
+        self.status = QLabel("Reading the hub's file listing…")
+        self.status.setObjectName("downloadStatus")
+        self.status.setWordWrap(True)
+        layout.addLayout(top)
+        layout.addWidget(self.bar)
+        layout.addWidget(self.status)
+        self.pause_button.setEnabled(False)
+
+    def attach(self, task: DownloadTask) -> None:
+        self.task = task
+        self.title.setText(f"{task.remote.repo_id} · {task.remote.filename}")
+        task.progress.connect(self._on_progress)
+        task.finished.connect(self._on_finished)
+        task.failed.connect(self._on_failed)
+        already = task.downloader.partial_bytes()
+        self.status.setText(
+            f"{human_size(task.remote.size)} · sha256 {task.remote.sha256[:12]}…"
+            + (f" · resuming after {human_size(already)}" if already else "")
+        )
+        self.pause_button.setEnabled(True)
+        task.start()
+
+    def fail_before_start(self, message: str) -> None:
+        self._show_problem(message)
+        self.pause_button.hide()
+        self.cancel_button.setText("Dismiss")
+
+    def _pause_or_resume(self) -> None:
+        if self.task is None:
+            return
+        if self.task.running:
+            self.task.pause()
+        else:
+            self.pause_button.setText("Pause")
+            self.setProperty("problem", False)
+            self.status.setText("Resuming…")
+            self.task.start()
+
+    def cancel(self) -> None:
+        if self.task is not None and self.path is None:
+            self.task.cancel()
+        self.hide()
+        self.deleteLater()
+
+    def _on_progress(self, progress: Progress) -> None:
+        self.bar.setRange(0, 1000)
+        self.bar.setValue(int(1000 * progress.done / max(1, progress.total)))
+        self.status.setText(
+            f"{human_size(progress.done)} of {human_size(progress.total)} · "
+            f"{human_size(progress.bytes_per_s)}/s · {_duration(progress.eta_s)}"
+        )
+
+    def _on_finished(self, path: Path) -> None:
+        self.path = path
+        self.bar.setRange(0, 1000)
+        self.bar.setValue(1000)
+        self.status.setText(f"Done: sha256 verified. Saved in the Hugging Face cache:\n{path}")
+        self.pause_button.hide()
+        self.cancel_button.setText("Dismiss")
+        self.use_button.show()
+
+    def _on_failed(self, error: Exception) -> None:
+        if isinstance(error, DownloadCancelled):
+            if error.kept_partial:
+                self.status.setText(f"Paused ({error}). Resume continues where it stopped.")
+                self.pause_button.setText("Resume")
+            return
+        self._show_problem(str(error))
+        resumable = self.task is not None and self.task.downloader.partial_bytes() > 0
+        self.pause_button.setText("Resume" if resumable else "Retry")
+
+    def _show_problem(self, message: str) -> None:
+        self.setProperty("problem", True)
+        self.bar.setRange(0, 1000)
+        self.status.setText(message)
+
+
+class GetModelsDialog(QDialog):
+    """The catalog with verdicts for this machine, hub search and paste, and the running downloads."""
+
+    modelReady = Signal(object)  # Path of a verified download the user wants to use
+
+    def __init__(
+        self,
+        assess: Callable[[], CatalogAssessment],
+        parent: QWidget | None = None,
+        endpoint: str | None = None,
+        cache_dir: Path | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName("getModelsDialog")
+        self.setWindowTitle("Get models")
+        self.resize(980, 680)
+        self.endpoint = endpoint
+        self.cache_dir = cache_dir
+        self.assessment: CatalogAssessment | None = None
+        self.recommended_item: QTreeWidgetItem | None = None
+        self._calls: set[BackgroundCall] = set()
+        self.rows: list[DownloadRow] = []
+
+        layout = QVBoxLayout(self)
+        self.summary = QLabel("Judging each model for this machine…")
+        self.summary.setObjectName("catalogSummary")
+        self.summary.setWordWrap(True)
+        self.recommendation = QLabel()
+        self.recommendation.setObjectName("catalogRecommendation")
+        self.recommendation.setWordWrap(True)
+        self.recommendation.hide()
+        layout.addWidget(self.summary)
+        layout.addWidget(self.recommendation)
+
+        self.tabs = QTabWidget()
+        self.tabs.setObjectName("modelSourceTabs")
+        self.tree = QTreeWidget()
+        self.tree.setObjectName("catalogTree")
+        self.tree.setAccessibleName("Model catalog")
+        self.tree.setColumnCount(len(COLUMNS))
+        self.tree.setHeaderLabels(COLUMNS)
+        self.tree.setRootIsDecorated(False)
+        self.tree.setUniformRowHeights(False)
+        header = self.tree.header()
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(4, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(5, QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(False)
+        self.tabs.addTab(self.tree, "Recommended models")
+        self.tabs.addTab(self._build_search_tab(), "Search the hub")
+        layout.addWidget(self.tabs, 1)
+
+        paste = QHBoxLayout()
+        self.paste_edit = QLineEdit()
+        self.paste_edit.setObjectName("pasteModelEdit")
+        self.paste_edit.setPlaceholderText("Paste a repository id (owner/name) or the address of a .gguf file")
+        self.paste_edit.returnPressed.connect(self.get_pasted)
+        self.paste_button = QPushButton("Get")
+        self.paste_button.setObjectName("pasteModelButton")
+        self.paste_button.clicked.connect(self.get_pasted)
+        paste.addWidget(self.paste_edit, 1)
+        paste.addWidget(self.paste_button)
+        layout.addLayout(paste)
+
+        self.downloads = QWidget()
+        self.downloads.setObjectName("downloadsArea")
+        self.downloads_layout = QVBoxLayout(self.downloads)
+        self.downloads_layout.setContentsMargins(0, 0, 0, 0)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setWidget(self.downloads)
+        scroll.setMaximumHeight(220)
+        scroll.hide()  # shown with the first download
+        self.downloads_scroll = scroll
+        layout.addWidget(scroll)
+
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        buttons.rejected.connect(self.close)
+        layout.addWidget(buttons)
+        self._run(assess, self.show_assessment, lambda exc: self.summary.setText(f"The catalog is unavailable: {exc}"))
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _run(self, fn: Callable[[], Any], done: Callable[[Any], None], failed: Callable[[Exception], None]) -> None:
+        call = BackgroundCall(fn, self)
+        call.done.connect(done)
+        call.failed.connect(failed)
+        for signal in (call.done, call.failed):
+            signal.connect(lambda _result, c=call: self._calls.discard(c))
+        self._calls.add(call)
+        call.start()
+
+    # ------------------------------------------------------------------ catalog
+
+    def show_assessment(self, assessment: CatalogAssessment) -> None:
+        self.assessment = assessment
+        self.summary.setText(
+            f"This machine has {assessment.available_bytes / GIB:.1f} GB of memory free and reads memory at "
+            f"{assessment.bandwidth_bytes_per_s / 1e9:.1f} GB/s. Sizes are estimates until the download starts; "
+            "speeds are what the tuning model expects here. Nothing is downloaded until you click."
+        )
+        best = assessment.recommended
+        if best is not None:
+            self.recommendation.setText(
+                f"<b>★ Recommended for this machine: {best.entry.name} {best.quant.quant}</b> — the best quality "
+                f"that fits with room for a useful context and writes faster than you read "
+                f"(about {best.expected_tok_per_s:.0f} tokens/s)."
+            )
+            self.recommendation.show()
+        self.tree.clear()
+        self.recommended_item: QTreeWidgetItem | None = None
+        bold = QFont(self.tree.font())
+        bold.setBold(True)
+        current: QTreeWidgetItem | None = None
+        for option in assessment.options:
+            if current is None or current.data(0, Qt.ItemDataRole.UserRole) != option.entry.id:
+                current = QTreeWidgetItem(self.tree, [f"{option.entry.name} — {option.entry.description}"])
+                current.setData(0, Qt.ItemDataRole.UserRole, option.entry.id)
+                current.setFont(0, bold)
+                current.setFirstColumnSpanned(True)
+                current.setFlags(Qt.ItemFlag.ItemIsEnabled)
+            self._add_option(current, option)
+        self.tree.expandAll()
+        if self.recommended_item is not None:
+            self.tree.scrollToItem(self.recommended_item, QTreeWidget.ScrollHint.PositionAtCenter)
+
+    def _add_option(self, parent: QTreeWidgetItem, option: CatalogOption) -> None:
+        verdict = option.verdict
+        kind = verdict_kind(option)
+        label = f"    {option.quant.quant}" + ("  ★ recommended" if option.recommended else "")
+        item = QTreeWidgetItem(
+            parent,
+            [
+                label,
+                f"≈ {human_size(option.quant.estimated_bytes)}",
+                f"{VERDICT_TEXT[kind]} · needs ≈ {verdict.estimate.total / GIB:.2f} GB "
+                f"({verdict.estimate.n_ctx // 1024}k context)",
+                f"≈ {option.expected_tok_per_s:.0f} tokens/s",
+                option.entry.license,
+                "",
+            ],
+        )
+        item.setData(0, Qt.ItemDataRole.UserRole, option.key)
+        item.setData(2, Qt.ItemDataRole.UserRole, kind)
+        item.setForeground(2, QColor(VERDICT_COLOR[kind]))
+        if option.recommended:
+            for column in range(len(COLUMNS)):
+                item.setBackground(column, QColor(RECOMMENDED_BACKGROUND))
+            self.recommended_item = item
+        speed_note = f"about {option.expected_tok_per_s:.0f} tokens/s expected on this machine"
+        item.setToolTip(2, "\n".join([verdict.message, speed_note, *verdict.suggestions]))
+        if option.installed:
+            button = QPushButton("Installed ✓")
+            button.setEnabled(False)
+        else:
+            button = QPushButton("Download")
+            button.setToolTip(f"{option.entry.repo} · {option.quant.file_name}")
+            button.clicked.connect(lambda _=False, o=option: self.download_option(o))
+        button.setObjectName(f"download:{option.key}")
+        self.tree.setItemWidget(item, 5, button)
+
+    def download_option(self, option: CatalogOption) -> DownloadRow:
+        entry, quant = option.entry, option.quant
+        return self._download(
+            f"{entry.name} {quant.quant}",
+            lambda: resolve_remote_file(entry.repo, quant.file_name, quant.quant, endpoint=self.endpoint),
+        )
+
+    # ------------------------------------------------------------------ search and paste
+
+    def _build_search_tab(self) -> QWidget:
+        page = QWidget()
+        layout = QVBoxLayout(page)
+        row = QHBoxLayout()
+        self.search_edit = QLineEdit()
+        self.search_edit.setObjectName("hubSearchEdit")
+        self.search_edit.setPlaceholderText("Search GGUF models on the hub by name, e.g. qwen2.5 1.5b instruct")
+        self.search_edit.returnPressed.connect(self.search)
+        self.search_button = QPushButton("Search")
+        self.search_button.setObjectName("hubSearchButton")
+        self.search_button.clicked.connect(self.search)
+        row.addWidget(self.search_edit, 1)
+        row.addWidget(self.search_button)
+        layout.addLayout(row)
+        self.search_status = QLabel("Searching needs the network; nothing is sent until you press Search.")
+        self.search_status.setObjectName("hubSearchStatus")
+        self.search_status.setWordWrap(True)
+        layout.addWidget(self.search_status)
+        lists = QHBoxLayout()
+        self.results = QListWidget()
+        self.results.setObjectName("hubResults")
+        self.results.currentItemChanged.connect(lambda item, _old: item and self.show_repo_files(item.data(256)))
+        self.files = QListWidget()
+        self.files.setObjectName("hubFiles")
+        self.files.itemDoubleClicked.connect(lambda item: self.download_remote(item.data(256)))
+        lists.addWidget(self.results, 1)
+        lists.addWidget(self.files, 1)
+        layout.addLayout(lists, 1)
+        self.file_download_button = QPushButton("Download the selected file")
+        self.file_download_button.setObjectName("hubFileDownloadButton")
+        self.file_download_button.clicked.connect(
+            lambda: self.files.currentItem() and self.download_remote(self.files.currentItem().data(256))
+        )
+        layout.addWidget(self.file_download_button, 0, Qt.AlignmentFlag.AlignRight)
+        return page
+
+    def search(self) -> None:
+        query = self.search_edit.text().strip()
+        if not query:
+            return
+        self.search_status.setText(f"Searching for “{query}”…")
+        self.results.clear()
+        self.files.clear()
+        self._run(lambda: search_hub(query, self.endpoint), self._show_results, self._search_failed)
+
+    def _show_results(self, models: list[HubModel]) -> None:
+        self.search_status.setText(f"{len(models)} repositories with GGUF files" if models else "Nothing found.")
+        for model in models:
+            item = QListWidgetItem(f"{model.repo_id}   ·   {model.downloads:,} downloads")
+            item.setData(256, model.repo_id)
+            self.results.addItem(item)
+
+    def _search_failed(self, error: Exception) -> None:
+        self.search_status.setText(str(error))
+
+    def show_repo_files(self, repo_id: str, revision: str | None = None) -> None:
+        self.files.clear()
+        self.search_status.setText(f"Reading the file list of {repo_id}…")
+        self._run(lambda: list_gguf_files(repo_id, revision, self.endpoint), self._show_files, self._search_failed)
+
+    def _show_files(self, files: list[RemoteFile]) -> None:
+        budget = self.assessment.available_bytes if self.assessment else None
+        for remote in files:
+            fits = "" if budget is None else ("  · fits in memory" if remote.size * 1.25 < budget else "  · too big")
+            item = QListWidgetItem(f"{remote.filename}   ·   {human_size(remote.size)}{fits}")
+            item.setData(256, remote)
+            self.files.addItem(item)
+        name = files[0].repo_id if files else "this repository"
+        self.search_status.setText(
+            f"{len(files)} GGUF files in {name}; pick one and press Download." if files else f"No GGUF files in {name}."
+        )
+
+    def get_pasted(self) -> None:
+        text = self.paste_edit.text().strip()
+        if not text:
+            return
+        try:
+            ref = parse_model_reference(text)
+        except DownloadError as exc:
+            row = self._new_row(text)
+            row.fail_before_start(str(exc))
+            return
+        if ref.filename is None:  # a whole repository: show its files to choose from
+            self.tabs.setCurrentIndex(1)
+            self.show_repo_files(ref.repo_id, ref.revision)
+            return
+        self._download(
+            f"{ref.repo_id} · {ref.filename}",
+            lambda: resolve_remote_file(ref.repo_id, ref.filename, None, ref.revision, ref.endpoint or self.endpoint),
+        )
+
+    # ------------------------------------------------------------------ downloads
+
+    def _new_row(self, title: str) -> DownloadRow:
+        row = DownloadRow(title)
+        row.useRequested.connect(self._use)
+        self.downloads_layout.addWidget(row)
+        self.downloads_scroll.show()
+        self.rows.append(row)
+        row.destroyed.connect(lambda _=None, r=row: self.rows.remove(r) if r in self.rows else None)
+        return row
+
+    def _download(self, title: str, resolve: Callable[[], RemoteFile]) -> DownloadRow:
+        row = self._new_row(title)
+        self._run(resolve, lambda remote: self._start(row, remote), lambda exc: row.fail_before_start(str(exc)))
+        return row
+
+    def download_remote(self, remote: RemoteFile) -> DownloadRow:
+        row = self._new_row(f"{remote.repo_id} · {remote.filename}")
+        self._start(row, remote)
+        return row
+
+    def _start(self, row: DownloadRow, remote: RemoteFile) -> None:
+        row.attach(DownloadTask(remote, self.cache_dir, self))
+
+    def _use(self, path: Path) -> None:
+        self.modelReady.emit(path)
+        self.close()
+
+    def pause_all(self) -> None:
+        """The app is closing: stop every transfer and keep the partial files for next time."""
+        for row in list(self.rows):
+            if row.task is not None and row.task.running:
+                row.task.pause()
+                row.task.wait(5.0)
