@@ -314,6 +314,7 @@ def run_smoke(args: argparse.Namespace) -> int:
                     "ttft_s": round(event.stats.ttft_s, 4),
                     "gen_tok_per_s": round(event.stats.gen_tok_per_s, 2),
                     "finish_reason": event.finish_reason,
+                    "notices": [m.text for m in window.chat_view.messages() if m.role in ("error", "notice")],
                 },
                 ensure_ascii=False,
             )

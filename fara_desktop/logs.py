@@ -2,20 +2,49 @@
 
 from __future__ import annotations
 
+import getpass
 import logging
 import logging.handlers
+import sys
+import tempfile
 from pathlib import Path
 
 LOG_FILE_NAME = "fara-desktop.log"
 
 
-def configure_logging(log_dir: Path, level: int = logging.INFO) -> Path:
+def _rotating_handler(log_dir: Path) -> logging.Handler:
     log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    log_file = log_dir / LOG_FILE_NAME
+    return logging.handlers.RotatingFileHandler(
+        log_dir / LOG_FILE_NAME, maxBytes=2_000_000, backupCount=3, encoding="utf-8"
+    )
+
+
+def fallback_log_dir() -> Path:
+    return Path(tempfile.gettempdir()) / f"fara-desktop-logs-{getpass.getuser()}"
+
+
+def configure_logging(log_dir: Path, level: int = logging.INFO) -> Path:
+    """Log to ``log_dir``; when it cannot be written (read-only data folder, full disk) log to a per-user folder in
+    the temporary directory instead, and as a last resort to stderr. Returns the log file in use."""
     root = logging.getLogger()
-    if not any(isinstance(h, logging.handlers.RotatingFileHandler) for h in root.handlers):
-        handler = logging.handlers.RotatingFileHandler(log_file, maxBytes=2_000_000, backupCount=3, encoding="utf-8")
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s"))
-        root.addHandler(handler)
     root.setLevel(level)
-    return log_file
+    existing = next((h for h in root.handlers if isinstance(h, logging.handlers.RotatingFileHandler)), None)
+    if existing is not None:
+        return Path(existing.baseFilename)
+    handler: logging.Handler
+    for folder in (log_dir, fallback_log_dir()):
+        try:
+            handler = _rotating_handler(folder)
+            break
+        except OSError:
+            continue
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s"))
+    root.addHandler(handler)
+    if isinstance(handler, logging.FileHandler):
+        used = Path(handler.baseFilename)
+        if used.parent != log_dir:
+            logging.getLogger(__name__).warning("cannot write logs to %s; logging to %s", log_dir, used)
+        return used
+    return log_dir / LOG_FILE_NAME

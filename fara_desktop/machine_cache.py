@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Any
 
+from fara_desktop.atomic_files import save_cache_file
 from fara_desktop.hardware import HardwareProfile
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,4 @@ class MachineCache:
         self.save()
 
     def save(self) -> None:
-        self.file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self._data, indent=1), encoding="utf-8")
-        os.replace(tmp, self.file)
+        save_cache_file(self.file, self._data)

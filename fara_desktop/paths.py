@@ -29,8 +29,13 @@ class AppPaths:
         return self.data / "models"
 
     def ensure(self) -> AppPaths:
+        """Create the folders. One that cannot be created (read-only disk or parent) is left to the code that
+        writes there, which says so and carries on: the app must start anyway."""
         for folder in (self.data, self.config, self.cache, self.logs):
-            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            try:
+                folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            except OSError:
+                continue
         return self
 
 

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from fara_desktop.atomic_files import write_json_atomically
 from fara_desktop.engine.types import LoadParams, SamplingParams
 from fara_desktop.tuning import KV_TYPES, TunedParams
 
@@ -181,17 +182,6 @@ def load_settings(config_dir: Path) -> LoadedSettings:
             Settings(),
             f"Your settings could not be read ({exc}); defaults are in use. The old file was kept as {kept}.",
         )
-
-
-def write_json_atomically(path: Path, data: Any) -> None:
-    """Write, flush to disk, then rename over the old file: a crash leaves the old or the new file, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=2)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
 
 
 def save_settings(config_dir: Path, settings: Settings) -> None:

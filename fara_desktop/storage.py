@@ -101,10 +101,9 @@ class ConversationStore:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        new = not path.exists()
         try:
-            if new:  # create the file readable by the user only before SQLite opens it
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if not path.exists():  # create the file readable by the user only before SQLite opens it
                 os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             self._db.row_factory = sqlite3.Row
@@ -114,6 +113,8 @@ class ConversationStore:
             self._migrate()
         except sqlite3.DatabaseError as exc:
             raise StorageError(f"The conversation database {path} cannot be opened: {exc}") from exc
+        except OSError as exc:  # a read-only or full disk, a folder without permission
+            raise StorageError(f"The conversation database {path} cannot be created: {exc.strerror or exc}") from exc
 
     def _migrate(self) -> None:
         version = self._db.execute("PRAGMA user_version").fetchone()[0]

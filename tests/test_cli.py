@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from fara_desktop import __version__
+from tests.conftest import without_root_powers
 
 
 def run_cli(*args: str, home: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -65,3 +66,32 @@ def test_smoke_with_a_bad_model_fails_with_one_clear_line(fara_home, tmp_path):
     error_lines = [line for line in result.stderr.splitlines() if line.startswith("fara-desktop smoke:")]
     assert len(error_lines) == 1 and "not a GGUF" in error_lines[0]
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.real_model
+def test_read_only_data_folder_still_chats_and_says_why(tmp_path, smollm2_path):
+    """A data folder the user cannot write (a read-only mount, wrong owner): the app starts, answers, keeps the
+    chat in a temporary database and says so; logs go to a temporary folder instead."""
+    home = tmp_path / "read-only-home"
+    for name in ("data", "config", "cache", "logs"):
+        (home / name).mkdir(parents=True)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    for folder in [*home.iterdir(), home]:
+        folder.chmod(0o500)
+    env = {**os.environ, "FARA_HOME": str(home), "TMPDIR": str(scratch)}
+    env.pop("DISPLAY", None)
+    env.pop("QT_QPA_PLATFORM", None)
+    command = [sys.executable, "-m", "fara_desktop", "smoke", "--prompt", "Which planet do we live on?"]
+    try:
+        result = subprocess.run(without_root_powers(command), capture_output=True, text=True, timeout=300, env=env)
+    finally:
+        for folder in [home, *home.iterdir()]:
+            folder.chmod(0o700)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    assert "earth" in outcome["reply"].lower()
+    assert any("cannot be created" in n and "temporary database" in n for n in outcome["notices"])
+    assert not any(home.rglob("*.sqlite3"))  # nothing was written into the read-only folder
+    assert list(scratch.glob("fara-desktop-logs-*/fara-desktop.log"))

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from fara_desktop.models.discovery import hf_cache_dir, ollama_dirs, scan_models
+from tests.conftest import without_root_powers
 from tests.gguf_factory import write_tiny_model, write_truncated_copy
 
 
@@ -127,17 +129,30 @@ def test_bad_files_are_listed_with_reasons_and_never_break_the_scan(tmp_path, ti
     assert len([m for m in found.values() if m.usable]) == 1
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any folder")
 def test_unreadable_folder_is_reported(tmp_path, tiny):
     app = tmp_path / "fara" / "models"
     locked = app / "locked"
     place(tiny, locked / "x.gguf")
+    place(tiny, app / "visible.gguf")
+    code = (
+        "import json, sys; from pathlib import Path; from fara_desktop.models.discovery import scan_models; "
+        "r = scan_models(Path(sys.argv[1]), Path(sys.argv[2]), env={}, home=Path(sys.argv[3]), platform='linux', "
+        "include_packages=False); print(json.dumps([[Path(m.path).name, m.problem] for m in r.models]))"
+    )
     locked.chmod(0)
     try:
-        found = by_source(scan(tmp_path, app), "Fara models folder")
-        assert any("cannot read folder" in (m.problem or "") for m in found)
+        result = subprocess.run(
+            without_root_powers([sys.executable, "-c", code, str(app), str(tmp_path / "cache"), str(tmp_path)]),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     finally:
         locked.chmod(0o700)
+    assert result.returncode == 0, result.stderr
+    found = dict(json.loads(result.stdout))
+    assert found["visible.gguf"] is None  # the rest of the scan goes on
+    assert "cannot read folder" in found["locked"] and "Permission denied" in found["locked"]
 
 
 def test_same_file_seen_twice_is_listed_once(tmp_path, tiny):

@@ -25,6 +25,7 @@ from fara_desktop.engine.types import (
 )
 from fara_desktop.engine.worker import InferenceWorker
 from tests.conftest import EventLog, wait_until
+from tests.gguf_factory import write_truncated_copy
 
 pytestmark = pytest.mark.real_model
 
@@ -212,7 +213,17 @@ def test_errors_become_events_and_the_thread_survives(worker, event_log, smollm2
     failed_load = event_log.next_of(ModelLoadFailed)
     assert failed_load.error_type == "ModelLoadError" and "could not load" in failed_load.message
 
+    # A load that fails halfway (header and first tensors fine, the rest cut off) while a model is loaded.
+    halfway = write_truncated_copy(smollm2_path, tmp_path / "halfway.gguf", smollm2_path.stat().st_size * 6 // 10)
     load(worker, event_log, smollm2_path)
+    worker.load_model(halfway)
+    failed_load = event_log.next_of(ModelLoadFailed)
+    assert failed_load.error_type in ("ModelLoadError", "NotAGGUFError"), failed_load
+    assert "truncated" in failed_load.message or "could not load" in failed_load.message
+    worker.generate([SYSTEM, ChatMessage("user", "hi")], GREEDY)
+    assert event_log.next_of(Failed).error_type == "NoModelLoadedError"  # no half-loaded model is left behind
+
+    load(worker, event_log, smollm2_path)  # retry with a good file
     worker.generate([SYSTEM, ChatMessage("user", "Say yes.")], GREEDY)
     assert isinstance(event_log.next_of(Finished, Failed), Finished)
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from fara_desktop.atomic_files import save_cache_file
 from fara_desktop.models.gguf_file import GGUFArraySummary, GGUFHeader, read_gguf_header
 
 log = logging.getLogger(__name__)
@@ -159,8 +159,5 @@ class MetadataCache:
     def save(self) -> None:
         if not self._file or not self._dirty:
             return
-        self._file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self._file.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"version": CACHE_VERSION, "entries": self._entries}), encoding="utf-8")
-        os.replace(tmp, self._file)
-        self._dirty = False
+        if save_cache_file(self._file, {"version": CACHE_VERSION, "entries": self._entries}):
+            self._dirty = False

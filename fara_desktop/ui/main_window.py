@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -141,7 +142,8 @@ class MainWindow(QMainWindow):
             return store
         except StorageError as exc:
             self._store_problem = str(exc)
-            return ConversationStore(self.paths.cache / "fallback-conversations.sqlite3")
+            # A private temporary folder: writable even when the whole data folder is read-only.
+            return ConversationStore(Path(tempfile.mkdtemp(prefix="fara-chats-")) / "conversations.sqlite3")
 
     # ------------------------------------------------------------------ layout
 
@@ -561,7 +563,11 @@ class MainWindow(QMainWindow):
             self._current_request = self._generate()
         self.planReady.emit(plan)
         if getattr(self, "_store_problem", None):
-            self.show_notice(f"{self._store_problem} Chats are kept in a temporary database for now.", "error")
+            self.show_notice(
+                f"{self._store_problem.rstrip('.')}. Chats are kept in a temporary database until you quit; "
+                "make the data folder writable to keep them.",
+                "error",
+            )
             self._store_problem = None
 
     def _plan_failed(self, error: Exception) -> None:

@@ -156,14 +156,16 @@ class DownloadRow(QFrame):
         self.bar.setValue(int(1000 * progress.done / max(1, progress.total)))
         self.status.setText(
             f"{human_size(progress.done)} of {human_size(progress.total)} · "
-            f"{human_size(progress.bytes_per_s)}/s · {_duration(progress.eta_s)}"
+            + (f"{human_size(progress.bytes_per_s)}/s · " if progress.bytes_per_s > 0 else "measuring speed · ")
+            + _duration(progress.eta_s)
         )
 
     def _on_finished(self, path: Path) -> None:
         self.path = path
         self.bar.setRange(0, 1000)
         self.bar.setValue(1000)
-        self.status.setText(f"Done: sha256 verified. Saved in the Hugging Face cache:\n{path}")
+        self.status.setText("Done: sha256 verified. Saved in the Hugging Face cache, where other apps find it too.")
+        self.status.setToolTip(str(path))
         self.pause_button.hide()
         self.cancel_button.setText("Dismiss")
         self.use_button.show()
@@ -453,6 +455,7 @@ class GetModelsDialog(QDialog):
         row = DownloadRow(title)
         row.useRequested.connect(self._use)
         self.downloads_layout.addWidget(row)
+        self.downloads_scroll.setMinimumHeight(min(220, 90 * (len(self.rows) + 1)))
         self.downloads_scroll.show()
         self.rows.append(row)
         row.destroyed.connect(lambda _=None, r=row: self.rows.remove(r) if r in self.rows else None)

@@ -9,7 +9,7 @@ from pathlib import Path
 from PySide6.QtCore import QByteArray
 from PySide6.QtWidgets import QMainWindow, QSplitter
 
-from fara_desktop.settings import write_json_atomically
+from fara_desktop.atomic_files import write_json_atomically
 
 log = logging.getLogger(__name__)
 
