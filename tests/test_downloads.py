@@ -36,6 +36,12 @@ REPO = "fara-tests/Tiny-Llama-GGUF"
 FILE = "Tiny-Llama-Q8_0.gguf"
 
 
+def fara(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "fara_desktop", *args], env=env, capture_output=True, text=True, timeout=120
+    )
+
+
 @pytest.fixture(scope="module")
 def model_bytes(tmp_path_factory: pytest.TempPathFactory) -> bytes:
     path = write_tiny_model(tmp_path_factory.mktemp("hub") / "tiny.gguf", n_embd=256, n_ff=512, n_layer=4)
@@ -155,13 +161,7 @@ def test_resume_after_the_process_was_killed(hub, hf_cache, model_bytes, tmp_pat
 
     hub.state.gate = None
     hub.state.throttle_bytes = None
-    result = subprocess.run(
-        [sys.executable, "-m", "fara_desktop", "download", REPO, "--file", FILE],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = fara("download", REPO, "--file", FILE, env=env)
     assert result.returncode == 0, result.stderr
     assert "resuming after" in result.stderr and "verified sha256" in result.stderr
     path = Path(result.stdout.strip())
@@ -258,32 +258,19 @@ def test_bad_references_are_typed_errors(text):
 
 def test_download_command_reports_progress_on_stderr_and_the_path_on_stdout(hub, hf_cache, model_bytes, tmp_path):
     env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_HUB_CACHE": str(hf_cache), "FARA_HOME": str(tmp_path / "f")}
-    command = [sys.executable, "-m", "fara_desktop", "download", f"{hub.url}/{REPO}/resolve/main/{FILE}"]
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    result = fara("download", f"{hub.url}/{REPO}/resolve/main/{FILE}", env=env)
     assert result.returncode == 0, result.stderr
     assert "100.0 %" in result.stderr
     assert Path(result.stdout.strip()).read_bytes() == model_bytes
 
-    missing = subprocess.run(
-        [sys.executable, "-m", "fara_desktop", "download", "fara-tests/Nope"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    missing = fara("download", "fara-tests/Nope", env=env)
     assert missing.returncode == 1
     assert "no repository fara-tests/Nope" in missing.stderr and "Traceback" not in missing.stderr
 
 
 def test_catalog_command_lists_verdicts_and_one_recommendation(tmp_path):
     env = {**os.environ, "FARA_HOME": str(tmp_path / "f"), "HF_HUB_CACHE": str(tmp_path / "hf")}
-    result = subprocess.run(
-        [sys.executable, "-m", "fara_desktop", "catalog", "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = fara("catalog", "--json", env=env)
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert len(data["options"]) >= 30

@@ -74,6 +74,24 @@ def _duration(seconds: float | None) -> str:
     return f"{seconds / 3600:.1f} h left"
 
 
+def _field_with_button(
+    layout: QVBoxLayout, name: str, placeholder: str, label: str, action: Callable[[], None]
+) -> tuple[QLineEdit, QPushButton]:
+    """A line edit with its button on one row; Enter in the field does what the button does."""
+    row = QHBoxLayout()
+    edit = QLineEdit()
+    edit.setObjectName(f"{name}Edit")
+    edit.setPlaceholderText(placeholder)
+    edit.returnPressed.connect(action)
+    button = QPushButton(label)
+    button.setObjectName(f"{name}Button")
+    button.clicked.connect(action)
+    row.addWidget(edit, 1)
+    row.addWidget(button)
+    layout.addLayout(row)
+    return edit, button
+
+
 class DownloadRow(QFrame):
     """One download: name, progress bar, bytes · speed · time left, Pause/Resume, Cancel, then "Use this model"."""
 
@@ -239,17 +257,13 @@ class GetModelsDialog(QDialog):
         self.tabs.addTab(self._build_search_tab(), "Search the hub")
         layout.addWidget(self.tabs, 1)
 
-        paste = QHBoxLayout()
-        self.paste_edit = QLineEdit()
-        self.paste_edit.setObjectName("pasteModelEdit")
-        self.paste_edit.setPlaceholderText("Paste a repository id (owner/name) or the address of a .gguf file")
-        self.paste_edit.returnPressed.connect(self.get_pasted)
-        self.paste_button = QPushButton("Get")
-        self.paste_button.setObjectName("pasteModelButton")
-        self.paste_button.clicked.connect(self.get_pasted)
-        paste.addWidget(self.paste_edit, 1)
-        paste.addWidget(self.paste_button)
-        layout.addLayout(paste)
+        self.paste_edit, self.paste_button = _field_with_button(
+            layout,
+            "pasteModel",
+            "Paste a repository id (owner/name) or the address of a .gguf file",
+            "Get",
+            self.get_pasted,
+        )
 
         self.downloads = QWidget()
         self.downloads.setObjectName("downloadsArea")
@@ -361,17 +375,13 @@ class GetModelsDialog(QDialog):
     def _build_search_tab(self) -> QWidget:
         page = QWidget()
         layout = QVBoxLayout(page)
-        row = QHBoxLayout()
-        self.search_edit = QLineEdit()
-        self.search_edit.setObjectName("hubSearchEdit")
-        self.search_edit.setPlaceholderText("Search GGUF models on the hub by name, e.g. qwen2.5 1.5b instruct")
-        self.search_edit.returnPressed.connect(self.search)
-        self.search_button = QPushButton("Search")
-        self.search_button.setObjectName("hubSearchButton")
-        self.search_button.clicked.connect(self.search)
-        row.addWidget(self.search_edit, 1)
-        row.addWidget(self.search_button)
-        layout.addLayout(row)
+        self.search_edit, self.search_button = _field_with_button(
+            layout,
+            "hubSearch",
+            "Search GGUF models on the hub by name, e.g. qwen2.5 1.5b instruct",
+            "Search",
+            self.search,
+        )
         self.search_status = QLabel("Searching needs the network; nothing is sent until you press Search.")
         self.search_status.setObjectName("hubSearchStatus")
         self.search_status.setWordWrap(True)
