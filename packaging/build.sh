@@ -89,6 +89,15 @@ CLEAN_HOME="$(mktemp -d)"
 trap 'rm -rf "$CLEAN_HOME"' EXIT
 clean_env=(env -i "HOME=$CLEAN_HOME" "PATH=/usr/bin:/bin" "LANG=C.UTF-8" "TMPDIR=${TMPDIR:-/tmp}")
 "${clean_env[@]}" "$APP_EXE" hardware >&2
+"${clean_env[@]}" "$APP_EXE" catalog | tail -2 >&2
 "${clean_env[@]}" "$APP_EXE" smoke --prompt "Which planet do we live on?" --max-tokens 48 | tee "$WORK/smoke.json"
 grep -q '"reply"' "$WORK/smoke.json"
+
+# What users download: one archive per OS (zip on Windows, a .dmg made from the .app on macOS; see README).
+if [[ "$(uname -s)" == "Linux" ]]; then
+    VERSION="$("$VENV_PY" -c 'import fara_desktop; print(fara_desktop.__version__)')"
+    ARCHIVE="$DIST/FaraDesktop-$VERSION-linux-$(uname -m).tar.gz"
+    tar -C "$DIST" -czf "$ARCHIVE" FaraDesktop
+    say "archive $ARCHIVE ($(du -sh "$ARCHIVE" | cut -f1))"
+fi
 say "built $APP_DIR ($(du -sh "$APP_DIR" | cut -f1)); smoke test passed"

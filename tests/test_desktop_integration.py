@@ -204,3 +204,43 @@ def test_broken_qt_platform_plugin_gives_a_clear_message(fara_home):
     assert "display plugin failed to start" in result.stderr
     assert "libxcb-cursor0" in result.stderr
     assert "Traceback" not in result.stderr and "Aborted" not in result.stderr
+
+
+# ---------------------------------------------------------------------- frozen build (the build itself: packaging/)
+
+
+def test_build_script_and_spec_are_consistent():
+    script = (ROOT / "packaging" / "build.sh").read_text(encoding="utf-8")
+    assert subprocess.run(["bash", "-n", str(ROOT / "packaging" / "build.sh")]).returncode == 0
+    for flag in ("-DGGML_NATIVE=OFF", "-DGGML_BACKEND_DL=ON", "-DGGML_CPU_ALL_VARIANTS=ON"):
+        assert flag in script
+    assert "env -i" in script and '"$APP_EXE" smoke' in script
+    spec = (ROOT / "packaging" / "FaraDesktop.spec").read_text(encoding="utf-8")
+    compile(spec, "FaraDesktop.spec", "exec")
+    for needed in (
+        "console=False",
+        "BUNDLE(",
+        "VSVersionInfo",
+        "catalog.json",
+        '"fara_desktop/assets"',
+        "llama_cpp/lib",
+    ):
+        assert needed in spec, needed
+    for icon in ("fara-desktop.ico", "fara-desktop.icns", "fara-desktop-256.png"):
+        assert icon in spec and resources.asset_path(f"icons/{icon}").is_file()
+
+
+def test_native_build_needs_no_backend_loading(tmp_path):
+    from fara_desktop.engine import llama_runtime
+
+    lib = llama_runtime.llama_lib_dir()
+    assert (lib / "libllama.so").is_file() or list(lib.glob("*llama*"))
+    for name in ("libggml-cpu-haswell.so", "libggml-cpu-zen4.so", "libggml.so"):
+        (tmp_path / name).touch()
+    assert [p.name for p in llama_runtime.cpu_variant_files(tmp_path)] == [
+        "libggml-cpu-haswell.so",
+        "libggml-cpu-zen4.so",
+    ]
+    if not llama_runtime.cpu_variant_files(lib):  # the development install is a native build
+        llama_runtime.ensure_cpu_backend()
+        assert llama_runtime.loaded_cpu_variant() is None

@@ -40,12 +40,18 @@ def ensure_cpu_backend() -> None:
             return
         _done = True
         import llama_cpp
-        from llama_cpp._ctypes_extensions import load_shared_library
+        import llama_cpp.llama_cpp as bindings
 
         lib_dir = llama_lib_dir()
         if not cpu_variant_files(lib_dir):
             return
-        ggml = load_shared_library("ggml", lib_dir)
+        from fara_desktop.engine.llama_backend import route_llama_logs_to_logging
+
+        route_llama_logs_to_logging()  # ggml announces the backend it loads; that belongs in the log file
+        # Look the ggml functions up through libllama's own handle: dlsym then searches libllama's dependencies,
+        # so we reach the very libggml it uses. Opening libggml.so by path could load a second copy (wheels ship
+        # libggml.so and libggml.so.0 as two files), whose backend registry libllama would never see.
+        ggml = bindings._lib
         ggml.ggml_backend_reg_count.restype = ctypes.c_size_t
         if ggml.ggml_backend_reg_count() == 0:
             ggml.ggml_backend_load_all_from_path.argtypes = [ctypes.c_char_p]
