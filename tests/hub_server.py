@@ -53,14 +53,20 @@ class HubServer:
         self.state.repos.setdefault(repo, {})[name] = file
         return file
 
+    def open_gate(self) -> None:
+        """Let every throttled transfer run to the end, including those already waiting on the gate."""
+        gate, self.state.gate = self.state.gate, None
+        self.state.throttle_bytes = None
+        if gate is not None:
+            for _ in range(10_000):
+                gate.release()
+
     def __enter__(self) -> HubServer:
         self.thread.start()
         return self
 
     def __exit__(self, *_exc: object) -> None:
-        if self.state.gate is not None:
-            for _ in range(1000):
-                self.state.gate.release()
+        self.open_gate()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -172,8 +178,9 @@ def _make_handler(state: HubState) -> type[BaseHTTPRequestHandler]:
                 return None
             piece = state.throttle_bytes or len(body) or 1
             for offset in range(0, len(body), piece):
-                if state.gate is not None:
-                    state.gate.acquire()
+                gate = state.gate
+                if gate is not None:
+                    gate.acquire()
                 try:
                     self.wfile.write(body[offset : offset + piece])
                     self.wfile.flush()

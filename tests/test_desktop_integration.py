@@ -157,6 +157,13 @@ def test_lock_of_a_crashed_instance_is_taken_over(fara_home):
     instance.release()
 
 
+def test_a_lock_that_cannot_be_written_does_not_stop_the_app(tmp_path):
+    missing = tmp_path / "no-such-folder"  # stands for a read-only data folder: the lock file cannot be created
+    instance = SingleInstance(missing)
+    assert instance.acquire()
+    instance.release()
+
+
 def test_instances_with_separate_data_folders_do_not_meet(tmp_path):
     assert SingleInstance(tmp_path / "a").name != SingleInstance(tmp_path / "b").name
 

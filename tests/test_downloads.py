@@ -101,7 +101,7 @@ def test_pause_keeps_the_partial_file_and_resume_uses_a_range_request(hub, hf_ca
 
     thread = threading.Thread(target=run)
     thread.start()
-    wait_until(lambda: downloader.partial_bytes() >= 3 * 256 * 1024, 30, "the first pieces")
+    wait_until(lambda: downloader.partial_bytes() > 0, 60, "the first pieces")
     downloader.pause()  # the server is stalled: pause must not wait for it
     thread.join(10)
     assert not thread.is_alive()
@@ -109,8 +109,7 @@ def test_pause_keeps_the_partial_file_and_resume_uses_a_range_request(hub, hf_ca
     kept = downloader.partial_bytes()
     assert 0 < kept < len(model_bytes)
 
-    hub.state.gate = None
-    hub.state.throttle_bytes = None
+    hub.open_gate()
     path = Downloader(remote, hf_cache).run()
     assert path.read_bytes() == model_bytes
     ranges = [r for p, r in hub.state.requests if p.startswith("/cdn/") and r]
@@ -153,14 +152,13 @@ def test_resume_after_the_process_was_killed(hub, hf_cache, model_bytes, tmp_pat
     )
     remote = resolve_remote_file(REPO, FILE, endpoint=hub.url)
     partial = Downloader(remote, hf_cache).partial
-    wait_until(lambda: partial.exists() and partial.stat().st_size >= 4 * 128 * 1024, 60, "a partial file")
+    wait_until(lambda: partial.exists() and partial.stat().st_size > 0, 60, "a partial file")
     child.send_signal(signal.SIGKILL)
     child.communicate(timeout=10)
     kept = partial.stat().st_size
     assert 0 < kept < len(model_bytes)
 
-    hub.state.gate = None
-    hub.state.throttle_bytes = None
+    hub.open_gate()
     result = fara("download", REPO, "--file", FILE, env=env)
     assert result.returncode == 0, result.stderr
     assert "resuming after" in result.stderr and "verified sha256" in result.stderr

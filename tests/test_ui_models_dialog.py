@@ -11,6 +11,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QPushButton
 
 from fara_desktop.models.catalog import assess_catalog, load_catalog
+from fara_desktop.settings import load_settings
 from fara_desktop.tuning import GIB
 from fara_desktop.ui.main_window import MainWindow
 from fara_desktop.ui.models_dialog import GetModelsDialog
@@ -106,8 +107,7 @@ def test_pause_and_resume_from_the_gui(qtbot, hub, tmp_path):
     qtbot.waitUntil(lambda: row.pause_button.text() == "Resume", timeout=10_000)
     assert "Paused" in row.status.text()
     assert row.task.downloader.partial_bytes() > 0
-    hub.state.gate = None
-    hub.state.throttle_bytes = None
+    hub.open_gate()
     qtbot.mouseClick(row.pause_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: row.path is not None, timeout=30_000)
     assert row.path.read_bytes() == hub.data
@@ -148,4 +148,5 @@ def test_main_window_loads_a_model_handed_over_by_the_dialog(qtbot, tmp_path):
     with qtbot.waitSignal(win.modelLoaded, timeout=20_000):
         dialog.modelReady.emit(model)
     assert win.model_info is not None and Path(win.model_info.path) == model
+    assert load_settings(win.paths.config).settings.model_path == str(model)  # still the choice at next start
     win.close()

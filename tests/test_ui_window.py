@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel
 
 from fara_desktop.ui.main_window import MainWindow
 from tests.fakes import FakeBackend
@@ -92,6 +93,46 @@ def test_streaming_repaints_in_batches_not_per_token(window, qtbot):
         gate.release(400)
     assert win.chat_view.messages()[-1].text.endswith("t399 ")
     assert len(flushes) < 100, f"{len(flushes)} repaints for 400 tokens"
+
+
+def test_the_paragraph_being_written_is_a_plain_draft_until_complete(qtbot):
+    """The growing block is laid out as plain text (cheap); finished blocks, and the whole reply at the end, get
+    their markdown formatting and become selectable."""
+    from fara_desktop.ui.chat_view import ChatView
+
+    view = ChatView()
+    qtbot.addWidget(view)
+    view.show()
+    message = view.begin_stream("model")
+    view.append_stream("First **bold** paragraph.\n\nSecond *growing*")
+    view._flush()
+    first, second = message.findChildren(QLabel, "messageBody")
+    assert first.textFormat() == Qt.TextFormat.MarkdownText and first.property("draft") is False
+    assert first.textInteractionFlags() & Qt.TextInteractionFlag.TextSelectableByMouse
+    assert second.textFormat() == Qt.TextFormat.PlainText and second.property("draft") is True
+    assert second.textInteractionFlags() == Qt.TextInteractionFlag.NoTextInteraction
+    view.append_stream(" paragraph.\n\nThird")
+    view._flush()
+    labels = message.findChildren(QLabel, "messageBody")
+    assert [label.property("draft") for label in labels] == [False, False, True]  # the second one is complete
+    view.end_stream()
+    labels = message.findChildren(QLabel, "messageBody")
+    assert [label.textFormat() for label in labels] == [Qt.TextFormat.MarkdownText] * 3
+    assert all(label.property("draft") is False for label in labels)
+    assert labels[1].text() == "Second *growing* paragraph."
+
+
+def test_wrapping_label_remembers_heights_until_its_text_changes(qtbot):
+    from fara_desktop.ui.message_widget import WrappingLabel
+
+    label = WrappingLabel()
+    qtbot.addWidget(label)
+    label.setWordWrap(True)
+    label.setText("word " * 200)
+    tall = label.heightForWidth(200)
+    assert label.heightForWidth(200) == tall and label.heightForWidth(800) < tall
+    label.setText("word")
+    assert label.heightForWidth(200) < tall  # not the remembered height of the old text
 
 
 def test_stop_when_idle_does_nothing(window, qtbot):

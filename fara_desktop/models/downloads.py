@@ -26,7 +26,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -151,6 +151,18 @@ def quant_tag(filename: str) -> str | None:
     return found[-1].upper() if found else None
 
 
+@contextlib.contextmanager
+def _one_off_session() -> Iterator[None]:
+    """huggingface_hub keeps a global HTTP client with keep-alive connections; close it after each use so that no
+    connection stays open once what the user asked for is done."""
+    from huggingface_hub import close_session
+
+    try:
+        yield
+    finally:
+        close_session()
+
+
 def _hub_errors():  # imported lazily: huggingface_hub is only needed once the user asks for the network
     from huggingface_hub import errors
 
@@ -164,7 +176,8 @@ def list_gguf_files(repo_id: str, revision: str | None = None, endpoint: str | N
     errors = _hub_errors()
     base = endpoint_url(endpoint)
     try:
-        info = HfApi(endpoint=base).model_info(repo_id, revision=revision, files_metadata=True, timeout=30)
+        with _one_off_session():
+            info = HfApi(endpoint=base).model_info(repo_id, revision=revision, files_metadata=True, timeout=30)
     except errors.RepositoryNotFoundError as exc:
         raise RemoteNotFoundError(f"no repository {repo_id} on {base} (or it is private)") from exc
     except errors.RevisionNotFoundError as exc:
@@ -233,8 +246,9 @@ def search_hub(query: str, endpoint: str | None = None, limit: int = 30) -> list
 
     base = endpoint_url(endpoint)
     try:
-        found = HfApi(endpoint=base).list_models(search=query, filter="gguf", sort="downloads", limit=limit)
-        return [HubModel(m.id, m.downloads or 0, m.likes or 0) for m in found]
+        with _one_off_session():
+            found = HfApi(endpoint=base).list_models(search=query, filter="gguf", sort="downloads", limit=limit)
+            return [HubModel(m.id, m.downloads or 0, m.likes or 0) for m in found]
     except Exception as exc:
         raise DownloadInterruptedError(f"searching {base} failed: {exc}") from exc
 
@@ -279,7 +293,11 @@ class Downloader:
         from huggingface_hub.file_download import repo_folder_name
 
         self.remote = remote
-        self.repo_dir = (cache_dir or hub_cache_dir()) / repo_folder_name(repo_id=remote.repo_id, repo_type="model")
+        cache = cache_dir or hub_cache_dir()
+        folder = repo_folder_name(repo_id=remote.repo_id, repo_type="model")
+        self.repo_dir = cache / folder
+        # huggingface_hub's own lock for this blob: a download here and one by another hub tool never overlap.
+        self.lock_file = cache / ".locks" / folder / f"{remote.sha256}.lock"
         self.blob = self.repo_dir / "blobs" / remote.sha256
         self.partial = self.blob.with_name(remote.sha256 + ".incomplete")
         self.target = self.repo_dir / "snapshots" / remote.commit / remote.filename
@@ -323,7 +341,8 @@ class Downloader:
         from filelock import FileLock, Timeout
 
         try:
-            with FileLock(str(self.partial) + ".lock", timeout=0):
+            self.lock_file.parent.mkdir(parents=True, exist_ok=True)
+            with FileLock(str(self.lock_file), timeout=0):
                 self._transfer()
         except Timeout as exc:
             raise DownloadError(f"{self.remote.filename} is already being downloaded by another window") from exc

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import tempfile
 from collections.abc import Callable
@@ -466,10 +467,14 @@ class MainWindow(QMainWindow):
         if self.models_dialog is None:
             paths, folders = self.paths, [Path(f) for f in self.settings.extra_model_folders]
             self.models_dialog = GetModelsDialog(lambda: assess_catalog_here(paths.models, paths.cache, folders), self)
-            self.models_dialog.modelReady.connect(lambda path: self.start_auto(Path(path)))
+            self.models_dialog.modelReady.connect(self.use_downloaded_model)
         self.models_dialog.show()
         self.models_dialog.raise_()
         return self.models_dialog
+
+    def use_downloaded_model(self, path: Path) -> None:
+        """Load a model the user just downloaded, and keep it as their choice for the next start."""
+        self.apply_settings(dataclasses.replace(self.settings, model_path=str(path)), str(path))
 
     # ------------------------------------------------------------------ settings
 

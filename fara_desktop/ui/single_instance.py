@@ -38,16 +38,18 @@ class SingleInstance(QObject):
 
     def __init__(self, data_dir: Path, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        data_dir.mkdir(parents=True, exist_ok=True)
         self.name = server_name(data_dir)
         self._lock = QLockFile(str(data_dir / "instance.lock"))
         self._lock.setStaleLockTime(0)  # stale only when the owning process is gone, however long it ran
         self._server: QLocalServer | None = None
 
     def acquire(self) -> bool:
-        """True when this process is the first one (and now listens); False when another one holds the lock."""
+        """True when this process is the first one (and now listens); False when another one holds the lock.
+        A lock that cannot even be written (read-only data folder) does not keep the app from starting."""
         if not self._lock.tryLock(0):
-            return False
+            if self._lock.error() == QLockFile.LockError.LockFailedError:
+                return False
+            log.warning("single-instance lock unavailable (%s); starting anyway", self._lock.error())
         QLocalServer.removeServer(self.name)  # a socket file left behind by a crash would block listen()
         server = QLocalServer(self)
         server.setSocketOptions(QLocalServer.SocketOption.UserAccessOption)
