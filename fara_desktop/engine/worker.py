@@ -65,7 +65,7 @@ class Backend(Protocol):
 class TokenBatcher:
     """Joins token pieces into one event per ``interval`` seconds.
 
-    The GUI repaints ~15 times a second anyway; one queued signal per token would wake the GUI thread 50–150
+    The GUI repaints 10 times a second anyway; one queued signal per token would wake the GUI thread 50–150
     times a second, and on a 2-core machine every wake-up is taken from llama.cpp's threads.
     """
 
