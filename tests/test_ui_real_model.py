@@ -33,7 +33,7 @@ def test_type_send_and_get_a_streamed_reply(real_window, qtbot):
         qtbot.mouseClick(win.send_button, Qt.MouseButton.LeftButton)
     reply = finished.args[0].text
     assert "Pacific" in reply
-    assert len(tokens) > 3 and "".join(tokens) == reply
+    assert len(tokens) >= 2 and "".join(tokens) == reply  # streamed in pieces (one event per 50 ms), not at once
     assert win.chat_view.messages()[-1].text == reply
     assert "tok/s" in win.hardware_panel.value("Speed")
 
