@@ -6,6 +6,7 @@ vocabulary (specials + 256 byte tokens + a few words) and F32 weights, so llama.
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 import gguf
@@ -121,3 +122,45 @@ def write_truncated_copy(source: Path, target: Path, keep_bytes: int) -> Path:
     with open(source, "rb") as handle:
         target.write_bytes(handle.read(keep_bytes))
     return target
+
+
+# ---------------------------------------------------------------------- hand-made headers for hostile files
+# gguf's writer refuses (or recurses on) what an attacker would write, so these build the bytes directly.
+
+GGUF_UINT32, GGUF_FLOAT32, GGUF_STRING, GGUF_ARRAY = 4, 6, 8, 9
+
+
+def gguf_string(text: str) -> bytes:
+    data = text.encode()
+    return struct.pack("<Q", len(data)) + data
+
+
+def kv(key: str, value_type: int, payload: bytes) -> bytes:
+    return gguf_string(key) + struct.pack("<I", value_type) + payload
+
+
+def kv_str(key: str, value: str) -> bytes:
+    return kv(key, GGUF_STRING, gguf_string(value))
+
+
+def kv_u32(key: str, value: int) -> bytes:
+    return kv(key, GGUF_UINT32, struct.pack("<I", value))
+
+
+def kv_f32(key: str, value: float) -> bytes:
+    return kv(key, GGUF_FLOAT32, struct.pack("<f", value))
+
+
+def nested_arrays(depth: int, width: int = 1) -> bytes:
+    """An array of arrays ``depth`` deep, each holding ``width`` elements; the innermost hold uint32 zeros."""
+    payload = struct.pack("<IQ", GGUF_UINT32, width) + b"\0\0\0\0" * width
+    for _ in range(depth - 1):
+        payload = struct.pack("<IQ", GGUF_ARRAY, width) + payload * width
+    return payload
+
+
+def write_raw_gguf(path: Path, *pairs: bytes, architecture: str = "llama") -> Path:
+    """A header-only GGUF (no tensors) with ``general.architecture`` and the given raw key/value pairs."""
+    body = [kv_str("general.architecture", architecture), *pairs]
+    path.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, len(body)) + b"".join(body))
+    return path

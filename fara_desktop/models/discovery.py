@@ -20,6 +20,8 @@ from pathlib import Path
 from fara_desktop.engine.errors import NotAGGUFError
 from fara_desktop.models import packaged
 from fara_desktop.models.metadata import MetadataCache, ModelMetadata
+from fara_desktop.regular_files import read_regular_text
+from fara_desktop.untrusted import one_line
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +29,8 @@ SPLIT_RE = re.compile(r"^(?P<base>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.gguf
 MAX_DEPTH = 8
 NOT_CHAT_ARCHITECTURES = {"clip": "a vision projector (mmproj), not a chat model"}
 OLLAMA_MODEL_LAYER = "application/vnd.ollama.image.model"
+MAX_MANIFEST_BYTES = 1 << 20
+OLLAMA_DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -235,10 +239,13 @@ def _ollama_candidates(root: Path, problems: list[_Candidate]) -> list[_Candidat
             namespace = rel[-3] if len(rel) >= 3 else "library"
             name = f"{model}:{tag}" if namespace == "library" else f"{namespace}/{model}:{tag}"
             try:
-                layers = json.loads(manifest.read_text(encoding="utf-8")).get("layers", [])
+                layers = json.loads(read_regular_text(manifest, MAX_MANIFEST_BYTES)).get("layers", [])
                 digest = next(layer["digest"] for layer in layers if layer.get("mediaType") == OLLAMA_MODEL_LAYER)
-            except (OSError, ValueError, StopIteration, KeyError, TypeError, AttributeError) as exc:
+            except (OSError, ValueError, StopIteration, KeyError, TypeError, AttributeError, RecursionError) as exc:
                 problems.append(_Candidate(manifest, "Ollama", name, problem=f"unreadable Ollama manifest ({exc})"))
+                continue
+            if not isinstance(digest, str) or not OLLAMA_DIGEST_RE.fullmatch(digest):
+                problems.append(_Candidate(manifest, "Ollama", name, problem="Ollama manifest has an invalid digest"))
                 continue
             blob = root / "blobs" / digest.replace(":", "-")
             if not blob.is_file():
@@ -324,7 +331,7 @@ def scan_models(
 
 
 def _examine(candidate: _Candidate, cache: MetadataCache) -> DiscoveredModel:
-    name = candidate.display_name or candidate.path.name
+    name = one_line(candidate.display_name or candidate.path.name)
     base = {
         "path": str(candidate.path),
         "source": candidate.source,
@@ -340,7 +347,10 @@ def _examine(candidate: _Candidate, cache: MetadataCache) -> DiscoveredModel:
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         return DiscoveredModel(display_name=name, metadata=None, problem=f"cannot read: {reason}", **base)
+    except Exception as exc:  # a stranger's file: whatever it makes the reader do, only this file is unusable
+        log.warning("Unexpected error reading %s: %s", one_line(candidate.path.name), type(exc).__name__)
+        problem = f"cannot read this file ({type(exc).__name__})"
+        return DiscoveredModel(display_name=name, metadata=None, problem=problem, **base)
     problem = NOT_CHAT_ARCHITECTURES.get(metadata.architecture)
-    return DiscoveredModel(
-        display_name=candidate.display_name or metadata.name, metadata=metadata, problem=problem, **base
-    )
+    return DiscoveredModel(display_name=name if candidate.display_name else metadata.name, metadata=metadata,
+                           problem=problem, **base)

@@ -1,27 +1,39 @@
 """A fast GGUF header reader: metadata and tensor directory without touching the weights.
 
 ``gguf.GGUFReader`` memory-maps the file and materialises every array (the vocabulary: tens of thousands of
-strings), which takes seconds. This reader walks the header once with buffered reads, skips large arrays, keeps
-small ones, and refuses absurd lengths, so a damaged or hostile file fails fast with a clear reason.
+strings), which takes seconds. This reader walks the header once, skips large arrays, keeps small ones, and
+refuses absurd lengths, so a damaged or hostile file fails fast with a clear reason.
+
+Every GGUF is a stranger's file. The reader therefore opens only regular files, without blocking (a FIFO named
+``x.gguf`` must not hang a scan); it never recurses (arrays of arrays, which llama.cpp itself refuses, are refused
+here too); it keeps at most ``_KEEP_STRING`` characters of a string it does not need whole; and callers read values
+through ``GGUFHeader.int_value``/``str_value``, which check type and range, never the raw dictionary.
 """
 
 from __future__ import annotations
 
+import math
 import mmap
+import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fara_desktop.engine.errors import NotAGGUFError
+from fara_desktop.regular_files import NotARegularFileError, open_regular
 
 GGUF_MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)
 _MAX_STRING = 64 * 1024 * 1024  # chat templates are kilobytes; 64 MiB is already absurd
 _MAX_ARRAY = 1 << 28
-_MAX_COUNT = 1 << 24
+_MAX_KEYS = 1 << 16  # real models have about 40 keys
+_MAX_TENSORS = 1 << 20  # an 8B model has ~300 tensors; large mixtures of experts a few thousand
 _KEEP_ARRAY = 64  # arrays up to this length are kept (per-layer patterns); longer ones only counted
+_KEEP_STRING = 64 * 1024  # strings longer than this are kept as a summary…
+_KEEP_WHOLE = {"tokenizer.chat_template": 1024 * 1024}  # …except these, which are needed whole (up to a limit)
 _DEFAULT_ALIGNMENT = 32
+_MAX_ALIGNMENT = 1 << 16
 
 # value type → struct format (scalars)
 _SCALARS = {
@@ -48,6 +60,24 @@ class GGUFArraySummary:
     length: int
 
 
+@dataclass(frozen=True)
+class GGUFStringSummary:
+    """A string too long to keep (nothing we use is that long): only its length is kept."""
+
+    length: int
+
+
+def _as_int(value: Any) -> int | None:
+    """An integer from an integer or an integral, finite float; anything else (NaN, strings, lists) is None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    return None
+
+
 @dataclass
 class GGUFHeader:
     """What a GGUF file says about itself, read in milliseconds."""
@@ -63,10 +93,30 @@ class GGUFHeader:
 
     @property
     def architecture(self) -> str:
-        return str(self.metadata.get("general.architecture", "unknown"))
+        return self.str_value("general.architecture", 64) or "unknown"
 
     def arch_value(self, key: str, default: Any = None) -> Any:
         return self.metadata.get(f"{self.architecture}.{key}", default)
+
+    def str_value(self, key: str, limit: int = 256) -> str | None:
+        """A string value cut to ``limit`` characters; None when missing or not a string."""
+        value = self.metadata.get(key)
+        return value[:limit] if isinstance(value, str) else None
+
+    def int_value(self, key: str, low: int = 0, high: int = 1 << 40) -> int | None:
+        """An integer value within [low, high]; None when missing, of another type, NaN or out of range. A
+        per-layer array counts by its largest entry, when every entry is valid."""
+        value = self.metadata.get(key)
+        if isinstance(value, list):
+            numbers = [_as_int(v) for v in value]
+            if not numbers or any(n is None for n in numbers):
+                return None
+            value = max(n for n in numbers if n is not None)
+        number = _as_int(value)
+        return number if number is not None and low <= number <= high else None
+
+    def arch_int(self, key: str, low: int = 0, high: int = 1 << 40) -> int | None:
+        return self.int_value(f"{self.architecture}.{key}", low, high)
 
 
 class _Reader:
@@ -97,11 +147,20 @@ class _Reader:
         self.offset += size
         return value
 
-    def string(self) -> str:
+    def string(self, keep: int = _KEEP_STRING) -> str | GGUFStringSummary:
         length = self.unpack("<Q")
         if length > _MAX_STRING:
             raise NotAGGUFError(f"{self._path.name} is damaged: a header string claims {length} bytes.")
+        if length > keep:
+            self.skip(length)
+            return GGUFStringSummary(length)
         return self.exact(length).decode("utf-8", errors="replace")
+
+    def key(self) -> str:
+        name = self.string(keep=4096)
+        if not isinstance(name, str):
+            raise NotAGGUFError(f"{self._path.name} is damaged: a key name is {name.length} bytes long.")
+        return name
 
     def skip(self, n: int) -> None:
         self._need(n)
@@ -117,74 +176,115 @@ class _Reader:
         self.offset = offset
         self._need(0)
 
-    def value(self, value_type: int) -> Any:
+    def scalar_or_string(self, value_type: int, keep: int = _KEEP_STRING) -> Any:
         if value_type in _SCALARS:
             return self.unpack(_SCALARS[value_type])
         if value_type == _STRING:
-            return self.string()
-        if value_type == _ARRAY:
-            element_type = self.unpack("<I")
-            length = self.unpack("<Q")
-            if length > _MAX_ARRAY:
-                raise NotAGGUFError(f"{self._path.name} is damaged: an array claims {length} elements.")
-            if length <= _KEEP_ARRAY:
-                return [self.value(element_type) for _ in range(length)]
-            if element_type in _SCALARS:
-                self.skip(struct.calcsize(_SCALARS[element_type]) * length)
-            elif element_type == _STRING:
-                self.skip_strings(length)
-            else:
-                raise NotAGGUFError(f"{self._path.name} has an array of unsupported type {element_type}.")
-            return GGUFArraySummary(element_type, length)
+            return self.string(keep)
         raise NotAGGUFError(f"{self._path.name} has a metadata value of unknown type {value_type}.")
+
+    def value(self, value_type: int, keep: int) -> Any:
+        if value_type != _ARRAY:
+            return self.scalar_or_string(value_type, keep)
+        element_type = self.unpack("<I")
+        length = self.unpack("<Q")
+        if element_type == _ARRAY:  # llama.cpp refuses nested arrays too; refusing them keeps this loop flat
+            raise NotAGGUFError(f"{self._path.name} has an array of arrays, which llama.cpp cannot load.")
+        if element_type not in _SCALARS and element_type != _STRING:
+            raise NotAGGUFError(f"{self._path.name} has an array of unknown type {element_type}.")
+        if length > _MAX_ARRAY:
+            raise NotAGGUFError(f"{self._path.name} is damaged: an array claims {length} elements.")
+        if length <= _KEEP_ARRAY:
+            return [self.scalar_or_string(element_type) for _ in range(length)]
+        if element_type in _SCALARS:
+            self.skip(struct.calcsize(_SCALARS[element_type]) * length)
+        else:
+            self.skip_strings(length)
+        return GGUFArraySummary(element_type, length)
+
+
+def _open_regular_file(path: Path) -> int:
+    try:
+        return open_regular(path)
+    except NotARegularFileError as exc:
+        raise NotAGGUFError(str(exc)) from exc
+    except OSError as exc:
+        raise NotAGGUFError(f"Cannot read {Path(path).name}: {exc.strerror or exc}") from exc
 
 
 def check_gguf_header(path: Path) -> int:
     """Raise ``NotAGGUFError`` unless the file starts like a GGUF we can read; return its version."""
+    fd = _open_regular_file(path)
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(8)
+        head = os.pread(fd, 8, 0)
     except OSError as exc:
-        raise NotAGGUFError(f"Cannot read {path}: {exc.strerror or exc}") from exc
+        raise NotAGGUFError(f"Cannot read {Path(path).name}: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
+    return _check_magic(Path(path), head)
+
+
+def _check_magic(path: Path, head: bytes) -> int:
     if len(head) < 8 or head[:4] != GGUF_MAGIC:
         size = "empty" if not head else "not a GGUF model file"
-        raise NotAGGUFError(f"{Path(path).name} is {size} (GGUF files start with the bytes 'GGUF').")
+        raise NotAGGUFError(f"{path.name} is {size} (GGUF files start with the bytes 'GGUF').")
     version = struct.unpack("<I", head[4:8])[0]
     if version not in SUPPORTED_VERSIONS:
-        raise NotAGGUFError(f"{Path(path).name} uses GGUF version {version}; supported: 2 and 3.")
-    return version
+        raise NotAGGUFError(f"{path.name} uses GGUF version {version}; supported: 2 and 3.")
+    return int(version)
+
+
+def _alignment(path: Path, metadata: dict[str, Any]) -> int:
+    if "general.alignment" not in metadata:
+        return _DEFAULT_ALIGNMENT
+    value = metadata["general.alignment"]
+    number = _as_int(value) if not isinstance(value, float) else None  # llama.cpp wants a uint32
+    if number is None or not 0 < number <= _MAX_ALIGNMENT or number & (number - 1):
+        raise NotAGGUFError(f"{path.name} is damaged: general.alignment is {value!r:.40}, not a power of two.")
+    return number
 
 
 def read_gguf_header(path: Path | str) -> GGUFHeader:
     path = Path(path)
-    version = check_gguf_header(path)
-    file_bytes = path.stat().st_size
-    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        reader = _Reader(data, path)
-        reader.skip(8)
-        tensor_count = reader.unpack("<Q")
-        kv_count = reader.unpack("<Q")
-        if tensor_count > _MAX_COUNT or kv_count > _MAX_COUNT:
-            raise NotAGGUFError(f"{path.name} is damaged: it claims {tensor_count} tensors, {kv_count} keys.")
-        metadata: dict[str, Any] = {}
-        for _ in range(kv_count):
-            key = reader.string()
-            metadata[key] = reader.value(reader.unpack("<I"))
-        names: list[str] = []
-        parameters = 0
-        for _ in range(tensor_count):
-            names.append(reader.string())
-            n_dims = reader.unpack("<I")
-            if n_dims > 8:
-                raise NotAGGUFError(f"{path.name} is damaged: a tensor claims {n_dims} dimensions.")
-            elements = 1
-            for _ in range(n_dims):
-                elements *= reader.unpack("<Q")
-            parameters += elements
-            reader.skip(4 + 8)  # type, offset
-        alignment = int(metadata.get("general.alignment", _DEFAULT_ALIGNMENT)) or _DEFAULT_ALIGNMENT
-        header_end = reader.offset
-    data_start = -(-header_end // alignment) * alignment
+    fd = _open_regular_file(path)
+    try:
+        file_bytes = os.fstat(fd).st_size
+        if file_bytes == 0:
+            raise NotAGGUFError(f"{path.name} is empty (GGUF files start with the bytes 'GGUF').")
+        version = _check_magic(path, os.pread(fd, 8, 0))
+        with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as data:
+            return _parse(path, data, version, file_bytes)
+    except OSError as exc:
+        raise NotAGGUFError(f"Cannot read {path.name}: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
+
+
+def _parse(path: Path, data: mmap.mmap, version: int, file_bytes: int) -> GGUFHeader:
+    reader = _Reader(data, path)
+    reader.skip(8)
+    tensor_count = reader.unpack("<Q")
+    kv_count = reader.unpack("<Q")
+    if tensor_count > _MAX_TENSORS or kv_count > _MAX_KEYS:
+        raise NotAGGUFError(f"{path.name} is damaged: it claims {tensor_count} tensors, {kv_count} keys.")
+    metadata: dict[str, Any] = {}
+    for _ in range(kv_count):
+        key = reader.key()
+        metadata[key] = reader.value(reader.unpack("<I"), _KEEP_WHOLE.get(key, _KEEP_STRING))
+    names: list[str] = []
+    parameters = 0
+    for _ in range(tensor_count):
+        names.append(reader.key())
+        n_dims = reader.unpack("<I")
+        if n_dims > 8:
+            raise NotAGGUFError(f"{path.name} is damaged: a tensor claims {n_dims} dimensions.")
+        elements = 1
+        for _ in range(n_dims):
+            elements *= reader.unpack("<Q")
+        parameters += elements
+        reader.skip(4 + 8)  # type, offset
+    alignment = _alignment(path, metadata)
+    data_start = -(-reader.offset // alignment) * alignment
     if tensor_count and data_start > file_bytes:
         raise NotAGGUFError(f"{path.name} is truncated: it has no tensor data.")
     return GGUFHeader(

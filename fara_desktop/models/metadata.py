@@ -11,6 +11,7 @@ from typing import Any
 
 from fara_desktop.atomic_files import save_cache_file
 from fara_desktop.models.gguf_file import GGUFArraySummary, GGUFHeader, read_gguf_header
+from fara_desktop.untrusted import one_line
 
 log = logging.getLogger(__name__)
 
@@ -23,15 +24,7 @@ FILE_TYPES = {
     37: "TQ2_0", 38: "MXFP4_MOE",
 }  # fmt: skip
 _INSTRUCT_HINTS = re.compile(r"instruct|chat|\bit\b|-it[-.]|assistant|\brl\b", re.IGNORECASE)
-CACHE_VERSION = 3
-
-
-def _first_int(value: Any) -> int | None:
-    """Per-layer arrays (some architectures vary heads by layer) count by their largest entry."""
-    if isinstance(value, list):
-        numbers = [int(v) for v in value if isinstance(v, (int, float))]
-        return max(numbers) if numbers else None
-    return int(value) if isinstance(value, (int, float)) else None
+CACHE_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -68,51 +61,66 @@ class ModelMetadata:
         return asdict(self)
 
 
+_MAX_DIM = 1 << 24  # far above any real width, depth or head count; a bigger value is damage
+_MAX_CONTEXT = 1 << 24
+
+
 def _vocab_size(header: GGUFHeader) -> int | None:
     tokens = header.metadata.get("tokenizer.ggml.tokens")
     if isinstance(tokens, GGUFArraySummary):
         return tokens.length
     if isinstance(tokens, list):
         return len(tokens)
-    return _first_int(header.arch_value("vocab_size"))
+    return header.arch_int("vocab_size", 1, _MAX_DIM)
+
+
+def _quantization(header: GGUFHeader) -> str:
+    file_type = header.int_value("general.file_type", 0, 1 << 16)
+    if file_type is None:
+        return "unknown"
+    return FILE_TYPES.get(file_type, f"type {file_type}")
 
 
 def metadata_from_header(
     header: GGUFHeader, display_name: str | None = None, total_bytes: int | None = None
 ) -> ModelMetadata:
-    meta = header.metadata
-    n_head = _first_int(header.arch_value("attention.head_count"))
-    n_embd = _first_int(header.arch_value("embedding_length"))
-    head_dim_k = _first_int(header.arch_value("attention.key_length"))
+    """Every value is checked for type and range (a wrong one counts as missing); names are cleaned of control
+    characters and capped, since they are shown in labels, logs and terminals."""
+    n_head = header.arch_int("attention.head_count", 1, _MAX_DIM)
+    n_embd = header.arch_int("embedding_length", 1, _MAX_DIM)
+    head_dim_k = header.arch_int("attention.key_length", 1, _MAX_DIM)
     if head_dim_k is None and n_head and n_embd:
         head_dim_k = n_embd // n_head
-    head_dim_v = _first_int(header.arch_value("attention.value_length")) or head_dim_k
-    n_head_kv = _first_int(header.arch_value("attention.head_count_kv")) or n_head
-    name = display_name or str(meta.get("general.name") or header.path.stem)
-    has_template = bool(str(meta.get("tokenizer.chat_template", "")).strip())
-    file_type = meta.get("general.file_type")
-    quantization = FILE_TYPES.get(int(file_type), f"type {file_type}") if file_type is not None else "unknown"
-    extra = (total_bytes or header.file_bytes) - header.file_bytes
-    hint_text = " ".join(str(meta.get(k, "")) for k in ("general.name", "general.finetune")) + " " + header.path.name
+    head_dim_v = header.arch_int("attention.value_length", 1, _MAX_DIM) or head_dim_k
+    n_head_kv = header.arch_int("attention.head_count_kv", 1, _MAX_DIM) or n_head
+    name = one_line(display_name or header.str_value("general.name", 1024) or header.path.stem)
+    template = header.str_value("tokenizer.chat_template", 1 << 20)
+    has_template = bool(template and template.strip())
+    extra = max(0, (total_bytes or header.file_bytes) - header.file_bytes)
+    hint_text = " ".join(
+        header.str_value(k, 1024) or "" for k in ("general.name", "general.finetune")
+    ) + " " + header.path.name
+    size_label = header.str_value("general.size_label", 64)
+    license_name = header.str_value("general.license", 256)
     return ModelMetadata(
         path=str(header.path),
         name=name,
-        architecture=header.architecture,
-        size_label=meta.get("general.size_label"),
+        architecture=one_line(header.architecture, 64),
+        size_label=one_line(size_label, 32) if size_label else None,
         parameters=header.parameter_count,
-        quantization=quantization,
-        context_length=_first_int(header.arch_value("context_length")),
-        n_layer=_first_int(header.arch_value("block_count")),
+        quantization=_quantization(header),
+        context_length=header.arch_int("context_length", 1, _MAX_CONTEXT),
+        n_layer=header.arch_int("block_count", 1, _MAX_DIM),
         n_embd=n_embd,
-        n_ff=_first_int(header.arch_value("feed_forward_length")),
+        n_ff=header.arch_int("feed_forward_length", 1, _MAX_DIM),
         n_vocab=_vocab_size(header),
         n_head=n_head,
         n_head_kv=n_head_kv,
         head_dim_k=head_dim_k,
         head_dim_v=head_dim_v,
-        sliding_window=_first_int(header.arch_value("attention.sliding_window")),
+        sliding_window=header.arch_int("attention.sliding_window", 1, _MAX_CONTEXT),
         has_chat_template=has_template,
-        license=meta.get("general.license"),
+        license=one_line(license_name, 64) if license_name else None,
         file_bytes=header.file_bytes + extra,
         weights_bytes=header.tensor_bytes + extra,
         instruct=has_template or bool(_INSTRUCT_HINTS.search(hint_text)),
@@ -129,9 +137,10 @@ class MetadataCache:
         if file and file.is_file():
             try:
                 data = json.loads(file.read_text(encoding="utf-8"))
-                if data.get("version") == CACHE_VERSION:
-                    self._entries = data.get("entries", {})
-            except (OSError, ValueError) as exc:
+                if isinstance(data, dict) and data.get("version") == CACHE_VERSION:
+                    entries = data.get("entries")
+                    self._entries = entries if isinstance(entries, dict) else {}
+            except (OSError, ValueError, RecursionError) as exc:
                 log.warning("Ignoring the unreadable metadata cache %s: %s", file, exc)
 
     def read(
@@ -146,8 +155,11 @@ class MetadataCache:
         key = str(path)
         stamp = [stat.st_size, stat.st_mtime_ns, display_name, total_bytes]
         cached = self._entries.get(key)
-        if cached and cached.get("stamp") == stamp:
-            return ModelMetadata(**cached["metadata"])
+        if isinstance(cached, dict) and cached.get("stamp") == stamp:
+            try:  # the cache is a file on disk like any other: a damaged entry is read again
+                return ModelMetadata(**cached["metadata"])
+            except (TypeError, KeyError):
+                log.info("metadata cache entry for %s is damaged; reading the file again", path.name)
         header = read_gguf_header(header_path or path)
         if header_path is not None:
             header.path = path
