@@ -39,7 +39,9 @@ class FakeBackend:
     def calibrate_threads(self, candidates, tokens: int = 48) -> dict[int, float]:
         return {t: 10.0 * t for t in candidates}
 
-    def prepare(self, messages: Sequence[ChatMessage], reply_reserve: int) -> PreparedPrompt:
+    def prepare(
+        self, messages: Sequence[ChatMessage], reply_reserve: int, should_cancel: Callable[[], bool] | None = None
+    ) -> PreparedPrompt:
         if self._info is None:
             raise NoModelLoadedError("No model is loaded yet.")
         self.prompts.append(list(messages))

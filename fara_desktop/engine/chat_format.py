@@ -1,7 +1,8 @@
 """Turn a conversation into the prompt text a model expects.
 
 The model's own template (GGUF ``tokenizer.chat_template``, Jinja2) is used when present, rendered in Jinja2's
-``ImmutableSandboxedEnvironment`` like llama-cpp-python does. A model without a template (base models such as
+``ImmutableSandboxedEnvironment`` like llama-cpp-python does, with a budget on time and size
+(``template_sandbox``). A model without a template (base models such as
 Gemma 3 270M) gets a documented fallback:
 
 * architectures of the Gemma family: Gemma's turn format (``<start_of_turn>user … <end_of_turn>``), whose markers
@@ -12,14 +13,14 @@ Gemma 3 270M) gets a documented fallback:
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from jinja2 import TemplateError
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from fara_desktop.engine.errors import ModelLoadError
+from fara_desktop.engine.errors import ModelLoadError, RequestCancelled, TemplateRenderError
+from fara_desktop.engine.template_sandbox import BoundedSandbox, RenderBudget
 from fara_desktop.engine.types import ChatMessage
 
 
@@ -28,15 +29,17 @@ class RenderedPrompt:
     text: str
     add_bos: bool  # True when the tokenizer must add BOS (the template did not write it)
     stop: tuple[str, ...]
+    note: str | None = None  # how the conversation had to be adapted to the template, for the user to read
 
 
-class ChatFormatter:
+class ChatFormatter(Protocol):
     """Renders messages with one chat format; ``name`` says which one for the UI."""
 
-    name: str = "abstract"
+    name: str
 
-    def render(self, messages: Sequence[ChatMessage]) -> RenderedPrompt:
-        raise NotImplementedError
+    def render(
+        self, messages: Sequence[ChatMessage], should_cancel: Callable[[], bool] | None = None
+    ) -> RenderedPrompt: ...
 
 
 def _raise_exception(message: str) -> None:
@@ -47,37 +50,115 @@ def _strftime_now(fmt: str) -> str:
     return _dt.datetime.now().strftime(fmt)
 
 
-class JinjaChatFormatter(ChatFormatter):
-    """The model's own template from its GGUF metadata."""
+SYSTEM_FOLDED_NOTE = (
+    "This model's chat template has no system role, so the system prompt was put at the start of the first message."
+)
+ROLES_MERGED_NOTE = (
+    "This model's chat template needs user and assistant turns to alternate, so consecutive messages of the same "
+    "role were joined."
+)
+
+
+def fold_system_prompt(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+    """The system prompt opens the first user turn (what Gemma's own docs recommend for a template without one)."""
+    system = "\n\n".join(m.content for m in messages if m.role == "system")
+    folded: list[ChatMessage] = []
+    for message in messages:
+        if message.role == "system":
+            continue
+        if system and message.role == "user":
+            message = ChatMessage("user", f"{system}\n\n{message.content}")
+            system = ""
+        folded.append(message)
+    if system:  # no user turn at all
+        folded.insert(0, ChatMessage("user", system))
+    return folded
+
+
+def merge_same_roles(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+    merged: list[ChatMessage] = []
+    for message in messages:
+        if merged and merged[-1].role == message.role:
+            merged[-1] = ChatMessage(message.role, f"{merged[-1].content}\n\n{message.content}")
+        else:
+            merged.append(message)
+    return merged
+
+
+class JinjaChatFormatter:
+    """The model's own template from its GGUF metadata, rendered in a bounded sandbox.
+
+    A template that refuses the conversation is retried once with the system prompt folded into the first user
+    turn (Gemma 2 raises "System role not supported"), then with same-role turns joined (Mistral insists on
+    alternation); the prompt then carries a note saying so. Otherwise its own message becomes a typed error."""
 
     name = "gguf template"
 
     def __init__(self, template: str, bos_token: str, eos_token: str) -> None:
-        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-        env.globals.update(raise_exception=_raise_exception, strftime_now=_strftime_now)
+        self._env = BoundedSandbox(trim_blocks=True, lstrip_blocks=True)
+        self._env.globals.update(raise_exception=_raise_exception, strftime_now=_strftime_now)
         try:
-            self._template = env.from_string(template)
+            self._template = self._env.from_string(template)
         except TemplateError as exc:
             raise ModelLoadError(f"The model's chat template is broken: {exc}") from exc
+        except (RecursionError, MemoryError) as exc:
+            raise ModelLoadError(f"The model's chat template is too deeply nested to compile ({exc}).") from exc
         self._bos = bos_token
         self._eos = eos_token
 
-    def render(self, messages: Sequence[ChatMessage]) -> RenderedPrompt:
-        text = self._template.render(
-            messages=[{"role": m.role, "content": m.content} for m in messages],
+    def _render_once(self, messages: Sequence[ChatMessage], budget: RenderBudget) -> str:
+        return self._env.render_bounded(
+            self._template,
+            budget,
+            messages=self._env.checked({"role": m.role, "content": m.content} for m in messages),
             add_generation_prompt=True,
             bos_token=self._bos,
             eos_token=self._eos,
+            tools=None,
+            enable_thinking=True,
         )
-        return RenderedPrompt(text=text, add_bos=False, stop=())
+
+    def render(
+        self, messages: Sequence[ChatMessage], should_cancel: Callable[[], bool] | None = None
+    ) -> RenderedPrompt:
+        budget = RenderBudget(should_cancel=should_cancel)  # one budget for all attempts
+        attempts: list[tuple[list[ChatMessage], str | None]] = [(list(messages), None)]
+        folded = fold_system_prompt(messages)
+        if any(m.role == "system" for m in messages):
+            attempts.append((folded, SYSTEM_FOLDED_NOTE))
+        merged = merge_same_roles(folded)
+        if merged != folded:
+            attempts.append((merged, ROLES_MERGED_NOTE if len(attempts) == 1 else f"{SYSTEM_FOLDED_NOTE} "
+                             f"{ROLES_MERGED_NOTE}"))
+        first_error: Exception | None = None
+        for attempt, note in attempts:
+            try:
+                text = self._render_once(attempt, budget)
+            except (TemplateRenderError, RequestCancelled):
+                raise  # over budget or stopped: retrying would only spend more
+            except Exception as exc:
+                first_error = first_error or exc
+                continue
+            return RenderedPrompt(text=text, add_bos=False, stop=(), note=note)
+        assert first_error is not None
+        raise TemplateRenderError(_template_message(first_error)) from first_error
 
 
-class GemmaTurnFormatter(ChatFormatter):
+def _template_message(error: Exception) -> str:
+    detail = " ".join(str(error).split())[:300] or type(error).__name__
+    if isinstance(error, TemplateError):
+        return f"The model's chat template refused this conversation: {detail}"
+    return f"The model's chat template failed on this conversation ({type(error).__name__}: {detail})"
+
+
+class GemmaTurnFormatter:
     """Gemma's turn markers; Gemma has no system role, so the system prompt opens the first user turn."""
 
     name = "gemma turns (fallback)"
 
-    def render(self, messages: Sequence[ChatMessage]) -> RenderedPrompt:
+    def render(
+        self, messages: Sequence[ChatMessage], should_cancel: Callable[[], bool] | None = None
+    ) -> RenderedPrompt:
         system = "\n\n".join(m.content for m in messages if m.role == "system")
         parts: list[str] = []
         first_user = True
@@ -95,13 +176,15 @@ class GemmaTurnFormatter(ChatFormatter):
         return RenderedPrompt(text="".join(parts), add_bos=True, stop=("<end_of_turn>",))
 
 
-class TranscriptFormatter(ChatFormatter):
+class TranscriptFormatter:
     """A plain transcript any base model can continue."""
 
     name = "plain transcript (fallback)"
     _titles: ClassVar[dict[str, str]] = {"system": "System", "user": "User", "assistant": "Assistant"}
 
-    def render(self, messages: Sequence[ChatMessage]) -> RenderedPrompt:
+    def render(
+        self, messages: Sequence[ChatMessage], should_cancel: Callable[[], bool] | None = None
+    ) -> RenderedPrompt:
         parts = [f"### {self._titles[m.role]}:\n{m.content}\n\n" for m in messages]
         parts.append("### Assistant:\n")
         return RenderedPrompt(text="".join(parts), add_bos=True, stop=("\n### ",))

@@ -29,3 +29,11 @@ class PromptTooLongError(FaraError):
 
 class GenerationError(FaraError):
     """llama.cpp failed while evaluating the prompt or producing a token."""
+
+
+class TemplateRenderError(FaraError):
+    """The model's chat template refused the conversation or broke while rendering it; the message says why."""
+
+
+class RequestCancelled(FaraError):
+    """The user stopped the request before its reply began (while its prompt was still being built)."""

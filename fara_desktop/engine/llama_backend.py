@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from fara_desktop.engine.chat_format import ChatFormatter, RenderedPrompt, formatter_for
+from fara_desktop.engine.control_tokens import ControlTokenText
 from fara_desktop.engine.errors import (
     GenerationError,
     ModelFileNotFoundError,
@@ -29,6 +30,7 @@ from fara_desktop.engine.text_stream import TextStream
 from fara_desktop.engine.types import ChatMessage, GenerationStats, LoadParams, ModelInfo, SamplingParams
 from fara_desktop.models.gguf_file import read_gguf_header
 from fara_desktop.tuning import GGML_TYPE_IDS
+from fara_desktop.untrusted import one_line
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -100,6 +102,7 @@ class LlamaBackend:
         self._llm: Llama | None = None
         self._info: ModelInfo | None = None
         self._formatter: ChatFormatter | None = None
+        self._control_text = ControlTokenText(())
         self._should_abort: Callable[[], bool] = lambda: False
         self._abort_cb: Any = None  # keeps the ctypes callback alive while llama.cpp holds it
         self.kv_states = KVStateCache()
@@ -121,7 +124,7 @@ class LlamaBackend:
         route_llama_logs_to_logging()
         ensure_cpu_backend()
         header = read_gguf_header(path)
-        trained = int(header.arch_value("context_length", 0) or 0)
+        trained = header.arch_int("context_length", 1, 1 << 24) or 0
         n_ctx = params.n_ctx or (min(trained, DEFAULT_MAX_CONTEXT) if trained else DEFAULT_MAX_CONTEXT)
         threads = params.n_threads or default_thread_count()
         threads_batch = params.n_threads_batch or threads
@@ -152,7 +155,7 @@ class LlamaBackend:
                 f"memory ({exc})."
             ) from exc
         meta = llm.metadata
-        architecture = meta.get("general.architecture", "unknown")
+        architecture = one_line(meta.get("general.architecture", "unknown"), 64)
         try:
             formatter = formatter_for(
                 meta.get("tokenizer.chat_template"),
@@ -165,10 +168,11 @@ class LlamaBackend:
             raise
         self._llm = llm
         self._formatter = formatter
+        self._control_text = ControlTokenText.of(llm)
         self._install_abort_callback()
         self._info = ModelInfo(
             path=path,
-            name=meta.get("general.name") or path.stem,
+            name=one_line(meta.get("general.name") or path.stem),
             architecture=architecture,
             n_ctx=llm.n_ctx(),
             n_ctx_train=trained or llm._model.n_ctx_train(),
@@ -241,40 +245,63 @@ class LlamaBackend:
             raise NoModelLoadedError("No model is loaded yet.")
         return self._llm, self._formatter, self._info
 
-    def tokenize_prompt(self, messages: Sequence[ChatMessage]) -> tuple[list[int], RenderedPrompt]:
+    def tokenize_prompt(
+        self, messages: Sequence[ChatMessage], should_cancel: Callable[[], bool] | None = None
+    ) -> tuple[list[int], RenderedPrompt]:
+        """The template's own markers become control tokens; the same text inside a message stays text."""
         llm, formatter, _ = self._require()
-        rendered = formatter.render(messages)
+        quiet = [ChatMessage(m.role, self._control_text.neutralize(m.content)) for m in messages]
+        rendered = formatter.render(quiet, should_cancel)
         tokens = llm.tokenize(rendered.text.encode("utf-8"), add_bos=rendered.add_bos, special=True)
         return tokens, rendered
 
-    def prepare(self, messages: Sequence[ChatMessage], reply_reserve: int) -> PreparedPrompt:
+    def prepare(
+        self,
+        messages: Sequence[ChatMessage],
+        reply_reserve: int,
+        should_cancel: Callable[[], bool] | None = None,
+    ) -> PreparedPrompt:
         """Fit the conversation into the context window, dropping the oldest turns (never the system prompt).
 
         When trimming is needed it drops down to three quarters of the room, so the next few turns start from
-        the same prefix and reuse the KV cache instead of being trimmed (and fully re-read) every time.
+        the same prefix and reuse the KV cache instead of being trimmed (and fully re-read) every time. The prompt
+        shrinks as more turns are dropped, so the first start that fits is found by bisection: a handful of
+        renders, not one per turn of a long chat.
         """
         _, _, info = self._require()
         room = info.n_ctx - reply_reserve
-        tokens, rendered = self.tokenize_prompt(messages)
+        tokens, rendered = self.tokenize_prompt(messages, should_cancel)
         if len(tokens) <= room:
             return PreparedPrompt(tokens, rendered, 0, len(messages))
         system = [m for m in messages if m.role == "system"]
         turns = [m for m in messages if m.role != "system"]
-        target = max(room * 3 // 4, 1)
-        best: PreparedPrompt | None = None
-        for start in range(1, len(turns)):
-            if turns[start].role != "user":
-                continue  # a kept history always starts with a user turn
-            kept = [*system, *turns[start:]]
-            tokens, rendered = self.tokenize_prompt(kept)
-            if len(tokens) <= room and best is None:
-                best = PreparedPrompt(tokens, rendered, start, len(kept))
-            if len(tokens) <= target:
-                return PreparedPrompt(tokens, rendered, start, len(kept))
-        if best is not None:
-            return best
+        starts = [i for i in range(1, len(turns)) if turns[i].role == "user"]  # kept history opens with the user
+        tried: dict[int, tuple[list[int], RenderedPrompt]] = {}
+
+        def attempt(start: int) -> tuple[list[int], RenderedPrompt]:
+            if start not in tried:
+                tried[start] = self.tokenize_prompt([*system, *turns[start:]], should_cancel)
+            return tried[start]
+
+        def first_fitting(limit: int) -> int | None:
+            low, high, found = 0, len(starts) - 1, None
+            while low <= high:
+                middle = (low + high) // 2
+                if len(attempt(starts[middle])[0]) <= limit:
+                    found, high = starts[middle], middle - 1
+                else:
+                    low = middle + 1
+            return found
+
+        start = first_fitting(max(room * 3 // 4, 1))
+        if start is None:
+            start = first_fitting(room)
+        if start is not None:
+            kept_tokens, kept_rendered = attempt(start)
+            return PreparedPrompt(kept_tokens, kept_rendered, start, len(system) + len(turns) - start)
+        shortest = attempt(starts[-1])[0] if starts else tokens
         raise PromptTooLongError(
-            f"The message is too long for this model's context window ({len(tokens)} tokens of "
+            f"The message is too long for this model's context window ({len(shortest)} tokens of "
             f"{info.n_ctx}, with {reply_reserve} kept for the reply). Shorten it or raise the context length."
         )
 

@@ -174,6 +174,14 @@ class HistoryTrimmed:
 
 
 @dataclass(frozen=True)
+class PromptAdjusted:
+    """The conversation had to be adapted to the model's chat template (e.g. a template without a system role)."""
+
+    request_id: int
+    note: str
+
+
+@dataclass(frozen=True)
 class TokenText:
     """New reply text; ``tokens`` is how many tokens it covers (pieces are batched, see ``TokenBatcher``)."""
 
@@ -212,6 +220,7 @@ Event = (
     | ThreadsCalibrated
     | GenerationStarted
     | HistoryTrimmed
+    | PromptAdjusted
     | TokenText
     | Finished
     | Cancelled

@@ -11,7 +11,7 @@ from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from fara_desktop.engine.errors import FaraError
+from fara_desktop.engine.errors import FaraError, RequestCancelled
 from fara_desktop.engine.llama_backend import LlamaBackend, PreparedPrompt, ReplyResult
 from fara_desktop.engine.types import (
     CalibrateThreads,
@@ -31,6 +31,7 @@ from fara_desktop.engine.types import (
     ModelLoadFailed,
     ModelLoading,
     ModelUnloaded,
+    PromptAdjusted,
     SamplingParams,
     Shutdown,
     ThreadsCalibrated,
@@ -51,7 +52,12 @@ class Backend(Protocol):
     def load(self, path: Path, params: LoadParams) -> ModelInfo: ...
     def unload(self) -> Path | None: ...
     def calibrate_threads(self, candidates: Sequence[int], tokens: int = 48) -> dict[int, float]: ...
-    def prepare(self, messages: Sequence[ChatMessage], reply_reserve: int) -> PreparedPrompt: ...
+    def prepare(
+        self,
+        messages: Sequence[ChatMessage],
+        reply_reserve: int,
+        should_cancel: Callable[[], bool] | None = None,
+    ) -> PreparedPrompt: ...
     def reply(
         self,
         prompt: PreparedPrompt,
@@ -60,6 +66,15 @@ class Backend(Protocol):
         on_text: Callable[[str], None],
         conversation: Hashable | None = None,
     ) -> ReplyResult: ...
+
+
+def describe(command: Command) -> str:
+    """A command for the log: its type and ids, never message text (the log file is what users are asked to share)."""
+    if isinstance(command, Generate):
+        return f"Generate(request {command.request_id}, {len(command.messages)} messages)"
+    if isinstance(command, LoadModel):
+        return f"LoadModel({command.path.name!r})"
+    return type(command).__name__
 
 
 class TokenBatcher:
@@ -178,7 +193,8 @@ class InferenceWorker:
                 elif isinstance(command, Unload):
                     self._emit(ModelUnloaded(self._backend.unload()))
             except Exception:  # the thread must survive anything
-                log.exception("Unexpected error in the inference thread while handling %r", command)
+                # Never the command itself: a Generate carries the whole conversation, and the log is shared.
+                log.exception("Unexpected error in the inference thread while handling %s", describe(command))
                 self._report_unexpected(command)
 
     def _load(self, command: LoadModel) -> None:
@@ -207,23 +223,29 @@ class InferenceWorker:
             self._emit(Cancelled(request_id, "", None))
             return
         self._emit(GenerationStarted(request_id))
+        should_cancel = lambda: request_id < self._cancel_below  # noqa: E731
         try:
             info = self._backend.info
             n_ctx = info.n_ctx if info else 0
-            prompt = self._backend.prepare(command.messages, reply_reserve(command.sampling, n_ctx))
+            prompt = self._backend.prepare(command.messages, reply_reserve(command.sampling, n_ctx), should_cancel)
             if prompt.dropped_messages:
                 self._emit(HistoryTrimmed(request_id, prompt.dropped_messages, prompt.kept_messages))
+            if prompt.rendered.note:
+                self._emit(PromptAdjusted(request_id, prompt.rendered.note))
             batcher = TokenBatcher(request_id, self._emit)
             try:
                 result = self._backend.reply(
                     prompt,
                     command.sampling,
-                    should_cancel=lambda: request_id < self._cancel_below,
+                    should_cancel=should_cancel,
                     on_text=batcher.add,
                     conversation=command.conversation,
                 )
             finally:
                 batcher.flush()
+        except RequestCancelled:
+            self._emit(Cancelled(request_id, "", None))
+            return
         except FaraError as exc:
             self._emit(Failed(request_id, str(exc), type(exc).__name__))
             return
