@@ -15,6 +15,7 @@ from fara_desktop import APP_ID, APP_NAME, __version__
 from fara_desktop.logs import configure_logging
 from fara_desktop.paths import AppPaths, app_paths
 from fara_desktop.settings import Settings, load_settings
+from fara_desktop.untrusted import printable
 
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QApplication
@@ -55,6 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
     download.add_argument("repo", help="repository id (owner/name) or a hub URL of a .gguf file")
     download.add_argument("--file", help="file name in the repository")
     download.add_argument("--quant", help="pick the file with this quantization, e.g. Q4_K_M")
+    download.add_argument(
+        "--allow-host",
+        metavar="HOST",
+        help="download from this host although it is not the configured hub (HF_ENDPOINT); no token is sent to it",
+    )
     entry = sub.add_parser(
         "install-desktop-entry", help="add Fara Desktop to the desktop's application launcher (Linux)"
     )
@@ -86,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.command == "catalog":
             return cli_downloads.catalog_report(paths, as_json=args.json)
-        return cli_downloads.download_command(args.repo, args.file, args.quant)
+        return cli_downloads.download_command(args.repo, args.file, args.quant, args.allow_host)
     if args.command == "install-desktop-entry":
         return run_desktop_entry(args.uninstall)
     if args.command in ("hardware", "models"):
@@ -107,7 +113,7 @@ def run_export(args: argparse.Namespace, paths: AppPaths) -> int:
         written = export_conversations(store, args.out, formats)
         store.close()
     except (StorageError, OSError) as exc:
-        print(f"fara-desktop export: {exc}", file=sys.stderr)
+        print(printable(f"fara-desktop export: {exc}"), file=sys.stderr)
         return 1
     print(f"wrote {len(written)} files to {args.out}")
     return 0
@@ -296,7 +302,7 @@ def run_smoke(args: argparse.Namespace) -> int:
     loop.exec()
     try:
         if "finished" not in outcome:
-            print(f"fara-desktop smoke: {outcome.get('error', 'unknown failure')}", file=sys.stderr)
+            print(printable(f"fara-desktop smoke: {outcome.get('error', 'unknown failure')}"), file=sys.stderr)
             return 1
         event: Finished = outcome["finished"]
         if args.screenshot:

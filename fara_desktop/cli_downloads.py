@@ -12,13 +12,17 @@ from fara_desktop.models.downloads import (
     Downloader,
     DownloadError,
     Progress,
+    configured_endpoint,
+    host_of,
     human_size,
+    is_configured_hub,
     parse_model_reference,
     resolve_remote_file,
 )
 from fara_desktop.paths import AppPaths
 from fara_desktop.settings import load_settings
 from fara_desktop.tuning import GIB
+from fara_desktop.untrusted import printable
 
 VERDICT_MARK = {"fits": "✓", "tight": "~", "too_big": "✗"}
 
@@ -67,15 +71,34 @@ def catalog_report(paths: AppPaths, as_json: bool = False) -> int:
     return 0
 
 
-def download_command(reference: str, filename: str | None, quant: str | None) -> int:
-    """Progress on stderr; the verified file's path on stdout; exit 0 only when it is in place."""
+def download_command(
+    reference: str, filename: str | None, quant: str | None, allow_host: str | None = None
+) -> int:
+    """Progress on stderr; the verified file's path on stdout; exit 0 only when it is in place. A link to a host
+    other than the configured hub is refused unless ``--allow-host`` names that host (a terminal cannot be asked)."""
     try:
         ref = parse_model_reference(reference)
+        if ref.endpoint and not is_configured_hub(ref.endpoint) and host_of(ref.endpoint) != allow_host:
+            print(
+                printable(
+                    f"fara-desktop download: {host_of(ref.endpoint)} is not your configured hub "
+                    f"({host_of(configured_endpoint())}). To download from it anyway (your Hugging Face token is "
+                    f"not sent there), add  --allow-host {host_of(ref.endpoint)}"
+                ),
+                file=sys.stderr,
+            )
+            return 1
         remote = resolve_remote_file(ref.repo_id, filename or ref.filename, quant, ref.revision, ref.endpoint)
     except DownloadError as exc:
-        print(f"fara-desktop download: {exc}", file=sys.stderr)
+        print(printable(f"fara-desktop download: {exc}"), file=sys.stderr)
         return 1
-    print(f"{remote.repo_id}/{remote.filename}: {human_size(remote.size)}, sha256 {remote.sha256}", file=sys.stderr)
+    print(
+        printable(
+            f"{remote.repo_id}/{remote.filename} from {host_of(remote.url)}: {human_size(remote.size)}, "
+            f"sha256 {remote.sha256}"
+        ),
+        file=sys.stderr,
+    )
     interactive = sys.stderr.isatty()
     lock = threading.Lock()
     last_line = [""]
@@ -102,7 +125,7 @@ def download_command(reference: str, filename: str | None, quant: str | None) ->
         print("\ninterrupted: run the same command again to continue where it stopped", file=sys.stderr)
         return 130
     except (DownloadError, OSError) as exc:
-        print(f"\nfara-desktop download: {exc}", file=sys.stderr)
+        print(printable(f"\nfara-desktop download: {exc}"), file=sys.stderr)
         return 1
     if interactive:
         print(file=sys.stderr)

@@ -35,6 +35,11 @@ class HubState:
     gate: threading.Semaphore | None = None
     ignore_range: bool = False
     requests: list[tuple[str, str | None]] = field(default_factory=list)  # (path, Range header)
+    headers: list[tuple[str, dict[str, str]]] = field(default_factory=list)  # (path, headers by lower-case name)
+    cdn_base: str = ""  # where /resolve/ redirects to: "" for this server, or another server's URL
+    listing_override: dict | None = None  # served as the file listing instead of the real one
+    content_range_shift: int = 0  # a 206 that claims (and serves) a range starting this far from the asked one
+    stall_headers: threading.Event | None = None  # hold every file response until this is set
 
 
 class HubServer:
@@ -101,6 +106,7 @@ def _make_handler(state: HubState) -> type[BaseHTTPRequestHandler]:
             path = urllib.parse.unquote(parsed.path)
             query = urllib.parse.parse_qs(parsed.query)
             state.requests.append((path, self.headers.get("Range")))
+            state.headers.append((path, {k.lower(): v for k, v in self.headers.items()}))
             parts = [p for p in path.split("/") if p]
             if parts[:2] == ["api", "models"] and len(parts) == 2:
                 return self._search(query.get("search", [""])[0])
@@ -114,7 +120,7 @@ def _make_handler(state: HubState) -> type[BaseHTTPRequestHandler]:
                 if file is None:
                     return self._not_found(f"Entry {name}")
                 self.send_response(302)
-                location = f"/cdn/{file.sha256}?" + urllib.parse.urlencode({"repo": repo, "file": name})
+                location = f"{state.cdn_base}/cdn/{file.sha256}?" + urllib.parse.urlencode({"repo": repo, "file": name})
                 self.send_header("Location", location)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
@@ -130,6 +136,8 @@ def _make_handler(state: HubState) -> type[BaseHTTPRequestHandler]:
             self._json(found)
 
         def _listing(self, repo: str) -> None:
+            if state.listing_override is not None:
+                return self._json(state.listing_override)
             files = state.repos.get(repo)
             if files is None:
                 return self._not_found(f"Repository {repo}")
@@ -146,14 +154,16 @@ def _make_handler(state: HubState) -> type[BaseHTTPRequestHandler]:
             return self._json({"id": repo, "modelId": repo, "sha": COMMIT, "siblings": siblings, "tags": ["gguf"]})
 
         def _cdn(self, sha: str, repo: str, name: str) -> None:
-            file = state.repos.get(repo, {}).get(name)
-            if file is None or file.sha256 != sha:
+            if state.stall_headers is not None:
+                state.stall_headers.wait(30)
+            file = next((f for r in state.repos.values() for f in r.values() if f.sha256 == sha), None)
+            if file is None:
                 return self._not_found(f"Blob {sha}")
             data = file.data
             start = 0
             header = self.headers.get("Range")
             if header and not state.ignore_range:
-                start = int(header.removeprefix("bytes=").split("-")[0])
+                start = int(header.removeprefix("bytes=").split("-")[0]) + state.content_range_shift
                 if start >= len(data):
                     self.send_response(416)
                     self.send_header("Content-Range", f"bytes */{len(data)}")

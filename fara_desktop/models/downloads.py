@@ -29,9 +29,25 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from types import ModuleType
+from typing import Any, BinaryIO
 
 log = logging.getLogger(__name__)
+
+# huggingface_hub reads these when it is first imported. Telemetry on, it adds library versions to every request
+# and fetches an "agent harnesses" registry from the hub once a day: requests the user never asked for.
+os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+os.environ["HF_HUB_DISABLE_UPDATE_CHECK"] = "1"
+
+
+def _hub() -> ModuleType:
+    """huggingface_hub, with its telemetry off even if something imported it before the switches above were set."""
+    import huggingface_hub
+    from huggingface_hub import constants
+
+    constants.HF_HUB_DISABLE_TELEMETRY = True
+    constants.HF_HUB_DISABLE_UPDATE_CHECK = True
+    return huggingface_hub
 
 CHUNK_BYTES = 1 << 20
 DISK_MARGIN_BYTES = 64 << 20  # keep some room free beyond the file itself
@@ -71,12 +87,58 @@ class DownloadCancelled(DownloadError):
         self.kept_partial = kept_partial
 
 
-def endpoint_url(endpoint: str | None = None) -> str:
-    if endpoint:
-        return endpoint.rstrip("/")
-    from huggingface_hub import constants
+def configured_endpoint() -> str:
+    """The hub the user configured (``HF_ENDPOINT``, else huggingface.co): the only origin that gets the token."""
+    return str(_hub().constants.ENDPOINT).rstrip("/")
 
-    return constants.ENDPOINT.rstrip("/")
+
+def endpoint_url(endpoint: str | None = None) -> str:
+    return endpoint.rstrip("/") if endpoint else configured_endpoint()
+
+
+def origin(url: str) -> tuple[str, str, int | None]:
+    """Scheme, host and port: two URLs share an origin only when all three match (https and http do not)."""
+    parsed = urllib.parse.urlsplit(url)
+    scheme = parsed.scheme.lower()
+    try:
+        port = parsed.port or {"http": 80, "https": 443}.get(scheme)
+    except ValueError:
+        port = None
+    return scheme, (parsed.hostname or "").lower(), port
+
+
+def host_of(url: str) -> str:
+    return urllib.parse.urlsplit(url).netloc or url
+
+
+def is_configured_hub(url: str, configured: str | None = None) -> bool:
+    """Whether ``url`` is on the hub the user configured (``configured`` overrides HF_ENDPOINT, for tests)."""
+    return origin(url) == origin(configured or configured_endpoint())
+
+
+def _token_for(url: str) -> str | bool:
+    """huggingface_hub's ``token`` argument: None (= the user's token) for the configured hub only; False (= send
+    none) for any other host, so a pasted link to another server never receives the user's credentials."""
+    return None if is_configured_hub(url) else False  # type: ignore[return-value]
+
+
+def _auth_headers(url: str) -> dict[str, str]:
+    if not is_configured_hub(url):
+        return {}
+    token = _hub().get_token()
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def _api(api_class: type, base: str) -> Any:
+    """A hub client that sends the user's token only to the configured hub and names only Fara Desktop."""
+    return api_class(endpoint=base, token=_token_for(base), headers={"user-agent": user_agent()})
+
+
+def user_agent() -> str:
+    """What we tell servers about ourselves: the app and its version, nothing about the machine or libraries."""
+    from fara_desktop import __version__
+
+    return f"fara-desktop/{__version__}"
 
 
 def hub_cache_dir() -> Path:
@@ -123,21 +185,21 @@ class ModelReference:
     endpoint: str | None = None
 
 
-_REPO_ID_RE = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+_REPO_ID_RE = re.compile(r"(?!.*\.\.)[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}")
 
 
 def parse_model_reference(text: str) -> ModelReference:
     """``org/name``, ``https://huggingface.co/org/name`` or a file URL (``.../resolve/<rev>/<file>.gguf`` or
     ``.../blob/...``) on the hub or a mirror."""
     text = text.strip()
-    if _REPO_ID_RE.match(text):
+    if _REPO_ID_RE.fullmatch(text):
         return ModelReference(text)
     parsed = urllib.parse.urlparse(text)
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
         raise DownloadError(f"not a repository id (owner/name) or a hub address: {text!r}")
     parts = [urllib.parse.unquote(p) for p in parsed.path.split("/") if p]
     endpoint = f"{parsed.scheme}://{parsed.netloc}"
-    if len(parts) >= 2 and _REPO_ID_RE.match(f"{parts[0]}/{parts[1]}"):
+    if len(parts) >= 2 and _REPO_ID_RE.fullmatch(f"{parts[0]}/{parts[1]}"):
         repo_id = f"{parts[0]}/{parts[1]}"
         if len(parts) >= 5 and parts[2] in ("resolve", "blob"):
             return ModelReference(repo_id, "/".join(parts[4:]), parts[3], endpoint)
@@ -151,33 +213,35 @@ def quant_tag(filename: str) -> str | None:
     return found[-1].upper() if found else None
 
 
+_HUB_CALLS = threading.Lock()
+
+
 @contextlib.contextmanager
 def _one_off_session() -> Iterator[None]:
-    """huggingface_hub keeps a global HTTP client with keep-alive connections; close it after each use so that no
-    connection stays open once what the user asked for is done."""
-    from huggingface_hub import close_session
-
-    try:
-        yield
-    finally:
-        close_session()
+    """huggingface_hub keeps one global HTTP client with keep-alive connections; close it after each use so that
+    no connection stays open once what the user asked for is done. Calls take turns: closing the shared client
+    under a search still running on another thread broke that search ("Bad file descriptor")."""
+    hub = _hub()
+    with _HUB_CALLS:
+        try:
+            yield
+        finally:
+            hub.close_session()
 
 
 def _hub_errors():  # imported lazily: huggingface_hub is only needed once the user asks for the network
-    from huggingface_hub import errors
-
-    return errors
+    return _hub().errors
 
 
 def list_gguf_files(repo_id: str, revision: str | None = None, endpoint: str | None = None) -> list[RemoteFile]:
     """The repository's GGUF files with the sizes and sha256 the hub publishes (LFS metadata)."""
-    from huggingface_hub import HfApi
-
+    HfApi = _hub().HfApi
     errors = _hub_errors()
     base = endpoint_url(endpoint)
     try:
         with _one_off_session():
-            info = HfApi(endpoint=base).model_info(repo_id, revision=revision, files_metadata=True, timeout=30)
+            api = _api(HfApi, base)
+            info = api.model_info(repo_id, revision=revision, files_metadata=True, timeout=30)
     except errors.RepositoryNotFoundError as exc:
         raise RemoteNotFoundError(f"no repository {repo_id} on {base} (or it is private)") from exc
     except errors.RevisionNotFoundError as exc:
@@ -194,16 +258,45 @@ def list_gguf_files(repo_id: str, revision: str | None = None, endpoint: str | N
         if type(exc).__module__.startswith(("httpx", "httpcore")):
             raise DownloadInterruptedError(f"cannot reach {base}: {exc}") from exc
         raise
+    commit = info.sha
+    if not isinstance(commit, str) or not _COMMIT_RE.fullmatch(commit):
+        raise DownloadError(f"{host_of(base)} sent a listing for {repo_id} without a valid commit id")
     files = []
     for sibling in info.siblings or []:
-        if not sibling.rfilename.lower().endswith(".gguf"):
+        name = sibling.rfilename
+        if not isinstance(name, str) or not name.lower().endswith(".gguf"):
             continue
         if sibling.lfs is None:  # only LFS files carry a sha256 we can verify against
             continue
-        files.append(
-            RemoteFile(repo_id, sibling.rfilename, info.sha or "main", sibling.lfs.size, sibling.lfs.sha256, base)
-        )
+        problem = listing_problem(name, sibling.lfs.sha256, sibling.lfs.size)
+        if problem:
+            log.warning("ignoring a listing entry of %s on %s: %s", repo_id, host_of(base), problem)
+            continue
+        files.append(RemoteFile(repo_id, name, commit, sibling.lfs.size, sibling.lfs.sha256, base))
     return files
+
+
+_COMMIT_RE = re.compile(r"[0-9a-f]{40}")
+_SHA256_RE = re.compile(r"[0-9a-f]{64}")
+_SAFE_PART_RE = re.compile(r"[\w .+=,@()\[\]-]+")
+MAX_FILE_BYTES = 1 << 40
+
+
+def listing_problem(name: object, sha256: object, size: object) -> str | None:
+    """Why a file entry from a hub listing cannot be used, or None. Names become paths on this disk: only plain
+    relative names of ordinary characters, without ``..``, absolute paths, drive letters or backslashes."""
+    if not isinstance(name, str) or not 0 < len(name) <= 512:
+        return "a file name that is empty or too long"
+    parts = name.split("/")
+    if name.startswith("/") or any(p in ("", ".", "..") or not _SAFE_PART_RE.fullmatch(p) for p in parts):
+        return f"an unsafe file name {name[:80]!r}"
+    if len(parts) > 8:
+        return "a file name nested too deep"
+    if not isinstance(sha256, str) or not _SHA256_RE.fullmatch(sha256):
+        return "a sha256 that is not 64 hex digits"
+    if not isinstance(size, int) or isinstance(size, bool) or not 0 < size <= MAX_FILE_BYTES:
+        return "an impossible file size"
+    return None
 
 
 def resolve_remote_file(
@@ -242,15 +335,16 @@ class HubModel:
 
 
 def search_hub(query: str, endpoint: str | None = None, limit: int = 30) -> list[HubModel]:
-    from huggingface_hub import HfApi
-
+    HfApi = _hub().HfApi
     base = endpoint_url(endpoint)
     try:
         with _one_off_session():
-            found = HfApi(endpoint=base).list_models(search=query, filter="gguf", sort="downloads", limit=limit)
-            return [HubModel(m.id, m.downloads or 0, m.likes or 0) for m in found]
+            api = _api(HfApi, base)
+            found = api.list_models(search=query, filter="gguf", sort="downloads", limit=limit)
+            models = [HubModel(m.id, m.downloads or 0, m.likes or 0) for m in found]
     except Exception as exc:
         raise DownloadInterruptedError(f"searching {base} failed: {exc}") from exc
+    return [m for m in models if isinstance(m.repo_id, str) and _REPO_ID_RE.fullmatch(m.repo_id)]
 
 
 # ---------------------------------------------------------------------- the transfer
@@ -300,12 +394,19 @@ class Downloader:
         self.lock_file = cache / ".locks" / folder / f"{remote.sha256}.lock"
         self.blob = self.repo_dir / "blobs" / remote.sha256
         self.partial = self.blob.with_name(remote.sha256 + ".incomplete")
+        problem = listing_problem(remote.filename, remote.sha256, remote.size)
+        if problem or not _COMMIT_RE.fullmatch(remote.commit) or not _REPO_ID_RE.fullmatch(remote.repo_id):
+            name = f"{remote.repo_id}/{remote.filename[:80]!r}"
+            raise DownloadError(f"refusing to download {name}: {problem or 'the repository or commit id is invalid'}")
         self.target = self.repo_dir / "snapshots" / remote.commit / remote.filename
+        if not self.target.resolve().is_relative_to(self.repo_dir.resolve()):
+            raise DownloadError(f"refusing to download {remote.filename[:80]!r}: it would land outside the cache")
         self.on_progress = on_progress
         self.timeout_s = timeout_s
         self._stop = threading.Event()
         self._keep_partial = True
         self._response: http.client.HTTPResponse | None = None
+        self._connection: http.client.HTTPConnection | None = None
 
     def pause(self) -> None:
         """Stop now and keep the partial file: the next ``run`` continues from it."""
@@ -320,11 +421,16 @@ class Downloader:
     def _interrupt(self) -> None:
         self._stop.set()
         response = self._response
-        # Shutting the socket down wakes a read that waits on a stalled server (closing it would not, on Linux).
-        sock = getattr(getattr(getattr(response, "fp", None), "raw", None), "_sock", None)
-        if isinstance(sock, socket.socket):
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+        # Shutting the socket down wakes a read that waits on a stalled server (closing it would not, on Linux):
+        # the body's socket while the file streams, the connection's while we still wait for the headers.
+        sockets = [
+            getattr(getattr(getattr(response, "fp", None), "raw", None), "_sock", None),
+            getattr(self._connection, "sock", None),
+        ]
+        for sock in sockets:
+            if isinstance(sock, socket.socket):
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
 
     def partial_bytes(self) -> int:
         try:
@@ -336,7 +442,10 @@ class Downloader:
         """Download (or resume), verify, publish; returns the model's path in the snapshot folder."""
         self._stop.clear()
         if self.blob.is_file() and self.blob.stat().st_size == self.remote.size:
-            return self._publish()
+            if _file_sha256(self.blob) == self.remote.sha256:  # a blob from another tool, or ours: check, then trust
+                return self._publish()
+            log.warning("cached blob of %s does not match its sha256; downloading it again", self.remote.filename)
+            self.blob.unlink()
         self.blob.parent.mkdir(parents=True, exist_ok=True)
         from filelock import FileLock, Timeout
 
@@ -370,15 +479,25 @@ class Downloader:
         return digest, done
 
     def _request(self, offset: int) -> http.client.HTTPResponse:
-        from huggingface_hub.utils import build_hf_headers
-
-        headers = dict(build_hf_headers(library_name="fara-desktop"))
-        headers["Accept-Encoding"] = "identity"  # byte offsets must be those of the file
+        headers = {"User-Agent": user_agent(), "Accept-Encoding": "identity"}  # offsets must be those of the file
+        headers.update(_auth_headers(self.remote.url))
         if offset:
             headers["Range"] = f"bytes={offset}-"
         request = urllib.request.Request(self.remote.url, headers=headers)
-        # build_opener() honours HTTP(S)_PROXY / NO_PROXY from the environment.
-        return urllib.request.build_opener().open(request, timeout=self.timeout_s)
+        # build_opener() honours HTTP(S)_PROXY / NO_PROXY from the environment; our handlers replace its defaults.
+        opener = urllib.request.build_opener(
+            _SameOriginCredentials(), _TrackedHTTPHandler(self._track), _TrackedHTTPSHandler(self._track)
+        )
+        response = opener.open(request, timeout=self.timeout_s)
+        if self._stop.is_set():
+            response.close()
+            raise self._stopped(None, offset)
+        return response
+
+    def _track(self, connection: http.client.HTTPConnection) -> None:
+        self._connection = connection
+        if self._stop.is_set():  # paused before the connection existed
+            raise OSError("stopped")
 
     def _transfer(self) -> None:
         digest, done = self._hash_partial()
@@ -386,19 +505,29 @@ class Downloader:
         self._check_disk_space(total - done)
         if done < total:
             try:
-                response = self._request(done)
-            except urllib.error.HTTPError as exc:
-                if exc.code == 416 and done:  # the server has nothing past our end: start over
-                    self.partial.unlink(missing_ok=True)
-                    digest, done = hashlib.sha256(), 0
-                    response = self._request(0)
-                else:
+                try:
+                    response = self._request(done)
+                except urllib.error.HTTPError as exc:
+                    if exc.code == 416 and done:  # the server has nothing past our end: start over
+                        self.partial.unlink(missing_ok=True)
+                        digest, done = hashlib.sha256(), 0
+                        response = self._request(0)
+                    else:
+                        raise self._http_error(exc) from exc
+            except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+                if self._stop.is_set():  # pause or cancel shut the connection while we waited for the server
+                    raise self._stopped(None, done) from exc
+                if isinstance(exc, urllib.error.HTTPError):
                     raise self._http_error(exc) from exc
-            except (urllib.error.URLError, OSError) as exc:
-                raise DownloadInterruptedError(f"cannot reach {self.remote.endpoint}: {_reason(exc)}") from exc
+                raise DownloadInterruptedError(f"cannot reach {host_of(self.remote.url)}: {_reason(exc)}") from exc
             self._response = response
             with response:
-                if done and response.status != 206:  # the server ignored Range: the body is the whole file
+                if done and (response.status != 206 or not self._range_matches(response, done)):
+                    # The server ignored Range (the body is the whole file) or answered another range than asked.
+                    if response.status == 206:
+                        raise DownloadInterruptedError(
+                            f"{host_of(self.remote.url)} answered with bytes other than those asked for; try again"
+                        )
                     log.info("server ignored the Range request; downloading %s from the start", self.remote.filename)
                     digest, done = hashlib.sha256(), 0
                     self.partial.unlink(missing_ok=True)
@@ -418,6 +547,15 @@ class Downloader:
                 f"publishes {self.remote.sha256[:16]}…. The file was deleted; try again."
             )
         os.replace(self.partial, self.blob)
+
+    def _range_matches(self, response: http.client.HTTPResponse, offset: int) -> bool:
+        """A 206 must carry ``Content-Range: bytes <offset>-<size-1>/<size>``: anything else would splice foreign
+        bytes into the file (the sha256 would catch it, but only after the whole download)."""
+        match = re.fullmatch(r"bytes (\d+)-(\d+)/(\d+|\*)", (response.headers.get("Content-Range") or "").strip())
+        if match is None:
+            return False
+        start, end, total = match.groups()
+        return int(start) == offset and int(end) == self.remote.size - 1 and total in ("*", str(self.remote.size))
 
     def _copy(self, response: http.client.HTTPResponse, digest: hashlib._Hash, done: int) -> tuple[hashlib._Hash, int]:
         total = self.remote.size
@@ -455,8 +593,9 @@ class Downloader:
             os.fsync(out.fileno())
         return digest, done
 
-    def _stopped(self, out: BinaryIO, done: int) -> DownloadCancelled:
-        out.close()
+    def _stopped(self, out: BinaryIO | None, done: int) -> DownloadCancelled:
+        if out is not None:
+            out.close()
         if not self._keep_partial:
             self.partial.unlink(missing_ok=True)
         verb = "paused" if self._keep_partial else "cancelled"
@@ -487,6 +626,56 @@ class Downloader:
             refs.parent.mkdir(parents=True, exist_ok=True)
             refs.write_text(self.remote.commit)
         return self.target
+
+
+class _SameOriginCredentials(urllib.request.HTTPRedirectHandler):
+    """Follows redirects like urllib does, but credentials stay with their origin: a redirect to another host,
+    port or scheme (https → http included) drops the Authorization header. urllib's own handler copies it."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None and origin(newurl) != origin(req.full_url):
+            new.remove_header("Authorization")
+        return new
+
+
+def _tracking(connection_class: type[http.client.HTTPConnection], track: Callable[[http.client.HTTPConnection], None]):
+    def connect(host: str, **kwargs: object) -> http.client.HTTPConnection:
+        connection = connection_class(host, **kwargs)  # type: ignore[arg-type]
+        track(connection)
+        return connection
+
+    return connect
+
+
+class _TrackedHTTPHandler(urllib.request.HTTPHandler):
+    """Hands each connection to the downloader, so pause can shut it while the server has not answered yet."""
+
+    def __init__(self, track: Callable[[http.client.HTTPConnection], None]) -> None:
+        super().__init__()
+        self._track = track
+
+    def http_open(self, req):  # type: ignore[no-untyped-def]
+        return self.do_open(_tracking(http.client.HTTPConnection, self._track), req)
+
+
+class _TrackedHTTPSHandler(urllib.request.HTTPSHandler):
+    """The same for https."""
+
+    def __init__(self, track: Callable[[http.client.HTTPConnection], None]) -> None:
+        super().__init__()
+        self._track = track
+
+    def https_open(self, req):  # type: ignore[no-untyped-def]
+        return self.do_open(_tracking(http.client.HTTPSConnection, self._track), req, context=self._context)
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(CHUNK_BYTES):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def free_bytes(folder: Path) -> int:
