@@ -1,25 +1,45 @@
-"""Write small JSON files so that a crash leaves the old or the new file, never half of one."""
+"""Write files so that a crash leaves the old or the new file, never half of one.
+
+The temporary file gets a unique name made with ``O_EXCL`` (``tempfile.mkstemp``) in the target's folder: two
+writers never share it, and a symlink planted at a predictable temporary name is never followed. It is created
+readable by the user only (0600), flushed to disk, then renamed over the target.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
 log = logging.getLogger(__name__)
 
 
-def write_json_atomically(path: Path, data: Any, indent: int | None = 2) -> None:
-    """Write to a temporary file, flush it to disk, then rename it over the old file."""
+def write_text_atomically(path: Path, text: str, mode: int = 0o600) -> None:
+    """Write ``text`` (UTF-8) to ``path`` through a private temporary file in the same folder."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=indent)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if mode != 0o600:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+def write_json_atomically(path: Path, data: Any, indent: int | None = 2) -> None:
+    """``data`` as JSON, written atomically."""
+    write_text_atomically(path, json.dumps(data, indent=indent))
 
 
 def save_cache_file(path: Path, data: Any) -> bool:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from fara_desktop.storage import ConversationStore, StorageError
+from fara_desktop.atomic_files import write_text_atomically
+from fara_desktop.chat_import import ImportRefusedError
+from fara_desktop.regular_files import read_regular_text
+from fara_desktop.storage import ConversationStore
 
 FORMATS = ("md", "json")
 
@@ -16,12 +18,6 @@ FORMATS = ("md", "json")
 def file_stem(conversation_id: int, title: str) -> str:
     slug = re.sub(r"[^\w]+", "-", title.lower(), flags=re.UNICODE).strip("-")[:60] or "chat"
     return f"{conversation_id:04d}-{slug}"
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def export_conversations(
@@ -37,18 +33,25 @@ def export_conversations(
         for fmt in formats:
             path = out_dir / f"{stem}.{fmt}"
             if fmt == "md":
-                _write_atomic(path, store.export_markdown(summary.id))
+                write_text_atomically(path, store.export_markdown(summary.id))
             elif fmt == "json":
-                _write_atomic(path, json.dumps(store.export_json(summary.id), indent=2, ensure_ascii=False))
+                write_text_atomically(path, json.dumps(store.export_json(summary.id), indent=2, ensure_ascii=False))
             else:
                 raise ValueError(f"unknown export format {fmt!r}")
             written.append(path)
     return written
 
 
+MAX_IMPORT_BYTES = 512 * 1024 * 1024
+
+
 def import_conversation(store: ConversationStore, path: Path) -> int:
+    """Raises ``ImportRefusedError`` (unreadable, not JSON, invalid) or ``StorageError`` (cannot be saved)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_regular_text(path, MAX_IMPORT_BYTES))
+    except RecursionError as exc:
+        raise ImportRefusedError(f"{path.name} is nested too deeply to be a conversation.") from exc
     except (OSError, ValueError) as exc:
-        raise StorageError(f"{path.name} could not be read as JSON: {exc}") from exc
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ImportRefusedError(f"{path.name} could not be read as JSON: {reason[:200]}") from exc
     return store.import_json(data)

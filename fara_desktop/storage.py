@@ -7,6 +7,8 @@ Writes are small and frequent (a reply is saved while it streams), so the databa
 from __future__ import annotations
 
 import json
+import logging
+import math
 import os
 import sqlite3
 import time
@@ -16,7 +18,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from fara_desktop.chat_import import MAX_TIMESTAMP, validate_export
 from fara_desktop.engine.errors import FaraError
+
+log = logging.getLogger(__name__)
 
 MessageStatus = str  # "complete" | "streaming" | "stopped" | "failed"
 
@@ -78,12 +83,45 @@ class ConversationSummary:
     message_count: int
 
 
+MESSAGE_STATUSES = ("complete", "streaming", "stopped", "failed")
+
+
+def _finite_time(value: Any, fallback: float = 0.0) -> float:
+    """A timestamp that ``time.localtime`` can format: finite and between 1970 and the year 3000."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value) if 0 <= value <= MAX_TIMESTAMP else fallback
+    return fallback
+
+
+def _stats(raw: Any) -> dict[str, Any] | None:
+    """Stats as stored: a JSON object of numbers (and an error text); anything else reads as none."""
+    if not raw:
+        return None
+    try:
+        data = json.loads(raw) if isinstance(raw, str) else None
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    kept: dict[str, Any] = {}
+    for key, value in data.items():
+        if key == "error" and isinstance(value, str):
+            kept[key] = value[:2000]
+        elif isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            kept[key] = value
+    return kept
+
+
 def _message(row: sqlite3.Row) -> StoredMessage:
+    """A row as the app can show it, whatever an older version, an import or a hand edit left in it."""
+    status = row["status"] if row["status"] in MESSAGE_STATUSES else "complete"
+    model = row["model"] if isinstance(row["model"], str) else None
+    content = row["content"] if isinstance(row["content"], str) else str(row["content"] or "")
+    created = _finite_time(row["created_at"])
     return StoredMessage(
         id=row["id"], conversation_id=row["conversation_id"], position=row["position"], role=row["role"],
-        content=row["content"], status=row["status"], model=row["model"],
-        stats=json.loads(row["stats"]) if row["stats"] else None, created_at=row["created_at"],
-        updated_at=row["updated_at"],
+        content=content, status=status, model=model, stats=_stats(row["stats"]), created_at=created,
+        updated_at=_finite_time(row["updated_at"], created),
     )  # fmt: skip
 
 
@@ -132,16 +170,24 @@ class ConversationStore:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction. Whatever fails inside it — a statement, or COMMIT itself (disk full, I/O error) —
+        is rolled back, so the connection is never left inside a transaction that makes every later write fail."""
         try:
             self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
-        except sqlite3.OperationalError as exc:
+        except sqlite3.Error as exc:
             raise StorageError(f"Could not save to {self.path.name}: {exc}") from exc
+        try:
+            yield self._db
+            self._db.execute("COMMIT")
+        except BaseException as exc:
+            if self._db.in_transaction:
+                try:
+                    self._db.execute("ROLLBACK")
+                except sqlite3.Error:
+                    log.warning("rollback failed after a failed write to %s", self.path.name)
+            if isinstance(exc, sqlite3.Error):
+                raise StorageError(f"Could not save to {self.path.name}: {exc}") from exc
+            raise
 
     def close(self) -> None:
         self._db.close()
@@ -171,7 +217,14 @@ class ConversationStore:
             args = (pattern, pattern)
         query += " ORDER BY c.updated_at DESC, c.id DESC"
         return [
-            ConversationSummary(r["id"], r["title"], r["system_prompt"], r["created_at"], r["updated_at"], r["n"])
+            ConversationSummary(
+                r["id"],
+                r["title"] if isinstance(r["title"], str) else str(r["title"]),
+                r["system_prompt"] if isinstance(r["system_prompt"], str) else "",
+                _finite_time(r["created_at"]),
+                _finite_time(r["updated_at"], _finite_time(r["created_at"])),
+                r["n"],
+            )
             for r in self._db.execute(query, args)
         ]
 
@@ -231,18 +284,27 @@ class ConversationStore:
         status: MessageStatus | None = None,
         stats: dict[str, Any] | None = None,
         model: str | None = None,
+        replacing: tuple[int, int] | None = None,
     ) -> None:
+        """Save a message; ``replacing=(first, end)`` also deletes the messages at positions first ≤ p < end of
+        its conversation in the same transaction — the earlier versions a regenerated reply or an edited message
+        replace, kept until their replacement exists."""
         with self.transaction() as db:
             db.execute(
                 """UPDATE messages SET content = ?, status = COALESCE(?, status), stats = COALESCE(?, stats),
                    model = COALESCE(?, model), updated_at = ? WHERE id = ?""",
                 (content, status, json.dumps(stats) if stats is not None else None, model, time.time(), message_id),
             )
+            if replacing is not None:
+                db.execute(
+                    """DELETE FROM messages WHERE position >= ? AND position < ? AND conversation_id =
+                       (SELECT conversation_id FROM messages WHERE id = ?)""",
+                    (replacing[0], replacing[1], message_id),
+                )
 
-    def delete_messages_from(self, conversation_id: int, position: int) -> None:
-        """Remove the message at ``position`` and every later one (regenerate, edit and resend)."""
+    def delete_message(self, message_id: int) -> None:
         with self.transaction() as db:
-            db.execute("DELETE FROM messages WHERE conversation_id = ? AND position >= ?", (conversation_id, position))
+            db.execute("DELETE FROM messages WHERE id = ?", (message_id,))
 
     def mark_interrupted(self) -> int:
         """Replies left 'streaming' by a crash or a kill become 'stopped' (their text is kept)."""
@@ -274,50 +336,31 @@ class ConversationStore:
         if data["system_prompt"]:
             lines += [f"> System prompt: {data['system_prompt']}", ""]
         for message in data["messages"]:
-            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(message["created_at"]))
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(_finite_time(message["created_at"])))
             who = "You" if message["role"] == "user" else f"Assistant ({message['model'] or 'model'})"
             status = "" if message["status"] == "complete" else f" — {message['status']}"
             lines += [f"## {who} · {when}{status}", "", message["content"], ""]
         return "\n".join(lines)
 
-    def import_json(self, data: dict[str, Any]) -> int:
-        if not isinstance(data, dict) or data.get("format") != "fara-desktop-conversation":
-            raise StorageError("This file is not a Fara Desktop conversation export.")
-        messages = data.get("messages")
-        if not isinstance(messages, list):
-            raise StorageError("The conversation file has no message list.")
+    def import_json(self, data: Any) -> int:
+        """Add a conversation from a Fara export. The whole file is validated first (``validate_export``): a file
+        with one bad value is refused whole, with the reason, and nothing is written."""
+        conversation = validate_export(data)
         with self.transaction() as db:
-            now = time.time()
             cursor = db.execute(
                 "INSERT INTO conversations (title, system_prompt, created_at, updated_at) VALUES (?, ?, ?, ?)",
-                (
-                    str(data.get("title") or "Imported chat"),
-                    str(data.get("system_prompt") or ""),
-                    float(data.get("created_at") or now),
-                    float(data.get("updated_at") or now),
-                ),
+                (conversation.title, conversation.system_prompt, conversation.created_at, conversation.updated_at),
             )
             conversation_id = int(cursor.lastrowid or 0)
-            for position, message in enumerate(messages):
-                role = message.get("role") if isinstance(message, dict) else None
-                if role not in ("system", "user", "assistant"):
-                    raise StorageError(f"Message {position + 1} has no valid role.")
-                stats = message.get("stats")
-                db.execute(
-                    """INSERT INTO messages (conversation_id, position, role, content, status, model, stats,
-                       created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                    (
-                        conversation_id,
-                        position,
-                        role,
-                        str(message.get("content", "")),
-                        str(message.get("status") or "complete"),
-                        message.get("model"),
-                        json.dumps(stats) if stats else None,
-                        float(message.get("created_at") or now),
-                        float(message.get("updated_at") or now),
-                    ),
-                )
+            db.executemany(
+                """INSERT INTO messages (conversation_id, position, role, content, status, model, stats,
+                   created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                [
+                    (conversation_id, position, m.role, m.content, m.status, m.model,
+                     json.dumps(m.stats) if m.stats else None, m.created_at, m.updated_at)
+                    for position, m in enumerate(conversation.messages)
+                ],
+            )
         return conversation_id
 
 

@@ -8,6 +8,7 @@ import stat
 
 import pytest
 
+from fara_desktop.chat_import import ImportRefusedError
 from fara_desktop.chat_session import ChatSession
 from fara_desktop.engine.types import GenerationStats
 from fara_desktop.exporting import export_conversations, import_conversation
@@ -86,7 +87,7 @@ def test_interrupted_replies_become_stopped(store):
     assert (reply.content, reply.status) == ("Once upon a time", "stopped")
 
 
-def test_truncate_regenerate_and_prompt(store):
+def test_replace_regenerate_and_prompt(store):
     session = ChatSession(store, system_prompt="Be brief.")
     session.add_user_message("one")
     session.begin_reply(None)
@@ -95,8 +96,8 @@ def test_truncate_regenerate_and_prompt(store):
     session.begin_reply(None)
     session.end_reply("", "failed", error="boom")
     assert [m.content for m in session.prompt_messages()] == ["Be brief.", "one", "uno", "two"]
-    session.truncate_from(2)
-    assert [m.content for m in store.messages(session.conversation_id)] == ["one", "uno"]
+    session.replace_from(2)
+    assert [m.content for m in session.messages] == ["one", "uno"]
     session.apply_trim(1)
     assert [m.content for m in session.prompt_messages()] == ["Be brief.", "uno"]
 
@@ -137,5 +138,5 @@ def test_export_and_import_round_trip(store, tmp_path):
     assert copy[1].stats["completion_tokens"] == 5
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"format": "something-else"}))
-    with pytest.raises(StorageError, match="not a Fara Desktop"):
+    with pytest.raises(ImportRefusedError, match="not a Fara Desktop"):
         import_conversation(store, bad)

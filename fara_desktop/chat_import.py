@@ -1,0 +1,138 @@
+"""Validate a conversation file before anything of it reaches the database.
+
+An imported file is a stranger's: every field is checked for type, range and size, and a file with one bad value is
+refused whole with a reason a person can act on. The checks are written out rather than done with a schema library:
+they are few, and the ones that matter most (finite timestamps that ``time.localtime`` can format, stats made only
+of finite numbers) are not what JSON Schema's types express.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from fara_desktop.engine.errors import FaraError
+
+EXPORT_FORMAT = "fara-desktop-conversation"
+MAX_MESSAGES = 100_000
+MAX_CONTENT_CHARS = 10_000_000
+MAX_TITLE_CHARS = 500
+MAX_MODEL_CHARS = 500
+MAX_STATS_KEYS = 32
+MAX_TIMESTAMP = 32_503_680_000.0  # 1 January 3000
+IMPORT_STATUSES = ("complete", "stopped", "failed")  # "streaming" is a live state; imported, it reads as stopped
+ROLES = ("system", "user", "assistant")
+
+
+class ImportRefusedError(FaraError):
+    """The file is not a conversation we can import; the message names the first problem found."""
+
+
+@dataclass(frozen=True)
+class ImportedMessage:
+    """One validated message."""
+
+    role: str
+    content: str
+    status: str
+    model: str | None
+    stats: dict[str, Any] | None
+    created_at: float
+    updated_at: float
+
+
+@dataclass(frozen=True)
+class ImportedConversation:
+    """A validated conversation, ready to be written."""
+
+    title: str
+    system_prompt: str
+    created_at: float
+    updated_at: float
+    messages: list[ImportedMessage]
+
+
+def _text(value: Any, where: str, limit: int, default: str | None = None) -> str:
+    if value is None and default is not None:
+        return default
+    if not isinstance(value, str):
+        raise ImportRefusedError(f"{where} is not text.")
+    if len(value) > limit:
+        raise ImportRefusedError(f"{where} is {len(value):,} characters long; at most {limit:,} are accepted.")
+    return value
+
+
+def _time(value: Any, where: str, default: float) -> float:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ImportRefusedError(f"{where} is not a time (seconds since 1970): {str(value)[:40]!r}.")
+    if not 0 <= value <= MAX_TIMESTAMP:
+        raise ImportRefusedError(f"{where} is out of range: {value!r:.40}.")
+    return float(value)
+
+
+def _stats(value: Any, where: str) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or len(value) > MAX_STATS_KEYS:
+        raise ImportRefusedError(f"{where} stats are not a small set of named numbers.")
+    stats: dict[str, Any] = {}
+    for key, number in value.items():
+        if key == "error" and isinstance(number, str) and len(number) <= 2000:
+            stats[key] = number
+        elif isinstance(number, (int, float)) and not isinstance(number, bool) and math.isfinite(number):
+            stats[str(key)[:64]] = number
+        else:
+            raise ImportRefusedError(f"{where} stats hold a value that is not a number ({str(key)[:40]!r}).")
+    return stats
+
+
+def validate_export(data: Any) -> ImportedConversation:
+    """Check a decoded Fara export; raise ``ImportRefusedError`` naming the first problem."""
+    if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
+        raise ImportRefusedError("This file is not a Fara Desktop conversation export.")
+    if data.get("version") not in (1, None):
+        raise ImportRefusedError(f"This export has version {str(data.get('version'))[:20]}; this app reads version 1.")
+    messages = data.get("messages")
+    if not isinstance(messages, list):
+        raise ImportRefusedError("The conversation file has no message list.")
+    if len(messages) > MAX_MESSAGES:
+        raise ImportRefusedError(f"The file has {len(messages):,} messages; at most {MAX_MESSAGES:,} are accepted.")
+    now = time.time()
+    created = _time(data.get("created_at"), "The conversation's creation time", now)
+    checked: list[ImportedMessage] = []
+    for number, message in enumerate(messages, start=1):
+        where = f"Message {number}"
+        if not isinstance(message, dict):
+            raise ImportRefusedError(f"{where} is not an object.")
+        role = message.get("role")
+        if role not in ROLES:
+            raise ImportRefusedError(f"{where} has no valid role (system, user or assistant).")
+        status = message.get("status") or "complete"
+        if status == "streaming":
+            status = "stopped"
+        if status not in IMPORT_STATUSES:
+            raise ImportRefusedError(f"{where} has an unknown status {str(status)[:40]!r}.")
+        model = message.get("model")
+        message_time = _time(message.get("created_at"), f"{where}'s time", created)
+        checked.append(
+            ImportedMessage(
+                role=role,
+                content=_text(message.get("content"), f"{where}'s text", MAX_CONTENT_CHARS, ""),
+                status=status,
+                model=None if model is None else _text(model, f"{where}'s model name", MAX_MODEL_CHARS),
+                stats=_stats(message.get("stats"), where),
+                created_at=message_time,
+                updated_at=_time(message.get("updated_at"), f"{where}'s update time", message_time),
+            )
+        )
+    return ImportedConversation(
+        title=_text(data.get("title"), "The title", MAX_TITLE_CHARS, "Imported chat").strip() or "Imported chat",
+        system_prompt=_text(data.get("system_prompt"), "The system prompt", MAX_CONTENT_CHARS, ""),
+        created_at=created,
+        updated_at=_time(data.get("updated_at"), "The conversation's update time", created),
+        messages=checked,
+    )
