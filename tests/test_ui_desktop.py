@@ -80,7 +80,7 @@ def test_search_rename_delete_from_the_sidebar(make_window, qtbot, monkeypatch):
     win.rename_conversation(bread)
     assert win.store.conversation(bread).title == "Bread!"
     monkeypatch.setattr(
-        "fara_desktop.ui.main_window.QMessageBox.question",
+        "fara_desktop.ui.main_window.QMessageBox.exec",
         lambda *a, **k: __import__("PySide6.QtWidgets").QtWidgets.QMessageBox.StandardButton.No,
     )
     win.delete_conversation(bread)

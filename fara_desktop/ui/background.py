@@ -4,22 +4,40 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from PySide6.QtCore import QObject, Signal
 
 
 class BackgroundCall(QObject):
-    """Calls ``fn`` on a daemon thread; emits ``done(result)`` or ``failed(exception)`` on the GUI thread."""
+    """Calls ``fn`` on a daemon thread; emits ``done(result)`` or ``failed(exception)`` on the GUI thread.
+
+    The call is never a child of the widget that asked for it: a window closed (and deleted) while its scan still
+    runs would delete the call with it, and the thread would then emit from a deleted object ("Signal source has
+    been deleted"). Instead the class keeps every running call alive until its result has reached the GUI thread,
+    and a call whose ``owner`` was destroyed delivers nothing. A plain daemon thread rather than QThreadPool: a scan
+    stuck on a dead network mount must not hold up quitting, and the global pool waits for its tasks at exit.
+    """
 
     done = Signal(object)
     failed = Signal(object)
+    _settled = Signal(bool, object)  # from the thread, received on the GUI thread: (succeeded, result or error)
 
-    def __init__(self, fn: Callable[[], Any], parent: QObject | None = None) -> None:
-        super().__init__(parent)
+    _running: ClassVar[set[BackgroundCall]] = set()
+
+    def __init__(self, fn: Callable[[], Any], owner: QObject | None = None) -> None:
+        super().__init__()
         self._fn = fn
+        self._owner_gone = False
+        if owner is not None:
+            owner.destroyed.connect(self._forget_owner)
+        self._settled.connect(self._deliver)
+
+    def _forget_owner(self) -> None:
+        self._owner_gone = True
 
     def start(self) -> BackgroundCall:
+        BackgroundCall._running.add(self)
         threading.Thread(target=self._run, name="fara-background", daemon=True).start()
         return self
 
@@ -27,6 +45,12 @@ class BackgroundCall(QObject):
         try:
             result = self._fn()
         except Exception as exc:
-            self.failed.emit(exc)
+            self._settled.emit(False, exc)
         else:
-            self.done.emit(result)
+            self._settled.emit(True, result)
+
+    def _deliver(self, succeeded: bool, value: object) -> None:
+        """On the GUI thread, where the owner's destruction is also handled: no race between the two."""
+        BackgroundCall._running.discard(self)
+        if not self._owner_gone:
+            (self.done if succeeded else self.failed).emit(value)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import time
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import QFrame, QLabel, QPushButton, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QPushButton, QScrollArea, QVBoxLayout, QWidget
 
 from fara_desktop.engine.types import GenerationStats
 from fara_desktop.ui.message_widget import MessageWidget
+from fara_desktop.ui.plain_text import plain_label
 
 # 10 repaints a second while a reply streams: on a 2-core machine each repaint takes CPU from one of llama.cpp's
 # two lock-stepped threads (measured app/raw generation: 0.81 at 66 ms, 0.90 at 150 ms, 0.93 at 400 ms).
@@ -37,10 +38,10 @@ class EmptyState(QFrame):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(40, 60, 40, 40)
         layout.setSpacing(12)
-        self.heading = QLabel()
+        self.heading = plain_label()
         self.heading.setObjectName("emptyHeading")
         self.heading.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.body = QLabel()
+        self.body = plain_label()
         self.body.setObjectName("emptyBody")
         self.body.setWordWrap(True)
         self.body.setAlignment(Qt.AlignmentFlag.AlignCenter)

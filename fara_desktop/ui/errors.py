@@ -10,6 +10,8 @@ from types import TracebackType
 
 from PySide6.QtWidgets import QApplication, QMessageBox
 
+from fara_desktop.ui.plain_text import plain_message_box
+
 log = logging.getLogger("fara_desktop.crash")
 
 
@@ -19,8 +21,13 @@ def install_exception_dialog(log_file: Path) -> None:
         if QApplication.instance() is None:
             sys.__excepthook__(kind, value, tb)
             return
-        box = QMessageBox(QMessageBox.Icon.Critical, "Fara Desktop — unexpected error", f"{kind.__name__}: {value}")
-        box.setInformativeText(f"Your conversations are safe. Details were written to:\n{log_file}")
+        box = plain_message_box(
+            QMessageBox.Icon.Critical,
+            "Fara Desktop — unexpected error",
+            f"{kind.__name__}: {value}",
+            detail=f"Your conversations are safe. Details were written to:\n{log_file}",
+        )
+        box.addButton(QMessageBox.StandardButton.Ok)
         box.exec()
 
     sys.excepthook = hook

@@ -14,6 +14,7 @@ from fara_desktop.hardware import HardwareProfile
 from fara_desktop.isa import AVX512_COMPLETE
 from fara_desktop.settings import InferenceOverrides
 from fara_desktop.tuning import MemoryEstimate, TunedParams
+from fara_desktop.ui.plain_text import plain_label, plain_tooltip
 
 
 def human_bytes(count: float) -> str:
@@ -83,7 +84,7 @@ class HardwarePanel(QFrame):
         outer.setSpacing(12)
         self._values: dict[str, QLabel] = {}
         outer.addWidget(self._section("This machine", ["CPU", "Cores", "Instructions", "Caches", "RAM"]))
-        self.warning = QLabel()
+        self.warning = plain_label()
         self.warning.setObjectName("capabilityWarning")
         self.warning.setWordWrap(True)
         self.warning.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -124,7 +125,7 @@ class HardwarePanel(QFrame):
         layout = QVBoxLayout(box)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(6)
-        heading = QLabel(title)
+        heading = plain_label(title)
         heading.setObjectName("panelHeading")
         layout.addWidget(heading)
         form = QFormLayout()
@@ -132,11 +133,11 @@ class HardwarePanel(QFrame):
         form.setHorizontalSpacing(10)
         form.setVerticalSpacing(4)
         for key in keys:
-            value = QLabel()
+            value = plain_label()
             value.setObjectName(f"panelValue{key.replace(' ', '')}")
             value.setWordWrap(True)
             value.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            name = QLabel(key)
+            name = plain_label(key)
             name.setObjectName("panelKey")
             form.addRow(name, value)
             self._values[key] = value
@@ -199,7 +200,7 @@ class HardwarePanel(QFrame):
     def show_choice(self, reason: str) -> None:
         """The first clause in the panel; the whole explanation as its tooltip."""
         self.set_value("Why", reason.split(";")[0] if reason else "—")
-        self._values["Why"].setToolTip(reason)
+        self._values["Why"].setToolTip(plain_tooltip(reason))
 
     def show_tuning(self, tuned: TunedParams, overrides: InferenceOverrides) -> None:
         self._tuned, self._overrides = tuned, overrides

@@ -9,14 +9,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QApplication,
     QFileDialog,
     QHBoxLayout,
     QInputDialog,
-    QLabel,
     QLineEdit,
     QMainWindow,
     QMessageBox,
@@ -29,6 +28,7 @@ from PySide6.QtWidgets import (
 
 from fara_desktop import APP_NAME
 from fara_desktop.chat_session import ChatSession
+from fara_desktop.engine.errors import FaraError
 from fara_desktop.engine.types import (
     Cancelled,
     Event,
@@ -42,6 +42,7 @@ from fara_desktop.engine.types import (
     ModelLoadFailed,
     ModelLoading,
     ModelUnloaded,
+    PromptAdjusted,
     SamplingParams,
     ThreadsCalibrated,
     TokenText,
@@ -68,6 +69,7 @@ from fara_desktop.ui.engine_bridge import EngineBridge
 from fara_desktop.ui.hardware_panel import HardwarePanel
 from fara_desktop.ui.message_widget import MessageWidget
 from fara_desktop.ui.models_dialog import GetModelsDialog
+from fara_desktop.ui.plain_text import plain_label, plain_message_box
 from fara_desktop.ui.settings_dialog import SettingsDialog
 from fara_desktop.ui.sidebar import Sidebar
 from fara_desktop.ui.theme import apply_appearance
@@ -75,20 +77,24 @@ from fara_desktop.ui.window_state import restore_window_state, save_window_state
 
 log = logging.getLogger(__name__)
 
+SAVE_RETRY_MS = 5000
 DEFERRED = 0  # request id of a message waiting for the start-up scan to pick a model
 
 
 def footer_for(message: StoredMessage) -> str:
+    """The line under a reply. ``stats`` come from the database (an import, an older version): any key may be
+    missing; the store only ever hands out numbers and an error text."""
     stats = message.stats or {}
     parts = []
     if message.status == "stopped":
         parts.append("Stopped")
     elif message.status == "failed":
-        parts.append("Failed" + (f": {stats['error']}" if stats.get("error") else ""))
-    if "completion_tokens" in stats:
+        parts.append("Failed" + (f": {stats['error']}" if isinstance(stats.get("error"), str) else ""))
+    keys = ("completion_tokens", "gen_tok_per_s", "ttft_s", "context_used", "n_ctx")
+    if all(isinstance(stats.get(k), (int, float)) for k in keys):
         parts.append(
-            f"{stats['completion_tokens']} tokens · {stats['gen_tok_per_s']:.1f} tok/s · first token "
-            f"{stats['ttft_s'] * 1000:.0f} ms · context {stats['context_used']}/{stats['n_ctx']}"
+            f"{stats['completion_tokens']:.0f} tokens · {stats['gen_tok_per_s']:.1f} tok/s · first token "
+            f"{stats['ttft_s'] * 1000:.0f} ms · context {stats['context_used']:.0f}/{stats['n_ctx']:.0f}"
         )
     return " · ".join(parts)
 
@@ -120,10 +126,16 @@ class MainWindow(QMainWindow):
         self.model_info: ModelInfo | None = None
         self._current_request: int | None = None
         self._planning = False
+        self._plan_generation = 0
         self._closed = False
         self._editing: MessageWidget | None = None
         self._background: set[BackgroundCall] = set()
         self.models_dialog: GetModelsDialog | None = None
+        self._adjusted: set[int | None] = set()  # chats already told how their prompt was adapted to the template
+        self._save_problem_shown = False
+        self._retry_timer = QTimer(self)
+        self._retry_timer.setInterval(SAVE_RETRY_MS)
+        self._retry_timer.timeout.connect(self._retry_saving)
         self.store = self._open_store()
         self.session = ChatSession(self.store)
 
@@ -170,7 +182,7 @@ class MainWindow(QMainWindow):
         self.chat_view.empty_state.addFolderRequested.connect(self._add_models_folder)
         self.chat_view.empty_state.getModelsRequested.connect(self.open_models_dialog)
 
-        self.edit_banner = QLabel(
+        self.edit_banner = plain_label(
             "Editing an earlier message: Enter sends it again and the chat continues from there; Esc cancels."
         )
         self.edit_banner.setObjectName("editBanner")
@@ -230,7 +242,7 @@ class MainWindow(QMainWindow):
         self.splitter.setSizes([230, 730, 320])
         self.setCentralWidget(self.splitter)
 
-        self.status_label = QLabel("Starting…")
+        self.status_label = plain_label("Starting…")
         self.status_label.setObjectName("statusLabel")
         self.load_progress = QProgressBar()
         self.load_progress.setObjectName("loadProgress")
@@ -293,8 +305,13 @@ class MainWindow(QMainWindow):
         self._cancel_edit()
         self.session.open(conversation_id)
         self.system_prompt.setText(self.session.system_prompt)
-        self.chat_view.set_messages([(m.role, m.content, footer_for(m), m.model, m.id) for m in self.session.messages])
+        self._show_session_messages()
         self.refresh_sidebar()
+
+    def _show_session_messages(self) -> None:
+        self.chat_view.set_messages(
+            [(m.role, m.content, footer_for(m), m.model, m.id, m.created_at) for m in self.session.messages]
+        )
 
     def rename_conversation(self, conversation_id: int) -> None:
         summary = self.store.conversation(conversation_id)
@@ -310,12 +327,15 @@ class MainWindow(QMainWindow):
         if summary is None:
             return
         if confirm:
-            answer = QMessageBox.question(
-                self,
+            box = plain_message_box(
+                QMessageBox.Icon.Question,
                 "Delete chat",
                 f"Delete “{summary.title}” and its {summary.message_count} messages? This cannot be undone.",
+                self,
             )
-            if answer != QMessageBox.StandardButton.Yes:
+            box.setStandardButtons(QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No)
+            box.setDefaultButton(QMessageBox.StandardButton.No)
+            if box.exec() != QMessageBox.StandardButton.Yes:
                 return
         if conversation_id == self.session.conversation_id:
             self.new_chat()
@@ -347,8 +367,8 @@ class MainWindow(QMainWindow):
             return
         try:
             conversation_id = import_conversation(self.store, Path(path))
-        except StorageError as exc:
-            self.show_notice(str(exc), "error")
+        except FaraError as exc:  # refused (ImportRefusedError) or not saved (StorageError): nothing was written
+            self.show_notice(f"{Path(path).name} was not imported. {exc}", "error")
             return
         self.refresh_sidebar()
         self.open_conversation(conversation_id)
@@ -364,7 +384,7 @@ class MainWindow(QMainWindow):
             return
         if self._editing is not None:
             index = self.chat_view.messages().index(self._editing)
-            self.session.truncate_from(self._message_index(self._editing, index))
+            self.session.replace_from(self._message_index(self._editing, index))
             self.chat_view.remove_from(self._editing)
             self._cancel_edit()
         self.composer.clear()
@@ -372,6 +392,8 @@ class MainWindow(QMainWindow):
             user = self.session.add_user_message(text)
         except StorageError as exc:
             self.composer.setPlainText(text)  # nothing is lost: the text goes back where it was typed
+            self.session.reload()  # an edit's earlier messages were not replaced: show them again
+            self._show_session_messages()
             self.show_notice(f"Your message could not be saved, so it was not sent: {exc}", "error")
             return
         self.chat_view.add_message("user", text, message_id=user.id)
@@ -401,7 +423,7 @@ class MainWindow(QMainWindow):
         if self._current_request is not None or widget.role != "assistant":
             return
         messages = self.chat_view.messages()
-        self.session.truncate_from(self._message_index(widget, messages.index(widget)))
+        self.session.replace_from(self._message_index(widget, messages.index(widget)))
         self.chat_view.remove_from(widget)
         self._request_reply()
 
@@ -537,7 +559,13 @@ class MainWindow(QMainWindow):
             return plan, model_file(plan.model, self.paths) if plan.model else None
 
         self._planning = True
-        self.run_in_background(work, self._apply_plan, self._plan_failed)
+        self._plan_generation += 1
+        generation = self._plan_generation  # a newer request (settings changed meanwhile) wins, not the slower one
+        self.run_in_background(
+            work,
+            lambda result: self._apply_plan(result) if generation == self._plan_generation else None,
+            lambda error: self._plan_failed(error) if generation == self._plan_generation else None,
+        )
 
     def _apply_plan(self, result: tuple[StartupPlan, Path | None]) -> None:
         plan, path = result
@@ -599,6 +627,8 @@ class MainWindow(QMainWindow):
                 self.chat_view.append_stream(event.text)
                 self.session.reply_text(event.text)
                 self.hardware_panel.token_arrived(event.tokens)
+                if self.session.save_problem and not self._save_problem_shown:
+                    self._report_save_problem()
         elif isinstance(event, GenerationStarted):
             if event.request_id == self._current_request:
                 self._set_status("Reading the conversation…")
@@ -617,6 +647,10 @@ class MainWindow(QMainWindow):
                 self.show_notice(event.message, "error")
                 self._set_status("The reply failed — you can send again or change the model")
             self.replyFailed.emit(event.message)
+        elif isinstance(event, PromptAdjusted):
+            if event.request_id == self._current_request and self.session.conversation_id not in self._adjusted:
+                self._adjusted.add(self.session.conversation_id)  # said once per chat
+                self.show_notice(event.note)
         elif isinstance(event, HistoryTrimmed):
             self.session.apply_trim(event.dropped_messages)
             self._set_status(
@@ -653,16 +687,40 @@ class MainWindow(QMainWindow):
         if request_id != self._current_request:
             return False
         model = self.model_info.name if self.model_info else None
+        shown = self.session.messages
         final = self.session.end_reply(text, status, stats, model, error)
         widget = self.chat_view.end_stream(final.content if final else text, footer_for(final) if final else "")
         if widget is not None and final is not None:
             widget.set_meta(final.model, final.created_at)  # the model may have loaded after the reply began
         if widget is not None and final is not None and status == "failed" and not final.content.strip():
             self.chat_view.remove_message(widget)
+        if self.session.messages is not shown:  # a failed regenerate or edit: the earlier versions are back
+            self._show_session_messages()
         self._current_request = None
         self._set_busy(False)
+        self._report_save_problem()
         self.refresh_sidebar()
         return True
+
+    def _report_save_problem(self) -> None:
+        """One notice while saving fails (not one per attempt); the text is kept and saved when the disk lets us."""
+        problem = self.session.save_problem
+        if problem and not self._save_problem_shown:
+            self._save_problem_shown = True
+            self.show_notice(
+                f"Replies cannot be saved right now ({problem.rstrip('.')}). They stay here and are saved as soon as "
+                "the disk allows it; free some space or check the data folder.",
+                "error",
+            )
+            self._retry_timer.start()
+        elif not problem and self._save_problem_shown:
+            self._save_problem_shown = False
+            self._retry_timer.stop()
+            self._set_status("Saved: every reply is on disk again")
+
+    def _retry_saving(self) -> None:
+        if self.session.retry_pending():
+            self._report_save_problem()
 
     # ------------------------------------------------------------------ state
 
@@ -686,5 +744,7 @@ class MainWindow(QMainWindow):
         self.bridge.event.disconnect(self._on_engine_event)
         if self.session.replying:  # the worker is gone: keep what was written as a stopped reply
             self.session.end_reply(None, "stopped")
+        if not self.session.retry_pending():
+            log.error("%d reply(ies) could not be saved before quitting", self.session.unsaved_count)
         self.store.close()
         super().closeEvent(event)

@@ -5,12 +5,21 @@ from __future__ import annotations
 import time
 
 from PySide6.QtCore import QEvent, Qt, QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QFont, QGuiApplication
+from PySide6.QtGui import (
+    QDesktopServices,
+    QFont,
+    QGuiApplication,
+    QTextCharFormat,
+    QTextCursor,
+    QTextDocument,
+    QTextFormat,
+)
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
 from fara_desktop.text_blocks import Block, split_blocks
+from fara_desktop.ui.plain_text import plain_label
 
-_SAFE_LINK_SCHEMES = ("http", "https", "mailto")
+_SAFE_LINK_SCHEMES = ("http", "https")  # not mailto: a click would hand a stranger's address to the mail client
 DISPLAY_LIMIT = 60_000  # characters laid out in one message; beyond that the start is shown
 DISPLAY_PREVIEW = 20_000
 ROLE_TITLES = {"user": "You", "assistant": "Assistant", "notice": "Fara", "error": "Problem"}
@@ -67,15 +76,60 @@ def _prose_label(text: str, draft: bool = False) -> QLabel:
     return label
 
 
+class _InertDocument(QTextDocument):
+    """A document that loads nothing: no image, no style sheet, no file, whatever its text asks for."""
+
+    def loadResource(self, kind: int, name: QUrl) -> object:
+        return None
+
+
+_MARKDOWN = QTextDocument.MarkdownFeature.MarkdownDialectGitHub | QTextDocument.MarkdownFeature.MarkdownNoHTML
+
+
+def safe_markdown_html(text: str) -> str:
+    """Markdown → HTML for a label, with nothing in it that loads a resource or came from the text as HTML.
+
+    Raw HTML in the markdown stays literal text (MarkdownNoHTML); images become their description in brackets
+    (an image would be read from a path or URL the text chose: ``![x](/dev/zero)`` hangs the GUI thread). The
+    HTML comes from Qt's own writer, so it holds only the formatting markdown can express."""
+    document = _InertDocument()
+    document.setMarkdown(text, _MARKDOWN)
+    cursor = QTextCursor(document)
+    block = document.begin()
+    replacements: list[tuple[int, int, str]] = []
+    while block.isValid():
+        iterator = block.begin()
+        while not iterator.atEnd():
+            fragment = iterator.fragment()
+            char_format = fragment.charFormat()
+            if fragment.isValid() and char_format.isImageFormat():
+                image = char_format.toImageFormat()
+                alt = image.property(QTextFormat.Property.ImageAltText) or image.name()
+                replacements.append((fragment.position(), fragment.length(), f"[image: {alt}]"))
+            elif fragment.isValid() and char_format.isAnchor():  # the theme's link colour, not a fixed blue
+                char_format.clearForeground()
+                cursor.setPosition(fragment.position())
+                cursor.setPosition(fragment.position() + fragment.length(), QTextCursor.MoveMode.KeepAnchor)
+                cursor.setCharFormat(char_format)
+            iterator += 1
+        block = block.next()
+    for position, length, label in reversed(replacements):
+        cursor.setPosition(position)
+        cursor.setPosition(position + length, QTextCursor.MoveMode.KeepAnchor)
+        cursor.insertText(label, QTextCharFormat())
+    return document.toHtml()
+
+
 def _render_prose(label: QLabel, text: str, draft: bool) -> None:
     """``draft``: the paragraph a reply is still writing. It is shown as plain, not-yet-selectable text, which
     QLabel lays out with a bare QTextLayout instead of a QTextDocument: half the CPU per repaint (measured 7.4 vs
     14.3 ms on this machine), and that CPU is taken from llama.cpp's threads. The paragraph gets its markdown
-    formatting as soon as it is complete."""
-    label.setTextFormat(Qt.TextFormat.PlainText if draft else Qt.TextFormat.MarkdownText)
+    formatting as soon as it is complete — as HTML that Qt wrote from the markdown (``safe_markdown_html``),
+    never as the label's own markdown mode, which honours raw HTML and loads images."""
+    label.setTextFormat(Qt.TextFormat.PlainText if draft else Qt.TextFormat.RichText)
     label.setTextInteractionFlags(Qt.TextInteractionFlag.NoTextInteraction if draft else _PROSE_INTERACTION)
     label.setProperty("draft", draft)
-    label.setText(text)
+    label.setText(text if draft else safe_markdown_html(text))
 
 
 class CodeBlock(QFrame):
@@ -89,7 +143,7 @@ class CodeBlock(QFrame):
         layout.setSpacing(0)
         header = QHBoxLayout()
         header.setContentsMargins(10, 4, 4, 4)
-        self.language = QLabel(block.language or "code")
+        self.language = plain_label(block.language or "code")
         self.language.setObjectName("codeLanguage")
         self.copy_button = QToolButton()
         self.copy_button.setObjectName("copyCodeButton")
@@ -149,7 +203,7 @@ class MessageWidget(QFrame):
         layout.setSpacing(4)
         top = QHBoxLayout()
         top.setSpacing(4)
-        self.title = QLabel(ROLE_TITLES.get(role, role))
+        self.title = plain_label(ROLE_TITLES.get(role, role))
         self.title.setObjectName("messageTitle")
         top.addWidget(self.title)
         top.addStretch(1)
@@ -169,7 +223,7 @@ class MessageWidget(QFrame):
         self._body = QVBoxLayout()
         self._body.setSpacing(6)
         layout.addLayout(self._body)
-        self.footer = QLabel()
+        self.footer = plain_label()
         self.footer.setObjectName("messageFooter")
         self.footer.setWordWrap(True)
         self.footer.hide()

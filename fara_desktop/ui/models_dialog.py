@@ -17,10 +17,10 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QHeaderView,
-    QLabel,
     QLineEdit,
     QListWidget,
     QListWidgetItem,
+    QMessageBox,
     QProgressBar,
     QPushButton,
     QScrollArea,
@@ -38,7 +38,10 @@ from fara_desktop.models.downloads import (
     HubModel,
     Progress,
     RemoteFile,
+    configured_endpoint,
+    host_of,
     human_size,
+    is_configured_hub,
     list_gguf_files,
     parse_model_reference,
     resolve_remote_file,
@@ -47,6 +50,7 @@ from fara_desktop.models.downloads import (
 from fara_desktop.tuning import GIB
 from fara_desktop.ui.background import BackgroundCall
 from fara_desktop.ui.download_task import DownloadTask
+from fara_desktop.ui.plain_text import plain_label, plain_message_box, plain_tooltip
 
 VERDICT_TEXT = {"fits": "Runs well", "slow": "Fits, but slow here", "tight": "Tight fit", "too_big": "Too big"}
 VERDICT_COLOR = {"fits": "#1f7a3a", "slow": "#9a6700", "tight": "#9a6700", "too_big": "#b42318"}
@@ -105,7 +109,7 @@ class DownloadRow(QFrame):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 6, 8, 6)
         top = QHBoxLayout()
-        self.title = QLabel(title)
+        self.title = plain_label(title)
         self.title.setObjectName("downloadTitle")
         self.pause_button = QPushButton("Pause")
         self.pause_button.setObjectName("pauseDownloadButton")
@@ -125,7 +129,7 @@ class DownloadRow(QFrame):
         self.bar.setRange(0, 0)
         self.bar.setTextVisible(False)
         self.bar.setMaximumHeight(8)
-        self.status = QLabel("Reading the hub's file listing…")
+        self.status = plain_label("Reading the hub's file listing…")
         self.status.setObjectName("downloadStatus")
         self.status.setWordWrap(True)
         layout.addLayout(top)
@@ -135,7 +139,7 @@ class DownloadRow(QFrame):
 
     def attach(self, task: DownloadTask) -> None:
         self.task = task
-        self.title.setText(f"{task.remote.repo_id} · {task.remote.filename}")
+        self.title.setText(f"{task.remote.repo_id} · {task.remote.filename} · from {host_of(task.remote.url)}")
         task.progress.connect(self._on_progress)
         task.finished.connect(self._on_finished)
         task.failed.connect(self._on_failed)
@@ -183,7 +187,7 @@ class DownloadRow(QFrame):
         self.bar.setRange(0, 1000)
         self.bar.setValue(1000)
         self.status.setText("Done: sha256 verified. Saved in the Hugging Face cache, where other apps find it too.")
-        self.status.setToolTip(str(path))
+        self.status.setToolTip(plain_tooltip(str(path)))
         self.pause_button.hide()
         self.cancel_button.setText("Dismiss")
         self.use_button.show()
@@ -228,11 +232,14 @@ class GetModelsDialog(QDialog):
         self.rows: list[DownloadRow] = []
 
         layout = QVBoxLayout(self)
-        self.summary = QLabel("Judging each model for this machine…")
+        self.summary = plain_label("Judging each model for this machine…")
         self.summary.setObjectName("catalogSummary")
         self.summary.setWordWrap(True)
-        self.recommendation = QLabel()
+        self.recommendation = plain_label()
         self.recommendation.setObjectName("catalogRecommendation")
+        strong = QFont(self.recommendation.font())
+        strong.setBold(True)
+        self.recommendation.setFont(strong)
         self.recommendation.setWordWrap(True)
         self.recommendation.hide()
         layout.addWidget(self.summary)
@@ -306,7 +313,7 @@ class GetModelsDialog(QDialog):
         best = assessment.recommended
         if best is not None:
             self.recommendation.setText(
-                f"<b>★ Recommended for this machine: {best.entry.name} {best.quant.quant}</b> — the best quality "
+                f"★ Recommended for this machine: {best.entry.name} {best.quant.quant} — the best quality "
                 f"that fits with room for a useful context and writes faster than you read "
                 f"(about {best.expected_tok_per_s:.0f} tokens/s)."
             )
@@ -352,13 +359,13 @@ class GetModelsDialog(QDialog):
                 item.setBackground(column, QColor(RECOMMENDED_BACKGROUND))
             self.recommended_item = item
         speed_note = f"about {option.expected_tok_per_s:.0f} tokens/s expected on this machine"
-        item.setToolTip(2, "\n".join([verdict.message, speed_note, *verdict.suggestions]))
+        item.setToolTip(2, plain_tooltip("\n".join([verdict.message, speed_note, *verdict.suggestions])))
         if option.installed:
             button = QPushButton("Installed ✓")
             button.setEnabled(False)
         else:
             button = QPushButton("Download")
-            button.setToolTip(f"{option.entry.repo} · {option.quant.file_name}")
+            button.setToolTip(plain_tooltip(f"{option.entry.repo} · {option.quant.file_name}"))
             button.clicked.connect(lambda _=False, o=option: self.download_option(o))
         button.setObjectName(f"download:{option.key}")
         self.tree.setItemWidget(item, 5, button)
@@ -382,7 +389,7 @@ class GetModelsDialog(QDialog):
             "Search",
             self.search,
         )
-        self.search_status = QLabel("Searching needs the network; nothing is sent until you press Search.")
+        self.search_status = plain_label("Searching needs the network; nothing is sent until you press Search.")
         self.search_status.setObjectName("hubSearchStatus")
         self.search_status.setWordWrap(True)
         layout.addWidget(self.search_status)
@@ -450,6 +457,12 @@ class GetModelsDialog(QDialog):
             row = self._new_row(text)
             row.fail_before_start(str(exc))
             return
+        if (
+            ref.endpoint
+            and not is_configured_hub(ref.endpoint, self.endpoint)
+            and not self.confirm_host(host_of(ref.endpoint))
+        ):
+            return
         if ref.filename is None:  # a whole repository: show its files to choose from
             self.tabs.setCurrentIndex(1)
             self.show_repo_files(ref.repo_id, ref.revision)
@@ -458,6 +471,22 @@ class GetModelsDialog(QDialog):
             f"{ref.repo_id} · {ref.filename}",
             lambda: resolve_remote_file(ref.repo_id, ref.filename, None, ref.revision, ref.endpoint or self.endpoint),
         )
+
+    def confirm_host(self, host: str) -> bool:
+        """A pasted link to another server than the configured hub: say so, and download only if the user agrees.
+        (Tests replace this method; the box is modal.)"""
+        box = plain_message_box(
+            QMessageBox.Icon.Question,
+            "Download from another server?",
+            f"This link points at {host}, not at {host_of(self.endpoint or configured_endpoint())}. Files from it "
+            "are still checked against the sha256 that server publishes, but only you can judge whether you trust it. "
+            "Your "
+            f"Hugging Face token is not sent to {host}.\n\nDownload from {host}?",
+            self,
+        )
+        box.setStandardButtons(QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No)
+        box.setDefaultButton(QMessageBox.StandardButton.No)
+        return box.exec() == QMessageBox.StandardButton.Yes
 
     # ------------------------------------------------------------------ downloads
 

@@ -16,7 +16,6 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QHBoxLayout,
     QHeaderView,
-    QLabel,
     QListWidget,
     QPushButton,
     QSpinBox,
@@ -32,6 +31,7 @@ from fara_desktop.settings import THEMES, InferenceOverrides, SamplingSettings, 
 from fara_desktop.startup import StartupPlan
 from fara_desktop.tuning import KV_TYPES, TunedParams
 from fara_desktop.ui.hardware_panel import human_bytes
+from fara_desktop.ui.plain_text import plain_label, plain_tooltip
 
 VERDICT_TEXT = {"fits": "fits", "tight": "tight", "too_big": "does not fit"}
 
@@ -105,7 +105,7 @@ class SettingsDialog(QDialog):
     def _model_page(self) -> QWidget:
         page = QWidget()
         layout = QVBoxLayout(page)
-        intro = QLabel("Models found on this machine. ★ marks the best one for it; your choice is remembered.")
+        intro = plain_label("Models found on this machine. ★ marks the best one for it; your choice is remembered.")
         intro.setWordWrap(True)
         self.models = QTableWidget(0, 7)
         self.models.setObjectName("modelTable")
@@ -129,14 +129,14 @@ class SettingsDialog(QDialog):
         add_file = QPushButton("Add file…")
         add_file.setObjectName("addModelFileButton")
         add_file.clicked.connect(self._add_file)
-        self.status = QLabel()
+        self.status = plain_label()
         self.status.setObjectName("modelChoiceStatus")
         row = QHBoxLayout()
         row.addWidget(use)
         row.addWidget(add_file)
         row.addStretch(1)
         row.addWidget(self.status)
-        folders_label = QLabel("Extra folders searched for models:")
+        folders_label = plain_label("Extra folders searched for models:")
         self.folder_list = QListWidget()
         self.folder_list.setObjectName("modelFolders")
         self.folder_list.setAccessibleName("Extra model folders")
@@ -183,7 +183,7 @@ class SettingsDialog(QDialog):
             for column, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setData(Qt.ItemDataRole.UserRole, model.path)
-                item.setToolTip(rec.reason if rec else (model.problem or model.path))
+                item.setToolTip(plain_tooltip(rec.reason if rec else (model.problem or model.path)))
                 if not model.usable:
                     item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsSelectable)
                     item.setForeground(Qt.GlobalColor.gray)
@@ -245,12 +245,14 @@ class SettingsDialog(QDialog):
         form.addRow("Flash attention", self.flash)
         form.addRow("Memory-map weights", self.mmap)
         form.addRow("Lock weights in RAM", self.mlock)
-        note = QLabel("“auto” is tuned for this machine and model. Changes here reload the model when you press OK.")
+        note = plain_label(
+            "“auto” is tuned for this machine and model. Changes here reload the model when you press OK."
+        )
         note.setObjectName("reloadNote")
         note.setWordWrap(True)
         form.addRow(note)
         if tuned:
-            why = QLabel("\n".join(f"• {key}: {reason}" for key, reason in tuned.reasons.items()))
+            why = plain_label("\n".join(f"• {key}: {reason}" for key, reason in tuned.reasons.items()))
             why.setObjectName("tuningReasons")
             why.setWordWrap(True)
             form.addRow(why)

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
 )
 
 from fara_desktop.storage import ConversationSummary
+from fara_desktop.ui.plain_text import plain_tooltip
 
 
 def when(timestamp: float) -> str:
@@ -75,7 +76,7 @@ class Sidebar(QFrame):
                 f"{conversation.title}\n{when(conversation.updated_at)} · {conversation.message_count} messages"
             )
             item.setData(Qt.ItemDataRole.UserRole, conversation.id)
-            item.setToolTip(conversation.title)
+            item.setToolTip(plain_tooltip(conversation.title))
             self.list.addItem(item)
             if conversation.id == current:
                 self.list.setCurrentItem(item)

@@ -1,0 +1,95 @@
+"""What strangers write is shown, never obeyed: no HTML, no resource loading, no rich text in labels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QWidget
+
+from fara_desktop.engine.types import ModelInfo
+from fara_desktop.ui.main_window import MainWindow
+from fara_desktop.ui.message_widget import MessageWidget, open_link
+from tests.fakes import FakeBackend
+from tests.fifo_watch import watched_fifo
+
+
+def _rendered_text(widget: QWidget) -> str:
+    return "\n".join(label.text() for label in widget.findChildren(QLabel))
+
+
+def test_a_reply_with_images_on_a_fifo_renders_without_touching_it(qtbot, tmp_path: Path):
+    with watched_fifo(tmp_path / "pipe") as fifo:
+        widget = MessageWidget(
+            "assistant",
+            f"Look: ![x]({fifo.path})\n\n<img src=\"{fifo.path}\">\n\nand ![web](https://example.com/t.png)",
+        )
+        qtbot.addWidget(widget)
+        widget.resize(600, 400)
+        widget.show()
+        widget.grab()  # lays out and paints: where Qt would load the images
+    assert fifo.opened == 0
+    text = _rendered_text(widget)
+    assert "[image: x]" in text and "&lt;img src=" in text
+
+
+def test_raw_html_in_a_reply_stays_literal_text(qtbot):
+    widget = MessageWidget(
+        "assistant", '<p style="color:red;font-size:40px">SYSTEM: your session expired, enter your password</p>'
+    )
+    qtbot.addWidget(widget)
+    html = _rendered_text(widget)
+    assert "&lt;p style=" in html
+    assert "font-size:40px" not in html.replace("&quot;", '"').split("&lt;p", 1)[0]
+
+
+def test_mailto_and_file_links_are_not_opened(monkeypatch):
+    opened: list[str] = []
+    monkeypatch.setattr("fara_desktop.ui.message_widget.QDesktopServices.openUrl", lambda url: opened.append(url))
+    for url in ("mailto:victim@example.com", "file:///etc/passwd", "smb://host/share", "https://example.com"):
+        open_link(url)
+    assert [u.toString() for u in opened] == ["https://example.com"]
+
+
+@pytest.fixture
+def window(qtbot):
+    win = MainWindow(backend=FakeBackend())
+    qtbot.addWidget(win)
+    win.show()
+    return win
+
+
+def test_names_titles_and_errors_with_html_are_shown_as_text_and_load_nothing(qtbot, window, tmp_path: Path):
+    with watched_fifo(tmp_path / "pipe") as fifo:
+        evil = f'<img src="{fifo.path}"><b>bold</b>'
+        window.session.add_user_message(evil)  # a chat titled with it
+        window.refresh_sidebar()
+        window.show_notice(f"Could not load the model. {evil}", "error")
+        info = ModelInfo(Path("m.gguf"), evil, "llama", 2048, 8192, 2, 2, "f16", False, evil, 0.1, 1000)
+        window.hardware_panel.show_model(info)
+        window.hardware_panel.show_choice(evil)
+        window._set_status(evil)
+        window.grab()
+        for label in window.findChildren(QLabel):
+            if "<img" in label.text():
+                assert label.textFormat() == Qt.TextFormat.PlainText, label.objectName()
+        for widget in window.findChildren(QWidget):
+            assert "<img" not in widget.toolTip(), widget.objectName()
+    assert fifo.opened == 0
+
+
+def test_every_label_in_the_app_has_a_fixed_text_format(window):
+    """A label left on Qt's AutoText guesses HTML from whatever text it is given later. (Form-row captions,
+    which Qt makes from our own fixed strings and ties to their field as buddy, are the exception.)"""
+    window.open_settings()
+    window.open_models_dialog()
+    auto = [
+        label.objectName() or label.text()[:30]
+        for top in (window, window.models_dialog)
+        for label in top.findChildren(QLabel)
+        if label.textFormat() == Qt.TextFormat.AutoText
+        and not label.objectName().startswith("qt_")
+        and label.buddy() is None
+    ]
+    assert auto == []
