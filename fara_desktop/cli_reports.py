@@ -15,6 +15,12 @@ from fara_desktop.paths import AppPaths
 from fara_desktop.settings import load_settings
 from fara_desktop.startup import bandwidth, machine_cache
 from fara_desktop.tuning import GIB, choose_model, size_class, tune
+from fara_desktop.untrusted import printable
+
+
+def say(*parts: object, **options: object) -> None:
+    """print() for reports: names come from GGUF files and folders, so terminal escapes are stripped first."""
+    print(*(printable(part) for part in parts), **options)  # type: ignore[call-overload]
 
 
 def _gib(value: int | None) -> str:
@@ -37,7 +43,7 @@ def hardware_report(paths: AppPaths, as_json: bool = False) -> int:
     data = profile.to_json()
     data["memory_read_bandwidth_gb_s"] = round(bandwidth(profile, cache) / 1e9, 1)
     if as_json:
-        print(json.dumps(data, indent=2))
+        print(json.dumps(data, indent=2))  # JSON escapes control characters itself
         return 0
     lines = [
         f"CPU            {profile.cpu_name} ({profile.architecture})",
@@ -65,7 +71,7 @@ def hardware_report(paths: AppPaths, as_json: bool = False) -> int:
         )
     lines += [f"WARNING        {gap.message}" for gap in profile.build_gaps]
     lines += [f"(probe)        {note}" for note in profile.probe_notes]
-    print("\n".join(lines))
+    say("\n".join(lines))
     return 0
 
 
@@ -102,7 +108,7 @@ def models_report(paths: AppPaths, as_json: bool = False) -> int:
             entry["recommended"] = best is not None and best.path == model.path
         entries.append(entry)
     if as_json:
-        print(
+        say(
             json.dumps(
                 {
                     "recommended": best.path if best else None,
@@ -118,12 +124,12 @@ def models_report(paths: AppPaths, as_json: bool = False) -> int:
         meta = entry["metadata"] or {}
         mark = "★" if entry.get("recommended") else " "
         if not entry["usable"]:
-            print(
+            say(
                 f"  ✗ {entry['name']}  [{entry['source']}]\n      unusable: {entry['problem']}\n      {entry['path']}"
             )
             continue
         fit = entry["fit"]
-        print(
+        say(
             f"{mark} {entry['name']}  [{entry['source']}]\n      {meta['architecture']}, {meta['size_label'] or ''} "
             f"{meta['quantization']}, {meta['file_bytes'] / GIB:.2f} GiB, context {meta['context_length']}, "
             f"{'chat template' if meta['has_chat_template'] else 'no chat template'}\n"
@@ -131,9 +137,9 @@ def models_report(paths: AppPaths, as_json: bool = False) -> int:
             f"      {entry['path']}"
         )
     if best:
-        print(f"\nRecommended: {best.reason}")
+        say(f"\nRecommended: {best.reason}")
     else:
-        print("\nNo usable model found. Searched:")
+        say("\nNo usable model found. Searched:")
         for loc in scan.searched:
-            print(f"  {loc.source}: {loc.folder}{'' if loc.exists else ' (not present)'}")
+            say(f"  {loc.source}: {loc.folder}{'' if loc.exists else ' (not present)'}")
     return 0

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import getpass
 import logging
 import logging.handlers
 import sys
-import tempfile
 from pathlib import Path
+
+from fara_desktop.paths import private_temp_dir
 
 LOG_FILE_NAME = "fara-desktop.log"
 
@@ -20,7 +20,8 @@ def _rotating_handler(log_dir: Path) -> logging.Handler:
 
 
 def fallback_log_dir() -> Path:
-    return Path(tempfile.gettempdir()) / f"fara-desktop-logs-{getpass.getuser()}"
+    """Ours alone: a folder someone else created (or a symlink) at the usual name is not used (``private_temp_dir``)."""
+    return private_temp_dir("fara-desktop-logs")
 
 
 def configure_logging(log_dir: Path, level: int = logging.INFO) -> Path:
@@ -32,9 +33,9 @@ def configure_logging(log_dir: Path, level: int = logging.INFO) -> Path:
     if existing is not None:
         return Path(existing.baseFilename)
     handler: logging.Handler
-    for folder in (log_dir, fallback_log_dir()):
+    for make_folder in (lambda: log_dir, fallback_log_dir):
         try:
-            handler = _rotating_handler(folder)
+            handler = _rotating_handler(make_folder())
             break
         except OSError:
             continue

@@ -52,3 +52,28 @@ def app_paths(environ: os._Environ[str] | dict[str, str] | None = None) -> AppPa
         cache=Path(dirs.user_cache_dir),
         logs=Path(dirs.user_log_dir),
     )
+
+
+def private_temp_dir(prefix: str) -> Path:
+    """A folder in the system's temporary directory for this user only: ``<tmp>/<prefix>-<uid>``.
+
+    The name is predictable, so another user can create it first (or plant a symlink there): an existing one is
+    used only if it is a real folder, owned by us and closed to others; otherwise a fresh, unpredictably named
+    folder is made instead."""
+    import stat
+    import tempfile
+
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    folder = Path(tempfile.gettempdir()) / f"{prefix}-{uid if uid is not None else 'user'}"
+    try:
+        folder.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return Path(tempfile.mkdtemp(prefix=f"{prefix}-"))
+    try:
+        info = folder.lstat()
+    except OSError:
+        return Path(tempfile.mkdtemp(prefix=f"{prefix}-"))
+    private = stat.S_ISDIR(info.st_mode) and (uid is None or info.st_uid == uid) and not info.st_mode & 0o077
+    return folder if private else Path(tempfile.mkdtemp(prefix=f"{prefix}-"))

@@ -15,6 +15,7 @@ from typing import Any
 
 from fara_desktop.atomic_files import write_json_atomically
 from fara_desktop.engine.types import LoadParams, SamplingParams
+from fara_desktop.regular_files import read_regular_text
 from fara_desktop.tuning import KV_TYPES, TunedParams
 
 log = logging.getLogger(__name__)
@@ -91,7 +92,8 @@ class SamplingSettings:
 
     def validated(self) -> SamplingSettings:
         default = SamplingSettings()
-        seed = self.seed if isinstance(self.seed, int) and not isinstance(self.seed, bool) and self.seed >= 0 else None
+        seed = self.seed
+        seed = seed if isinstance(seed, int) and not isinstance(seed, bool) and 0 <= seed < 1 << 32 else None
         max_tokens = self.max_tokens if isinstance(self.max_tokens, int) and 1 <= self.max_tokens <= 1 << 20 else None
         return SamplingSettings(
             temperature=_number(self.temperature, 0.0, 5.0, default.temperature),
@@ -160,18 +162,22 @@ def settings_file(config_dir: Path) -> Path:
     return config_dir / "settings.json"
 
 
+MAX_SETTINGS_BYTES = 1 << 20
+
+
 def load_settings(config_dir: Path) -> LoadedSettings:
     path = settings_file(config_dir)
-    if not path.exists():
+    if not os.path.lexists(path):
         return LoadedSettings(Settings(), None)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_regular_text(path, MAX_SETTINGS_BYTES))
         if not isinstance(data, dict):
             raise ValueError("the file does not hold a settings object")
         if int(data.get("schema_version", SCHEMA_VERSION)) > SCHEMA_VERSION:
             raise ValueError(f"it was written by a newer Fara Desktop (schema {data['schema_version']})")
         return LoadedSettings(Settings.from_json(data), None)
-    except (OSError, ValueError, TypeError) as exc:
+    except (OSError, ValueError, TypeError, OverflowError, RecursionError) as exc:
+        exc = exc if not isinstance(exc, RecursionError) else ValueError("it is nested too deeply")
         kept = path.with_name(f"settings.corrupt-{time.strftime('%Y%m%d-%H%M%S')}.json")
         try:
             os.replace(path, kept)

@@ -10,10 +10,15 @@ from __future__ import annotations
 import getpass
 import hashlib
 import logging
+import os
+import stat
+import sys
 from pathlib import Path
 
 from PySide6.QtCore import QLockFile, QObject, Signal
 from PySide6.QtNetwork import QLocalServer, QLocalSocket
+
+from fara_desktop.paths import private_temp_dir
 
 log = logging.getLogger(__name__)
 
@@ -22,13 +27,33 @@ ACKNOWLEDGED = b"ok\n"
 
 
 def server_name(data_dir: Path) -> str:
-    """Per user and per data folder (so ``FARA_HOME`` sandboxes, such as the tests', do not see each other)."""
+    """Per user and per data folder (so ``FARA_HOME`` sandboxes, such as the tests', do not see each other).
+
+    On Unix a bare name becomes a socket at a predictable path in /tmp, which another user can create first and
+    then answer our launches (or make us think we are already running). The socket lives in the user's private
+    runtime folder instead ($XDG_RUNTIME_DIR, or a checked private folder in the temporary directory). On Windows
+    the name is a named pipe in the user's session."""
     try:
         user = getpass.getuser()
     except (KeyError, OSError):
         user = "user"
     digest = hashlib.sha256(f"{user}\0{data_dir.resolve()}".encode()).hexdigest()[:16]
-    return f"fara-desktop-{digest}"
+    name = f"fara-desktop-{digest}"
+    if sys.platform.startswith("win"):
+        return name
+    return str(private_runtime_dir() / f"{name}.sock")
+
+
+def private_runtime_dir() -> Path:
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime:
+        try:
+            info = os.stat(runtime)
+            if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077:
+                return Path(runtime)
+        except OSError:
+            pass
+    return private_temp_dir("fara-desktop-run")
 
 
 class SingleInstance(QObject):
