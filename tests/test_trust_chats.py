@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import stat
 from pathlib import Path
@@ -15,6 +14,7 @@ from fara_desktop.chat_session import ChatSession
 from fara_desktop.exporting import export_conversations, import_conversation
 from fara_desktop.storage import ConversationStore, StorageError
 from fara_desktop.ui.main_window import footer_for
+from tests.fifo_watch import watched_fifo
 
 
 @pytest.fixture
@@ -62,10 +62,9 @@ def test_deep_nesting_and_a_fifo_are_refused_with_a_reason(store, tmp_path: Path
     deep.write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(ImportRefusedError, match=r"nested|JSON"):
         import_conversation(store, deep)
-    fifo = tmp_path / "fifo.json"
-    os.mkfifo(fifo)
-    with pytest.raises(ImportRefusedError, match="not a regular file"):
-        import_conversation(store, fifo)
+    with watched_fifo(tmp_path / "fifo.json") as fifo, pytest.raises(ImportRefusedError, match="not a regular"):
+        import_conversation(store, fifo.path)
+    assert fifo.opened == 0
 
 
 def test_what_an_older_version_left_in_the_database_still_shows_and_exports(store, tmp_path: Path):

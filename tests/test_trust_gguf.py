@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import threading
 import tracemalloc
 from pathlib import Path
 
@@ -15,6 +13,7 @@ from fara_desktop.engine.errors import NotAGGUFError
 from fara_desktop.models.discovery import scan_models
 from fara_desktop.models.gguf_file import read_gguf_header
 from fara_desktop.models.metadata import metadata_from_header
+from tests.fifo_watch import watched_fifo
 from tests.gguf_factory import (
     GGUF_ARRAY,
     kv,
@@ -85,29 +84,15 @@ def test_long_strings_are_kept_as_a_length_and_names_lose_control_characters(tmp
     assert name.startswith("Evil") and len(name) <= 200
 
 
-def _unblock(fifo: Path) -> None:
-    """Open the FIFO's write end, which releases a reader blocked in open(); ENXIO means nobody waits."""
-    with contextlib.suppress(OSError):
-        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-
-
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are a POSIX feature")
 def test_a_fifo_named_like_a_model_does_not_block_the_scan(tmp_path: Path):
     folder = tmp_path / "models"
     folder.mkdir()
     write_tiny_model(folder / "good.gguf")
-    fifo = folder / "x.gguf"
-    os.mkfifo(fifo)
-    found: list[object] = []
-    worker = threading.Thread(target=lambda: found.append(scan(folder, tmp_path)), daemon=True)
-    worker.start()
-    worker.join(timeout=20)
-    blocked = worker.is_alive()
-    while worker.is_alive():  # release a blocked scan so the test process can end
-        _unblock(fifo)
-        worker.join(timeout=0.1)
-    assert not blocked, "the scan blocked on a FIFO"
-    by_name = {Path(m.path).name: m for m in found[0].models}  # type: ignore[attr-defined]
+    with watched_fifo(folder / "x.gguf") as fifo:
+        result = scan(folder, tmp_path)
+    assert fifo.opened == 0, "the scan opened the FIFO (and would have blocked on it)"
+    by_name = {Path(m.path).name: m for m in result.models}
     assert by_name["good.gguf"].usable
     assert "not a regular file" in (by_name["x.gguf"].problem or "")
 
@@ -120,11 +105,12 @@ def test_a_fifo_as_ollama_manifest_and_a_digest_that_climbs_out_are_refused(tmp_
     outside = write_tiny_model(tmp_path / "outside.gguf")
     layer = {"mediaType": "application/vnd.ollama.image.model", "digest": "../../outside.gguf"}
     (manifests / "climb").write_text(json.dumps({"layers": [layer]}))
-    os.mkfifo(manifests / "fifo")
-    result = scan_models(
-        tmp_path / "none", tmp_path / "cache", env={"OLLAMA_MODELS": str(store)}, home=tmp_path / "home",
-        include_packages=False,
-    )
+    with watched_fifo(manifests / "fifo") as fifo:
+        result = scan_models(
+            tmp_path / "none", tmp_path / "cache", env={"OLLAMA_MODELS": str(store)}, home=tmp_path / "home",
+            include_packages=False,
+        )
+    assert fifo.opened == 0
     assert not any(Path(m.path) == outside for m in result.models)
     problems = sorted(m.problem or "" for m in result.models)
     assert any("invalid digest" in p for p in problems)

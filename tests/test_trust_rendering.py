@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QCoreApplication, QEvent, Qt
 from PySide6.QtWidgets import QLabel, QWidget
 
 from fara_desktop.engine.types import ModelInfo
@@ -19,18 +19,27 @@ def _rendered_text(widget: QWidget) -> str:
     return "\n".join(label.text() for label in widget.findChildren(QLabel))
 
 
+def _destroy(widget: QWidget) -> None:
+    """Delete now, while the FIFO is still watched: a later paint of a regression would block unwatched."""
+    widget.close()
+    widget.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+
+
 def test_a_reply_with_images_on_a_fifo_renders_without_touching_it(qtbot, tmp_path: Path):
     with watched_fifo(tmp_path / "pipe") as fifo:
         widget = MessageWidget(
             "assistant",
             f"Look: ![x]({fifo.path})\n\n<img src=\"{fifo.path}\">\n\nand ![web](https://example.com/t.png)",
         )
-        qtbot.addWidget(widget)
-        widget.resize(600, 400)
-        widget.show()
-        widget.grab()  # lays out and paints: where Qt would load the images
+        try:
+            widget.resize(600, 400)
+            widget.show()
+            widget.grab()  # lays out and paints: where Qt would load the images
+            text = _rendered_text(widget)
+        finally:
+            _destroy(widget)
     assert fifo.opened == 0
-    text = _rendered_text(widget)
     assert "[image: x]" in text and "&lt;img src=" in text
 
 
@@ -60,23 +69,30 @@ def window(qtbot):
     return win
 
 
-def test_names_titles_and_errors_with_html_are_shown_as_text_and_load_nothing(qtbot, window, tmp_path: Path):
+def test_names_titles_and_errors_with_html_are_shown_as_text_and_load_nothing(qtbot, tmp_path: Path):
     with watched_fifo(tmp_path / "pipe") as fifo:
-        evil = f'<img src="{fifo.path}"><b>bold</b>'
-        window.session.add_user_message(evil)  # a chat titled with it
-        window.refresh_sidebar()
-        window.show_notice(f"Could not load the model. {evil}", "error")
-        info = ModelInfo(Path("m.gguf"), evil, "llama", 2048, 8192, 2, 2, "f16", False, evil, 0.1, 1000)
-        window.hardware_panel.show_model(info)
-        window.hardware_panel.show_choice(evil)
-        window._set_status(evil)
-        window.grab()
-        for label in window.findChildren(QLabel):
-            if "<img" in label.text():
-                assert label.textFormat() == Qt.TextFormat.PlainText, label.objectName()
-        for widget in window.findChildren(QWidget):
-            assert "<img" not in widget.toolTip(), widget.objectName()
+        window = MainWindow(backend=FakeBackend())
+        window.show()
+        try:
+            evil = f'<img src="{fifo.path}"><b>bold</b>'
+            window.session.add_user_message(evil)  # a chat titled with it
+            window.refresh_sidebar()
+            window.show_notice(f"Could not load the model. {evil}", "error")
+            info = ModelInfo(Path("m.gguf"), evil, "llama", 2048, 8192, 2, 2, "f16", False, evil, 0.1, 1000)
+            window.hardware_panel.show_model(info)
+            window.hardware_panel.show_choice(evil)
+            window._set_status(evil)
+            window.grab()
+            rich = [
+                label.objectName()
+                for label in window.findChildren(QLabel)
+                if "<img" in label.text() and label.textFormat() != Qt.TextFormat.PlainText
+            ]
+            tooltips = [w.objectName() for w in window.findChildren(QWidget) if "<img" in w.toolTip()]
+        finally:
+            _destroy(window)  # before the watcher stops, whatever failed
     assert fifo.opened == 0
+    assert rich == [] and tooltips == []
 
 
 def test_every_label_in_the_app_has_a_fixed_text_format(window):

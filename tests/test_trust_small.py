@@ -18,6 +18,7 @@ from fara_desktop.atomic_files import save_cache_file
 from fara_desktop.engine.types import ChatMessage, LoadParams
 from fara_desktop.paths import private_temp_dir
 from fara_desktop.settings import Settings, load_settings, settings_file
+from tests.fifo_watch import watched_fifo
 from tests.gguf_factory import write_tiny_model
 
 
@@ -34,8 +35,9 @@ def test_settings_with_huge_numbers_or_deep_nesting_fall_back_to_defaults(tmp_pa
 
 def test_a_fifo_as_settings_file_does_not_block_start_up(tmp_path: Path):
     settings_file(tmp_path).parent.mkdir(parents=True, exist_ok=True)
-    os.mkfifo(settings_file(tmp_path))
-    loaded = load_settings(tmp_path)
+    with watched_fifo(settings_file(tmp_path)) as fifo:
+        loaded = load_settings(tmp_path)
+    assert fifo.opened == 0
     assert loaded.settings == Settings() and loaded.notice
 
 
