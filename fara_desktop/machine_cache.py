@@ -10,12 +10,16 @@ from typing import Any
 
 from fara_desktop.atomic_files import save_cache_file
 from fara_desktop.hardware import HardwareProfile
+from fara_desktop.regular_files import read_regular_text
 
 log = logging.getLogger(__name__)
 
 
 def machine_key(hardware: HardwareProfile) -> str:
     return f"{hardware.cpu_name}|{hardware.architecture}|{hardware.usable_cores} usable cores"
+
+
+MAX_CACHE_BYTES = 1 << 20
 
 
 class MachineCache:
@@ -25,19 +29,29 @@ class MachineCache:
         self.file = file
         self._data: dict[str, Any] = {}
         try:
-            self._data = json.loads(file.read_text(encoding="utf-8")) if file.is_file() else {}
-        except (OSError, ValueError) as exc:
-            log.warning("Ignoring the unreadable machine cache %s: %s", file, exc)
+            data = json.loads(read_regular_text(file, MAX_CACHE_BYTES)) if file.is_file() else {}
+            self._data = data if isinstance(data, dict) else {}
+        except (OSError, ValueError, RecursionError) as exc:
+            log.warning("Ignoring the unreadable machine cache %s: %s", file, type(exc).__name__)
 
     def _machine(self, hardware: HardwareProfile) -> dict[str, Any]:
-        return self._data.setdefault(machine_key(hardware), {})
+        machine = self._data.get(machine_key(hardware))
+        if not isinstance(machine, dict):
+            machine = self._data[machine_key(hardware)] = {}
+        return machine
 
     def threads(self, hardware: HardwareProfile, size_class: str) -> int | None:
-        entry = self._data.get(machine_key(hardware), {}).get("threads", {}).get(size_class)
-        return int(entry["best"]) if entry else None
+        """A file on disk like any other: anything but a sane thread count reads as "not measured yet"."""
+        threads = self._machine(hardware).get("threads")
+        entry = threads.get(size_class) if isinstance(threads, dict) else None
+        best = entry.get("best") if isinstance(entry, dict) else None
+        return best if isinstance(best, int) and not isinstance(best, bool) and 1 <= best <= 1024 else None
 
     def set_threads(self, hardware: HardwareProfile, size_class: str, results: dict[int, float], best: int) -> None:
-        self._machine(hardware).setdefault("threads", {})[size_class] = {
+        machine = self._machine(hardware)
+        if not isinstance(machine.get("threads"), dict):
+            machine["threads"] = {}
+        machine["threads"][size_class] = {
             "best": best,
             "tok_per_s": {str(k): round(v, 2) for k, v in results.items()},
             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
@@ -45,8 +59,9 @@ class MachineCache:
         self.save()
 
     def bandwidth(self, hardware: HardwareProfile) -> float | None:
-        value = self._data.get(machine_key(hardware), {}).get("bandwidth_bytes_per_s")
-        return float(value) if value else None
+        value = self._machine(hardware).get("bandwidth_bytes_per_s")
+        valid = isinstance(value, (int, float)) and not isinstance(value, bool) and 1e8 <= value <= 1e13
+        return float(value) if valid else None
 
     def set_bandwidth(self, hardware: HardwareProfile, value: float) -> None:
         self._machine(hardware)["bandwidth_bytes_per_s"] = value

@@ -173,3 +173,28 @@ def test_control_token_text_typed_by_the_user_stays_text(smollm2_path):
         assert plain.tokens.count(im_start[0]) == 3
     finally:
         backend.unload()
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "[" * 50_000 + "]" * 50_000,
+        "[1, 2]",
+        json.dumps({"KEY": {"threads": {"small": {"best": "8"}}, "bandwidth_bytes_per_s": "fast"}}),
+        json.dumps({"KEY": {"threads": {"small": {"best": 10**30}}, "bandwidth_bytes_per_s": 1e400}}),
+        json.dumps({"KEY": {"threads": [1, 2]}}),
+        json.dumps({"KEY": "not a dict"}),
+    ],
+)
+def test_a_damaged_machine_cache_reads_as_not_measured(tmp_path: Path, content: str):
+    from fara_desktop.hardware import detect_hardware
+    from fara_desktop.machine_cache import MachineCache, machine_key
+
+    hardware = detect_hardware()
+    path = tmp_path / "machine.json"
+    path.write_text(content.replace("KEY", machine_key(hardware).replace('"', '\\"')))
+    cache = MachineCache(path)
+    assert cache.threads(hardware, "small") is None
+    assert cache.bandwidth(hardware) is None
+    cache.set_threads(hardware, "small", {1: 10.0, 2: 18.0}, 2)
+    assert MachineCache(path).threads(hardware, "small") == 2

@@ -89,7 +89,8 @@ def route_llama_logs_to_logging() -> None:
         log_level = last_level[0] if level == 5 else _LLAMA_LOG_LEVELS.get(level, logging.DEBUG)
         last_level[0] = log_level
         if log_level >= logging.WARNING and llama_log.isEnabledFor(log_level):
-            llama_log.log(log_level, "%s", text.decode("utf-8", errors="replace").rstrip())
+            # One line, no control characters: llama.cpp quotes names and values from the GGUF in its warnings.
+            llama_log.log(log_level, "%s", one_line(text.decode("utf-8", errors="replace"), 2000))
 
     _llama_log_callback = llama_cpp.llama_log_callback(forward)
     llama_cpp.llama_log_set(_llama_log_callback, ctypes.c_void_p(0))
