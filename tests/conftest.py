@@ -103,3 +103,20 @@ class EventLog:
 @pytest.fixture
 def event_log() -> EventLog:
     return EventLog()
+
+
+@pytest.fixture
+def window(qtbot):
+    """Makes main windows on the scripted backend, with its fake model loaded."""
+    from fara_desktop.ui.main_window import MainWindow
+    from tests.fakes import FakeBackend
+
+    def make(backend: FakeBackend | None = None) -> MainWindow:
+        win = MainWindow(backend=backend or FakeBackend())
+        qtbot.addWidget(win)
+        win.show()
+        with qtbot.waitSignal(win.modelLoaded, timeout=5000):
+            win.load_model(Path("fake.gguf"))
+        return win
+
+    return make

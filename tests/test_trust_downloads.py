@@ -27,6 +27,7 @@ from fara_desktop.models.downloads import (
 from tests.conftest import wait_until
 from tests.gguf_factory import write_tiny_model
 from tests.hub_server import COMMIT, HubServer
+from tests.test_downloads import _capture
 
 REPO = "fara-tests/Tiny-GGUF"
 FILE = "Tiny-Q8_0.gguf"
@@ -139,14 +140,7 @@ def test_pause_interrupts_a_server_that_has_not_answered_yet(hub, hf_cache):
     hub.state.stall_headers = threading.Event()
     downloader = Downloader(resolve_remote_file(REPO, FILE), hf_cache)
     outcome: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            downloader.run()
-        except BaseException as exc:
-            outcome.append(exc)
-
-    thread = threading.Thread(target=run)
+    thread = threading.Thread(target=lambda: _capture(downloader.run, outcome))
     thread.start()
     wait_until(lambda: any(p.startswith("/cdn/") for p, _ in hub.state.requests), 10, "the file request")
     downloader.pause()

@@ -62,7 +62,7 @@ def test_mailto_and_file_links_are_not_opened(monkeypatch):
 
 
 @pytest.fixture
-def window(qtbot):
+def bare_window(qtbot):
     win = MainWindow(backend=FakeBackend())
     qtbot.addWidget(win)
     win.show()
@@ -95,9 +95,10 @@ def test_names_titles_and_errors_with_html_are_shown_as_text_and_load_nothing(qt
     assert rich == [] and tooltips == []
 
 
-def test_every_label_in_the_app_has_a_fixed_text_format(window):
+def test_every_label_in_the_app_has_a_fixed_text_format(bare_window):
     """A label left on Qt's AutoText guesses HTML from whatever text it is given later. (Form-row captions,
     which Qt makes from our own fixed strings and ties to their field as buddy, are the exception.)"""
+    window = bare_window
     window.open_settings()
     window.open_models_dialog()
     auto = [

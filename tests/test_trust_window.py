@@ -3,28 +3,13 @@
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
-import pytest
 from PySide6.QtWidgets import QWidget
 
 from fara_desktop.ui.background import BackgroundCall
 from fara_desktop.ui.main_window import MainWindow
 from tests.fakes import FakeBackend
 from tests.test_trust_chats import _allow, _deny
-
-
-@pytest.fixture
-def window(qtbot):
-    def make(backend: FakeBackend | None = None) -> MainWindow:
-        win = MainWindow(backend=backend or FakeBackend())
-        qtbot.addWidget(win)
-        win.show()
-        with qtbot.waitSignal(win.modelLoaded, timeout=5000):
-            win.load_model(Path("fake.gguf"))
-        return win
-
-    return make
 
 
 def ask(qtbot, win: MainWindow, text: str) -> None:

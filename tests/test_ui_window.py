@@ -3,27 +3,12 @@
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
-import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel
 
 from fara_desktop.ui.main_window import MainWindow
 from tests.fakes import FakeBackend
-
-
-@pytest.fixture
-def window(qtbot):
-    def make(backend: FakeBackend | None = None) -> MainWindow:
-        win = MainWindow(backend=backend or FakeBackend())
-        qtbot.addWidget(win)
-        win.show()
-        with qtbot.waitSignal(win.modelLoaded, timeout=5000):
-            win.load_model(Path("fake.gguf"))
-        return win
-
-    return make
 
 
 def test_key_widgets_have_stable_names(window):
