@@ -7,6 +7,7 @@ cost more than the last.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -46,3 +47,32 @@ def split_blocks(markdown: str) -> list[Block]:
         position = closing.end() + 1
     blocks.extend(_prose(markdown[position:]))
     return blocks
+
+
+_BLOCK_START = re.compile(r"^ {0,3}([-*+] |\d{1,9}[.)] |#{1,6}( |$)|>|\||```|~~~|[-=*_]{3,} *$)")
+_ENDS_BLOCK = re.compile(r"^ {0,3}(#{1,6}( |$)|\||```|~~~|[-=*_]{3,} *$)|^( {4}|\t)")
+LINE_SEPARATOR = "\u2028"
+
+
+def keep_line_breaks(prose: str) -> str:
+    """Markdown joins lines that a single newline separates; chat apps keep them (poems, addresses, steps written
+    without list markers). A line that simply continues the one before is joined to it with a Unicode line
+    separator, which markdown treats as text and Qt lays out as a line break inside the same paragraph (a
+    markdown hard break would become a new paragraph in Qt). Lines that start a markdown block (list items,
+    headings, quotes, tables, fences, rules), lines after a heading, table row, fence or rule, and indented code
+    keep their newline, so lists, tables and headings stay markdown."""
+    lines = prose.split("\n")
+    out = [lines[0]]
+    for previous, line in itertools.pairwise(lines):
+        joins = (
+            line.strip()
+            and previous.strip()
+            and not _BLOCK_START.match(line)
+            and not _ENDS_BLOCK.match(previous)
+            and not line.startswith(("    ", "\t"))
+        )
+        if joins:
+            out[-1] += LINE_SEPARATOR + line
+        else:
+            out.append(line)
+    return "\n".join(out)

@@ -82,3 +82,12 @@ def test_prose_is_split_into_paragraphs_and_code_kept_whole():
     ]
     streaming = split_blocks("Intro\n\n```python\nprint(1)")
     assert streaming[-1].kind == "code" and not streaming[-1].closed
+
+
+def test_single_line_breaks_are_kept_but_tables_lists_and_rules_stay_markdown():
+    from fara_desktop.text_blocks import keep_line_breaks
+
+    assert keep_line_breaks("Roses are red\nViolets are blue") == "Roses are red\u2028Violets are blue"
+    for markdown in ("| a | b |\n|---|---|\n| 1 | 2 |", "- one\n- two", "# Title\nText", "1. a\n2. b", "> q\n> r"):
+        assert keep_line_breaks(markdown) == markdown
+    assert keep_line_breaks("- item\n  goes on") == "- item\u2028  goes on"

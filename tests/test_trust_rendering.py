@@ -110,3 +110,13 @@ def test_every_label_in_the_app_has_a_fixed_text_format(bare_window):
         and label.buddy() is None
     ]
     assert auto == []
+
+
+def test_a_poem_keeps_its_line_breaks_and_a_list_stays_a_list(qtbot):
+    text = "Roses are red\nViolets are blue\n\n- one\n- two\n\n| a | b |\n|---|---|\n| 1 | 2 |"
+    widget = MessageWidget("assistant", text)
+    qtbot.addWidget(widget)
+    poem, items, table = widget.findChildren(QLabel, "messageBody")
+    assert "red<br />Violets" in poem.text() and poem.text().count("<p ") == 1  # one paragraph, two lines
+    assert items.text().count("<li") == 2 and "<br" not in items.text()
+    assert "<table" in table.text()

@@ -16,7 +16,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
-from fara_desktop.text_blocks import Block, split_blocks
+from fara_desktop.text_blocks import Block, keep_line_breaks, split_blocks
 from fara_desktop.ui.plain_text import plain_label
 
 _SAFE_LINK_SCHEMES = ("http", "https")  # not mailto: a click would hand a stranger's address to the mail client
@@ -129,7 +129,7 @@ def _render_prose(label: QLabel, text: str, draft: bool) -> None:
     label.setTextFormat(Qt.TextFormat.PlainText if draft else Qt.TextFormat.RichText)
     label.setTextInteractionFlags(Qt.TextInteractionFlag.NoTextInteraction if draft else _PROSE_INTERACTION)
     label.setProperty("draft", draft)
-    label.setText(text if draft else safe_markdown_html(text))
+    label.setText(text if draft else safe_markdown_html(keep_line_breaks(text)))
 
 
 class CodeBlock(QFrame):
