@@ -28,8 +28,14 @@ class ControlTokenText:
 
     def __init__(self, texts: Iterable[str]) -> None:
         unique = sorted({t for t in texts if len(t) >= 2}, key=len, reverse=True)  # longest first
-        self._pattern = re.compile("|".join(map(re.escape, unique))) if unique else None
         self.count = len(unique)
+        # Gemma's vocabulary has 6,250 control tokens: one alternation of all of them costs ~1 s per MB of text.
+        # Candidates are found by their first two characters (a handful of prefixes), then checked one by one.
+        self._by_prefix: dict[str, list[str]] = {}
+        for text in unique:
+            self._by_prefix.setdefault(text[:2], []).append(text)
+        prefixes = "|".join(map(re.escape, sorted(self._by_prefix)))
+        self._candidates = re.compile(f"(?=(?:{prefixes}))") if unique else None
 
     @classmethod
     def of(cls, llm: Llama) -> ControlTokenText:
@@ -44,6 +50,17 @@ class ControlTokenText:
         return cls(texts)
 
     def neutralize(self, text: str) -> str:
-        if self._pattern is None:
+        if self._candidates is None:
             return text
-        return self._pattern.sub(lambda m: m.group(0)[0] + ZERO_WIDTH_SPACE + m.group(0)[1:], text)
+        parts: list[str] = []
+        done = 0
+        for match in self._candidates.finditer(text):
+            position = match.start()
+            if position < done:
+                continue  # inside a token already broken up
+            for token in self._by_prefix[text[position : position + 2]]:
+                if text.startswith(token, position):
+                    parts += [text[done : position + 1], ZERO_WIDTH_SPACE]
+                    done = position + 1
+                    break
+        return "".join(parts) + text[done:] if parts else text

@@ -249,12 +249,15 @@ class LlamaBackend:
     def tokenize_prompt(
         self, messages: Sequence[ChatMessage], should_cancel: Callable[[], bool] | None = None
     ) -> tuple[list[int], RenderedPrompt]:
-        """The template's own markers become control tokens; the same text inside a message stays text."""
+        """Render and tokenize; ``messages`` must already be ``_quiet`` (see ``prepare``)."""
         llm, formatter, _ = self._require()
-        quiet = [ChatMessage(m.role, self._control_text.neutralize(m.content)) for m in messages]
-        rendered = formatter.render(quiet, should_cancel)
+        rendered = formatter.render(messages, should_cancel)
         tokens = llm.tokenize(rendered.text.encode("utf-8"), add_bos=rendered.add_bos, special=True)
         return tokens, rendered
+
+    def _quiet(self, messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+        """The template's own markers become control tokens; the same text inside a message stays text."""
+        return [ChatMessage(m.role, self._control_text.neutralize(m.content)) for m in messages]
 
     def prepare(
         self,
@@ -271,6 +274,7 @@ class LlamaBackend:
         """
         _, _, info = self._require()
         room = info.n_ctx - reply_reserve
+        messages = self._quiet(messages)
         tokens, rendered = self.tokenize_prompt(messages, should_cancel)
         if len(tokens) <= room:
             return PreparedPrompt(tokens, rendered, 0, len(messages))
