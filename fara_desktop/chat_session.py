@@ -143,7 +143,8 @@ class ChatSession:
         if error:
             stats_data = {**(stats_data or {}), "error": error}
         # The replaced messages go only when their replacement has text; a failed or empty reply keeps them.
-        replacing = self._replacing if content.strip() and status != "failed" else None
+        pending = self._replacing
+        replacing = pending if content.strip() and status != "failed" else None
         self._replacing = None
         try:
             self.store.update_message(reply.id, content, status, stats_data, model, replacing)
@@ -165,9 +166,8 @@ class ChatSession:
         if reply in self.messages:  # the user may have switched to another conversation meanwhile
             self.messages[self.messages.index(reply)] = final
         self._reply, self._reply_parts = None, []
-        if replacing is None and self.conversation_id == reply.conversation_id and self._replaced_rows_exist():
-            self.messages = self._with_unsaved(self.store.messages(reply.conversation_id))
-            self.context_start = 0
+        if pending is not None and replacing is None and self.conversation_id == reply.conversation_id:
+            self.reload()  # the replacement failed: the earlier versions, still stored, are shown again
         return final
 
     def retry_pending(self) -> bool:
@@ -195,14 +195,6 @@ class ChatSession:
             else m
             for m in messages
         ]
-
-    def _replaced_rows_exist(self) -> bool:
-        """After a failed replacement: do the database rows differ from what is shown (the kept old versions)?"""
-        try:
-            stored = self.store.messages(self.conversation_id) if self.conversation_id is not None else []
-        except StorageError:
-            return False
-        return [m.id for m in stored] != [m.id for m in self.messages]
 
     # ------------------------------------------------------------------ rewriting history
 
