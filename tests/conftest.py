@@ -26,6 +26,14 @@ def fara_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+@pytest.fixture
+def hf_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private Hugging Face cache (HF_HUB_CACHE) for download tests."""
+    cache = tmp_path / "hf-cache"
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    return cache
+
+
 @pytest.fixture(scope="session")
 def smollm2_path() -> Path:
     path = embedded_default_model()

@@ -58,13 +58,6 @@ def hub(model_bytes: bytes):
         yield server
 
 
-@pytest.fixture
-def hf_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    cache = tmp_path / "hf-cache"
-    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
-    return cache
-
-
 def test_full_download_is_verified_and_found_by_discovery(hub, hf_cache, model_bytes, tmp_path):
     remote = resolve_remote_file(REPO, FILE, endpoint=hub.url)
     assert (remote.size, remote.sha256) == (len(model_bytes), hashlib.sha256(model_bytes).hexdigest())

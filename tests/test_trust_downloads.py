@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
 import pytest
 
@@ -57,13 +56,6 @@ def other_host(model_bytes: bytes):
     with HubServer() as server:
         server.add(REPO, FILE, model_bytes)
         yield server
-
-
-@pytest.fixture
-def hf_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    cache = tmp_path / "hf-cache"
-    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
-    return cache
 
 
 def _authorizations(server: HubServer) -> list[str]:

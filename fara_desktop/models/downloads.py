@@ -116,10 +116,10 @@ def is_configured_hub(url: str, configured: str | None = None) -> bool:
     return origin(url) == origin(configured or configured_endpoint())
 
 
-def _token_for(url: str) -> str | bool:
+def _token_for(url: str) -> bool | None:
     """huggingface_hub's ``token`` argument: None (= the user's token) for the configured hub only; False (= send
     none) for any other host, so a pasted link to another server never receives the user's credentials."""
-    return None if is_configured_hub(url) else False  # type: ignore[return-value]
+    return None if is_configured_hub(url) else False
 
 
 def _auth_headers(url: str) -> dict[str, str]:
