@@ -1,3 +1,3 @@
-from fara_desktop.app import main
+from fara_desktop.main import main
 
 raise SystemExit(main())

@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from fara_desktop.atomic_files import write_json_atomically
-from fara_desktop.engine.types import LoadParams, SamplingParams
+from fara_desktop.engine.types import SamplingParams
+from fara_desktop.planning.params import LoadParams, TunedParams
+from fara_desktop.planning.tuning import KV_TYPES
 from fara_desktop.regular_files import read_regular_text
-from fara_desktop.tuning import KV_TYPES, TunedParams
 
 log = logging.getLogger(__name__)
 SCHEMA_VERSION = 1
@@ -52,19 +53,18 @@ class InferenceOverrides:
         )
 
     def apply(self, tuned: TunedParams) -> LoadParams:
-        kv_type = self.kv_type or tuned.kv_type
-        batch = self.n_batch or tuned.n_batch
-        return LoadParams(
+        """The tuned values with the ones the user pinned put in their place."""
+        loaded = replace(
+            tuned,
             n_ctx=self.n_ctx or tuned.n_ctx,
             n_threads=self.n_threads or tuned.n_threads,
             n_threads_batch=self.n_threads_batch or tuned.n_threads_batch,
-            n_batch=batch,
-            n_ubatch=min(batch, tuned.n_ubatch),
-            kv_type=kv_type,
-            flash_attn=self.flash_attn if self.flash_attn is not None else (tuned.flash_attn or kv_type != "f16"),
+            n_batch=self.n_batch or tuned.n_batch,
+            kv_type=self.kv_type or tuned.kv_type,
             use_mmap=self.use_mmap if self.use_mmap is not None else tuned.use_mmap,
             use_mlock=self.use_mlock if self.use_mlock is not None else tuned.use_mlock,
-        )
+        ).load_params()
+        return loaded if self.flash_attn is None else replace(loaded, flash_attn=self.flash_attn)
 
 
 def _number(value: Any, low: float, high: float, default: float) -> float:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from fara_desktop.engine.llama_backend import LlamaBackend
-from fara_desktop.engine.types import ChatMessage, LoadParams, SamplingParams
+from fara_desktop.engine.types import ChatMessage, SamplingParams
 from fara_desktop.models.discovery import scan_models
-from fara_desktop.tuning import estimate_memory, kv_cache_bytes
+from fara_desktop.planning.params import LoadParams
+from fara_desktop.planning.tuning import estimate_memory, kv_cache_bytes
 from tests.gguf_factory import write_tiny_model
 
 ARCHITECTURES = ["llama", "qwen2", "qwen3", "qwen3moe", "gemma3"]

@@ -14,7 +14,7 @@ import tomllib
 from PySide6.QtGui import QGuiApplication, QImage
 
 from fara_desktop import APP_ID, resources
-from fara_desktop.desktop_entry import install_desktop_entry, render_entry, uninstall_desktop_entry
+from fara_desktop.cli.desktop_entry import install_desktop_entry, render_entry, uninstall_desktop_entry
 from fara_desktop.paths import app_paths
 from fara_desktop.ui.main_window import MainWindow
 from fara_desktop.ui.single_instance import SingleInstance
@@ -112,7 +112,7 @@ def test_exec_line_quotes_reserved_characters():
 
 
 def test_window_announces_the_entry_id(qapp):
-    from fara_desktop.app import create_application
+    from fara_desktop.ui.application import create_application
 
     create_application()
     assert QGuiApplication.desktopFileName() == APP_ID
@@ -238,7 +238,7 @@ def test_build_script_and_spec_are_consistent():
 
 
 def test_native_build_needs_no_backend_loading(tmp_path):
-    from fara_desktop.engine import llama_runtime
+    from fara_desktop.machine import llama_build as llama_runtime
 
     lib = llama_runtime.llama_lib_dir()
     assert (lib / "libllama.so").is_file() or list(lib.glob("*llama*"))
@@ -249,5 +249,5 @@ def test_native_build_needs_no_backend_loading(tmp_path):
         "libggml-cpu-zen4.so",
     ]
     if not llama_runtime.cpu_variant_files(lib):  # the development install is a native build
-        llama_runtime.ensure_cpu_backend()
-        assert llama_runtime.loaded_cpu_variant() is None
+        llama_runtime.load_ggml_cpu_library()
+        assert llama_runtime.loaded_ggml_cpu_variant() is None

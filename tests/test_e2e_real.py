@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from fara_desktop.chats.storage import ConversationStore, database_path
 from fara_desktop.engine.types import SamplingParams
 from fara_desktop.paths import app_paths
-from fara_desktop.storage import ConversationStore, database_path
 from fara_desktop.ui.main_window import MainWindow
 from tests.conftest import wait_until
 from tests.streaming_child import StreamingChild

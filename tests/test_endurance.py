@@ -13,11 +13,12 @@ from pathlib import Path
 import psutil
 import pytest
 
-from fara_desktop.engine.types import Cancelled, ChatMessage, Finished, LoadParams, ModelLoaded, SamplingParams
+from fara_desktop.chats.export import export_conversations
+from fara_desktop.chats.storage import ConversationStore, StorageError, database_path
+from fara_desktop.engine.types import Cancelled, ChatMessage, Finished, ModelLoaded, SamplingParams
 from fara_desktop.engine.worker import InferenceWorker
-from fara_desktop.exporting import export_conversations
 from fara_desktop.paths import app_paths
-from fara_desktop.storage import ConversationStore, StorageError, database_path
+from fara_desktop.planning.params import LoadParams
 from fara_desktop.ui.main_window import MainWindow
 from tests.conftest import EventLog, wait_until
 from tests.fakes import FakeBackend

@@ -17,13 +17,13 @@ from fara_desktop.engine.types import (
     Finished,
     GenerationStarted,
     HistoryTrimmed,
-    LoadParams,
     ModelLoaded,
     ModelLoadFailed,
     SamplingParams,
     TokenText,
 )
 from fara_desktop.engine.worker import InferenceWorker
+from fara_desktop.planning.params import LoadParams
 from tests.conftest import EventLog, wait_until
 from tests.gguf_factory import write_truncated_copy
 

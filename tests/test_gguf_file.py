@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fara_desktop.engine.errors import NotAGGUFError
+from fara_desktop.errors import NotAGGUFError
 from fara_desktop.models.gguf_file import GGUFArraySummary, read_gguf_header
 
 

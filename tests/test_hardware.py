@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from fara_desktop.hardware import detect_hardware, linux_caches
-from fara_desktop.isa import REBUILD_HINT, compare, cpu_features, parse_build_features, parse_cpuinfo_flags
+from fara_desktop.machine.hardware import detect_hardware, linux_caches
+from fara_desktop.machine.isa import REBUILD_HINT, compare, cpu_features, parse_build_features, parse_cpuinfo_flags
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cpuinfo"
 AVX2_BUILD = "CPU : SSE3 = 1 | SSSE3 = 1 | AVX = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | BMI2 = 1 | LLAMAFILE = 1 |"

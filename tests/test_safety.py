@@ -135,7 +135,7 @@ def test_closing_the_window_mid_reply_saves_the_reply(qtbot):
     gate.release(10)
     win.close()
     assert not win.bridge.worker.thread.is_alive()
-    from fara_desktop.storage import ConversationStore
+    from fara_desktop.chats.storage import ConversationStore
 
     store = ConversationStore(store_path)
     reply = store.messages(conversation)[1]
@@ -148,7 +148,7 @@ def test_an_uncaught_exception_shows_a_short_dialog_with_the_log_path(qtbot, mon
 
     from PySide6.QtWidgets import QMessageBox
 
-    from fara_desktop.ui.errors import install_exception_dialog
+    from fara_desktop.ui.crash_dialog import install_exception_dialog
 
     shown: list[tuple[str, str]] = []
     monkeypatch.setattr(QMessageBox, "exec", lambda self: shown.append((self.text(), self.informativeText())) or 0)
@@ -167,8 +167,8 @@ def test_an_uncaught_exception_shows_a_short_dialog_with_the_log_path(qtbot, mon
 @pytest.mark.real_model
 def test_a_model_file_deleted_while_loaded_or_listed(qtbot, tmp_path):
     from fara_desktop.engine.llama_backend import LlamaBackend
-    from fara_desktop.engine.types import LoadParams
     from fara_desktop.models.discovery import scan_models
+    from fara_desktop.planning.params import LoadParams
     from tests.gguf_factory import write_tiny_model
 
     folder = tmp_path / "models"

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from fara_desktop.chat_import import ImportRefusedError
-from fara_desktop.chat_session import ChatSession
-from fara_desktop.exporting import export_conversations, import_conversation
-from fara_desktop.storage import ConversationStore, StorageError
+from fara_desktop.chats.export import export_conversations, import_conversation
+from fara_desktop.chats.export_format import ImportRefusedError
+from fara_desktop.chats.session import ChatSession
+from fara_desktop.chats.storage import ConversationStore, StorageError
 from fara_desktop.ui.main_window import footer_for
 from tests.fifo_watch import watched_fifo
 

@@ -167,7 +167,7 @@ def test_the_cli_download_sends_only_what_the_download_needs(hub, hf_cache, tmp_
 
 
 def test_the_get_models_dialog_sends_only_what_search_listing_and_download_need(qtbot, hub, hf_cache, tmp_path):
-    from fara_desktop.ui.models_dialog import GetModelsDialog
+    from fara_desktop.ui.dialogs.models_dialog import GetModelsDialog
 
     dialog = GetModelsDialog(lambda: (_ for _ in ()).throw(RuntimeError("no catalog here")), endpoint=hub.url,
                              cache_dir=hf_cache)  # fmt: skip
@@ -192,7 +192,7 @@ def test_telemetry_is_off_in_the_hub_client():
 
 
 def test_a_pasted_link_to_another_host_is_asked_about_and_declining_requests_nothing(qtbot, hub, other_host, hf_cache):
-    from fara_desktop.ui.models_dialog import GetModelsDialog
+    from fara_desktop.ui.dialogs.models_dialog import GetModelsDialog
 
     dialog = GetModelsDialog(lambda: (_ for _ in ()).throw(RuntimeError("no catalog")), cache_dir=hf_cache)
     qtbot.addWidget(dialog)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fara_desktop.engine.errors import NotAGGUFError
+from fara_desktop.errors import NotAGGUFError
 from fara_desktop.models.discovery import scan_models
 from fara_desktop.models.gguf_file import read_gguf_header
 from fara_desktop.models.metadata import metadata_from_header

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QLabel, QWidget
 
 from fara_desktop.engine.types import ModelInfo
 from fara_desktop.ui.main_window import MainWindow
-from fara_desktop.ui.message_widget import MessageWidget, open_link
+from fara_desktop.ui.widgets.message_widget import MessageWidget, open_link
 from tests.fakes import FakeBackend
 from tests.fifo_watch import watched_fifo
 
@@ -30,7 +30,7 @@ def test_a_reply_with_images_on_a_fifo_renders_without_touching_it(qtbot, tmp_pa
     with watched_fifo(tmp_path / "pipe") as fifo:
         widget = MessageWidget(
             "assistant",
-            f"Look: ![x]({fifo.path})\n\n<img src=\"{fifo.path}\">\n\nand ![web](https://example.com/t.png)",
+            f'Look: ![x]({fifo.path})\n\n<img src="{fifo.path}">\n\nand ![web](https://example.com/t.png)',
         )
         try:
             widget.resize(600, 400)
@@ -55,7 +55,9 @@ def test_raw_html_in_a_reply_stays_literal_text(qtbot):
 
 def test_mailto_and_file_links_are_not_opened(monkeypatch):
     opened: list[str] = []
-    monkeypatch.setattr("fara_desktop.ui.message_widget.QDesktopServices.openUrl", lambda url: opened.append(url))
+    monkeypatch.setattr(
+        "fara_desktop.ui.widgets.message_widget.QDesktopServices.openUrl", lambda url: opened.append(url)
+    )
     for url in ("mailto:victim@example.com", "file:///etc/passwd", "smb://host/share", "https://example.com"):
         open_link(url)
     assert [u.toString() for u in opened] == ["https://example.com"]

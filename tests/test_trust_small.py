@@ -15,8 +15,9 @@ from types import SimpleNamespace
 import pytest
 
 from fara_desktop.atomic_files import save_cache_file
-from fara_desktop.engine.types import ChatMessage, LoadParams
+from fara_desktop.engine.types import ChatMessage
 from fara_desktop.paths import private_temp_dir
+from fara_desktop.planning.params import LoadParams
 from fara_desktop.settings import Settings, load_settings, settings_file
 from tests.fifo_watch import watched_fifo
 from tests.gguf_factory import write_tiny_model
@@ -187,8 +188,8 @@ def test_control_token_text_typed_by_the_user_stays_text(smollm2_path):
     ],
 )
 def test_a_damaged_machine_cache_reads_as_not_measured(tmp_path: Path, content: str):
-    from fara_desktop.hardware import detect_hardware
-    from fara_desktop.machine_cache import MachineCache, machine_key
+    from fara_desktop.machine.hardware import detect_hardware
+    from fara_desktop.machine.measurements import MachineCache, machine_key
 
     hardware = detect_hardware()
     path = tmp_path / "machine.json"

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from fara_desktop.models.metadata import ModelMetadata
-from fara_desktop.settings import InferenceOverrides
-from fara_desktop.tuning import (
+from fara_desktop.planning.tuning import (
     GIB,
     choose_model,
     estimate_memory,
@@ -17,6 +16,7 @@ from fara_desktop.tuning import (
     swa_layers,
     tune,
 )
+from fara_desktop.settings import InferenceOverrides
 
 LLAMA_8B = ModelMetadata(
     path="/m/llama-8b-q4.gguf", name="Llama 3.1 8B Instruct", architecture="llama", size_label="8B",

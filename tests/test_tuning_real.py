@@ -11,10 +11,10 @@ import time
 import pytest
 
 from fara_desktop.engine.llama_backend import LlamaBackend
-from fara_desktop.engine.types import LoadParams
 from fara_desktop.models.gguf_file import read_gguf_header
 from fara_desktop.models.metadata import metadata_from_header
-from fara_desktop.tuning import MIB, estimate_memory
+from fara_desktop.planning.params import LoadParams
+from fara_desktop.planning.tuning import MIB, estimate_memory
 
 pytestmark = pytest.mark.real_model
 
@@ -22,7 +22,8 @@ MEASURE_RSS = r"""
 import json, sys, psutil, llama_cpp
 from pathlib import Path
 from fara_desktop.engine.llama_backend import LlamaBackend
-from fara_desktop.engine.types import ChatMessage, LoadParams, SamplingParams
+from fara_desktop.planning.params import LoadParams
+from fara_desktop.engine.types import ChatMessage, SamplingParams
 llama_cpp.llama_backend_init()
 process = psutil.Process()
 before = process.memory_info().rss

@@ -12,8 +12,8 @@ from PySide6.QtWidgets import QApplication
 
 from fara_desktop.paths import app_paths
 from fara_desktop.settings import load_settings
+from fara_desktop.ui.dialogs.settings_dialog import SettingsDialog
 from fara_desktop.ui.main_window import MainWindow
-from fara_desktop.ui.settings_dialog import SettingsDialog
 from tests.fakes import FakeBackend
 
 CODE_REPLY = ["Try this:\n\n", "```python\n", "print('hi')\n", "```\n", "Done."]
@@ -241,7 +241,7 @@ def test_a_model_that_does_not_fit_is_refused_before_loading(qtbot, monkeypatch,
 
     model = write_tiny_model(tmp_path / "tiny.gguf", "llama")
     Memory = namedtuple("Memory", "available total percent")
-    monkeypatch.setattr("fara_desktop.startup.psutil.virtual_memory", lambda: Memory(300 * 2**20, 2**30, 70.0))
+    monkeypatch.setattr("fara_desktop.planning.planner.psutil.virtual_memory", lambda: Memory(300 * 2**20, 2**30, 70.0))
     backend = FakeBackend()
     win = MainWindow(backend=backend)
     qtbot.addWidget(win)

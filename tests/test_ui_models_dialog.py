@@ -11,10 +11,10 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QPushButton
 
 from fara_desktop.models.catalog import assess_catalog, load_catalog
+from fara_desktop.planning.tuning import GIB
 from fara_desktop.settings import load_settings
-from fara_desktop.tuning import GIB
+from fara_desktop.ui.dialogs.models_dialog import GetModelsDialog
 from fara_desktop.ui.main_window import MainWindow
-from fara_desktop.ui.models_dialog import GetModelsDialog
 from tests.fakes import FakeBackend
 from tests.gguf_factory import write_tiny_model
 from tests.hub_server import HubServer

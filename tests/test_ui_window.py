@@ -83,7 +83,7 @@ def test_streaming_repaints_in_batches_not_per_token(window, qtbot):
 def test_the_paragraph_being_written_is_a_plain_draft_until_complete(qtbot):
     """The growing block is laid out as plain text (cheap); finished blocks, and the whole reply at the end, get
     their markdown formatting and become selectable."""
-    from fara_desktop.ui.chat_view import ChatView
+    from fara_desktop.ui.widgets.chat_view import ChatView
 
     view = ChatView()
     qtbot.addWidget(view)
@@ -108,7 +108,7 @@ def test_the_paragraph_being_written_is_a_plain_draft_until_complete(qtbot):
 
 
 def test_wrapping_label_remembers_heights_until_its_text_changes(qtbot):
-    from fara_desktop.ui.message_widget import WrappingLabel
+    from fara_desktop.ui.widgets.message_widget import WrappingLabel
 
     label = WrappingLabel()
     qtbot.addWidget(label)

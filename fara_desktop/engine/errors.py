@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-
-class FaraError(Exception):
-    """Base of every error Fara Desktop raises on purpose; ``str(error)`` is meant for the user."""
+from fara_desktop.errors import FaraError
 
 
 class ModelFileNotFoundError(FaraError):
     """The model path does not exist (or is not a regular file)."""
-
-
-class NotAGGUFError(FaraError):
-    """The file exists but is not a GGUF model (wrong magic bytes, empty or truncated header)."""
 
 
 class ModelLoadError(FaraError):

@@ -25,11 +25,13 @@ from fara_desktop.engine.errors import (
     PromptTooLongError,
 )
 from fara_desktop.engine.kv_states import KVSnapshot, KVStateCache, common_prefix
-from fara_desktop.engine.llama_runtime import ensure_cpu_backend
 from fara_desktop.engine.text_stream import TextStream
-from fara_desktop.engine.types import ChatMessage, GenerationStats, LoadParams, ModelInfo, SamplingParams
+from fara_desktop.engine.types import ChatMessage, GenerationStats, ModelInfo, SamplingParams
+from fara_desktop.machine.hardware import physical_cores, usable_cores
+from fara_desktop.machine.llama_build import load_ggml_cpu_library, route_llama_logs_to_logging
 from fara_desktop.models.gguf_file import read_gguf_header
-from fara_desktop.tuning import GGML_TYPE_IDS
+from fara_desktop.planning.params import LoadParams
+from fara_desktop.planning.tuning import default_threads
 from fara_desktop.untrusted import one_line
 
 if TYPE_CHECKING:
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_CONTEXT = 4096
+GGML_TYPE_IDS = {"f16": 1, "q8_0": 8, "q4_0": 2}  # ggml.h enum ggml_type, for the KV cache types we offer
 _PIECE_BUFFER = 256
 
 
@@ -56,44 +59,6 @@ class ReplyResult:
     text: str
     stats: GenerationStats
     finish_reason: Literal["stop", "length", "context", "cancelled"]
-
-
-def default_thread_count() -> int:
-    """Physical cores: generation is memory-bound, and SMT siblings only add contention."""
-    try:
-        import psutil
-
-        physical = psutil.cpu_count(logical=False)
-    except Exception:  # psutil missing or the OS does not say
-        physical = None
-    logical = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(physical or logical, logical))
-
-
-# ggml's enum ggml_log_level (ggml.h of the vendored llama.cpp; llama-cpp-python's own table predates it).
-_LLAMA_LOG_LEVELS = {1: logging.DEBUG, 2: logging.INFO, 3: logging.WARNING, 4: logging.ERROR}
-_llama_log_callback: Any = None  # the ctypes callback must outlive every llama.cpp call
-
-
-def route_llama_logs_to_logging() -> None:
-    """Send llama.cpp's own log lines to the ``llama.cpp`` logger (the log file) instead of stderr."""
-    global _llama_log_callback
-    if _llama_log_callback is not None:
-        return
-    import llama_cpp
-
-    llama_log = logging.getLogger("llama.cpp")
-    last_level = [logging.DEBUG]
-
-    def forward(level: int, text: bytes, _user_data: Any) -> None:
-        log_level = last_level[0] if level == 5 else _LLAMA_LOG_LEVELS.get(level, logging.DEBUG)
-        last_level[0] = log_level
-        if log_level >= logging.WARNING and llama_log.isEnabledFor(log_level):
-            # One line, no control characters: llama.cpp quotes names and values from the GGUF in its warnings.
-            llama_log.log(log_level, "%s", one_line(text.decode("utf-8", errors="replace"), 2000))
-
-    _llama_log_callback = llama_cpp.llama_log_callback(forward)
-    llama_cpp.llama_log_set(_llama_log_callback, ctypes.c_void_p(0))
 
 
 class LlamaBackend:
@@ -123,11 +88,11 @@ class LlamaBackend:
         from llama_cpp import Llama
 
         route_llama_logs_to_logging()
-        ensure_cpu_backend()
+        load_ggml_cpu_library()
         header = read_gguf_header(path)
         trained = header.arch_int("context_length", 1, 1 << 24) or 0
         n_ctx = params.n_ctx or (min(trained, DEFAULT_MAX_CONTEXT) if trained else DEFAULT_MAX_CONTEXT)
-        threads = params.n_threads or default_thread_count()
+        threads = params.n_threads or default_threads(physical_cores(), usable_cores())
         threads_batch = params.n_threads_batch or threads
         if params.kv_type not in GGML_TYPE_IDS:
             raise ModelLoadError(f"Unknown KV cache type {params.kv_type!r}; use one of {', '.join(GGML_TYPE_IDS)}.")

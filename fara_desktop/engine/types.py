@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from fara_desktop.planning.params import LoadParams
+
 Role = Literal["system", "user", "assistant"]
 
 
@@ -18,22 +20,6 @@ class ChatMessage:
 
     role: Role
     content: str
-
-
-@dataclass(frozen=True)
-class LoadParams:
-    """How llama.cpp loads a model. ``None`` means "let the engine choose for this machine"."""
-
-    n_ctx: int | None = None
-    n_threads: int | None = None
-    n_threads_batch: int | None = None
-    n_batch: int = 512
-    n_ubatch: int = 512
-    use_mmap: bool = True
-    use_mlock: bool = False
-    flash_attn: bool = False
-    kv_type: str = "f16"  # "f16", "q8_0" or "q4_0"; quantized caches need flash attention
-    prefault: bool = True  # read the weights into the page cache in the background after loading
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from fara_desktop.engine.errors import FaraError, RequestCancelled
+from fara_desktop.engine.errors import RequestCancelled
 from fara_desktop.engine.llama_backend import LlamaBackend, PreparedPrompt, ReplyResult
 from fara_desktop.engine.types import (
     CalibrateThreads,
@@ -25,7 +25,6 @@ from fara_desktop.engine.types import (
     GenerationStarted,
     HistoryTrimmed,
     LoadModel,
-    LoadParams,
     ModelInfo,
     ModelLoaded,
     ModelLoadFailed,
@@ -38,6 +37,8 @@ from fara_desktop.engine.types import (
     TokenText,
     Unload,
 )
+from fara_desktop.errors import FaraError
+from fara_desktop.planning.params import LoadParams
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from fara_desktop.models.metadata import ModelMetadata
-from fara_desktop.tuning import FitVerdict, choose_model
+from fara_desktop.planning.tuning import FitVerdict, choose_model
 
 CATALOG_FILE = Path(__file__).with_name("catalog.json")
 # A model "runs well" when it writes faster than people read (about 5 words, 7-8 tokens, a second).
@@ -236,10 +236,10 @@ def assess_catalog_here(models_dir: Path, cache_dir: Path, extra_folders: Iterab
     the models already on disk (marked installed)."""
     import psutil
 
-    from fara_desktop.hardware import detect_hardware
-    from fara_desktop.machine_cache import MachineCache
+    from fara_desktop.machine.hardware import detect_hardware
+    from fara_desktop.machine.measurements import MachineCache
     from fara_desktop.models.discovery import scan_models
-    from fara_desktop.startup import bandwidth
+    from fara_desktop.planning.planner import bandwidth
 
     scan = scan_models(models_dir, cache_dir, list(extra_folders))
     memory = psutil.virtual_memory()

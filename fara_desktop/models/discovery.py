@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fara_desktop.engine.errors import NotAGGUFError
+from fara_desktop.errors import NotAGGUFError
 from fara_desktop.models import packaged
 from fara_desktop.models.metadata import MetadataCache, ModelMetadata
 from fara_desktop.regular_files import read_regular_text

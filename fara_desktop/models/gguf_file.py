@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fara_desktop.engine.errors import NotAGGUFError
+from fara_desktop.errors import NotAGGUFError
 from fara_desktop.regular_files import NotARegularFileError, open_regular
 
 GGUF_MAGIC = b"GGUF"

@@ -27,8 +27,9 @@ from PySide6.QtWidgets import (
 )
 
 from fara_desktop import APP_NAME
-from fara_desktop.chat_session import ChatSession
-from fara_desktop.engine.errors import FaraError
+from fara_desktop.chats.export import export_conversations, import_conversation
+from fara_desktop.chats.session import ChatSession
+from fara_desktop.chats.storage import ConversationStore, StorageError, StoredMessage, database_path
 from fara_desktop.engine.types import (
     Cancelled,
     Event,
@@ -36,7 +37,6 @@ from fara_desktop.engine.types import (
     Finished,
     GenerationStarted,
     HistoryTrimmed,
-    LoadParams,
     ModelInfo,
     ModelLoaded,
     ModelLoadFailed,
@@ -48,31 +48,31 @@ from fara_desktop.engine.types import (
     TokenText,
 )
 from fara_desktop.engine.worker import Backend
-from fara_desktop.exporting import export_conversations, import_conversation
+from fara_desktop.errors import FaraError
+from fara_desktop.machine.measurements import MachineCache
 from fara_desktop.models.catalog import assess_catalog_here
 from fara_desktop.paths import AppPaths, app_paths
-from fara_desktop.settings import Settings, save_settings
-from fara_desktop.startup import (
+from fara_desktop.planning.params import LoadParams
+from fara_desktop.planning.planner import (
     StartupPlan,
     fit_refusal,
-    machine_cache,
     model_file,
     plan_startup,
     thread_candidates,
 )
-from fara_desktop.storage import ConversationStore, StorageError, StoredMessage, database_path
-from fara_desktop.tuning import estimate_memory, size_class
+from fara_desktop.planning.tuning import estimate_memory, size_class
+from fara_desktop.settings import Settings, save_settings
 from fara_desktop.ui.background import BackgroundCall
-from fara_desktop.ui.chat_view import ChatView
-from fara_desktop.ui.composer import Composer
+from fara_desktop.ui.dialogs.models_dialog import GetModelsDialog
+from fara_desktop.ui.dialogs.settings_dialog import SettingsDialog
 from fara_desktop.ui.engine_bridge import EngineBridge
-from fara_desktop.ui.hardware_panel import HardwarePanel
-from fara_desktop.ui.message_widget import MessageWidget
-from fara_desktop.ui.models_dialog import GetModelsDialog
-from fara_desktop.ui.plain_text import plain_label, plain_message_box
-from fara_desktop.ui.settings_dialog import SettingsDialog
-from fara_desktop.ui.sidebar import Sidebar
 from fara_desktop.ui.theme import apply_appearance
+from fara_desktop.ui.widgets.chat_view import ChatView
+from fara_desktop.ui.widgets.composer import Composer
+from fara_desktop.ui.widgets.hardware_panel import HardwarePanel
+from fara_desktop.ui.widgets.message_widget import MessageWidget
+from fara_desktop.ui.widgets.plain_text import plain_label, plain_message_box
+from fara_desktop.ui.widgets.sidebar import Sidebar
 from fara_desktop.ui.window_state import restore_window_state, save_window_state
 
 log = logging.getLogger(__name__)
@@ -612,7 +612,7 @@ class MainWindow(QMainWindow):
     def _on_calibrated(self, event: ThreadsCalibrated) -> None:
         plan = self.plan
         if plan is not None and plan.model is not None and plan.model.metadata is not None:
-            cache = machine_cache(self.paths)
+            cache = MachineCache.of_app(self.paths)
             cache.set_threads(plan.hardware, size_class(plan.model.metadata), event.tok_per_s, event.best)
         self.hardware_panel.show_calibration(event.tok_per_s, event.best, self.settings.inference.n_threads)
         self._set_status(f"Ready · {event.best} threads measured fastest for this model")

@@ -8,9 +8,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from fara_desktop.atomic_files import write_text_atomically
-from fara_desktop.chat_import import ImportRefusedError
+from fara_desktop.chats.export_format import ImportRefusedError
+from fara_desktop.chats.storage import ConversationStore
 from fara_desktop.regular_files import read_regular_text
-from fara_desktop.storage import ConversationStore
 
 FORMATS = ("md", "json")
 

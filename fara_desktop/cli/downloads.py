@@ -20,8 +20,8 @@ from fara_desktop.models.downloads import (
     resolve_remote_file,
 )
 from fara_desktop.paths import AppPaths
+from fara_desktop.planning.tuning import GIB
 from fara_desktop.settings import load_settings
-from fara_desktop.tuning import GIB
 from fara_desktop.untrusted import printable
 
 VERDICT_MARK = {"fits": "✓", "tight": "~", "too_big": "✗"}
@@ -71,9 +71,7 @@ def catalog_report(paths: AppPaths, as_json: bool = False) -> int:
     return 0
 
 
-def download_command(
-    reference: str, filename: str | None, quant: str | None, allow_host: str | None = None
-) -> int:
+def download_command(reference: str, filename: str | None, quant: str | None, allow_host: str | None = None) -> int:
     """Progress on stderr; the verified file's path on stdout; exit 0 only when it is in place. A link to a host
     other than the configured hub is refused unless ``--allow-host`` names that host (a terminal cannot be asked)."""
     try:

@@ -17,8 +17,7 @@ from typing import Any, TypeVar
 
 import psutil
 
-from fara_desktop.engine.llama_runtime import ensure_cpu_backend, loaded_cpu_variant
-from fara_desktop.isa import (
+from fara_desktop.machine.isa import (
     CapabilityGap,
     avx512_partial,
     compare,
@@ -26,6 +25,7 @@ from fara_desktop.isa import (
     parse_build_features,
     parse_cpuinfo_flags,
 )
+from fara_desktop.machine.llama_build import load_ggml_cpu_library, loaded_ggml_cpu_variant
 
 T = TypeVar("T")
 
@@ -172,8 +172,23 @@ def cpuinfo_flags() -> set[str]:
 def llama_build_info() -> str:
     import llama_cpp
 
-    ensure_cpu_backend()
+    load_ggml_cpu_library()
     return llama_cpp.llama_print_system_info().decode("utf-8", errors="replace").strip()
+
+
+def usable_cores(logical: int | None = None) -> int:
+    """Cores this process may run on (CPU affinity: containers, taskset)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return logical or os.cpu_count() or 1
+
+
+def physical_cores() -> int | None:
+    """Physical cores as the OS tells them, or None."""
+    try:
+        return psutil.cpu_count(logical=False)
+    except Exception:  # the OS does not say
+        return None
 
 
 def detect_hardware(
@@ -203,7 +218,7 @@ def detect_hardware(
     if build_info is None and probe_build:
         build_info = _probe(notes, "llama.cpp build", llama_build_info, None)
     build = parse_build_features(build_info) if build_info else {}
-    variant = _probe(notes, "CPU backend", loaded_cpu_variant, None) if probe_build else None
+    variant = _probe(notes, "CPU backend", loaded_ggml_cpu_variant, None) if probe_build else None
 
     l2 = l3 = numa = perf = eff = None
     if system == "Linux" or sys_root != Path("/sys"):
@@ -220,7 +235,7 @@ def detect_hardware(
     swap = _probe(notes, "swap", lambda: psutil.swap_memory().total, None)
     battery = _probe(notes, "battery", psutil.sensors_battery, None) if hasattr(psutil, "sensors_battery") else None
     logical = psutil.cpu_count(logical=True) or os.cpu_count() or 1
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else logical
+    usable = usable_cores(logical)
     return HardwareProfile(
         cpu_name=name or platform.processor() or "unknown CPU",
         architecture=platform.machine() or "unknown",

@@ -8,8 +8,8 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QFrame, QPushButton, QScrollArea, QVBoxLayout, QWidget
 
 from fara_desktop.engine.types import GenerationStats
-from fara_desktop.ui.message_widget import MessageWidget
-from fara_desktop.ui.plain_text import plain_label
+from fara_desktop.ui.widgets.message_widget import MessageWidget
+from fara_desktop.ui.widgets.plain_text import plain_label
 
 # 10 repaints a second while a reply streams: on a 2-core machine each repaint takes CPU from one of llama.cpp's
 # two lock-stepped threads (measured app/raw generation: 0.81 at 66 ms, 0.90 at 150 ms, 0.93 at 400 ms).

@@ -16,8 +16,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from fara_desktop.storage import ConversationSummary
-from fara_desktop.ui.plain_text import plain_tooltip
+from fara_desktop.chats.storage import ConversationSummary
+from fara_desktop.ui.widgets.plain_text import plain_tooltip
 
 
 def when(timestamp: float) -> str:

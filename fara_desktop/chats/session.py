@@ -16,8 +16,8 @@ import time
 from dataclasses import asdict
 from typing import Any
 
+from fara_desktop.chats.storage import ConversationStore, StorageError, StoredMessage, title_from
 from fara_desktop.engine.types import ChatMessage, GenerationStats
-from fara_desktop.storage import ConversationStore, StorageError, StoredMessage, title_from
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 SAVE_INTERVAL_S = 1.0

@@ -10,11 +10,12 @@ from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPen, QPolygonF
 from PySide6.QtWidgets import QFormLayout, QFrame, QLabel, QProgressBar, QVBoxLayout, QWidget
 
 from fara_desktop.engine.types import GenerationStats, ModelInfo
-from fara_desktop.hardware import HardwareProfile
-from fara_desktop.isa import AVX512_COMPLETE
+from fara_desktop.machine.hardware import HardwareProfile
+from fara_desktop.machine.isa import AVX512_COMPLETE
+from fara_desktop.planning.params import TunedParams
+from fara_desktop.planning.tuning import MemoryEstimate
 from fara_desktop.settings import InferenceOverrides
-from fara_desktop.tuning import MemoryEstimate, TunedParams
-from fara_desktop.ui.plain_text import plain_label, plain_tooltip
+from fara_desktop.ui.widgets.plain_text import plain_label, plain_tooltip
 
 
 def human_bytes(count: float) -> str:

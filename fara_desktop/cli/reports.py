@@ -9,12 +9,13 @@ from typing import Any
 
 import psutil
 
-from fara_desktop.hardware import detect_hardware
+from fara_desktop.machine.hardware import detect_hardware
+from fara_desktop.machine.measurements import MachineCache
 from fara_desktop.models.discovery import scan_models
 from fara_desktop.paths import AppPaths
+from fara_desktop.planning.planner import bandwidth
+from fara_desktop.planning.tuning import GIB, choose_model, size_class, tune
 from fara_desktop.settings import load_settings
-from fara_desktop.startup import bandwidth, machine_cache
-from fara_desktop.tuning import GIB, choose_model, size_class, tune
 from fara_desktop.untrusted import printable
 
 
@@ -39,7 +40,7 @@ def _power(on_battery: bool | None) -> str:
 
 def hardware_report(paths: AppPaths, as_json: bool = False) -> int:
     profile = detect_hardware()
-    cache = machine_cache(paths)
+    cache = MachineCache.of_app(paths)
     data = profile.to_json()
     data["memory_read_bandwidth_gb_s"] = round(bandwidth(profile, cache) / 1e9, 1)
     if as_json:
@@ -79,7 +80,7 @@ def models_report(paths: AppPaths, as_json: bool = False) -> int:
     settings = load_settings(paths.config).settings
     scan = scan_models(paths.models, paths.cache, [Path(f) for f in settings.extra_model_folders])
     profile = detect_hardware(probe_build=False)
-    cache = machine_cache(paths)
+    cache = MachineCache.of_app(paths)
     memory = psutil.virtual_memory()
     usable = [m.metadata for m in scan.usable if m.metadata]
     best, ranked = choose_model(usable, memory.available, memory.total, bandwidth(profile, cache))
@@ -124,9 +125,7 @@ def models_report(paths: AppPaths, as_json: bool = False) -> int:
         meta = entry["metadata"] or {}
         mark = "★" if entry.get("recommended") else " "
         if not entry["usable"]:
-            say(
-                f"  ✗ {entry['name']}  [{entry['source']}]\n      unusable: {entry['problem']}\n      {entry['path']}"
-            )
+            say(f"  ✗ {entry['name']}  [{entry['source']}]\n      unusable: {entry['problem']}\n      {entry['path']}")
             continue
         fit = entry["fit"]
         say(

@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fara_desktop.bandwidth import measure_read_bandwidth
 from fara_desktop.engine.llama_backend import LlamaBackend
-from fara_desktop.engine.types import ChatMessage, LoadParams, SamplingParams
+from fara_desktop.engine.types import ChatMessage, SamplingParams
+from fara_desktop.machine.bandwidth import measure_read_bandwidth
 from fara_desktop.models.gguf_file import read_gguf_header
 from fara_desktop.models.metadata import ModelMetadata, metadata_from_header
+from fara_desktop.planning.params import LoadParams
 
 PROMPT_TEXT = (
     "The history of computing is a story of machines that grew smaller, faster and cheaper, while the problems "
@@ -60,9 +61,9 @@ class RawEngine:
     def __init__(self, model: Path, n_ctx: int, **kwargs: Any) -> None:
         from llama_cpp import Llama
 
-        from fara_desktop.engine.llama_runtime import ensure_cpu_backend
+        from fara_desktop.machine.llama_build import load_ggml_cpu_library
 
-        ensure_cpu_backend()
+        load_ggml_cpu_library()
         self.llm = Llama(model_path=str(model), n_ctx=n_ctx, verbose=False, **kwargs)
         text = PROMPT_TEXT * 40
         self.tokens = self.llm.tokenize(text.encode(), add_bos=True)
@@ -172,9 +173,9 @@ def multi_turn(model: Path, params: LoadParams, repeats: int) -> dict[str, Any]:
 def startup(model: Path, home: Path, timeout: float = 300) -> dict[str, Any]:
     """Launch the real app in a child process (offscreen); it reports when its window showed and the model was
     ready, and its RSS at both moments, then quits."""
-    env = {**os.environ, "FARA_HOME": str(home), "FARA_STARTUP_REPORT": "1", "QT_QPA_PLATFORM": "offscreen"}
+    env = {**os.environ, "FARA_HOME": str(home), "QT_QPA_PLATFORM": "offscreen"}
     result = subprocess.run(
-        [sys.executable, "-m", "fara_desktop", "--model", str(model)],
+        [sys.executable, "-m", "fara_desktop.bench.qt_probe", "startup", "--model", str(model)],
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -47,10 +47,10 @@ from fara_desktop.models.downloads import (
     resolve_remote_file,
     search_hub,
 )
-from fara_desktop.tuning import GIB
+from fara_desktop.planning.tuning import GIB
 from fara_desktop.ui.background import BackgroundCall
 from fara_desktop.ui.download_task import DownloadTask
-from fara_desktop.ui.plain_text import plain_label, plain_message_box, plain_tooltip
+from fara_desktop.ui.widgets.plain_text import plain_label, plain_message_box, plain_tooltip
 
 VERDICT_TEXT = {"fits": "Runs well", "slow": "Fits, but slow here", "tight": "Tight fit", "too_big": "Too big"}
 VERDICT_COLOR = {"fits": "#1f7a3a", "slow": "#9a6700", "tight": "#9a6700", "too_big": "#b42318"}

@@ -16,8 +16,8 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
-from fara_desktop.text_blocks import Block, keep_line_breaks, split_blocks
-from fara_desktop.ui.plain_text import plain_label
+from fara_desktop.ui.widgets.plain_text import plain_label
+from fara_desktop.ui.widgets.text_blocks import Block, keep_line_breaks, split_blocks
 
 _SAFE_LINK_SCHEMES = ("http", "https")  # not mailto: a click would hand a stranger's address to the mail client
 DISPLAY_LIMIT = 60_000  # characters laid out in one message; beyond that the start is shown

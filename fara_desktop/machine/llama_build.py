@@ -1,4 +1,9 @@
-"""Load llama.cpp's CPU backend when the build dispatches at run time (portable builds such as the frozen app).
+"""The llama.cpp build this process runs: its ggml CPU library (which instruction-set variant) and its log lines.
+
+Naming: "backend" in ggml means one of its compute libraries; here it is always called the *ggml CPU library*, so
+that it is not confused with the engine's model adapter (``engine/llama_backend.py``).
+
+Load llama.cpp's CPU library when the build dispatches at run time (portable builds such as the frozen app).
 
 A build made with ``GGML_BACKEND_DL=ON GGML_CPU_ALL_VARIANTS=ON`` ships one CPU backend library per instruction-set
 level (``libggml-cpu-haswell.so``, ``-skylakex``, ``-icelake``, ``-zen4`` ...). ggml scores each against this CPU
@@ -14,6 +19,9 @@ import logging
 import sys
 import threading
 from pathlib import Path
+from typing import Any
+
+from fara_desktop.untrusted import one_line
 
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
@@ -32,7 +40,7 @@ def cpu_variant_files(lib_dir: Path) -> list[Path]:
     return sorted(path for pattern in patterns for path in lib_dir.glob(pattern))
 
 
-def ensure_cpu_backend() -> None:
+def load_ggml_cpu_library() -> None:
     """Register the best CPU backend once, if this build has loadable ones; safe to call from any thread."""
     global _done
     with _lock:
@@ -45,8 +53,6 @@ def ensure_cpu_backend() -> None:
         lib_dir = llama_lib_dir()
         if not cpu_variant_files(lib_dir):
             return
-        from fara_desktop.engine.llama_backend import route_llama_logs_to_logging
-
         route_llama_logs_to_logging()  # ggml announces the backend it loads; that belongs in the log file
         # Look the ggml functions up through libllama's own handle: dlsym then searches libllama's dependencies,
         # so we reach the very libggml it uses. Opening libggml.so by path could load a second copy (wheels ship
@@ -57,10 +63,10 @@ def ensure_cpu_backend() -> None:
             ggml.ggml_backend_load_all_from_path.argtypes = [ctypes.c_char_p]
             ggml.ggml_backend_load_all_from_path(str(lib_dir).encode())
         llama_cpp.llama_backend_init()
-        log.info("CPU backend: %s", loaded_cpu_variant() or "unknown variant")
+        log.info("CPU backend: %s", loaded_ggml_cpu_variant() or "unknown variant")
 
 
-def loaded_cpu_variant() -> str | None:
+def loaded_ggml_cpu_variant() -> str | None:
     """Which CPU variant ggml picked (``haswell``, ``zen4`` ...), from the libraries mapped into this process
     (Linux only); None for native builds or where it cannot be told."""
     try:
@@ -72,3 +78,29 @@ def loaded_cpu_variant() -> str | None:
         if name.startswith("libggml-cpu-") and name.endswith(".so"):
             return name[len("libggml-cpu-") : -len(".so")]
     return None
+
+
+# ggml's enum ggml_log_level (ggml.h of the vendored llama.cpp; llama-cpp-python's own table predates it).
+_LLAMA_LOG_LEVELS = {1: logging.DEBUG, 2: logging.INFO, 3: logging.WARNING, 4: logging.ERROR}
+_llama_log_callback: Any = None  # the ctypes callback must outlive every llama.cpp call
+
+
+def route_llama_logs_to_logging() -> None:
+    """Send llama.cpp's own log lines to the ``llama.cpp`` logger (the log file) instead of stderr."""
+    global _llama_log_callback
+    if _llama_log_callback is not None:
+        return
+    import llama_cpp
+
+    llama_log = logging.getLogger("llama.cpp")
+    last_level = [logging.DEBUG]
+
+    def forward(level: int, text: bytes, _user_data: Any) -> None:
+        log_level = last_level[0] if level == 5 else _LLAMA_LOG_LEVELS.get(level, logging.DEBUG)
+        last_level[0] = log_level
+        if log_level >= logging.WARNING and llama_log.isEnabledFor(log_level):
+            # One line, no control characters: llama.cpp quotes names and values from the GGUF in its warnings.
+            llama_log.log(log_level, "%s", one_line(text.decode("utf-8", errors="replace"), 2000))
+
+    _llama_log_callback = llama_cpp.llama_log_callback(forward)
+    llama_cpp.llama_log_set(_llama_log_callback, ctypes.c_void_p(0))

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from fara_desktop.engine.errors import FaraError
+from fara_desktop.errors import FaraError
 
 EXPORT_FORMAT = "fara-desktop-conversation"
 MAX_MESSAGES = 100_000

@@ -27,11 +27,12 @@ from PySide6.QtWidgets import (
 )
 
 from fara_desktop.models.discovery import DiscoveredModel
+from fara_desktop.planning.params import TunedParams
+from fara_desktop.planning.planner import StartupPlan
+from fara_desktop.planning.tuning import KV_TYPES
 from fara_desktop.settings import THEMES, InferenceOverrides, SamplingSettings, Settings
-from fara_desktop.startup import StartupPlan
-from fara_desktop.tuning import KV_TYPES, TunedParams
-from fara_desktop.ui.hardware_panel import human_bytes
-from fara_desktop.ui.plain_text import plain_label, plain_tooltip
+from fara_desktop.ui.widgets.hardware_panel import human_bytes
+from fara_desktop.ui.widgets.plain_text import plain_label, plain_tooltip
 
 VERDICT_TEXT = {"fits": "fits", "tight": "tight", "too_big": "does not fit"}
 

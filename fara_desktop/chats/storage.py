@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from fara_desktop.chat_import import MAX_TIMESTAMP, validate_export
-from fara_desktop.engine.errors import FaraError
+from fara_desktop.chats.export_format import MAX_TIMESTAMP, validate_export
+from fara_desktop.errors import FaraError
 
 log = logging.getLogger(__name__)
 

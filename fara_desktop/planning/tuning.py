@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from fara_desktop.models.metadata import ModelMetadata
+from fara_desktop.planning.params import TunedParams
 
 MIB = 1024**2
 GIB = 1024**3
 KV_TYPES: dict[str, float] = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
-GGML_TYPE_IDS = {"f16": 1, "q8_0": 8, "q4_0": 2}
 DEFAULT_CONTEXT_CAP = 8192
 MIN_CONTEXT = 2048
 FIT_HEADROOM = 0.8  # a model "fits" comfortably under 80 % of the budget; up to 100 % it is "tight"
@@ -173,22 +173,6 @@ def fit_verdict(meta: ModelMetadata, n_ctx: int, available: int, total: int, kv_
 def size_class(meta: ModelMetadata) -> str:
     gb = meta.weights_bytes / GIB
     return "tiny" if gb < 0.5 else "small" if gb < 2 else "medium" if gb < 6 else "large"
-
-
-@dataclass(frozen=True)
-class TunedParams:
-    """What the engine will use, each value with the reason it was chosen."""
-
-    n_ctx: int
-    n_threads: int
-    n_threads_batch: int
-    n_batch: int
-    n_ubatch: int
-    kv_type: str
-    flash_attn: bool
-    use_mmap: bool
-    use_mlock: bool
-    reasons: dict[str, str]
 
 
 def default_threads(physical: int | None, usable: int) -> int:

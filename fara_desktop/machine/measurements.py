@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from fara_desktop.atomic_files import save_cache_file
-from fara_desktop.hardware import HardwareProfile
+from fara_desktop.machine.hardware import HardwareProfile
+from fara_desktop.paths import AppPaths
 from fara_desktop.regular_files import read_regular_text
 
 log = logging.getLogger(__name__)
@@ -24,6 +25,11 @@ MAX_CACHE_BYTES = 1 << 20
 
 class MachineCache:
     """A small JSON file: calibrated threads per model-size class, and measured bandwidth, per machine."""
+
+    @classmethod
+    def of_app(cls, paths: AppPaths) -> MachineCache:
+        """The machine cache in the app's cache folder."""
+        return cls(paths.cache / "machine.json")
 
     def __init__(self, file: Path) -> None:
         self.file = file

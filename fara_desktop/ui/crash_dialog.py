@@ -10,7 +10,7 @@ from types import TracebackType
 
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from fara_desktop.ui.plain_text import plain_message_box
+from fara_desktop.ui.widgets.plain_text import plain_message_box
 
 log = logging.getLogger("fara_desktop.crash")
 

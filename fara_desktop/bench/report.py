@@ -1,110 +1,47 @@
-"""The Qt half of the benchmark: generation through the real app path, and event-loop stalls."""
+"""`fara-desktop bench`: measure the raw engine, the app's path and this machine's ceiling; print a table or JSON.
+
+Qt-free: the figures that need the real window (the app's path, event-loop stalls, start-up) are measured by
+``bench/qt_probe.py`` in child processes, as the real app runs.
+"""
 
 from __future__ import annotations
 
-import time
-from dataclasses import replace
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, replace
 from pathlib import Path
+from typing import Any
 
-from PySide6.QtCore import QEventLoop, QObject, QTimer
+import psutil
 
-from fara_desktop.bench import Figure, median_of
-from fara_desktop.engine.types import Finished, LoadParams, SamplingParams, TokenText
+from fara_desktop.bench.runner import (
+    Figure,
+    RawEngine,
+    bandwidth_figures,
+    median_of,
+    model_metadata,
+    multi_turn,
+    startup,
+    sweep_threads,
+)
+from fara_desktop.machine.hardware import detect_hardware
+from fara_desktop.machine.measurements import MachineCache
+from fara_desktop.models.packaged import embedded_default_model
 from fara_desktop.paths import AppPaths
-from fara_desktop.settings import Settings
-from fara_desktop.ui.main_window import MainWindow
-
-TICK_MS = 5
-
-
-class StallMonitor(QObject):
-    """A 5 ms timer; the longest gap between two ticks beyond 5 ms is the longest stall of the event loop."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._timer = QTimer(self)
-        self._timer.setInterval(TICK_MS)
-        self._timer.timeout.connect(self._tick)
-        self._last = 0.0
-        self.max_stall_ms = 0.0
-
-    def start(self) -> None:
-        self.max_stall_ms = 0.0
-        self._last = time.perf_counter()
-        self._timer.start()
-
-    def stop(self) -> float:
-        self._timer.stop()
-        return self.max_stall_ms
-
-    def _tick(self) -> None:
-        now = time.perf_counter()
-        self.max_stall_ms = max(self.max_stall_ms, (now - self._last) * 1000 - TICK_MS)
-        self._last = now
+from fara_desktop.planning.params import LoadParams
+from fara_desktop.planning.planner import thread_candidates
+from fara_desktop.planning.tuning import estimate_memory, size_class, tune
 
 
-def _wait(signal: object, timeout_s: float = 600) -> None:
-    loop = QEventLoop()
-    signal.connect(loop.quit)  # type: ignore[attr-defined]
-    QTimer.singleShot(int(timeout_s * 1000), loop.quit)
-    loop.exec()
-
-
-def app_path(model: Path, params: LoadParams, paths: AppPaths, repeats: int, gen_tokens: int) -> dict:
-    """Greedy generation of ``gen_tokens`` through window → queue → worker → Qt signals → chat view."""
-    sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=gen_tokens, ignore_eos=True)
-    window = MainWindow(sampling=sampling, paths=paths, settings=Settings())
-    window.show()
-    settle = QTimer()  # let the first paint (fonts, style) finish: it is start-up, not model loading
-    settle.setSingleShot(True)
-    settle.start(300)
-    _wait(settle.timeout)
-    monitor = StallMonitor()
-    monitor.start()
-    window.load_model(model, params)
-    _wait(window.modelLoaded)
-    stall_load = monitor.stop()
-    speeds = Figure()
-    stalls = Figure()
-    first: list[float] = []
-
-    def on_event(event: object) -> None:
-        if isinstance(event, TokenText) and not first:
-            first.append(time.perf_counter())
-
-    window.bridge.event.connect(on_event)
-    # The last run watches the event loop; the timer's own wake-ups would slow the measured runs.
-    for run in range(repeats + 1):
-        watch = run == repeats
-        window.new_chat()
-        first.clear()
-        finished: list[Finished] = []
-        window.replyFinished.connect(finished.append)
-        window.composer.setPlainText("Write a long essay about the history of computing.")
-        if watch:
-            monitor.start()
-        window.send_button.click()
-        _wait(window.replyFinished)
-        ended = time.perf_counter()
-        window.replyFinished.disconnect(finished.append)
-        if watch:
-            stalls.runs.append(monitor.stop())
-            continue
-        tokens = finished[0].stats.completion_tokens if finished else 0
-        speeds.runs.append((tokens - 1) / (ended - first[0]) if first and tokens > 1 else 0.0)
-    window.close()
-    return {"gen": speeds, "stall_load_ms": stall_load, "stall_stream_ms": max(stalls.runs, default=0.0)}
-
-
-def app_path_in_child(model: Path, params: LoadParams, paths: AppPaths, repeats: int, gen_tokens: int) -> dict:
+def app_path_in_child(
+    model: Path, params: LoadParams, paths: AppPaths, repeats: int, gen_tokens: int
+) -> dict[str, Any]:
     """Run ``app_path`` in a fresh process, as the real app runs: measured in this process after the raw
     engine, generation on the worker thread was ~20 % slower (the main thread's idle OpenMP team stays behind),
     which is an artefact of measuring both in one process, not a cost of the app."""
-    import json
-    import os
-    import subprocess
-    import sys
-    from dataclasses import asdict
 
     spec = json.dumps(
         {
@@ -117,7 +54,11 @@ def app_path_in_child(model: Path, params: LoadParams, paths: AppPaths, repeats:
     )
     env = {**os.environ, "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen")}
     result = subprocess.run(
-        [sys.executable, "-m", "fara_desktop.ui.bench_app", spec], capture_output=True, text=True, timeout=900, env=env
+        [sys.executable, "-m", "fara_desktop.bench.qt_probe", "app-path", spec],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
     )
     lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
     if result.returncode != 0 or not lines:
@@ -130,40 +71,8 @@ def app_path_in_child(model: Path, params: LoadParams, paths: AppPaths, repeats:
     }
 
 
-def _child_main(spec_json: str) -> None:
-    import json
-
-    from fara_desktop.app import create_application
-
-    spec = json.loads(spec_json)
-    create_application()
-    home = Path(spec["home"])
-    paths = AppPaths(home / "data", home / "config", home / "cache", home / "logs").ensure()
-    result = app_path(Path(spec["model"]), LoadParams(**spec["params"]), paths, spec["repeats"], spec["gen_tokens"])
-    print(
-        json.dumps(
-            {
-                "gen": result["gen"].runs,
-                "stall_load_ms": result["stall_load_ms"],
-                "stall_stream_ms": result["stall_stream_ms"],
-            }
-        ),
-        flush=True,
-    )
-
-
 def run_benchmark(model: Path | None, as_json: bool, quick: bool, paths: AppPaths) -> int:
     """Measure everything, print a table (and JSON with ``as_json``)."""
-    import json
-    import tempfile
-
-    import psutil
-
-    from fara_desktop.bench import RawEngine, bandwidth_figures, model_metadata, multi_turn, startup, sweep_threads
-    from fara_desktop.hardware import detect_hardware
-    from fara_desktop.models.packaged import embedded_default_model
-    from fara_desktop.startup import load_params, machine_cache, thread_candidates
-    from fara_desktop.tuning import estimate_memory, size_class, tune
 
     model = model or embedded_default_model()
     if model is None:
@@ -173,7 +82,7 @@ def run_benchmark(model: Path | None, as_json: bool, quick: bool, paths: AppPath
     meta = model_metadata(model)
     hardware = detect_hardware()
     memory = psutil.virtual_memory()
-    cache = machine_cache(paths)
+    cache = MachineCache.of_app(paths)
     tuned = tune(
         meta,
         hardware.physical_cores,
@@ -183,8 +92,8 @@ def run_benchmark(model: Path | None, as_json: bool, quick: bool, paths: AppPath
         cache.threads(hardware, size_class(meta)),
     )
     n_ctx = min(tuned.n_ctx, 4096)
-    params = replace(load_params(tuned), n_ctx=n_ctx, prefault=False)
-    out: dict = {
+    params = replace(tuned.load_params(), n_ctx=n_ctx, prefault=False)
+    out: dict[str, Any] = {
         "model": str(model),
         "model_name": meta.name,
         "cpu": hardware.cpu_name,
@@ -305,12 +214,12 @@ def run_benchmark(model: Path | None, as_json: bool, quick: bool, paths: AppPath
 
 
 def _table(
-    out: dict,
+    out: dict[str, Any],
     tuned_pp: Figure,
     tuned_gen: Figure,
     default_pp: Figure,
     default_gen: Figure,
-    sweep: dict,
+    sweep: dict[int, dict[str, Figure]],
     app_gen: Figure,
 ) -> str:
     mib = 1024 * 1024
@@ -360,9 +269,3 @@ def _table(
         f"{'llama_decode alone, one token at a time (tok/s)':58} {out['decode_only_tok_per_s']['median']:>10.1f}",
     ]
     return "\n".join(rows)
-
-
-if __name__ == "__main__":
-    import sys
-
-    _child_main(sys.argv[1])

@@ -10,17 +10,16 @@ from pathlib import Path
 
 import psutil
 
-from fara_desktop.bandwidth import measure_read_bandwidth
-from fara_desktop.engine.errors import NotAGGUFError
-from fara_desktop.engine.types import LoadParams
-from fara_desktop.hardware import HardwareProfile, detect_hardware
-from fara_desktop.machine_cache import MachineCache
+from fara_desktop.errors import NotAGGUFError
+from fara_desktop.machine.bandwidth import measure_read_bandwidth
+from fara_desktop.machine.hardware import HardwareProfile, detect_hardware
+from fara_desktop.machine.measurements import MachineCache
 from fara_desktop.models import packaged
 from fara_desktop.models.discovery import DiscoveredModel, ScanResult, packaged_models_dir, scan_models
 from fara_desktop.models.metadata import MetadataCache
 from fara_desktop.paths import AppPaths
-from fara_desktop.settings import InferenceOverrides
-from fara_desktop.tuning import Recommendation, TunedParams, choose_model, fit_verdict, size_class, tune
+from fara_desktop.planning.params import LoadParams, TunedParams
+from fara_desktop.planning.tuning import Recommendation, choose_model, fit_verdict, size_class, tune
 
 
 @dataclass(frozen=True)
@@ -48,10 +47,6 @@ def thread_candidates(hardware: HardwareProfile) -> list[int]:
     return sorted(counts)
 
 
-def machine_cache(paths: AppPaths) -> MachineCache:
-    return MachineCache(paths.cache / "machine.json")
-
-
 def bandwidth(hardware: HardwareProfile, cache: MachineCache) -> float:
     value = cache.bandwidth(hardware)
     if value is None:
@@ -74,17 +69,12 @@ def tuned_for(model: DiscoveredModel, hardware: HardwareProfile, cache: MachineC
     )
 
 
-def load_params(tuned: TunedParams) -> LoadParams:
-    """The tuned values with nothing pinned by the user (the same mapping the settings' overrides use)."""
-    return InferenceOverrides().apply(tuned)
-
-
 def plan_startup(
     paths: AppPaths, preferred: Path | None = None, extra_folders: list[Path] | None = None
 ) -> StartupPlan:
     hardware = detect_hardware()
     scan = scan_models(paths.models, paths.cache, extra_folders)
-    cache = machine_cache(paths)
+    cache = MachineCache.of_app(paths)
     memory = psutil.virtual_memory()
     usable = scan.usable
     best, ranked = choose_model(

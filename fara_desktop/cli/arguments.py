@@ -1,0 +1,48 @@
+"""The command line: every command, its options and their help text."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from fara_desktop import APP_NAME, __version__
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fara-desktop", description=f"{APP_NAME}: offline chat on your CPU.")
+    parser.add_argument("--version", action="version", version=f"fara-desktop {__version__}")
+    parser.add_argument("--model", type=Path, help="GGUF model to load at start (default: the embedded model)")
+    sub = parser.add_subparsers(dest="command")
+    smoke = sub.add_parser("smoke", help="open the real window, ask one question, print the reply as JSON")
+    smoke.add_argument("--model", type=Path, dest="smoke_model", help="GGUF model (default: the embedded model)")
+    smoke.add_argument("--prompt", default="Say hello in one short sentence.", help="the question to ask")
+    smoke.add_argument("--screenshot", type=Path, help="save a PNG of the window after the reply")
+    smoke.add_argument("--max-tokens", type=int, default=96, help="longest reply (tokens)")
+    smoke.add_argument("--timeout", type=float, default=300.0, help="give up after this many seconds")
+    hardware = sub.add_parser("hardware", help="what this machine offers llama.cpp, and what the build uses")
+    hardware.add_argument("--json", action="store_true", help="machine-readable output")
+    models = sub.add_parser("models", help="GGUF models found on this machine, with fit verdicts")
+    models.add_argument("--json", action="store_true", help="machine-readable output")
+    bench = sub.add_parser("bench", help="measure the raw engine, the app's path and this machine's ceiling")
+    bench.add_argument("--model", type=Path, dest="bench_model", help="GGUF model (default: the embedded model)")
+    bench.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    bench.add_argument("--quick", action="store_true", help="one run of short tests (checks that it works)")
+    export = sub.add_parser("export", help="write every conversation to files (one per conversation)")
+    export.add_argument("--format", choices=["md", "json", "both"], default="both", help="file format")
+    export.add_argument("--out", type=Path, default=Path("fara-export"), help="folder to write to")
+    catalog = sub.add_parser("catalog", help="models worth downloading, with what each means on this machine")
+    catalog.add_argument("--json", action="store_true", help="machine-readable output")
+    download = sub.add_parser("download", help="download a GGUF from the Hugging Face hub (verified by sha256)")
+    download.add_argument("repo", help="repository id (owner/name) or a hub URL of a .gguf file")
+    download.add_argument("--file", help="file name in the repository")
+    download.add_argument("--quant", help="pick the file with this quantization, e.g. Q4_K_M")
+    download.add_argument(
+        "--allow-host",
+        metavar="HOST",
+        help="download from this host although it is not the configured hub (HF_ENDPOINT); no token is sent to it",
+    )
+    entry = sub.add_parser(
+        "install-desktop-entry", help="add Fara Desktop to the desktop's application launcher (Linux)"
+    )
+    entry.add_argument("--uninstall", action="store_true", help="remove the launcher entry and its icons")
+    return parser

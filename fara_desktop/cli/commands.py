@@ -1,0 +1,40 @@
+"""Commands that need no window: export every conversation, install the launcher entry."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from fara_desktop.paths import AppPaths
+from fara_desktop.untrusted import printable
+
+
+def run_export(paths: AppPaths, out: Path, format_choice: str) -> int:
+    from fara_desktop.chats.export import FORMATS, export_conversations
+    from fara_desktop.chats.storage import ConversationStore, StorageError, database_path
+
+    try:
+        store = ConversationStore(database_path(paths.data))
+        formats = FORMATS if format_choice == "both" else (format_choice,)
+        written = export_conversations(store, out, formats)
+        store.close()
+    except (StorageError, OSError) as exc:
+        print(printable(f"fara-desktop export: {exc}"), file=sys.stderr)
+        return 1
+    print(f"wrote {len(written)} files to {out}")
+    return 0
+
+
+def run_desktop_entry(uninstall: bool) -> int:
+    from fara_desktop.cli.desktop_entry import DesktopEntryError, install_desktop_entry, uninstall_desktop_entry
+
+    try:
+        result = uninstall_desktop_entry() if uninstall else install_desktop_entry()
+    except DesktopEntryError as exc:
+        print(f"fara-desktop: {exc}", file=sys.stderr)
+        return 1
+    if uninstall:
+        print(f"removed {len(result.files)} files" if result.files else "no launcher entry was installed")
+    else:
+        print(f"installed {result.entry} (and {len(result.files) - 1} icons); Fara Desktop is in your launcher")
+    return 0

