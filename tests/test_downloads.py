@@ -201,7 +201,7 @@ def test_server_that_ignores_range_restarts_cleanly(hub, hf_cache, model_bytes):
 def test_not_enough_disk_space_refuses_before_downloading(hub, hf_cache, monkeypatch):
     monkeypatch.setattr(downloads, "free_bytes", lambda _folder: 10 * 1024 * 1024)
     remote = resolve_remote_file(REPO, FILE, endpoint=hub.url)
-    with pytest.raises(NotEnoughDiskSpaceError, match=r"only 10\.5 MB is free"):
+    with pytest.raises(NotEnoughDiskSpaceError, match=r"only 10\.0 MiB is free"):
         Downloader(remote, hf_cache).run()
     assert not [p for p, _ in hub.state.requests if p.startswith("/cdn/")]
 

@@ -7,20 +7,20 @@ import sys
 import threading
 from pathlib import Path
 
-from fara_desktop.models.catalog import CatalogError, assess_catalog_here
+from fara_desktop.format import format_rate, format_size
+from fara_desktop.models.catalog import CatalogError
 from fara_desktop.models.downloads import (
     Downloader,
     DownloadError,
     Progress,
     configured_endpoint,
     host_of,
-    human_size,
     is_configured_hub,
     parse_model_reference,
     resolve_remote_file,
 )
 from fara_desktop.paths import AppPaths
-from fara_desktop.planning.tuning import GIB
+from fara_desktop.planning.catalog_fit import assess_catalog_here
 from fara_desktop.settings import load_settings
 from fara_desktop.untrusted import printable
 
@@ -58,7 +58,7 @@ def catalog_report(paths: AppPaths, as_json: bool = False) -> int:
         installed = "  [installed]" if option.installed else ""
         print(
             f" {star}{VERDICT_MARK[option.verdict.verdict]} {option.quant.quant:<7} "
-            f"≈{option.quant.estimated_bytes / GIB:5.2f} GiB  "
+            f"≈{format_size(option.quant.estimated_bytes):>9}  "
             f"~{option.expected_tok_per_s:5.1f} tok/s  {option.verdict.verdict}: {option.verdict.message}{installed}"
         )
     if recommended:
@@ -92,7 +92,7 @@ def download_command(reference: str, filename: str | None, quant: str | None, al
         return 1
     print(
         printable(
-            f"{remote.repo_id}/{remote.filename} from {host_of(remote.url)}: {human_size(remote.size)}, "
+            f"{remote.repo_id}/{remote.filename} from {host_of(remote.url)}: {format_size(remote.size)}, "
             f"sha256 {remote.sha256}"
         ),
         file=sys.stderr,
@@ -104,8 +104,8 @@ def download_command(reference: str, filename: str | None, quant: str | None, al
     def show(progress: Progress) -> None:
         eta = f"{progress.eta_s:.0f} s left" if progress.eta_s is not None else "…"
         line = (
-            f"{100 * progress.done / progress.total:5.1f} %  {human_size(progress.done)} of "
-            f"{human_size(progress.total)}  {human_size(progress.bytes_per_s)}/s  {eta}"
+            f"{100 * progress.done / progress.total:5.1f} %  {format_size(progress.done)} of "
+            f"{format_size(progress.total)}  {format_rate(progress.bytes_per_s)}  {eta}"
         )
         with lock:
             if interactive:
@@ -116,7 +116,7 @@ def download_command(reference: str, filename: str | None, quant: str | None, al
 
     downloader = Downloader(remote, on_progress=show)
     if downloader.partial_bytes():
-        print(f"resuming after {human_size(downloader.partial_bytes())} already downloaded", file=sys.stderr)
+        print(f"resuming after {format_size(downloader.partial_bytes())} already downloaded", file=sys.stderr)
     try:
         path = downloader.run()
     except KeyboardInterrupt:

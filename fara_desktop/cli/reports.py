@@ -9,12 +9,13 @@ from typing import Any
 
 import psutil
 
+from fara_desktop.format import format_size
 from fara_desktop.machine.hardware import detect_hardware
 from fara_desktop.machine.measurements import MachineCache
 from fara_desktop.models.discovery import scan_models
 from fara_desktop.paths import AppPaths
 from fara_desktop.planning.planner import bandwidth
-from fara_desktop.planning.tuning import GIB, choose_model, size_class, tune
+from fara_desktop.planning.tuning import choose_model, size_class, tune
 from fara_desktop.settings import load_settings
 from fara_desktop.untrusted import printable
 
@@ -22,16 +23,6 @@ from fara_desktop.untrusted import printable
 def say(*parts: object, **options: object) -> None:
     """print() for reports: names come from GGUF files and folders, so terminal escapes are stripped first."""
     print(*(printable(part) for part in parts), **options)  # type: ignore[call-overload]
-
-
-def _gib(value: int | None) -> str:
-    return "unknown" if value is None else f"{value / GIB:.1f} GiB"
-
-
-def _size(value: int | None) -> str:
-    if value is None:
-        return "unknown"
-    return f"{value / 1024:.0f} KiB" if value < 1024**2 else f"{value / 1024**2:.0f} MiB"
 
 
 def _power(on_battery: bool | None) -> str:
@@ -51,10 +42,11 @@ def hardware_report(paths: AppPaths, as_json: bool = False) -> int:
         f"Cores          {profile.physical_cores or '?'} physical, {profile.logical_cores} logical, "
         f"{profile.usable_cores} usable"
         + (f", {profile.performance_cores} P + {profile.efficiency_cores} E" if profile.efficiency_cores else ""),
-        f"Caches         L2 {_size(profile.l2_cache_bytes)}/core, L3 {_size(profile.l3_cache_bytes)}",
+        f"Caches         L2 {format_size(profile.l2_cache_bytes)}/core, L3 {format_size(profile.l3_cache_bytes)}",
         f"NUMA nodes     {profile.numa_nodes or 'unknown'}",
-        f"RAM            {_gib(profile.ram_available_bytes)} available of {_gib(profile.ram_total_bytes)}; "
-        f"swap {_gib(profile.swap_total_bytes)}",
+        f"RAM            {format_size(profile.ram_available_bytes)} available of "
+        f"{format_size(profile.ram_total_bytes)}; "
+        f"swap {format_size(profile.swap_total_bytes)}",
         f"Power          {_power(profile.on_battery)}",
         f"Bandwidth      {data['memory_read_bandwidth_gb_s']} GB/s (memory reads)",
         f"CPU features   {' '.join(profile.cpu_features) or 'none detected'}",
@@ -130,7 +122,7 @@ def models_report(paths: AppPaths, as_json: bool = False) -> int:
         fit = entry["fit"]
         say(
             f"{mark} {entry['name']}  [{entry['source']}]\n      {meta['architecture']}, {meta['size_label'] or ''} "
-            f"{meta['quantization']}, {meta['file_bytes'] / GIB:.2f} GiB, context {meta['context_length']}, "
+            f"{meta['quantization']}, {format_size(meta['file_bytes'])}, context {meta['context_length']}, "
             f"{'chat template' if meta['has_chat_template'] else 'no chat template'}\n"
             f"      {fit['verdict']}: {fit['message']}; ~{entry['expected_tok_per_s']} tok/s expected\n"
             f"      {entry['path']}"

@@ -26,10 +26,12 @@ MAX_CACHE_BYTES = 1 << 20
 class MachineCache:
     """A small JSON file: calibrated threads per model-size class, and measured bandwidth, per machine."""
 
+    FILE_NAME = "machine.json"
+
     @classmethod
     def of_app(cls, paths: AppPaths) -> MachineCache:
         """The machine cache in the app's cache folder."""
-        return cls(paths.cache / "machine.json")
+        return cls(paths.cache / cls.FILE_NAME)
 
     def __init__(self, file: Path) -> None:
         self.file = file

@@ -32,6 +32,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, BinaryIO
 
+from fara_desktop.format import format_size
+
 log = logging.getLogger(__name__)
 
 # huggingface_hub reads these when it is first imported. Telemetry on, it adds library versions to every request
@@ -48,6 +50,7 @@ def _hub() -> ModuleType:
     constants.HF_HUB_DISABLE_TELEMETRY = True
     constants.HF_HUB_DISABLE_UPDATE_CHECK = True
     return huggingface_hub
+
 
 CHUNK_BYTES = 1 << 20
 DISK_MARGIN_BYTES = 64 << 20  # keep some room free beyond the file itself
@@ -145,14 +148,6 @@ def hub_cache_dir() -> Path:
     from fara_desktop.models.discovery import hf_cache_dir
 
     return hf_cache_dir(os.environ, Path.home())
-
-
-def human_size(count: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if abs(count) < 1000 or unit == "GB":
-            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
-        count /= 1000
-    return f"{count:.1f} GB"
 
 
 # ---------------------------------------------------------------------- what to download
@@ -461,8 +456,8 @@ class Downloader:
         free = free_bytes(self.blob.parent)
         if free < needed + DISK_MARGIN_BYTES:
             raise NotEnoughDiskSpaceError(
-                f"{self.remote.filename} needs {human_size(needed)} more on {self.blob.parent} "
-                f"but only {human_size(free)} is free (keeping {human_size(DISK_MARGIN_BYTES)} spare)"
+                f"{self.remote.filename} needs {format_size(needed)} more on {self.blob.parent} "
+                f"but only {format_size(free)} is free (keeping {format_size(DISK_MARGIN_BYTES)} spare)"
             )
 
     def _hash_partial(self) -> tuple[hashlib._Hash, int]:
@@ -537,7 +532,7 @@ class Downloader:
                     self._response = None
         if done != total:
             raise DownloadInterruptedError(
-                f"the connection closed after {human_size(done)} of {human_size(total)}; "
+                f"the connection closed after {format_size(done)} of {format_size(total)}; "
                 "the part already downloaded is kept and the next attempt continues from it"
             )
         if digest.hexdigest() != self.remote.sha256:
@@ -573,7 +568,7 @@ class Downloader:
                         raise self._stopped(out, done) from exc
                     out.flush()
                     raise DownloadInterruptedError(
-                        f"the connection broke after {human_size(done)} of {human_size(total)} ({_reason(exc)}); "
+                        f"the connection broke after {format_size(done)} of {format_size(total)} ({_reason(exc)}); "
                         "the part already downloaded is kept and the next attempt continues from it"
                     ) from exc
                 if self._stop.is_set():
@@ -600,7 +595,7 @@ class Downloader:
             self.partial.unlink(missing_ok=True)
         verb = "paused" if self._keep_partial else "cancelled"
         return DownloadCancelled(
-            f"{verb} after {human_size(done)} of {human_size(self.remote.size)}", self._keep_partial
+            f"{verb} after {format_size(done)} of {format_size(self.remote.size)}", self._keep_partial
         )
 
     def _http_error(self, exc: urllib.error.HTTPError) -> DownloadError:

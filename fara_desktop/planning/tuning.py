@@ -19,11 +19,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from fara_desktop.format import GIB, MIB, format_parameters, format_size
 from fara_desktop.models.metadata import ModelMetadata
 from fara_desktop.planning.params import TunedParams
 
-MIB = 1024**2
-GIB = 1024**3
 KV_TYPES: dict[str, float] = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
 DEFAULT_CONTEXT_CAP = 8192
 MIN_CONTEXT = 2048
@@ -34,6 +33,13 @@ QUANT_QUALITY = {"F32": 1.0, "F16": 1.0, "BF16": 1.0, "Q8_0": 1.0, "Q6_K": 0.99,
                  "IQ3_S": 0.8, "IQ3_XS": 0.76, "IQ3_XXS": 0.72, "Q2_K": 0.6, "Q2_K_S": 0.55, "IQ2_M": 0.6,
                  "IQ2_S": 0.55, "IQ2_XS": 0.5, "IQ2_XXS": 0.45, "IQ1_M": 0.3, "IQ1_S": 0.25}  # fmt: skip
 Verdict = Literal["fits", "tight", "too_big"]
+COMFORTABLE_TOK_PER_S = 8.0  # below this a model that fits writes slower than people read: "fits, but slow here"
+VERDICT_LABELS = {"fits": "Runs well", "slow": "Fits, but slow here", "tight": "Tight fit", "too_big": "Too big"}
+
+
+def verdict_kind(verdict: Verdict, expected_tok_per_s: float) -> str:
+    """The memory verdict with "fits" split by speed (a key of ``VERDICT_LABELS``)."""
+    return "slow" if verdict == "fits" and expected_tok_per_s < COMFORTABLE_TOK_PER_S else verdict
 
 
 # ---------------------------------------------------------------------- memory
@@ -124,22 +130,20 @@ class FitVerdict:
     suggestions: list[str] = field(default_factory=list)
 
 
-def _gb(value: float) -> str:
-    return f"{value / GIB:.2f} GB" if value < 10 * GIB else f"{value / GIB:.1f} GB"
-
-
 def fit_verdict(meta: ModelMetadata, n_ctx: int, available: int, total: int, kv_type: str = "f16") -> FitVerdict:
     estimate = estimate_memory(meta, n_ctx, kv_type)
     budget = memory_budget(available, total)
     need = estimate.total
     if need <= budget * FIT_HEADROOM:
-        return FitVerdict("fits", estimate, budget, f"needs about {_gb(need)} of {_gb(budget)} available")
+        return FitVerdict(
+            "fits", estimate, budget, f"needs about {format_size(need)} of {format_size(budget)} available"
+        )
     if need <= budget:
         return FitVerdict(
             "tight",
             estimate,
             budget,
-            f"needs about {_gb(need)} of {_gb(budget)} available: little room left for other programs",
+            f"needs about {format_size(need)} of {format_size(budget)} available: little room left for other programs",
         )
     suggestions = []
     for candidate_type in ("f16", "q8_0"):
@@ -162,7 +166,8 @@ def fit_verdict(meta: ModelMetadata, n_ctx: int, available: int, total: int, kv_
         "too_big",
         estimate,
         budget,
-        f"needs about {_gb(need)} but only {_gb(budget)} is available ({_gb(need - budget)} short)",
+        f"needs about {format_size(need)} but only {format_size(budget)} is available "
+        f"({format_size(need - budget)} short)",
         suggestions,
     )
 
@@ -278,7 +283,7 @@ def choose_model(
             if meta.instruct
             else "a base model (no chat template)"
         )
-        parts.append(f"{meta.size_label or _params(meta.parameters)} parameters at {meta.quantization}")
+        parts.append(f"{meta.size_label or format_parameters(meta.parameters)} parameters at {meta.quantization}")
         parts.append(f"about {speed:.0f} tokens/s expected here")
         parts.append(verdict.message)
         ranked.append((key, Recommendation(meta.path, verdict, speed, "; ".join(parts))))
@@ -286,7 +291,3 @@ def choose_model(
     ordered = [rec for _, rec in ranked]
     best = next((rec for rec in ordered if rec.verdict.verdict != "too_big"), None)
     return best, ordered
-
-
-def _params(count: int) -> str:
-    return f"{count / 1e9:.1f}B" if count >= 1e9 else f"{count / 1e6:.0f}M"

@@ -50,8 +50,8 @@ from fara_desktop.engine.types import (
 from fara_desktop.engine.worker import Backend
 from fara_desktop.errors import FaraError
 from fara_desktop.machine.measurements import MachineCache
-from fara_desktop.models.catalog import assess_catalog_here
 from fara_desktop.paths import AppPaths, app_paths
+from fara_desktop.planning.catalog_fit import assess_catalog_here
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.planning.planner import (
     StartupPlan,

@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from fara_desktop.models.catalog import COMFORTABLE_TOK_PER_S, CatalogAssessment, CatalogOption
+from fara_desktop.format import format_bandwidth, format_rate, format_size
 from fara_desktop.models.downloads import (
     DownloadCancelled,
     DownloadError,
@@ -40,29 +40,20 @@ from fara_desktop.models.downloads import (
     RemoteFile,
     configured_endpoint,
     host_of,
-    human_size,
     is_configured_hub,
     list_gguf_files,
     parse_model_reference,
     resolve_remote_file,
     search_hub,
 )
-from fara_desktop.planning.tuning import GIB
+from fara_desktop.planning.catalog_fit import CatalogAssessment, CatalogOption
+from fara_desktop.planning.tuning import VERDICT_LABELS, verdict_kind
 from fara_desktop.ui.background import BackgroundCall
 from fara_desktop.ui.download_task import DownloadTask
 from fara_desktop.ui.widgets.plain_text import plain_label, plain_message_box, plain_tooltip
 
-VERDICT_TEXT = {"fits": "Runs well", "slow": "Fits, but slow here", "tight": "Tight fit", "too_big": "Too big"}
 VERDICT_COLOR = {"fits": "#1f7a3a", "slow": "#9a6700", "tight": "#9a6700", "too_big": "#b42318"}
 RECOMMENDED_BACKGROUND = "#e3f2e6"
-
-
-def verdict_kind(option: CatalogOption) -> str:
-    """Memory verdict, with "fits" split by speed: a model that fits but writes slower than people read is not
-    one that "runs well"."""
-    if option.verdict.verdict == "fits" and option.expected_tok_per_s < COMFORTABLE_TOK_PER_S:
-        return "slow"
-    return option.verdict.verdict
 
 
 COLUMNS = ["Model", "Download size", "On this machine", "Speed here", "License", ""]
@@ -145,8 +136,8 @@ class DownloadRow(QFrame):
         task.failed.connect(self._on_failed)
         already = task.downloader.partial_bytes()
         self.status.setText(
-            f"{human_size(task.remote.size)} · sha256 {task.remote.sha256[:12]}…"
-            + (f" · resuming after {human_size(already)}" if already else "")
+            f"{format_size(task.remote.size)} · sha256 {task.remote.sha256[:12]}…"
+            + (f" · resuming after {format_size(already)}" if already else "")
         )
         self.pause_button.setEnabled(True)
         task.start()
@@ -177,8 +168,8 @@ class DownloadRow(QFrame):
         self.bar.setRange(0, 1000)
         self.bar.setValue(int(1000 * progress.done / max(1, progress.total)))
         self.status.setText(
-            f"{human_size(progress.done)} of {human_size(progress.total)} · "
-            + (f"{human_size(progress.bytes_per_s)}/s · " if progress.bytes_per_s > 0 else "measuring speed · ")
+            f"{format_size(progress.done)} of {format_size(progress.total)} · "
+            + (f"{format_rate(progress.bytes_per_s)} · " if progress.bytes_per_s > 0 else "measuring speed · ")
             + _duration(progress.eta_s)
         )
 
@@ -306,8 +297,8 @@ class GetModelsDialog(QDialog):
     def show_assessment(self, assessment: CatalogAssessment) -> None:
         self.assessment = assessment
         self.summary.setText(
-            f"This machine has {assessment.available_bytes / GIB:.1f} GB of memory free and reads memory at "
-            f"{assessment.bandwidth_bytes_per_s / 1e9:.1f} GB/s. Sizes are estimates until the download starts; "
+            f"This machine has {format_size(assessment.available_bytes)} of memory free and reads memory at "
+            f"{format_bandwidth(assessment.bandwidth_bytes_per_s)}. Sizes are estimates until the download starts; "
             "speeds are what the tuning model expects here. Nothing is downloaded until you click."
         )
         best = assessment.recommended
@@ -337,14 +328,14 @@ class GetModelsDialog(QDialog):
 
     def _add_option(self, parent: QTreeWidgetItem, option: CatalogOption) -> None:
         verdict = option.verdict
-        kind = verdict_kind(option)
+        kind = verdict_kind(option.verdict.verdict, option.expected_tok_per_s)
         label = f"    {option.quant.quant}" + ("  ★ recommended" if option.recommended else "")
         item = QTreeWidgetItem(
             parent,
             [
                 label,
-                f"≈ {human_size(option.quant.estimated_bytes)}",
-                f"{VERDICT_TEXT[kind]} · needs ≈ {verdict.estimate.total / GIB:.2f} GB "
+                f"≈ {format_size(option.quant.estimated_bytes)}",
+                f"{VERDICT_LABELS[kind]} · needs ≈ {format_size(verdict.estimate.total)} "
                 f"({verdict.estimate.n_ctx // 1024}k context)",
                 f"≈ {option.expected_tok_per_s:.0f} tokens/s",
                 option.entry.license,
@@ -439,7 +430,7 @@ class GetModelsDialog(QDialog):
         budget = self.assessment.available_bytes if self.assessment else None
         for remote in files:
             fits = "" if budget is None else ("  · fits in memory" if remote.size * 1.25 < budget else "  · too big")
-            item = QListWidgetItem(f"{remote.filename}   ·   {human_size(remote.size)}{fits}")
+            item = QListWidgetItem(f"{remote.filename}   ·   {format_size(remote.size)}{fits}")
             item.setData(256, remote)
             self.files.addItem(item)
         name = files[0].repo_id if files else "this repository"

@@ -26,15 +26,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from fara_desktop.format import format_size
 from fara_desktop.models.discovery import DiscoveredModel
 from fara_desktop.planning.params import TunedParams
 from fara_desktop.planning.planner import StartupPlan
-from fara_desktop.planning.tuning import KV_TYPES
+from fara_desktop.planning.tuning import KV_TYPES, VERDICT_LABELS, verdict_kind
 from fara_desktop.settings import THEMES, InferenceOverrides, SamplingSettings, Settings
-from fara_desktop.ui.widgets.hardware_panel import human_bytes
 from fara_desktop.ui.widgets.plain_text import plain_label, plain_tooltip
-
-VERDICT_TEXT = {"fits": "fits", "tight": "tight", "too_big": "does not fit"}
 
 
 def _auto_spin(name: str, tuned: int | None, value: int | None, maximum: int) -> QSpinBox:
@@ -171,11 +169,14 @@ class SettingsDialog(QDialog):
         for row, model in enumerate(models):
             meta = model.metadata
             rec = verdicts.get(model.path)
-            fit = VERDICT_TEXT[rec.verdict.verdict] if rec else (model.problem or "unusable")
+            if rec:
+                fit = VERDICT_LABELS[verdict_kind(rec.verdict.verdict, rec.expected_tok_per_s)]
+            else:
+                fit = model.problem or "unusable"
             cells = [
                 "★" if model.path == best else ("●" if model.path == current else ""),
                 model.display_name,
-                human_bytes(meta.file_bytes) if meta else "—",
+                format_size(meta.file_bytes) if meta else "—",
                 meta.quantization if meta else "—",
                 meta.architecture if meta else "—",
                 model.source,

@@ -10,20 +10,13 @@ from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPen, QPolygonF
 from PySide6.QtWidgets import QFormLayout, QFrame, QLabel, QProgressBar, QVBoxLayout, QWidget
 
 from fara_desktop.engine.types import GenerationStats, ModelInfo
+from fara_desktop.format import format_size
 from fara_desktop.machine.hardware import HardwareProfile
 from fara_desktop.machine.isa import AVX512_COMPLETE
 from fara_desktop.planning.params import TunedParams
 from fara_desktop.planning.tuning import MemoryEstimate
 from fara_desktop.settings import InferenceOverrides
 from fara_desktop.ui.widgets.plain_text import plain_label, plain_tooltip
-
-
-def human_bytes(count: float) -> str:
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(count) < 1024 or unit == "TB":
-            return f"{count:.0f} {unit}" if unit in ("B", "KB") else f"{count:.1f} {unit}"
-        count /= 1024
-    return f"{count:.1f} TB"
 
 
 class SpeedPlot(QFrame):
@@ -169,9 +162,9 @@ class HardwarePanel(QFrame):
         self.set_value("Instructions", instructions)
         caches = []
         if profile.l2_cache_bytes:
-            caches.append(f"L2 {human_bytes(profile.l2_cache_bytes)}/core")
+            caches.append(f"L2 {format_size(profile.l2_cache_bytes)}/core")
         if profile.l3_cache_bytes:
-            caches.append(f"L3 {human_bytes(profile.l3_cache_bytes)}")
+            caches.append(f"L3 {format_size(profile.l3_cache_bytes)}")
         self.set_value("Caches", " · ".join(caches) or "unknown")
         warnings = [gap.message for gap in profile.build_gaps]
         if profile.avx512_missing:
@@ -187,13 +180,13 @@ class HardwarePanel(QFrame):
     def _refresh_ram(self) -> None:
         """Non-blocking samples: psutil reads /proc; cpu_percent(None) compares with the previous call."""
         memory = psutil.virtual_memory()
-        self.set_value("RAM", f"{human_bytes(memory.available)} free of {human_bytes(memory.total)}")
-        self.set_value("This app", human_bytes(self._process.memory_info().rss))
+        self.set_value("RAM", f"{format_size(memory.available)} free of {format_size(memory.total)}")
+        self.set_value("This app", format_size(self._process.memory_info().rss))
         self.set_value("CPU load", f"{psutil.cpu_percent(None):.0f} % of all cores")
 
     def show_memory_plan(self, estimate: MemoryEstimate) -> None:
-        self.set_value("Model weights", human_bytes(estimate.weights))
-        self.set_value("KV memory", f"{human_bytes(estimate.kv_cache)} ({estimate.kv_type}, {estimate.n_ctx:,} tokens)")
+        self.set_value("Model weights", format_size(estimate.weights))
+        self.set_value("KV memory", f"{format_size(estimate.kv_cache)} ({estimate.kv_type}, {estimate.n_ctx:,} tokens)")
 
     def show_model_loading(self, name: str) -> None:
         self.set_value("Name", f"loading {name}…")
@@ -214,7 +207,7 @@ class HardwarePanel(QFrame):
         if self.value("Why") == "—":
             self.set_value("Why", "opened by you")
         mine = self._overrides
-        self.set_value("Name", f"{info.name} ({info.architecture}, {human_bytes(info.file_bytes)})")
+        self.set_value("Name", f"{info.name} ({info.architecture}, {format_size(info.file_bytes)})")
         self.set_value("Format", info.chat_format)
         self.set_value("Context", f"{tuned_text(info.n_ctx, mine.n_ctx)} of {info.n_ctx_train:,} trained")
         self.set_value("Threads", f"{tuned_text(info.n_threads, mine.n_threads)} · prompt {info.n_threads_batch}")

@@ -1,0 +1,40 @@
+"""How numbers are written for people: one way to write a size, a rate and a parameter count, used everywhere.
+
+Sizes are in binary units labelled as such (KiB, MiB, GiB): RAM is sold and reported by the OS in them, and one
+convention means Settings, Get models, the hardware panel and the command line show the same figure for one file.
+"""
+
+from __future__ import annotations
+
+KIB = 1024
+MIB = 1024**2
+GIB = 1024**3
+
+
+def format_size(count: float | None) -> str:
+    """``512 B``, ``12 KiB``, ``93.8 MiB``, ``1.02 GiB``, ``24.0 GiB``; ``unknown`` for None."""
+    if count is None:
+        return "unknown"
+    magnitude = abs(count)
+    if magnitude < KIB:
+        return f"{count:.0f} B"
+    if magnitude < MIB:
+        return f"{count / KIB:.0f} KiB"
+    if magnitude < GIB:
+        return f"{count / MIB:.1f} MiB"
+    return f"{count / GIB:.2f} GiB" if magnitude < 10 * GIB else f"{count / GIB:.1f} GiB"
+
+
+def format_rate(bytes_per_s: float) -> str:
+    """A transfer speed: ``format_size`` per second."""
+    return f"{format_size(bytes_per_s)}/s"
+
+
+def format_parameters(count: int) -> str:
+    """A model's parameter count the way model names write it: ``135M``, ``1.7B``."""
+    return f"{count / 1e9:.1f}B" if count >= 1e9 else f"{count / 1e6:.0f}M"
+
+
+def format_bandwidth(bytes_per_s: float) -> str:
+    """Memory bandwidth in decimal GB/s, as CPU and memory makers and STREAM quote it: ``38.2 GB/s``."""
+    return f"{bytes_per_s / 1e9:.1f} GB/s"

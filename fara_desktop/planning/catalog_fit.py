@@ -1,0 +1,112 @@
+"""What each entry of the model catalog means on this machine: fit verdict, expected speed, installed or not, and
+the one recommended."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from fara_desktop.machine.hardware import detect_hardware
+from fara_desktop.machine.measurements import MachineCache
+from fara_desktop.models.catalog import CatalogEntry, CatalogQuant, load_catalog, option_key
+from fara_desktop.models.discovery import scan_models
+from fara_desktop.planning.planner import bandwidth
+from fara_desktop.planning.tuning import COMFORTABLE_TOK_PER_S, FitVerdict, choose_model
+
+
+@dataclass(frozen=True)
+class CatalogOption:
+    """One (model, quantization) pair judged for this machine."""
+
+    entry: CatalogEntry
+    quant: CatalogQuant
+    verdict: FitVerdict
+    expected_tok_per_s: float
+    installed: Path | None
+    recommended: bool
+
+    @property
+    def key(self) -> str:
+        return option_key(self.entry, self.quant)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.entry.id,
+            "name": self.entry.name,
+            "repo": self.entry.repo,
+            "file": self.quant.file_name,
+            "quantization": self.quant.quant,
+            "parameters": self.entry.parameters,
+            "architecture": self.entry.architecture,
+            "context_length": self.entry.context_length,
+            "license": self.entry.license,
+            "description": self.entry.description,
+            "estimated_file_bytes": self.quant.estimated_bytes,
+            "fit": {
+                "verdict": self.verdict.verdict,
+                "message": self.verdict.message,
+                "suggestions": self.verdict.suggestions,
+                "estimate_bytes": self.verdict.estimate.total,
+                "n_ctx": self.verdict.estimate.n_ctx,
+            },
+            "expected_tok_per_s": round(self.expected_tok_per_s, 1),
+            "installed": str(self.installed) if self.installed else None,
+            "recommended": self.recommended,
+        }
+
+
+@dataclass(frozen=True)
+class CatalogAssessment:
+    """Every catalog option with its verdict, and the one recommended for this machine (with why)."""
+
+    options: list[CatalogOption]
+    recommended: CatalogOption | None
+    reason: str | None
+    available_bytes: int
+    bandwidth_bytes_per_s: float
+
+
+def assess_catalog(
+    entries: Iterable[CatalogEntry],
+    available: int,
+    total: int,
+    bandwidth: float,
+    installed_files: Iterable[Path] = (),
+) -> CatalogAssessment:
+    """Judge each option as the model chooser would judge the file; the recommendation is the best quality that
+    fits comfortably with a useful context at a usable speed (the same ranking as for models on disk)."""
+    pairs = [(entry, quant) for entry in entries for quant in entry.quants]
+    metas = {option_key(entry, quant): entry.metadata(quant) for entry, quant in pairs}
+    best, ranked = choose_model(list(metas.values()), available, total, bandwidth, COMFORTABLE_TOK_PER_S)
+    by_key = {rec.path: rec for rec in ranked}
+    on_disk = {path.name.lower(): path for path in installed_files}
+    options = []
+    for entry, quant in pairs:
+        rec = by_key[option_key(entry, quant)]
+        options.append(
+            CatalogOption(
+                entry,
+                quant,
+                rec.verdict,
+                rec.expected_tok_per_s,
+                on_disk.get(quant.file_name.lower()),
+                best is not None and rec.path == best.path,
+            )
+        )
+    chosen = next((option for option in options if option.recommended), None)
+    return CatalogAssessment(options, chosen, best.reason if best else None, available, bandwidth)
+
+
+def assess_catalog_here(models_dir: Path, cache_dir: Path, extra_folders: Iterable[Path] = ()) -> CatalogAssessment:
+    """The catalog judged for this machine: its free RAM, its measured memory bandwidth (cached per machine) and
+    the models already on disk (marked installed)."""
+    scan = scan_models(models_dir, cache_dir, list(extra_folders))
+    memory = psutil.virtual_memory()
+    profile = detect_hardware(probe_build=False)
+    speed = bandwidth(profile, MachineCache(cache_dir / MachineCache.FILE_NAME))
+    installed = [Path(model.path) for model in scan.usable]
+    return assess_catalog(load_catalog(), memory.available, memory.total, speed, installed)
