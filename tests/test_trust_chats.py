@@ -13,7 +13,7 @@ from fara_desktop.chats.export import export_conversations, import_conversation
 from fara_desktop.chats.export_format import ImportRefusedError
 from fara_desktop.chats.session import ChatSession
 from fara_desktop.chats.storage import ConversationStore, StorageError
-from fara_desktop.ui.main_window import footer_for
+from fara_desktop.ui.widgets.chat_view import footer_for
 from tests.fifo_watch import watched_fifo
 
 

@@ -83,7 +83,7 @@ def test_names_titles_and_errors_with_html_are_shown_as_text_and_load_nothing(qt
             info = ModelInfo(Path("m.gguf"), evil, "llama", 2048, 8192, 2, 2, "f16", False, evil, 0.1, 1000)
             window.hardware_panel.show_model(info)
             window.hardware_panel.show_choice(evil)
-            window._set_status(evil)
+            window.set_status(evil)
             window.grab()
             rich = [
                 label.objectName()

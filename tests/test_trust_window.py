@@ -72,7 +72,7 @@ def test_a_disk_that_refuses_the_final_save_does_not_wedge_the_window(qtbot, win
     conversation = win.session.conversation_id
     win.new_chat()  # switching chats works
     _allow(win.store)
-    win._retry_saving()
+    win.chat.retry_saving()
     assert win.store.messages(conversation)[-1].content == "Hello there, friend!"
 
 

@@ -76,11 +76,13 @@ def test_search_rename_delete_from_the_sidebar(make_window, qtbot, monkeypatch):
     qtbot.keyClicks(win.sidebar.search, "sourdough")
     assert win.sidebar.ids() == [bread]
     win.sidebar.search.clear()
-    monkeypatch.setattr("fara_desktop.ui.main_window.QInputDialog.getText", lambda *a, **k: ("Bread!", True))
+    monkeypatch.setattr(
+        "fara_desktop.ui.controllers.conversations_controller.QInputDialog.getText", lambda *a, **k: ("Bread!", True)
+    )
     win.rename_conversation(bread)
     assert win.store.conversation(bread).title == "Bread!"
     monkeypatch.setattr(
-        "fara_desktop.ui.main_window.QMessageBox.exec",
+        "fara_desktop.ui.controllers.conversations_controller.QMessageBox.exec",
         lambda *a, **k: __import__("PySide6.QtWidgets").QtWidgets.QMessageBox.StandardButton.No,
     )
     win.delete_conversation(bread)

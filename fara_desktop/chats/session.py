@@ -12,12 +12,15 @@ transaction that saves it: a failed reply loses nothing.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from dataclasses import asdict
 from typing import Any
 
 from fara_desktop.chats.storage import ConversationStore, StorageError, StoredMessage, title_from
 from fara_desktop.engine.types import ChatMessage, GenerationStats
+
+log = logging.getLogger(__name__)
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 SAVE_INTERVAL_S = 1.0
@@ -186,6 +189,14 @@ class ChatSession:
     @property
     def unsaved_count(self) -> int:
         return len(self._unsaved)
+
+    def close(self) -> None:
+        """The app is quitting and the engine is gone: a reply still streaming is kept as stopped, and replies the
+        disk refused get a last try (what still fails is logged; the store is closed by its owner)."""
+        if self._reply is not None:
+            self.end_reply(None, "stopped")
+        if not self.retry_pending():
+            log.error("%d reply(ies) could not be saved before quitting", len(self._unsaved))
 
     def _with_unsaved(self, messages: list[StoredMessage]) -> list[StoredMessage]:
         """Rows from the database, with the text of replies whose final save is still pending."""

@@ -11,6 +11,7 @@ import logging
 import math
 import os
 import sqlite3
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -366,3 +367,25 @@ class ConversationStore:
 
 def database_path(data_dir: Path) -> Path:
     return data_dir / "conversations.sqlite3"
+
+
+@dataclass(frozen=True)
+class OpenedStore:
+    """The conversation store the app uses, and why it is a temporary one when the real one could not open."""
+
+    store: ConversationStore
+    problem: str | None
+
+
+def open_store(data_dir: Path) -> OpenedStore:
+    """The store in ``data_dir`` (replies interrupted last time marked as stopped); when it cannot be opened, a
+    store in a private temporary folder — writable even when the whole data folder is read-only — and the reason."""
+    try:
+        store = ConversationStore(database_path(data_dir))
+        interrupted = store.mark_interrupted()
+    except StorageError as exc:
+        fallback = Path(tempfile.mkdtemp(prefix="fara-chats-")) / "conversations.sqlite3"
+        return OpenedStore(ConversationStore(fallback), str(exc))
+    if interrupted:
+        log.info("%d reply(ies) were interrupted last time; kept as stopped", interrupted)
+    return OpenedStore(store, None)

@@ -39,7 +39,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_CONTEXT = 4096
 GGML_TYPE_IDS = {"f16": 1, "q8_0": 8, "q4_0": 2}  # ggml.h enum ggml_type, for the KV cache types we offer
 _PIECE_BUFFER = 256
 
@@ -91,7 +90,7 @@ class LlamaBackend:
         load_ggml_cpu_library()
         header = read_gguf_header(path)
         trained = header.arch_int("context_length", 1, 1 << 24) or 0
-        n_ctx = params.n_ctx or (min(trained, DEFAULT_MAX_CONTEXT) if trained else DEFAULT_MAX_CONTEXT)
+        n_ctx = params.context_for(trained)
         threads = params.n_threads or default_threads(physical_cores(), usable_cores())
         threads_batch = params.n_threads_batch or threads
         if params.kv_type not in GGML_TYPE_IDS:

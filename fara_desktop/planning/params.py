@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+DEFAULT_CONTEXT = 4096  # the context a model gets when nobody chose one (capped by what it was trained for)
+
 
 @dataclass(frozen=True)
 class LoadParams:
@@ -19,6 +21,12 @@ class LoadParams:
     flash_attn: bool = False
     kv_type: str = "f16"  # "f16", "q8_0" or "q4_0"; quantized caches need flash attention
     prefault: bool = True  # read the weights into the page cache in the background after loading
+
+    def context_for(self, trained: int | None) -> int:
+        """The context the engine loads with: the chosen one, else the default capped by the trained length."""
+        if self.n_ctx:
+            return self.n_ctx
+        return min(trained, DEFAULT_CONTEXT) if trained else DEFAULT_CONTEXT
 
 
 @dataclass(frozen=True)

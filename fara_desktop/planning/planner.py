@@ -19,7 +19,15 @@ from fara_desktop.models.discovery import DiscoveredModel, ScanResult, packaged_
 from fara_desktop.models.metadata import MetadataCache
 from fara_desktop.paths import AppPaths
 from fara_desktop.planning.params import LoadParams, TunedParams
-from fara_desktop.planning.tuning import Recommendation, choose_model, fit_verdict, size_class, tune
+from fara_desktop.planning.tuning import (
+    MemoryEstimate,
+    Recommendation,
+    choose_model,
+    estimate_memory,
+    fit_verdict,
+    size_class,
+    tune,
+)
 
 
 @dataclass(frozen=True)
@@ -111,7 +119,8 @@ def fit_refusal(model: DiscoveredModel, params: LoadParams) -> str | None:
     if model.metadata is None:
         return None
     memory = psutil.virtual_memory()
-    verdict = fit_verdict(model.metadata, params.n_ctx or 4096, memory.available, memory.total, params.kv_type)
+    n_ctx = params.context_for(model.metadata.context_length)
+    verdict = fit_verdict(model.metadata, n_ctx, memory.available, memory.total, params.kv_type)
     if verdict.verdict != "too_big":
         return None
     advice = f" Instead: {'; or '.join(verdict.suggestions)}." if verdict.suggestions else ""
@@ -125,3 +134,29 @@ def model_file(model: DiscoveredModel, paths: AppPaths) -> Path:
         if assembled is not None:
             return assembled
     return Path(model.path)
+
+
+@dataclass(frozen=True)
+class LoadDecision:
+    """What to do with a plan's model once the user's overrides are applied: load it with ``params``, or refuse
+    with ``refusal`` (it would not fit); ``estimate`` is the memory it will take at the context it loads with."""
+
+    params: LoadParams | None
+    estimate: MemoryEstimate | None
+    refusal: str | None
+
+
+def decide_load(plan: StartupPlan, params: LoadParams | None) -> LoadDecision:
+    """Judge the plan's model with the parameters it will really load with (tuned values plus overrides)."""
+    model = plan.model
+    if model is None or params is None or model.metadata is None:
+        return LoadDecision(params, None, None)
+    n_ctx = params.context_for(model.metadata.context_length)
+    return LoadDecision(params, estimate_memory(model.metadata, n_ctx, params.kv_type), fit_refusal(model, params))
+
+
+def remember_calibration(paths: AppPaths, plan: StartupPlan, tok_per_s: dict[int, float], best: int) -> None:
+    """Keep a thread calibration for this machine and the plan's model-size class (the next start skips it)."""
+    if plan.model is not None and plan.model.metadata is not None:
+        cache = MachineCache.of_app(paths)
+        cache.set_threads(plan.hardware, size_class(plan.model.metadata), tok_per_s, best)

@@ -1,14 +1,20 @@
-"""Connects the inference worker to Qt: worker events arrive as a queued signal on the GUI thread."""
+"""Connects the inference worker to Qt: commands go in through methods, events come out as a queued signal."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+
 from PySide6.QtCore import QObject, Signal
 
+from fara_desktop.engine.types import ChatMessage, SamplingParams
 from fara_desktop.engine.worker import Backend, InferenceWorker
+from fara_desktop.planning.params import LoadParams
 
 
 class EngineBridge(QObject):
-    """Owns the ``InferenceWorker``; ``event`` is emitted from the worker thread and delivered queued."""
+    """Owns the ``InferenceWorker``; the GUI's one way to the engine. ``event`` is emitted from the worker thread
+    and delivered queued on the GUI thread."""
 
     event = Signal(object)
 
@@ -17,6 +23,22 @@ class EngineBridge(QObject):
         # Signal.emit is thread-safe; Qt queues the call to slots of objects living on the GUI thread.
         self.worker = InferenceWorker(self.event.emit, backend)
         self.worker.start()
+
+    def load_model(self, path: Path, params: LoadParams | None = None) -> None:
+        self.worker.load_model(path, params)
+
+    def generate(
+        self, messages: Sequence[ChatMessage], sampling: SamplingParams, conversation: int | None = None
+    ) -> int:
+        """Queue a reply; returns its request id (events of this reply carry it)."""
+        return self.worker.generate(messages, sampling, conversation)
+
+    def cancel(self) -> None:
+        """Stop the reply in progress within one token (sets the worker's flag directly, not through the queue)."""
+        self.worker.cancel()
+
+    def calibrate_threads(self, candidates: Sequence[int]) -> None:
+        self.worker.calibrate_threads(candidates)
 
     def shutdown(self, timeout: float = 10.0) -> bool:
         return self.worker.shutdown(timeout)

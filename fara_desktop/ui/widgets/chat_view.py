@@ -7,7 +7,7 @@ import time
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QFrame, QPushButton, QScrollArea, QVBoxLayout, QWidget
 
-from fara_desktop.engine.types import GenerationStats
+from fara_desktop.chats.storage import StoredMessage
 from fara_desktop.ui.widgets.message_widget import MessageWidget
 from fara_desktop.ui.widgets.plain_text import plain_label
 
@@ -18,11 +18,22 @@ PAGE = 60  # messages built at a time; older ones wait behind "Show earlier mess
 MessageRow = tuple[str, str, str, str | None, int | None, float | None]
 
 
-def stats_line(stats: GenerationStats) -> str:
-    return (
-        f"{stats.completion_tokens} tokens · {stats.gen_tok_per_s:.1f} tok/s · "
-        f"first token {stats.ttft_s * 1000:.0f} ms · context {stats.context_used}/{stats.n_ctx}"
-    )
+def footer_for(message: StoredMessage) -> str:
+    """The line under a reply. ``stats`` come from the database (an import, an older version): any key may be
+    missing; the store only ever hands out numbers and an error text."""
+    stats = message.stats or {}
+    parts = []
+    if message.status == "stopped":
+        parts.append("Stopped")
+    elif message.status == "failed":
+        parts.append("Failed" + (f": {stats['error']}" if isinstance(stats.get("error"), str) else ""))
+    keys = ("completion_tokens", "gen_tok_per_s", "ttft_s", "context_used", "n_ctx")
+    if all(isinstance(stats.get(k), (int, float)) for k in keys):
+        parts.append(
+            f"{stats['completion_tokens']:.0f} tokens · {stats['gen_tok_per_s']:.1f} tok/s · first token "
+            f"{stats['ttft_s'] * 1000:.0f} ms · context {stats['context_used']:.0f}/{stats['n_ctx']:.0f}"
+        )
+    return " · ".join(parts)
 
 
 class EmptyState(QFrame):

@@ -1,0 +1,324 @@
+"""The chat: what the user sends, edits, regenerates and stops, and every engine event about replies and models.
+
+The window lays out the widgets; this controller decides what happens to them. Engine events are dispatched by
+type through one table; an event for a request that is no longer current (the user stopped it, switched chats)
+only reaches the signals, never the chat on screen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton
+
+from fara_desktop.chats.session import ChatSession
+from fara_desktop.chats.storage import StorageError
+from fara_desktop.engine.types import (
+    Cancelled,
+    Event,
+    Failed,
+    Finished,
+    GenerationStarted,
+    GenerationStats,
+    HistoryTrimmed,
+    ModelInfo,
+    ModelLoaded,
+    ModelLoadFailed,
+    ModelLoading,
+    ModelUnloaded,
+    PromptAdjusted,
+    SamplingParams,
+    TokenText,
+)
+from fara_desktop.planning.params import LoadParams
+from fara_desktop.ui.engine_bridge import EngineBridge
+from fara_desktop.ui.widgets.chat_view import ChatView, footer_for
+from fara_desktop.ui.widgets.composer import Composer
+from fara_desktop.ui.widgets.hardware_panel import HardwarePanel
+from fara_desktop.ui.widgets.message_widget import MessageWidget
+
+SAVE_RETRY_MS = 5000
+DEFERRED = 0  # request id of a message waiting for the start-up scan to pick a model
+
+
+class ChatScreen(Protocol):
+    """The widgets the chat controller drives (the main window provides them)."""
+
+    chat_view: ChatView
+    composer: Composer
+    hardware_panel: HardwarePanel
+    edit_banner: QLabel
+    send_button: QPushButton
+    stop_button: QPushButton
+    load_progress: QProgressBar
+
+    def set_status(self, text: str) -> None: ...
+    def show_notice(self, text: str, role: str = "notice") -> None: ...
+    def refresh_sidebar(self) -> None: ...
+
+
+class ChatController(QObject):
+    """Sends messages and turns engine events into the chat on screen and the saved conversation."""
+
+    modelLoaded = Signal(object)  # ModelInfo
+    modelLoadFailed = Signal(str)
+    replyFinished = Signal(object)  # Finished
+    replyCancelled = Signal(object)  # Cancelled
+    replyFailed = Signal(str)
+
+    def __init__(
+        self, screen: ChatScreen, session: ChatSession, bridge: EngineBridge, sampling: SamplingParams
+    ) -> None:
+        super().__init__()
+        self.screen = screen
+        self.session = session
+        self.bridge = bridge
+        self.sampling = sampling
+        self.model_info: ModelInfo | None = None
+        self.current_request: int | None = None
+        self.waiting_for_plan = False  # while True, a sent message waits (DEFERRED) for a model to be queued
+        self.editing: MessageWidget | None = None
+        self._adjusted: set[int | None] = set()  # chats already told how their prompt was adapted to the template
+        self._save_problem_shown = False
+        self._retry_timer = QTimer(self)
+        self._retry_timer.setInterval(SAVE_RETRY_MS)
+        self._retry_timer.timeout.connect(self.retry_saving)
+        self._handlers: dict[type, Callable[[Any], None]] = {
+            TokenText: self._on_token_text,
+            GenerationStarted: self._on_generation_started,
+            Finished: self._on_finished,
+            Cancelled: self._on_cancelled,
+            Failed: self._on_failed,
+            PromptAdjusted: self._on_prompt_adjusted,
+            HistoryTrimmed: self._on_history_trimmed,
+            ModelLoading: self._on_model_loading,
+            ModelLoaded: self._on_model_loaded,
+            ModelLoadFailed: self._on_model_load_failed,
+            ModelUnloaded: self._on_model_unloaded,
+        }
+        self.set_busy(False)
+
+    # ------------------------------------------------------------------ what the user does
+
+    def load_model(self, path: Path | str, params: LoadParams | None = None) -> None:
+        self.bridge.load_model(Path(path), params)
+
+    def send(self) -> None:
+        screen = self.screen
+        text = screen.composer.toPlainText().strip()
+        if not text or self.current_request is not None:
+            return
+        if self.editing is not None:
+            index = screen.chat_view.messages().index(self.editing)
+            self.session.replace_from(self._message_index(self.editing, index))
+            screen.chat_view.remove_from(self.editing)
+            self.cancel_edit()
+        screen.composer.clear()
+        try:
+            user = self.session.add_user_message(text)
+        except StorageError as exc:
+            screen.composer.setPlainText(text)  # nothing is lost: the text goes back where it was typed
+            self.session.reload()  # an edit's earlier messages were not replaced: show them again
+            self.show_session_messages()
+            screen.show_notice(f"Your message could not be saved, so it was not sent: {exc}", "error")
+            return
+        screen.chat_view.add_message("user", text, message_id=user.id)
+        self._request_reply()
+        screen.refresh_sidebar()
+
+    def regenerate(self, widget: MessageWidget) -> None:
+        if self.current_request is not None or widget.role != "assistant":
+            return
+        messages = self.screen.chat_view.messages()
+        self.session.replace_from(self._message_index(widget, messages.index(widget)))
+        self.screen.chat_view.remove_from(widget)
+        self._request_reply()
+
+    def edit_message(self, widget: MessageWidget) -> None:
+        if self.current_request is not None:
+            return
+        self.editing = widget
+        self.screen.composer.setPlainText(widget.text)
+        self.screen.edit_banner.show()
+        self.screen.composer.setFocus()
+
+    def cancel_edit(self) -> None:
+        if self.editing is not None:
+            self.editing = None
+            self.screen.edit_banner.hide()
+            self.screen.composer.clear()
+
+    def copy_message(self, widget: MessageWidget) -> None:
+        QGuiApplication.clipboard().setText(widget.text)
+        self.screen.set_status("Copied")
+
+    def escape(self) -> None:
+        if self.current_request is not None:
+            self.stop()
+        elif self.editing is not None:
+            self.cancel_edit()
+
+    def stop(self) -> None:
+        if self.current_request == DEFERRED:
+            self._reply_done(DEFERRED, "", "stopped", None, None)
+            return
+        if self.current_request is not None:
+            self.bridge.cancel()
+            self.screen.set_status("Stopping…")
+
+    def show_session_messages(self) -> None:
+        self.screen.chat_view.set_messages(
+            [(m.role, m.content, footer_for(m), m.model, m.id, m.created_at) for m in self.session.messages]
+        )
+
+    def plan_settled(self) -> None:
+        """The start-up scan ended (a model is queued, or none was found): a message that waited is sent now."""
+        self.waiting_for_plan = False
+        if self.current_request == DEFERRED:
+            self.current_request = self._generate()
+
+    def _message_index(self, widget: MessageWidget, fallback: int) -> int:
+        ids = [m.id for m in self.session.messages]
+        return ids.index(widget.message_id) if widget.message_id in ids else fallback
+
+    def _request_reply(self) -> None:
+        model = self.model_info.name if self.model_info else None
+        reply = self.session.begin_reply(model)
+        self.screen.chat_view.begin_stream(model, reply.id)
+        self.screen.hardware_panel.reply_started()
+        self.set_busy(True)
+        self.current_request = DEFERRED if self.waiting_for_plan else self._generate()
+        self.screen.set_status("Thinking…" if self.model_info else "Waiting for the model to load…")
+
+    def _generate(self) -> int:
+        return self.bridge.generate(self.session.prompt_messages(), self.sampling, self.session.conversation_id)
+
+    # ------------------------------------------------------------------ engine events
+
+    def on_engine_event(self, event: Event) -> None:
+        handler = self._handlers.get(type(event))
+        if handler is not None:
+            handler(event)
+
+    def _on_token_text(self, event: TokenText) -> None:
+        if event.request_id == self.current_request:
+            self.screen.chat_view.append_stream(event.text)
+            self.session.reply_text(event.text)
+            self.screen.hardware_panel.token_arrived(event.tokens)
+            if self.session.save_problem and not self._save_problem_shown:
+                self.report_save_problem()
+
+    def _on_generation_started(self, event: GenerationStarted) -> None:
+        if event.request_id == self.current_request:
+            self.screen.set_status("Reading the conversation…")
+
+    def _on_finished(self, event: Finished) -> None:
+        if self._reply_done(event.request_id, event.text, "complete", event.stats, None):
+            self.screen.hardware_panel.show_stats(event.stats)
+            note = {"length": " (stopped at the token limit)", "context": " (the context window is full)"}
+            self.screen.set_status(f"Ready · {event.stats.gen_tok_per_s:.1f} tok/s{note.get(event.finish_reason, '')}")
+        self.replyFinished.emit(event)
+
+    def _on_cancelled(self, event: Cancelled) -> None:
+        if self._reply_done(event.request_id, event.text, "stopped", event.stats, None):
+            self.screen.set_status("Stopped")
+        self.replyCancelled.emit(event)
+
+    def _on_failed(self, event: Failed) -> None:
+        if self._reply_done(event.request_id, None, "failed", None, event.message):
+            self.screen.show_notice(event.message, "error")
+            self.screen.set_status("The reply failed — you can send again or change the model")
+        self.replyFailed.emit(event.message)
+
+    def _on_prompt_adjusted(self, event: PromptAdjusted) -> None:
+        if event.request_id == self.current_request and self.session.conversation_id not in self._adjusted:
+            self._adjusted.add(self.session.conversation_id)  # said once per chat
+            self.screen.show_notice(event.note)
+
+    def _on_history_trimmed(self, event: HistoryTrimmed) -> None:
+        self.session.apply_trim(event.dropped_messages)
+        self.screen.set_status(
+            f"The {event.dropped_messages} oldest messages no longer fit the context window; "
+            "the model does not see them any more (they stay here)"
+        )
+
+    def _on_model_loading(self, event: ModelLoading) -> None:
+        self.screen.hardware_panel.show_model_loading(event.path.name)
+        self.screen.load_progress.show()
+        self.screen.set_status(f"Loading {event.path.name}…")
+
+    def _on_model_loaded(self, event: ModelLoaded) -> None:
+        self.model_info = event.info
+        self.screen.load_progress.hide()
+        self.screen.hardware_panel.show_model(event.info)
+        self.screen.set_status(f"Ready · {event.info.name} loaded in {event.info.load_seconds:.1f} s")
+        self.modelLoaded.emit(event.info)
+
+    def _on_model_load_failed(self, event: ModelLoadFailed) -> None:
+        self.model_info = None
+        self.screen.load_progress.hide()
+        self.screen.hardware_panel.show_model(None)
+        self.screen.show_notice(f"Could not load the model. {event.message}", "error")
+        self.screen.set_status("No model loaded")
+        self.modelLoadFailed.emit(event.message)
+
+    def _on_model_unloaded(self, _event: ModelUnloaded) -> None:
+        self.model_info = None
+        self.screen.hardware_panel.show_model(None)
+
+    def _reply_done(
+        self,
+        request_id: int,
+        text: str | None,
+        status: str,
+        stats: GenerationStats | None,
+        error: str | None,
+    ) -> bool:
+        if request_id != self.current_request:
+            return False
+        chat_view = self.screen.chat_view
+        model = self.model_info.name if self.model_info else None
+        shown = self.session.messages
+        final = self.session.end_reply(text, status, stats, model, error)
+        widget = chat_view.end_stream(final.content if final else text, footer_for(final) if final else "")
+        if widget is not None and final is not None:
+            widget.set_meta(final.model, final.created_at)  # the model may have loaded after the reply began
+        if widget is not None and final is not None and status == "failed" and not final.content.strip():
+            chat_view.remove_message(widget)
+        if self.session.messages is not shown:  # a failed regenerate or edit: the earlier versions are back
+            self.show_session_messages()
+        self.current_request = None
+        self.set_busy(False)
+        self.report_save_problem()
+        self.screen.refresh_sidebar()
+        return True
+
+    # ------------------------------------------------------------------ saving
+
+    def report_save_problem(self) -> None:
+        """One notice while saving fails (not one per attempt); the text is kept and saved when the disk lets us."""
+        problem = self.session.save_problem
+        if problem and not self._save_problem_shown:
+            self._save_problem_shown = True
+            self.screen.show_notice(
+                f"Replies cannot be saved right now ({problem.rstrip('.')}). They stay here and are saved as soon as "
+                "the disk allows it; free some space or check the data folder.",
+                "error",
+            )
+            self._retry_timer.start()
+        elif not problem and self._save_problem_shown:
+            self._save_problem_shown = False
+            self._retry_timer.stop()
+            self.screen.set_status("Saved: every reply is on disk again")
+
+    def retry_saving(self) -> None:
+        if self.session.retry_pending():
+            self.report_save_problem()
+
+    def set_busy(self, busy: bool) -> None:
+        self.screen.send_button.setEnabled(not busy)
+        self.screen.stop_button.setEnabled(busy)

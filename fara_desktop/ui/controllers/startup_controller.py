@@ -1,0 +1,149 @@
+"""Start-up: look at the machine and its models off the GUI thread, load the chosen model, measure threads.
+
+The decisions are the planner's (Qt-free); this controller runs them in the background, shows their outcome and
+hands the model to the engine. A newer request (the settings changed meanwhile) wins over a slower older one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+from PySide6.QtCore import QObject, Signal
+
+from fara_desktop.engine.types import Event, ModelInfo, ThreadsCalibrated
+from fara_desktop.paths import AppPaths
+from fara_desktop.planning.planner import (
+    StartupPlan,
+    decide_load,
+    model_file,
+    plan_startup,
+    remember_calibration,
+    thread_candidates,
+)
+from fara_desktop.settings import Settings
+from fara_desktop.ui.background import BackgroundCall
+from fara_desktop.ui.controllers.chat_controller import ChatController
+from fara_desktop.ui.engine_bridge import EngineBridge
+from fara_desktop.ui.widgets.chat_view import ChatView
+from fara_desktop.ui.widgets.hardware_panel import HardwarePanel
+
+
+class StartupScreen(Protocol):
+    """What the start-up controller shows things on (the main window)."""
+
+    chat_view: ChatView
+    hardware_panel: HardwarePanel
+    paths: AppPaths
+    settings: Settings
+
+    def set_status(self, text: str) -> None: ...
+    def show_notice(self, text: str, role: str = "notice") -> None: ...
+
+
+class StartupController(QObject):
+    """Plans the start (machine, models, choice, tuning), loads the chosen model, calibrates threads once."""
+
+    planReady = Signal(object)  # StartupPlan
+
+    def __init__(self, screen: StartupScreen, chat: ChatController, bridge: EngineBridge) -> None:
+        super().__init__()
+        self.screen = screen
+        self.chat = chat
+        self.bridge = bridge
+        self.plan: StartupPlan | None = None
+        self.store_problem: str | None = None  # said once, after the first plan, when chats are kept temporarily
+        self._generation = 0
+        self._background: set[BackgroundCall] = set()
+        chat.modelLoaded.connect(self._calibrate_if_needed)
+
+    def run_in_background(
+        self,
+        fn: Callable[[], Any],
+        on_done: Callable[[Any], None],
+        on_failed: Callable[[Exception], None] | None = None,
+    ) -> None:
+        call = BackgroundCall(fn, self)
+        call.done.connect(on_done)
+        call.failed.connect(on_failed or (lambda exc: self.screen.show_notice(f"Something went wrong: {exc}", "error")))
+        for signal in (call.done, call.failed):
+            signal.connect(lambda _result, c=call: self._background.discard(c))
+        self._background.add(call)
+        call.start()
+
+    def start_auto(self, preferred: Path | None = None) -> None:
+        """Probe the machine, scan for models, pick and tune the best one, load it — all off the GUI thread."""
+        screen = self.screen
+        screen.set_status("Looking at this machine and its models…")
+        settings, paths = screen.settings, screen.paths
+        preferred = preferred or (Path(settings.model_path) if settings.model_path else None)
+        folders = [Path(f) for f in settings.extra_model_folders]
+
+        def work() -> tuple[StartupPlan, Path | None]:
+            plan = plan_startup(paths, preferred, folders)
+            return plan, model_file(plan.model, paths) if plan.model else None
+
+        self.chat.waiting_for_plan = True
+        self._generation += 1
+        generation = self._generation
+        self.run_in_background(
+            work,
+            lambda result: self.apply_plan(result) if generation == self._generation else None,
+            lambda error: self._plan_failed(error) if generation == self._generation else None,
+        )
+
+    def apply_plan(self, result: tuple[StartupPlan, Path | None]) -> None:
+        plan, path = result
+        screen = self.screen
+        self.plan = plan
+        screen.hardware_panel.show_hardware(plan.hardware)
+        if path is None:
+            searched = [f"• {loc.source}: {loc.folder}" for loc in plan.scan.searched]
+            screen.chat_view.empty_state.show_no_model(searched)
+            screen.set_status("No model found")
+        else:
+            overrides = screen.settings.inference
+            decision = decide_load(plan, overrides.apply(plan.tuned) if plan.tuned else None)
+            if plan.tuned:
+                screen.hardware_panel.show_tuning(plan.tuned, overrides)
+            screen.hardware_panel.show_choice(plan.reason)
+            if decision.estimate is not None:
+                screen.hardware_panel.show_memory_plan(decision.estimate)
+            if decision.refusal:
+                screen.show_notice(decision.refusal, "error")
+                screen.set_status("The chosen model does not fit in memory")
+                self.chat.modelLoadFailed.emit(decision.refusal)
+            else:
+                self.chat.load_model(path, decision.params)
+        self.chat.plan_settled()  # a message typed while we were looking is sent now
+        self.planReady.emit(plan)
+        if self.store_problem:
+            screen.show_notice(
+                f"{self.store_problem.rstrip('.')}. Chats are kept in a temporary database until you quit; "
+                "make the data folder writable to keep them.",
+                "error",
+            )
+            self.store_problem = None
+
+    def _plan_failed(self, error: Exception) -> None:
+        self.screen.show_notice(f"Could not examine this machine's models: {error}", "error")
+        self.chat.plan_settled()
+
+    def recalibrate(self) -> None:
+        if self.plan is not None and self.chat.model_info is not None:
+            self.screen.set_status("Measuring generation speed at each thread count…")
+            self.bridge.calibrate_threads(thread_candidates(self.plan.hardware))
+
+    def _calibrate_if_needed(self, _info: ModelInfo) -> None:
+        plan = self.plan
+        if plan is not None and plan.needs_calibration and self.screen.settings.inference.n_threads is None:
+            self.bridge.calibrate_threads(thread_candidates(plan.hardware))
+
+    def on_engine_event(self, event: Event) -> None:
+        if isinstance(event, ThreadsCalibrated):
+            if self.plan is not None:
+                remember_calibration(self.screen.paths, self.plan, event.tok_per_s, event.best)
+            n_threads = self.screen.settings.inference.n_threads
+            self.screen.hardware_panel.show_calibration(event.tok_per_s, event.best, n_threads)
+            self.screen.set_status(f"Ready · {event.best} threads measured fastest for this model")
