@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import logging.handlers
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from fara_desktop.paths import private_temp_dir
@@ -33,7 +34,8 @@ def configure_logging(log_dir: Path, level: int = logging.INFO) -> Path:
     if existing is not None:
         return Path(existing.baseFilename)
     handler: logging.Handler
-    for make_folder in (lambda: log_dir, fallback_log_dir):
+    folders: tuple[Callable[[], Path], ...] = (lambda: log_dir, fallback_log_dir)
+    for make_folder in folders:
         try:
             handler = _rotating_handler(make_folder())
             break

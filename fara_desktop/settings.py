@@ -67,6 +67,10 @@ class InferenceOverrides:
         return loaded if self.flash_attn is None else replace(loaded, flash_attn=self.flash_attn)
 
 
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _number(value: Any, low: float, high: float, default: float) -> float:
     return (
         float(value)
@@ -133,9 +137,9 @@ class Settings:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Settings:
         known = {f.name for f in fields(InferenceOverrides)}
-        raw_inference = data.get("inference") if isinstance(data.get("inference"), dict) else {}
+        raw_inference = _mapping(data.get("inference"))
         inference = InferenceOverrides(**{k: v for k, v in raw_inference.items() if k in known}).validated()
-        raw_sampling = data.get("sampling") if isinstance(data.get("sampling"), dict) else {}
+        raw_sampling = _mapping(data.get("sampling"))
         sampling_keys = {f.name for f in fields(SamplingSettings)}
         sampling = SamplingSettings(**{k: v for k, v in raw_sampling.items() if k in sampling_keys}).validated()
         folders = data.get("extra_model_folders")
@@ -193,6 +197,3 @@ def load_settings(config_dir: Path) -> LoadedSettings:
 def save_settings(config_dir: Path, settings: Settings) -> None:
     write_json_atomically(settings_file(config_dir), settings.to_json())
 
-
-def with_overrides(settings: Settings, **values: Any) -> Settings:
-    return replace(settings, inference=replace(settings.inference, **values).validated())

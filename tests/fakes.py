@@ -6,9 +6,9 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from fara_desktop.engine.backend import PreparedPrompt, ReplyResult
 from fara_desktop.engine.chat_format import RenderedPrompt
 from fara_desktop.engine.errors import NoModelLoadedError
-from fara_desktop.engine.llama_backend import PreparedPrompt, ReplyResult
 from fara_desktop.engine.types import ChatMessage, GenerationStats, ModelInfo, SamplingParams
 from fara_desktop.planning.params import LoadParams
 

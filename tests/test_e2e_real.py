@@ -36,11 +36,11 @@ def test_ask_stop_regenerate_edit_restart(qtbot, smollm2_path):
 
     win.sampling = SamplingParams(temperature=0.0, max_tokens=24)
     with qtbot.waitSignal(win.replyFinished, timeout=60000) as regenerated:
-        stopped.actions["regenerate"].click()
+        stopped.action_buttons["regenerate"].click()
     assert regenerated.args[0].text and win.chat_view.messages()[-1].text == regenerated.args[0].text
 
     user = win.chat_view.messages()[0]
-    user.actions["edit"].click()
+    user.action_buttons["edit"].click()
     win.composer.setPlainText("Which planet do we live on?")
     with qtbot.waitSignal(win.replyFinished, timeout=60000) as answered:
         win.send_button.click()

@@ -99,18 +99,18 @@ def test_copy_regenerate_and_edit_resend(make_window, qtbot):
     assert len(code) == 1 and code[0].language.text() == "python"
     code[0].copy_button.click()
     assert QGuiApplication.clipboard().text() == "print('hi')"
-    reply.actions["copy"].click()
+    reply.action_buttons["copy"].click()
     assert QGuiApplication.clipboard().text().startswith("Try this:")
 
-    assert reply.actions["regenerate"].isVisibleTo(reply)
+    assert reply.action_buttons["regenerate"].isVisibleTo(reply)
     with qtbot.waitSignal(win.replyFinished, timeout=5000):
-        reply.actions["regenerate"].click()
+        reply.action_buttons["regenerate"].click()
     assert [m.role for m in win.chat_view.messages()] == ["user", "assistant"]
     assert len(win.store.messages(win.session.conversation_id)) == 2
 
     ask(qtbot, win, "Second question")
     first_user = win.chat_view.messages()[0]
-    first_user.actions["edit"].click()
+    first_user.action_buttons["edit"].click()
     assert win.composer.toPlainText() == "Show code" and win.edit_banner.isVisibleTo(win)
     win.composer.setPlainText("Show me code, please")
     with qtbot.waitSignal(win.replyFinished, timeout=5000):

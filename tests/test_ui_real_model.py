@@ -27,7 +27,7 @@ def real_window(qtbot, smollm2_path):
 def test_type_send_and_get_a_streamed_reply(real_window, qtbot):
     win = real_window(SamplingParams(temperature=0.0, max_tokens=48))
     tokens: list[str] = []
-    win.bridge.event.connect(lambda e: tokens.append(e.text) if isinstance(e, TokenText) else None)
+    win.bridge.engine_event.connect(lambda e: tokens.append(e.text) if isinstance(e, TokenText) else None)
     qtbot.keyClicks(win.composer, "Name the largest ocean on Earth.")
     with qtbot.waitSignal(win.replyFinished, timeout=120000) as finished:
         qtbot.mouseClick(win.send_button, Qt.MouseButton.LeftButton)

@@ -81,7 +81,7 @@ def app_path(model: Path, params: LoadParams, paths: AppPaths, repeats: int, gen
         if isinstance(event, TokenText) and not first:
             first.append(time.perf_counter())
 
-    window.bridge.event.connect(on_event)
+    window.bridge.engine_event.connect(on_event)
     # The last run watches the event loop; the timer's own wake-ups would slow the measured runs.
     for run in range(repeats + 1):
         watch = run == repeats

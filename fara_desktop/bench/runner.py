@@ -106,8 +106,10 @@ class RawEngine:
         self.llm.close()
 
 
-def sweep_threads(engine: RawEngine, counts: Sequence[int], repeats: int, pp: int, gen: int) -> dict[int, dict]:
-    results: dict[int, dict] = {}
+def sweep_threads(
+    engine: RawEngine, counts: Sequence[int], repeats: int, pp: int, gen: int
+) -> dict[int, dict[str, Figure]]:
+    results: dict[int, dict[str, Figure]] = {}
     for threads in counts:
         engine.set_threads(threads, threads)
         results[threads] = {
@@ -134,13 +136,12 @@ def multi_turn(model: Path, params: LoadParams, repeats: int) -> dict[str, Any]:
     for label, reuse in (("reuse", True), ("fresh", False)):
         per_turn: dict[int, Figure] = {1: Figure(), 4: Figure(), 8: Figure()}
         for _ in range(repeats):
-            assert backend._llm is not None
-            backend._llm.reset()
+            backend.forget_context()
             messages = [ChatMessage("system", "You are a helpful assistant.")]
             for turn in range(1, 9):
                 messages.append(ChatMessage("user", f"Turn {turn}: " + "tell me more about computers. " * 8))
                 if not reuse:
-                    backend._llm.reset()
+                    backend.forget_context()
                 reply = backend.reply(backend.prepare(messages, 64), sampling, lambda: False, lambda _t: None)
                 messages.append(ChatMessage("assistant", reply.text))
                 if turn in per_turn:
@@ -151,10 +152,7 @@ def multi_turn(model: Path, params: LoadParams, repeats: int) -> dict[str, Any]:
     restored, reread = Figure(), Figure()
     for _ in range(repeats):
         for figure, keep_snapshots in ((restored, True), (reread, False)):
-            backend.kv_states.clear()
-            assert backend._llm is not None
-            backend._llm.reset()
-            backend._kv_owner = None
+            backend.forget_context(snapshots=True)
             for messages, key in ((history_a, "A"), (history_b, "B")):
                 backend.reply(backend.prepare(messages, 64), sampling, lambda: False, lambda _t: None, key)
             if not keep_snapshots:
@@ -184,7 +182,8 @@ def startup(model: Path, home: Path, timeout: float = 300) -> dict[str, Any]:
     lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
     if result.returncode != 0 or not lines:
         raise RuntimeError(f"the app did not report its start-up: {result.stderr[-500:]}")
-    return json.loads(lines[-1])
+    report: dict[str, Any] = json.loads(lines[-1])
+    return report
 
 
 def model_metadata(model: Path) -> ModelMetadata:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 from fara_desktop.errors import FaraError
 
@@ -22,8 +22,11 @@ MAX_TITLE_CHARS = 500
 MAX_MODEL_CHARS = 500
 MAX_STATS_KEYS = 32
 MAX_TIMESTAMP = 32_503_680_000.0  # 1 January 3000
-IMPORT_STATUSES = ("complete", "stopped", "failed")  # "streaming" is a live state; imported, it reads as stopped
 ROLES = ("system", "user", "assistant")
+MessageStatus = Literal["complete", "streaming", "stopped", "failed"]
+MESSAGE_STATUSES: tuple[MessageStatus, ...] = get_args(MessageStatus)
+# "streaming" is a live state; imported, it reads as stopped
+IMPORT_STATUSES: tuple[MessageStatus, ...] = ("complete", "stopped", "failed")
 
 
 class ImportRefusedError(FaraError):
@@ -36,7 +39,7 @@ class ImportedMessage:
 
     role: str
     content: str
-    status: str
+    status: MessageStatus
     model: str | None
     stats: dict[str, Any] | None
     created_at: float
@@ -111,11 +114,12 @@ def validate_export(data: Any) -> ImportedConversation:
         role = message.get("role")
         if role not in ROLES:
             raise ImportRefusedError(f"{where} has no valid role (system, user or assistant).")
-        status = message.get("status") or "complete"
-        if status == "streaming":
-            status = "stopped"
-        if status not in IMPORT_STATUSES:
-            raise ImportRefusedError(f"{where} has an unknown status {str(status)[:40]!r}.")
+        raw_status = message.get("status") or "complete"
+        if raw_status == "streaming":
+            raw_status = "stopped"
+        status = next((s for s in IMPORT_STATUSES if s == raw_status), None)
+        if status is None:
+            raise ImportRefusedError(f"{where} has an unknown status {str(raw_status)[:40]!r}.")
         model = message.get("model")
         message_time = _time(message.get("created_at"), f"{where}'s time", created)
         checked.append(

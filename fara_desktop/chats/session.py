@@ -17,10 +17,14 @@ import time
 from dataclasses import asdict
 from typing import Any
 
+from fara_desktop.chats.export_format import MessageStatus
 from fara_desktop.chats.storage import ConversationStore, StorageError, StoredMessage, title_from
 from fara_desktop.engine.types import ChatMessage, GenerationStats
 
 log = logging.getLogger(__name__)
+
+# The final state of a reply the disk refused: (content, status, stats, model, replacing).
+_UnsavedReply = tuple[str, MessageStatus, dict[str, Any] | None, str | None, tuple[int, int] | None]
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 SAVE_INTERVAL_S = 1.0
@@ -41,8 +45,7 @@ class ChatSession:
         self._last_save = 0.0
         # Positions [first, end) of messages a new turn replaces; deleted once the new reply is saved.
         self._replacing: tuple[int, int] | None = None
-        # Final states of replies the disk refused, by message id: (content, status, stats, model, replacing).
-        self._unsaved: dict[int, tuple[str, str, dict[str, Any] | None, str | None, tuple[int, int] | None]] = {}
+        self._unsaved: dict[int, _UnsavedReply] = {}
         self.save_problem: str | None = None
 
     # ------------------------------------------------------------------ opening
@@ -133,7 +136,7 @@ class ChatSession:
     def end_reply(
         self,
         text: str | None,
-        status: str,
+        status: MessageStatus,
         stats: GenerationStats | None = None,
         model: str | None = None,
         error: str | None = None,

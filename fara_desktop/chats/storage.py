@@ -19,12 +19,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from fara_desktop.chats.export_format import MAX_TIMESTAMP, validate_export
+from fara_desktop.chats.export_format import MAX_TIMESTAMP, MESSAGE_STATUSES, MessageStatus, validate_export
 from fara_desktop.errors import FaraError
 
 log = logging.getLogger(__name__)
 
-MessageStatus = str  # "complete" | "streaming" | "stopped" | "failed"
 
 MIGRATIONS: list[str] = [
     # 1: conversations and their messages
@@ -84,7 +83,6 @@ class ConversationSummary:
     message_count: int
 
 
-MESSAGE_STATUSES = ("complete", "streaming", "stopped", "failed")
 
 
 def _finite_time(value: Any, fallback: float = 0.0) -> float:
@@ -115,7 +113,7 @@ def _stats(raw: Any) -> dict[str, Any] | None:
 
 def _message(row: sqlite3.Row) -> StoredMessage:
     """A row as the app can show it, whatever an older version, an import or a hand edit left in it."""
-    status = row["status"] if row["status"] in MESSAGE_STATUSES else "complete"
+    status: MessageStatus = next((s for s in MESSAGE_STATUSES if s == row["status"]), "complete")
     model = row["model"] if isinstance(row["model"], str) else None
     content = row["content"] if isinstance(row["content"], str) else str(row["content"] or "")
     created = _finite_time(row["created_at"])
@@ -194,7 +192,7 @@ class ConversationStore:
         self._db.close()
 
     def integrity_ok(self) -> bool:
-        return self._db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        return bool(self._db.execute("PRAGMA integrity_check").fetchone()[0] == "ok")
 
     # ------------------------------------------------------------------ conversations
 

@@ -79,7 +79,7 @@ def models_report(paths: AppPaths, as_json: bool = False) -> int:
     by_path = {rec.path: rec for rec in ranked}
     entries: list[dict[str, Any]] = []
     for model in scan.models:
-        entry = model.to_json()
+        entry: dict[str, Any] = model.to_json()
         rec = by_path.get(model.path)
         if rec is not None and model.metadata is not None:
             tuned = tune(

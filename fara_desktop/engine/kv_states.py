@@ -8,7 +8,7 @@ least-recently-used map bounded by bytes.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 DEFAULT_BUDGET_BYTES = 512 * 1024 * 1024
@@ -52,7 +52,8 @@ class KVStateCache:
         self._items.clear()
 
 
-def common_prefix(a: tuple[int, ...] | list[int], b: list[int] | tuple[int, ...]) -> int:
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens two sequences share."""
     count = 0
     for x, y in zip(a, b, strict=False):
         if x != y:

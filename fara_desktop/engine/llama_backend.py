@@ -11,10 +11,11 @@ import os
 import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from fara_desktop.engine.backend import PreparedPrompt, ReplyResult
 from fara_desktop.engine.chat_format import ChatFormatter, RenderedPrompt, formatter_for
 from fara_desktop.engine.control_tokens import ControlTokenText
 from fara_desktop.engine.errors import (
@@ -29,6 +30,7 @@ from fara_desktop.engine.text_stream import TextStream
 from fara_desktop.engine.types import ChatMessage, GenerationStats, ModelInfo, SamplingParams
 from fara_desktop.machine.hardware import physical_cores, usable_cores
 from fara_desktop.machine.llama_build import load_ggml_cpu_library, route_llama_logs_to_logging
+from fara_desktop.machine.llama_internals import mark_logits_stale
 from fara_desktop.models.gguf_file import read_gguf_header
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.planning.tuning import default_threads
@@ -41,23 +43,6 @@ log = logging.getLogger(__name__)
 
 GGML_TYPE_IDS = {"f16": 1, "q8_0": 8, "q4_0": 2}  # ggml.h enum ggml_type, for the KV cache types we offer
 _PIECE_BUFFER = 256
-
-
-@dataclass(frozen=True)
-class PreparedPrompt:
-    """The prompt tokens of one turn, after old turns were trimmed to fit the context window."""
-
-    tokens: list[int]
-    rendered: RenderedPrompt
-    dropped_messages: int
-    kept_messages: int
-
-
-@dataclass(frozen=True)
-class ReplyResult:
-    text: str
-    stats: GenerationStats
-    finish_reason: Literal["stop", "length", "context", "cancelled"]
 
 
 class LlamaBackend:
@@ -84,6 +69,7 @@ class LlamaBackend:
         path = Path(path)
         if not path.is_file():
             raise ModelFileNotFoundError(f"Model file not found: {path}")
+        import llama_cpp
         from llama_cpp import Llama
 
         route_llama_logs_to_logging()
@@ -140,7 +126,7 @@ class LlamaBackend:
             name=one_line(meta.get("general.name") or path.stem),
             architecture=architecture,
             n_ctx=llm.n_ctx(),
-            n_ctx_train=trained or llm._model.n_ctx_train(),
+            n_ctx_train=trained or llama_cpp.llama_model_n_ctx_train(llm.model),
             n_threads=threads,
             n_threads_batch=threads_batch,
             kv_type=params.kv_type,
@@ -190,18 +176,30 @@ class LlamaBackend:
         self._abort_cb = None
         return path
 
+    def forget_context(self, snapshots: bool = False) -> None:
+        """Drop the evaluated tokens so the next prompt is read from scratch (and, with ``snapshots``, the saved
+        KV states of other conversations); the benchmark measures cold and warm turns with it."""
+        if self._llm is not None:
+            self._llm.reset()
+        self._kv_owner = None
+        if snapshots:
+            self.kv_states.clear()
+
     @staticmethod
     def _token_text(llm: Llama, token: int) -> str:
+        import llama_cpp
+
         if token < 0:
             return ""
-        return llm._model.token_get_text(token)
+        text: bytes = llama_cpp.llama_vocab_get_text(llama_cpp.llama_model_get_vocab(llm.model), token)
+        return text.decode("utf-8", errors="replace")
 
     def _install_abort_callback(self) -> None:
         import llama_cpp
 
         assert self._llm is not None
         self._abort_cb = llama_cpp.ggml_abort_callback(lambda _data: bool(self._should_abort()))
-        llama_cpp.llama_set_abort_callback(self._llm._ctx.ctx, self._abort_cb, None)
+        llama_cpp.llama_set_abort_callback(self._llm.ctx, self._abort_cb, None)
 
     # ------------------------------------------------------------------ prompts
 
@@ -307,7 +305,7 @@ class LlamaBackend:
         reused = _common_prefix(llm, tokens)
         max_tokens = sampling.max_tokens or info.n_ctx
         stream = TextStream(prompt.rendered.stop)
-        vocab = llm._model.vocab
+        vocab = llama_cpp.llama_model_get_vocab(llm.model)
         buffer = ctypes.create_string_buffer(_PIECE_BUFFER)
         if sampling.seed is not None:
             llm.set_seed(sampling.seed)
@@ -397,7 +395,7 @@ def snapshot_sequence(llm: Llama) -> KVSnapshot | None:
 def restore_sequence(llm: Llama, snapshot: KVSnapshot) -> bool:
     import llama_cpp
 
-    llm._ctx.kv_cache_seq_rm(-1, 0, -1)
+    llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(llm.ctx), -1, 0, -1)
     data = (ctypes.c_uint8 * len(snapshot.data)).from_buffer_copy(snapshot.data)
     if llama_cpp.llama_state_seq_set_data(llm.ctx, data, len(snapshot.data), 0) == 0:
         llm.n_tokens = 0
@@ -405,7 +403,7 @@ def restore_sequence(llm: Llama, snapshot: KVSnapshot) -> bool:
     count = len(snapshot.tokens)
     llm.input_ids[:count] = snapshot.tokens
     llm.n_tokens = count
-    llm._requires_eval = True  # the logits are not those of the restored state
+    mark_logits_stale(llm)  # the logits are not those of the restored state
     return True
 
 
@@ -438,12 +436,7 @@ def _common_prefix(llm: Llama, tokens: Sequence[int]) -> int:
     """How many prompt tokens llama-cpp-python will take from the KV cache (mirrors ``Llama.generate``)."""
     if llm.n_tokens == 0:
         return 0
-    count = 0
-    for cached, new in zip(llm.input_ids[: llm.n_tokens].tolist(), tokens, strict=False):
-        if cached != new:
-            break
-        count += 1
-    return min(count, len(tokens) - 1)
+    return min(common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens), len(tokens) - 1)
 
 
 def _piece(llama_cpp: Any, vocab: Any, token: int, buffer: ctypes.Array[ctypes.c_char]) -> bytes:

@@ -7,12 +7,12 @@ import math
 import queue
 import threading
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol
 
+from fara_desktop.engine.backend import Backend
 from fara_desktop.engine.errors import RequestCancelled
-from fara_desktop.engine.llama_backend import LlamaBackend, PreparedPrompt, ReplyResult
+from fara_desktop.engine.llama_backend import LlamaBackend
 from fara_desktop.engine.types import (
     CalibrateThreads,
     Cancelled,
@@ -25,7 +25,6 @@ from fara_desktop.engine.types import (
     GenerationStarted,
     HistoryTrimmed,
     LoadModel,
-    ModelInfo,
     ModelLoaded,
     ModelLoadFailed,
     ModelLoading,
@@ -43,30 +42,6 @@ from fara_desktop.planning.params import LoadParams
 log = logging.getLogger(__name__)
 
 EventSink = Callable[[Event], None]
-
-
-class Backend(Protocol):
-    """What the worker needs from a model runtime (``LlamaBackend``, or a fake in GUI tests)."""
-
-    @property
-    def info(self) -> ModelInfo | None: ...
-    def load(self, path: Path, params: LoadParams) -> ModelInfo: ...
-    def unload(self) -> Path | None: ...
-    def calibrate_threads(self, candidates: Sequence[int], tokens: int = 48) -> dict[int, float]: ...
-    def prepare(
-        self,
-        messages: Sequence[ChatMessage],
-        reply_reserve: int,
-        should_cancel: Callable[[], bool] | None = None,
-    ) -> PreparedPrompt: ...
-    def reply(
-        self,
-        prompt: PreparedPrompt,
-        sampling: SamplingParams,
-        should_cancel: Callable[[], bool],
-        on_text: Callable[[str], None],
-        conversation: Hashable | None = None,
-    ) -> ReplyResult: ...
 
 
 def describe(command: Command) -> str:

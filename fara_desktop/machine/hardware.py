@@ -173,7 +173,8 @@ def llama_build_info() -> str:
     import llama_cpp
 
     load_ggml_cpu_library()
-    return llama_cpp.llama_print_system_info().decode("utf-8", errors="replace").strip()
+    info: bytes = llama_cpp.llama_print_system_info()
+    return info.decode("utf-8", errors="replace").strip()
 
 
 def usable_cores(logical: int | None = None) -> int:
@@ -186,7 +187,8 @@ def usable_cores(logical: int | None = None) -> int:
 def physical_cores() -> int | None:
     """Physical cores as the OS tells them, or None."""
     try:
-        return psutil.cpu_count(logical=False)
+        count: int | None = psutil.cpu_count(logical=False)
+        return count
     except Exception:  # the OS does not say
         return None
 
@@ -220,10 +222,15 @@ def detect_hardware(
     build = parse_build_features(build_info) if build_info else {}
     variant = _probe(notes, "CPU backend", loaded_ggml_cpu_variant, None) if probe_build else None
 
-    l2 = l3 = numa = perf = eff = None
+    l2: int | None = None
+    l3: int | None = None
+    numa: int | None = None
+    perf: int | None = None
+    eff: int | None = None
+    unknown: tuple[int | None, int | None] = (None, None)
     if system == "Linux" or sys_root != Path("/sys"):
-        l2, l3 = _probe(notes, "caches", lambda: linux_caches(sys_root), (None, None))
-        perf, eff = _probe(notes, "hybrid cores", lambda: linux_hybrid_cores(sys_root), (None, None))
+        l2, l3 = _probe(notes, "caches", lambda: linux_caches(sys_root), unknown)
+        perf, eff = _probe(notes, "hybrid cores", lambda: linux_hybrid_cores(sys_root), unknown)
         numa = _probe(notes, "NUMA", lambda: linux_numa_nodes(sys_root), None)
     elif system == "Darwin":
         perf = _probe(notes, "P-cores", lambda: int(macos_sysctl("hw.perflevel0.physicalcpu")), None)

@@ -21,6 +21,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from fara_desktop.machine.llama_internals import libllama
 from fara_desktop.untrusted import one_line
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,6 @@ def load_ggml_cpu_library() -> None:
             return
         _done = True
         import llama_cpp
-        import llama_cpp.llama_cpp as bindings
 
         lib_dir = llama_lib_dir()
         if not cpu_variant_files(lib_dir):
@@ -57,7 +57,7 @@ def load_ggml_cpu_library() -> None:
         # Look the ggml functions up through libllama's own handle: dlsym then searches libllama's dependencies,
         # so we reach the very libggml it uses. Opening libggml.so by path could load a second copy (wheels ship
         # libggml.so and libggml.so.0 as two files), whose backend registry libllama would never see.
-        ggml = bindings._lib
+        ggml = libllama()
         ggml.ggml_backend_reg_count.restype = ctypes.c_size_t
         if ggml.ggml_backend_reg_count() == 0:
             ggml.ggml_backend_load_all_from_path.argtypes = [ctypes.c_char_p]

@@ -68,8 +68,9 @@ class MachineCache:
 
     def bandwidth(self, hardware: HardwareProfile) -> float | None:
         value = self._machine(hardware).get("bandwidth_bytes_per_s")
-        valid = isinstance(value, (int, float)) and not isinstance(value, bool) and 1e8 <= value <= 1e13
-        return float(value) if valid else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and 1e8 <= value <= 1e13:
+            return float(value)
+        return None
 
     def set_bandwidth(self, hardware: HardwareProfile, value: float) -> None:
         self._machine(hardware)["bandwidth_bytes_per_s"] = value

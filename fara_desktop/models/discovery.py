@@ -14,7 +14,7 @@ import os
 import re
 import sys
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from fara_desktop.errors import NotAGGUFError
@@ -332,25 +332,25 @@ def scan_models(
 
 def _examine(candidate: _Candidate, cache: MetadataCache) -> DiscoveredModel:
     name = one_line(candidate.display_name or candidate.path.name)
-    base = {
-        "path": str(candidate.path),
-        "source": candidate.source,
-        "shards": candidate.shards,
-        "needs_assembly": candidate.needs_assembly,
-    }
+    base = DiscoveredModel(
+        str(candidate.path), candidate.source, name, None, shards=candidate.shards,
+        needs_assembly=candidate.needs_assembly,
+    )
     if candidate.problem:
-        return DiscoveredModel(display_name=name, metadata=None, problem=candidate.problem, **base)
+        return replace(base, problem=candidate.problem)
     try:
         metadata = cache.read(candidate.path, candidate.display_name, candidate.header_path, candidate.total_bytes)
     except NotAGGUFError as exc:
-        return DiscoveredModel(display_name=name, metadata=None, problem=str(exc), **base)
+        return replace(base, problem=str(exc))
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        return DiscoveredModel(display_name=name, metadata=None, problem=f"cannot read: {reason}", **base)
+        return replace(base, problem=f"cannot read: {reason}")
     except Exception as exc:  # a stranger's file: whatever it makes the reader do, only this file is unusable
         log.warning("Unexpected error reading %s: %s", one_line(candidate.path.name), type(exc).__name__)
-        problem = f"cannot read this file ({type(exc).__name__})"
-        return DiscoveredModel(display_name=name, metadata=None, problem=problem, **base)
-    problem = NOT_CHAT_ARCHITECTURES.get(metadata.architecture)
-    return DiscoveredModel(display_name=name if candidate.display_name else metadata.name, metadata=metadata,
-                           problem=problem, **base)
+        return replace(base, problem=f"cannot read this file ({type(exc).__name__})")
+    return replace(
+        base,
+        display_name=name if candidate.display_name else metadata.name,
+        metadata=metadata,
+        problem=NOT_CHAT_ARCHITECTURES.get(metadata.architecture),
+    )

@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import socket
+import ssl
 import threading
 import time
 import urllib.error
@@ -224,8 +225,9 @@ def _one_off_session() -> Iterator[None]:
             hub.close_session()
 
 
-def _hub_errors():  # imported lazily: huggingface_hub is only needed once the user asks for the network
-    return _hub().errors
+def _hub_errors() -> ModuleType:  # imported lazily: huggingface_hub is only needed once the user asks for the network
+    errors: ModuleType = _hub().errors
+    return errors
 
 
 def list_gguf_files(repo_id: str, revision: str | None = None, endpoint: str | None = None) -> list[RemoteFile]:
@@ -483,7 +485,7 @@ class Downloader:
         opener = urllib.request.build_opener(
             _SameOriginCredentials(), _TrackedHTTPHandler(self._track), _TrackedHTTPSHandler(self._track)
         )
-        response = opener.open(request, timeout=self.timeout_s)
+        response: http.client.HTTPResponse = opener.open(request, timeout=self.timeout_s)
         if self._stop.is_set():
             response.close()
             raise self._stopped(None, offset)
@@ -634,7 +636,9 @@ class _SameOriginCredentials(urllib.request.HTTPRedirectHandler):
         return new
 
 
-def _tracking(connection_class: type[http.client.HTTPConnection], track: Callable[[http.client.HTTPConnection], None]):
+def _tracking(
+    connection_class: type[http.client.HTTPConnection], track: Callable[[http.client.HTTPConnection], None]
+) -> Callable[..., http.client.HTTPConnection]:
     def connect(host: str, **kwargs: object) -> http.client.HTTPConnection:
         connection = connection_class(host, **kwargs)  # type: ignore[arg-type]
         track(connection)
@@ -655,14 +659,15 @@ class _TrackedHTTPHandler(urllib.request.HTTPHandler):
 
 
 class _TrackedHTTPSHandler(urllib.request.HTTPSHandler):
-    """The same for https."""
+    """The same for https (certificates checked by http.client's default context, as urllib does)."""
 
     def __init__(self, track: Callable[[http.client.HTTPConnection], None]) -> None:
         super().__init__()
         self._track = track
+        self._ssl_context: ssl.SSLContext | None = None
 
     def https_open(self, req):  # type: ignore[no-untyped-def]
-        return self.do_open(_tracking(http.client.HTTPSConnection, self._track), req, context=self._context)
+        return self.do_open(_tracking(http.client.HTTPSConnection, self._track), req, context=self._ssl_context)
 
 
 def _file_sha256(path: Path) -> str:

@@ -22,9 +22,9 @@ if TYPE_CHECKING:
 def has_display() -> bool:
     if os.environ.get("QT_QPA_PLATFORM"):
         return True
-    if sys.platform.startswith("linux"):
-        return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
-    return True
+    # Only Linux needs a display server named in the environment; Windows and macOS always have their own.
+    needs_display_server = sys.platform.startswith("linux")
+    return not needs_display_server or bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
 def qt_fatal_help(message: str) -> str:

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
+from fara_desktop.engine.backend import Backend
 from fara_desktop.engine.types import ChatMessage, SamplingParams
-from fara_desktop.engine.worker import Backend, InferenceWorker
+from fara_desktop.engine.worker import InferenceWorker
 from fara_desktop.planning.params import LoadParams
 
 
@@ -16,12 +17,12 @@ class EngineBridge(QObject):
     """Owns the ``InferenceWorker``; the GUI's one way to the engine. ``event`` is emitted from the worker thread
     and delivered queued on the GUI thread."""
 
-    event = Signal(object)
+    engine_event = Signal(object)  # not `event`: that would hide QObject.event, which Qt calls for every QEvent
 
     def __init__(self, backend: Backend | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
         # Signal.emit is thread-safe; Qt queues the call to slots of objects living on the GUI thread.
-        self.worker = InferenceWorker(self.event.emit, backend)
+        self.worker = InferenceWorker(self.engine_event.emit, backend)
         self.worker.start()
 
     def load_model(self, path: Path, params: LoadParams | None = None) -> None:

@@ -30,8 +30,8 @@ from PySide6.QtWidgets import (
 from fara_desktop import APP_NAME
 from fara_desktop.chats.session import ChatSession
 from fara_desktop.chats.storage import open_store
+from fara_desktop.engine.backend import Backend
 from fara_desktop.engine.types import Event, ModelInfo, SamplingParams
-from fara_desktop.engine.worker import Backend
 from fara_desktop.paths import AppPaths, app_paths
 from fara_desktop.planning.catalog_fit import assess_catalog_here
 from fara_desktop.planning.params import LoadParams
@@ -79,7 +79,7 @@ class MainWindow(QMainWindow):
         self.startup.store_problem = opened.problem
         self.conversations = ConversationsController(self, self, self.store, self.session, self.chat)
         self._connect()
-        self.bridge.event.connect(self._on_engine_event)
+        self.bridge.engine_event.connect(self._on_engine_event)
         # The signals tests, the smoke check and the benchmark wait on.
         self.modelLoaded = self.chat.modelLoaded
         self.modelLoadFailed = self.chat.modelLoadFailed
@@ -216,7 +216,8 @@ class MainWindow(QMainWindow):
         self._action(model, "&Get models…", self.open_models_dialog, QKeySequence("Ctrl+Shift+M"))
         self._action(model, "&Measure the best thread count", self.startup.recalibrate)
         self._action(model, "&Settings…", self.open_settings, QKeySequence("Ctrl+,"))
-        QShortcut(QKeySequence(Qt.Key.Key_Escape), self, activated=self.chat.escape)
+        escape = QShortcut(QKeySequence(Qt.Key.Key_Escape), self)
+        escape.activated.connect(self.chat.escape)
 
     # ------------------------------------------------------------------ what the screen offers its controllers
 
@@ -350,7 +351,7 @@ class MainWindow(QMainWindow):
             self.models_dialog.pause_all()
         self.bridge.cancel()
         self.bridge.shutdown(timeout=10.0)
-        self.bridge.event.disconnect(self._on_engine_event)
+        self.bridge.engine_event.disconnect(self._on_engine_event)
         self.session.close()
         self.store.close()
         super().closeEvent(event)

@@ -15,6 +15,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton
 
+from fara_desktop.chats.export_format import MessageStatus
 from fara_desktop.chats.session import ChatSession
 from fara_desktop.chats.storage import StorageError
 from fara_desktop.engine.types import (
@@ -274,7 +275,7 @@ class ChatController(QObject):
         self,
         request_id: int,
         text: str | None,
-        status: str,
+        status: MessageStatus,
         stats: GenerationStats | None,
         error: str | None,
     ) -> bool:

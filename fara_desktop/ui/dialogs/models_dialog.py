@@ -310,7 +310,7 @@ class GetModelsDialog(QDialog):
             )
             self.recommendation.show()
         self.tree.clear()
-        self.recommended_item: QTreeWidgetItem | None = None
+        self.recommended_item = None
         bold = QFont(self.tree.font())
         bold.setBold(True)
         current: QTreeWidgetItem | None = None
@@ -323,6 +323,9 @@ class GetModelsDialog(QDialog):
                 current.setFlags(Qt.ItemFlag.ItemIsEnabled)
             self._add_option(current, option)
         self.tree.expandAll()
+        self._scroll_to_recommended()
+
+    def _scroll_to_recommended(self) -> None:
         if self.recommended_item is not None:
             self.tree.scrollToItem(self.recommended_item, QTreeWidget.ScrollHint.PositionAtCenter)
 
@@ -387,7 +390,7 @@ class GetModelsDialog(QDialog):
         lists = QHBoxLayout()
         self.results = QListWidget()
         self.results.setObjectName("hubResults")
-        self.results.currentItemChanged.connect(lambda item, _old: item and self.show_repo_files(item.data(256)))
+        self.results.currentItemChanged.connect(self._result_chosen)
         self.files = QListWidget()
         self.files.setObjectName("hubFiles")
         self.files.itemDoubleClicked.connect(lambda item: self.download_remote(item.data(256)))
@@ -420,6 +423,10 @@ class GetModelsDialog(QDialog):
 
     def _search_failed(self, error: Exception) -> None:
         self.search_status.setText(str(error))
+
+    def _result_chosen(self, item: QListWidgetItem | None, _previous: QListWidgetItem | None) -> None:
+        if item is not None:
+            self.show_repo_files(item.data(256))
 
     def show_repo_files(self, repo_id: str, revision: str | None = None) -> None:
         self.files.clear()

@@ -79,7 +79,7 @@ def _prose_label(text: str, draft: bool = False) -> QLabel:
 class _InertDocument(QTextDocument):
     """A document that loads nothing: no image, no style sheet, no file, whatever its text asks for."""
 
-    def loadResource(self, kind: int, name: QUrl) -> object:
+    def loadResource(self, kind: int, name: QUrl | str) -> object:
         return None
 
 
@@ -207,7 +207,7 @@ class MessageWidget(QFrame):
         self.title.setObjectName("messageTitle")
         top.addWidget(self.title)
         top.addStretch(1)
-        self.actions: dict[str, QToolButton] = {}
+        self.action_buttons: dict[str, QToolButton] = {}
         if role in ("user", "assistant"):
             self._action("copy", "Copy", "Copy this message", lambda: self.copyRequested.emit(self))
         if role == "user":
@@ -216,8 +216,8 @@ class MessageWidget(QFrame):
             self._action(
                 "regenerate", "Regenerate", "Write this reply again", lambda: self.regenerateRequested.emit(self)
             )
-            self.actions["regenerate"].hide()
-        for button in self.actions.values():
+            self.action_buttons["regenerate"].hide()
+        for button in self.action_buttons.values():
             top.addWidget(button)
         layout.addLayout(top)
         self._body = QVBoxLayout()
@@ -241,7 +241,7 @@ class MessageWidget(QFrame):
         button.setToolTip(tip)
         button.setAccessibleName(tip)
         button.clicked.connect(slot)
-        self.actions[key] = button
+        self.action_buttons[key] = button
 
     @property
     def text(self) -> str:
@@ -307,5 +307,5 @@ class MessageWidget(QFrame):
         self.title.setText(" · ".join(parts))
 
     def set_can_regenerate(self, allowed: bool) -> None:
-        if "regenerate" in self.actions:
-            self.actions["regenerate"].setVisible(allowed)
+        if "regenerate" in self.action_buttons:
+            self.action_buttons["regenerate"].setVisible(allowed)

@@ -85,10 +85,6 @@ class Sidebar(QFrame):
     def ids(self) -> list[int]:
         return [self.list.item(i).data(Qt.ItemDataRole.UserRole) for i in range(self.list.count())]
 
-    def current_id(self) -> int | None:
-        item = self.list.currentItem()
-        return item.data(Qt.ItemDataRole.UserRole) if item else None
-
     def _chosen(self, item: QListWidgetItem) -> None:
         self.conversationChosen.emit(item.data(Qt.ItemDataRole.UserRole))
 

@@ -1,0 +1,59 @@
+"""What the inference worker needs from a model runtime: the ``Backend`` protocol and the values it passes.
+
+``LlamaBackend`` (llama.cpp in this process) implements it; GUI tests use a fake; a remote OpenAI-compatible
+server can be another implementation behind the same queue and events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Protocol
+
+from fara_desktop.engine.chat_format import RenderedPrompt
+from fara_desktop.engine.types import ChatMessage, GenerationStats, ModelInfo, SamplingParams
+from fara_desktop.planning.params import LoadParams
+
+
+@dataclass(frozen=True)
+class PreparedPrompt:
+    """The prompt tokens of one turn, after old turns were trimmed to fit the context window."""
+
+    tokens: list[int]
+    rendered: RenderedPrompt
+    dropped_messages: int
+    kept_messages: int
+
+
+@dataclass(frozen=True)
+class ReplyResult:
+    """A finished reply: its text, its figures, and why it ended."""
+
+    text: str
+    stats: GenerationStats
+    finish_reason: Literal["stop", "length", "context", "cancelled"]
+
+
+class Backend(Protocol):
+    """What the worker needs from a model runtime (``LlamaBackend``, or a fake in GUI tests)."""
+
+    @property
+    def info(self) -> ModelInfo | None: ...
+    def load(self, path: Path, params: LoadParams) -> ModelInfo: ...
+    def unload(self) -> Path | None: ...
+    def calibrate_threads(self, candidates: Sequence[int], tokens: int = 48) -> dict[int, float]: ...
+    def prepare(
+        self,
+        messages: Sequence[ChatMessage],
+        reply_reserve: int,
+        should_cancel: Callable[[], bool] | None = None,
+    ) -> PreparedPrompt: ...
+    def reply(
+        self,
+        prompt: PreparedPrompt,
+        sampling: SamplingParams,
+        should_cancel: Callable[[], bool],
+        on_text: Callable[[str], None],
+        conversation: Hashable | None = None,
+    ) -> ReplyResult: ...
