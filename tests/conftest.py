@@ -117,7 +117,7 @@ def event_log() -> EventLog:
 def window(qtbot):
     """Makes main windows on the scripted backend, with its fake model loaded."""
     from fara_desktop.ui.main_window import MainWindow
-    from tests.fakes import FakeBackend
+    from tests.helpers.fakes import FakeBackend
 
     def make(backend: FakeBackend | None = None) -> MainWindow:
         win = MainWindow(backend=backend or FakeBackend())

@@ -1,0 +1,154 @@
+"""Get models: the catalog judged for this machine, downloads from a stand-in hub on 127.0.0.1."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QPushButton
+
+from fara_desktop.format import GIB
+from fara_desktop.models.catalog import load_catalog
+from fara_desktop.planning.catalog_fit import assess_catalog
+from fara_desktop.settings import load_settings
+from fara_desktop.ui.dialogs.models_dialog import GetModelsDialog
+from fara_desktop.ui.main_window import MainWindow
+from tests.helpers.fakes import FakeBackend
+from tests.helpers.gguf_factory import write_tiny_model
+from tests.helpers.hub_server import HubServer
+
+REPO = "fara-tests/Tiny-Llama-GGUF"
+
+
+FILE = "Tiny-Llama-Q8_0.gguf"
+
+
+def laptop(available_gib: float, total_gib: float = 8.0):
+    return lambda: assess_catalog(load_catalog(), int(available_gib * GIB), int(total_gib * GIB), 20e9)
+
+
+def open_dialog(qtbot, assess, **kwargs) -> GetModelsDialog:
+    dialog = GetModelsDialog(assess, **kwargs)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    qtbot.waitUntil(lambda: dialog.assessment is not None, timeout=10_000)
+    return dialog
+
+
+def option_rows(dialog: GetModelsDialog) -> dict[str, tuple[str, str]]:
+    """key → (verdict kind, button text) for every quantization row."""
+    rows = {}
+    for top in range(dialog.tree.topLevelItemCount()):
+        parent = dialog.tree.topLevelItem(top)
+        for index in range(parent.childCount()):
+            item = parent.child(index)
+            button = dialog.tree.itemWidget(item, 5)
+            assert isinstance(button, QPushButton)
+            rows[item.data(0, Qt.ItemDataRole.UserRole)] = (item.data(2, Qt.ItemDataRole.UserRole), button.text())
+    return rows
+
+
+@pytest.fixture
+def hub(tmp_path_factory):
+    data = write_tiny_model(tmp_path_factory.mktemp("hub") / "tiny.gguf", n_embd=256, n_ff=512, n_layer=4).read_bytes()
+    with HubServer() as server:
+        server.add(REPO, FILE, data)
+        server.data = data  # type: ignore[attr-defined]
+        yield server
+
+
+def test_catalog_shows_every_option_with_a_verdict_and_one_recommendation(qtbot):
+    dialog = open_dialog(qtbot, laptop(6.0))
+    rows = option_rows(dialog)
+    assert len(rows) == sum(len(entry.quants) for entry in load_catalog())
+    assert dialog.recommended_item is not None
+    recommended = dialog.recommended_item.data(0, Qt.ItemDataRole.UserRole)
+    assert rows[recommended][0] == "fits"
+    assert "★ Recommended for this machine" in dialog.recommendation.text()
+    assert all(text == "Download" for _, text in rows.values())  # nothing installed in this test's home
+
+
+def test_small_laptop_gets_too_big_verdicts_and_a_smaller_recommendation(qtbot):
+    roomy = open_dialog(qtbot, laptop(12.0, 16.0))
+    small = open_dialog(qtbot, laptop(1.2, 4.0))
+    small_rows = option_rows(small)
+    assert small_rows["bartowski/Phi-3.5-mini-instruct-GGUF/Phi-3.5-mini-instruct-Q8_0.gguf"][0] == "too_big"
+    assert small.assessment.recommended.quant.estimated_bytes <= roomy.assessment.recommended.quant.estimated_bytes
+    assert small.assessment.recommended.verdict.verdict == "fits"
+
+
+def test_paste_a_file_address_downloads_it_and_hands_it_over(qtbot, hub, tmp_path):
+    dialog = open_dialog(qtbot, laptop(6.0), endpoint=hub.url, cache_dir=tmp_path / "hf")
+    assert not dialog.downloads_scroll.isVisibleTo(dialog)  # no downloads yet, no empty area
+    dialog.paste_edit.setText(f"{hub.url}/{REPO}/resolve/main/{FILE}")
+    qtbot.mouseClick(dialog.paste_button, Qt.MouseButton.LeftButton)
+    row = dialog.rows[0]
+    qtbot.waitUntil(lambda: row.use_button.isVisibleTo(row), timeout=30_000)
+    assert "sha256 verified" in row.status.text()
+    assert row.path.read_bytes() == hub.data
+    with qtbot.waitSignal(dialog.modelReady, timeout=5000) as ready:
+        qtbot.mouseClick(row.use_button, Qt.MouseButton.LeftButton)
+    assert ready.args[0] == row.path
+
+
+def test_pause_and_resume_from_the_gui(qtbot, hub, tmp_path):
+    hub.state.throttle_bytes = 256 * 1024
+    hub.state.gate = threading.Semaphore(2)
+    dialog = open_dialog(qtbot, laptop(6.0), endpoint=hub.url, cache_dir=tmp_path / "hf")
+    dialog.paste_edit.setText(f"{REPO}")
+    dialog.get_pasted()  # a repository: its files are listed to choose from
+    qtbot.waitUntil(lambda: dialog.files.count() == 1, timeout=10_000)
+    assert dialog.tabs.currentIndex() == 1
+    dialog.files.setCurrentRow(0)
+    qtbot.mouseClick(dialog.file_download_button, Qt.MouseButton.LeftButton)
+    row = dialog.rows[0]
+    qtbot.waitUntil(lambda: " of " in row.status.text(), timeout=10_000)  # progress: bytes of total · speed
+    qtbot.mouseClick(row.pause_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: row.pause_button.text() == "Resume", timeout=10_000)
+    assert "Paused" in row.status.text()
+    assert row.task.downloader.partial_bytes() > 0
+    hub.open_gate()
+    qtbot.mouseClick(row.pause_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: row.path is not None, timeout=30_000)
+    assert row.path.read_bytes() == hub.data
+    assert any(r and r.startswith("bytes=") for p, r in hub.state.requests if p.startswith("/cdn/"))
+
+
+def test_failures_are_shown_in_the_row_not_as_dialogs(qtbot, hub, tmp_path):
+    dialog = open_dialog(qtbot, laptop(6.0), endpoint=hub.url, cache_dir=tmp_path / "hf")
+    dialog.paste_edit.setText("this is not a model")
+    dialog.get_pasted()
+    dialog.paste_edit.setText(f"{hub.url}/fara-tests/Nope/resolve/main/x-Q4_0.gguf")
+    dialog.get_pasted()
+    bad, missing = dialog.rows
+    assert "not a repository id" in bad.status.text()
+    qtbot.waitUntil(lambda: "no repository fara-tests/Nope" in missing.status.text(), timeout=10_000)
+    assert missing.property("problem") is True
+
+
+def test_search_lists_repositories_then_their_files(qtbot, hub):
+    dialog = open_dialog(qtbot, laptop(6.0), endpoint=hub.url)
+    dialog.tabs.setCurrentIndex(1)
+    dialog.search_edit.setText("tiny-llama")
+    qtbot.mouseClick(dialog.search_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: dialog.results.count() == 1, timeout=10_000)
+    dialog.results.setCurrentRow(0)
+    qtbot.waitUntil(lambda: dialog.files.count() == 1, timeout=10_000)
+    assert dialog.files.item(0).text().startswith(FILE)
+    assert "fits in memory" in dialog.files.item(0).text()
+
+
+def test_main_window_loads_a_model_handed_over_by_the_dialog(qtbot, tmp_path):
+    model = write_tiny_model(tmp_path / "downloaded.gguf")
+    win = MainWindow(backend=FakeBackend())
+    qtbot.addWidget(win)
+    win.show()
+    dialog = win.open_models_dialog()
+    assert win.open_models_dialog() is dialog  # one dialog: downloads go on while it is hidden
+    with qtbot.waitSignal(win.modelLoaded, timeout=20_000):
+        dialog.modelReady.emit(model)
+    assert win.model_info is not None and Path(win.model_info.path) == model
+    assert load_settings(win.paths.config).settings.model_path == str(model)  # still the choice at next start
+    win.close()

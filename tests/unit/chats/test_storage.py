@@ -1,0 +1,142 @@
+"""Conversations in SQLite: schema, migrations, transactions, export and import."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import stat
+
+import pytest
+
+from fara_desktop.chats.export import export_conversations, import_conversation
+from fara_desktop.chats.export_format import ImportRefusedError
+from fara_desktop.chats.session import ChatSession
+from fara_desktop.chats.storage import SCHEMA_VERSION, ConversationStore, StorageError, title_from
+from fara_desktop.engine.types import GenerationStats
+
+STATS = GenerationStats(10, 10, 5, 0.1, 100.0, 50.0, 15, 2048, 0.2)
+
+
+@pytest.fixture
+def store(tmp_path):
+    store = ConversationStore(tmp_path / "data" / "conversations.sqlite3")
+    yield store
+    store.close()
+
+
+def test_database_settings_and_permissions(store, tmp_path):
+    db = sqlite3.connect(store.path)
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(store.path.parent.stat().st_mode) == 0o700
+    assert store._db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert store.integrity_ok()
+
+
+def test_newer_schema_is_refused_without_touching_the_file(tmp_path):
+    path = tmp_path / "c.sqlite3"
+    ConversationStore(path).close()
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA user_version = 99")
+    db.close()
+    with pytest.raises(StorageError, match="newer Fara Desktop"):
+        ConversationStore(path)
+
+
+def test_corrupt_database_is_a_typed_error(tmp_path):
+    path = tmp_path / "c.sqlite3"
+    path.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StorageError, match="cannot be opened"):
+        ConversationStore(path)
+
+
+def test_titles_from_first_message():
+    assert title_from("How do I bake bread?") == "How do I bake bread?"
+    assert title_from("  \n ") == "New chat"
+    long = title_from("Please explain in great detail how the memory bandwidth limits token generation speed")
+    assert long.endswith("…") and len(long) <= 49
+
+
+def test_session_commits_the_user_message_before_the_reply(store):
+    session = ChatSession(store)
+    user = session.add_user_message("Hello there")
+    assert [m.content for m in store.messages(user.conversation_id)] == ["Hello there"]
+    reply = session.begin_reply("SmolLM2")
+    assert store.messages(user.conversation_id)[1].status == "streaming"
+    session.reply_text("Hi")
+    session._last_save -= 2  # a second has passed
+    session.reply_text(" you")
+    assert store.messages(user.conversation_id)[1].content == "Hi you"  # saved while streaming
+    session.end_reply("Hi you!", "complete", STATS, "SmolLM2")
+    saved = store.messages(user.conversation_id)[1]
+    assert (saved.id, saved.content, saved.status, saved.model) == (reply.id, "Hi you!", "complete", "SmolLM2")
+    assert saved.stats["completion_tokens"] == 5
+    assert store.conversations()[0].title == "Hello there"
+
+
+def test_interrupted_replies_become_stopped(store):
+    session = ChatSession(store)
+    session.add_user_message("Tell me a story")
+    session.begin_reply(None)
+    session.reply_text("Once upon")
+    session._last_save -= 2
+    session.reply_text(" a time")
+    assert store.mark_interrupted() == 1
+    reply = store.messages(session.conversation_id)[1]
+    assert (reply.content, reply.status) == ("Once upon a time", "stopped")
+
+
+def test_replace_regenerate_and_prompt(store):
+    session = ChatSession(store, system_prompt="Be brief.")
+    session.add_user_message("one")
+    session.begin_reply(None)
+    session.end_reply("uno", "complete")
+    session.add_user_message("two")
+    session.begin_reply(None)
+    session.end_reply("", "failed", error="boom")
+    assert [m.content for m in session.prompt_messages()] == ["Be brief.", "one", "uno", "two"]
+    session.replace_from(2)
+    assert [m.content for m in session.messages] == ["one", "uno"]
+    session.apply_trim(1)
+    assert [m.content for m in session.prompt_messages()] == ["Be brief.", "uno"]
+
+
+def test_search_rename_delete(store):
+    first = ChatSession(store)
+    first.add_user_message("Recipes for sourdough bread")
+    second = ChatSession(store)
+    second.add_user_message("Travel plans")
+    second.begin_reply(None)
+    second.end_reply("Lisbon has great bread too", "complete")
+    assert {c.id for c in store.conversations("bread")} == {first.conversation_id, second.conversation_id}
+    assert [c.id for c in store.conversations("sourdough")] == [first.conversation_id]
+    assert store.conversations("100%_") == []
+    store.rename(second.conversation_id, "Portugal")
+    assert store.conversation(second.conversation_id).title == "Portugal"
+    store.delete(first.conversation_id)
+    assert [c.id for c in store.conversations()] == [second.conversation_id]
+    assert store._db.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 2  # cascade
+
+
+def test_export_and_import_round_trip(store, tmp_path):
+    session = ChatSession(store, system_prompt="Be nice.")
+    session.add_user_message("What is **mmap**?")
+    session.begin_reply("SmolLM2")
+    session.end_reply("It maps a file into memory.", "complete", STATS, "SmolLM2")
+    written = export_conversations(store, tmp_path / "out")
+    assert sorted(p.suffix for p in written) == [".json", ".md"]
+    markdown = next(p for p in written if p.suffix == ".md").read_text()
+    assert "# What is **mmap**?" in markdown and "It maps a file into memory." in markdown
+    assert "> System prompt: Be nice." in markdown
+    imported = import_conversation(store, next(p for p in written if p.suffix == ".json"))
+    copy = store.messages(imported)
+    assert [(m.role, m.content, m.model) for m in copy] == [
+        ("user", "What is **mmap**?", None),
+        ("assistant", "It maps a file into memory.", "SmolLM2"),
+    ]
+    assert copy[1].stats["completion_tokens"] == 5
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"format": "something-else"}))
+    with pytest.raises(ImportRefusedError, match="not a Fara Desktop"):
+        import_conversation(store, bad)

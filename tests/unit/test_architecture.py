@@ -1,0 +1,129 @@
+"""The shape of the code is enforced, not hoped for: layers and the Qt/llama.cpp fences (import-linter), no
+import cycles, a type checker that passes (mypy, strict outside ui/), and a core that imports without Qt."""
+
+from __future__ import annotations
+
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+
+import grimp
+
+import fara_desktop
+from tests.helpers.paths import REPO_ROOT
+
+ROOT = REPO_ROOT
+
+
+BIN = Path(sys.executable).parent
+
+
+def import_cycles(package: str) -> list[list[str]]:
+    """Strongly connected groups of more than one module (Tarjan's algorithm over the direct imports)."""
+    graph = grimp.build_graph(package)
+    modules = sorted(graph.modules)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for imported in graph.find_modules_directly_imported_by(module):
+            if imported not in index:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in on_stack:
+                low[module] = min(low[module], index[imported])
+        if low[module] == index[module]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == module:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for module in modules:
+        if module not in index:
+            visit(module)
+    return groups
+
+
+def test_import_contracts_are_kept():
+    result = subprocess.run([BIN / "lint-imports"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert "0 broken" in result.stdout
+
+
+def test_mypy_passes():
+    result = subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+
+
+def test_no_module_imports_itself_through_others():
+    assert import_cycles("fara_desktop") == []
+
+
+def test_the_cycle_check_finds_a_cycle(tmp_path, monkeypatch):
+    package = tmp_path / "cyclic_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from cyclic_pkg import b\n")
+    (package / "b.py").write_text("def f():\n    from cyclic_pkg import a\n")
+    (package / "c.py").write_text("from cyclic_pkg import a\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert import_cycles("cyclic_pkg") == [["cyclic_pkg.a", "cyclic_pkg.b"]]
+
+
+BLOCKER = r"""
+import importlib.abc, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "PySide6" or name.startswith("PySide6.") or name.startswith("shiboken6"):
+            raise ImportError(f"{name} is blocked: the core must not import Qt")
+sys.meta_path.insert(0, Block())
+import importlib
+for module in sys.argv[1:]:
+    importlib.import_module(module)
+print("imported", len(sys.argv) - 1)
+"""
+
+
+def core_modules() -> list[str]:
+    names = []
+    for info in pkgutil.walk_packages(fara_desktop.__path__, "fara_desktop."):
+        if (
+            info.name.startswith("fara_desktop.ui.")
+            or info.name == "fara_desktop.ui"
+            or info.name
+            in (
+                "fara_desktop.main",
+                "fara_desktop.bench.qt_probe",
+                "fara_desktop.__main__",
+            )
+        ):
+            continue
+        names.append(info.name)
+    return names
+
+
+def test_core_imports_without_qt():
+    modules = core_modules()
+    assert "fara_desktop.engine.worker" in modules and "fara_desktop.machine.hardware" in modules
+    result = subprocess.run([sys.executable, "-c", BLOCKER, *modules], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert f"imported {len(modules)}" in result.stdout
+
+
+def test_core_does_not_import_llama_cpp_eagerly():
+    code = "import sys, fara_desktop.engine.worker; print('llama_cpp' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == "False", result.stderr

@@ -1,0 +1,265 @@
+"""The main window with a scripted engine: sending, stopping, streaming, start-up with a pending message."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel
+
+from fara_desktop.ui.main_window import MainWindow
+from tests.helpers.fakes import FakeBackend
+
+
+def test_key_widgets_have_stable_names(window):
+    win = window()
+    for name in ("chatView", "composer", "sendButton", "stopButton", "hardwarePanel"):
+        widget = win.findChild(object, name)
+        assert widget is not None, name
+        assert widget.accessibleName(), f"{name} has no accessible name"
+
+
+def test_enter_sends_and_shift_enter_adds_a_line(window, qtbot):
+    win = window()
+    qtbot.keyClicks(win.composer, "first line")
+    qtbot.keyClick(win.composer, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
+    qtbot.keyClicks(win.composer, "second line")
+    assert win.composer.toPlainText() == "first line\nsecond line"
+    with qtbot.waitSignal(win.replyFinished, timeout=5000) as finished:
+        qtbot.keyClick(win.composer, Qt.Key.Key_Return)
+    assert finished.args[0].text == "Hello there!"
+    roles = [m.role for m in win.chat_view.messages()]
+    assert roles == ["user", "assistant"]
+    assert win.chat_view.messages()[0].text == "first line\nsecond line"
+    assert win.chat_view.messages()[1].text == "Hello there!"
+    assert "tok/s" in win.chat_view.messages()[1].footer.text()
+    assert win.composer.toPlainText() == ""
+    assert [(m.role, m.status) for m in win.store.messages(win.session.conversation_id)] == [
+        ("user", "complete"),
+        ("assistant", "complete"),
+    ]
+
+
+def test_empty_message_is_not_sent(window, qtbot):
+    win = window()
+    win.composer.setPlainText("   \n  ")
+    win.send_button.click()
+    assert win.chat_view.messages() == []
+
+
+def test_stop_button_and_escape_cancel_the_reply(window, qtbot):
+    gate = threading.Semaphore(0)
+    win = window(FakeBackend(words=[f"w{i} " for i in range(100)], gate=gate))
+    win.composer.setPlainText("Tell me a story")
+    win.send_button.click()
+    assert win.stop_button.isEnabled() and not win.send_button.isEnabled()
+    gate.release(3)
+    qtbot.waitUntil(
+        lambda: win.chat_view.streaming_message is not None and win.chat_view.streaming_message.text.startswith("w0"),
+        timeout=5000,
+    )
+    with qtbot.waitSignal(win.replyCancelled, timeout=5000) as cancelled:
+        qtbot.keyClick(win.composer, Qt.Key.Key_Escape)
+        gate.release(100)
+    assert cancelled.args[0].text == "w0 w1 w2 "
+    last = win.chat_view.messages()[-1]
+    assert last.footer.text().startswith("Stopped")
+    assert win.send_button.isEnabled() and not win.stop_button.isEnabled()
+
+
+def test_streaming_repaints_in_batches_not_per_token(window, qtbot):
+    gate = threading.Semaphore(0)
+    win = window(FakeBackend(words=[f"t{i} " for i in range(400)], gate=gate))
+    flushes = []
+    win.chat_view.streamFlushed.connect(lambda: flushes.append(1))
+    win.composer.setPlainText("go")
+    with qtbot.waitSignal(win.replyFinished, timeout=10000):
+        win.send_button.click()
+        gate.release(400)
+    assert win.chat_view.messages()[-1].text.endswith("t399 ")
+    assert len(flushes) < 100, f"{len(flushes)} repaints for 400 tokens"
+
+
+def test_the_paragraph_being_written_is_a_plain_draft_until_complete(qtbot):
+    """The growing block is laid out as plain text (cheap); finished blocks, and the whole reply at the end, get
+    their markdown formatting and become selectable."""
+    from fara_desktop.ui.widgets.chat_view import ChatView
+
+    view = ChatView()
+    qtbot.addWidget(view)
+    view.show()
+    message = view.begin_stream("model")
+    view.append_stream("First **bold** paragraph.\n\nSecond *growing*")
+    view._flush()
+    first, second = message.findChildren(QLabel, "messageBody")
+    assert first.textFormat() == Qt.TextFormat.RichText and first.property("draft") is False
+    assert first.textInteractionFlags() & Qt.TextInteractionFlag.TextSelectableByMouse
+    assert second.textFormat() == Qt.TextFormat.PlainText and second.property("draft") is True
+    assert second.textInteractionFlags() == Qt.TextInteractionFlag.NoTextInteraction
+    view.append_stream(" paragraph.\n\nThird")
+    view._flush()
+    labels = message.findChildren(QLabel, "messageBody")
+    assert [label.property("draft") for label in labels] == [False, False, True]  # the second one is complete
+    view.end_stream()
+    labels = message.findChildren(QLabel, "messageBody")
+    assert [label.textFormat() for label in labels] == [Qt.TextFormat.RichText] * 3  # markdown, rendered without HTML
+    assert all(label.property("draft") is False for label in labels)
+    assert 'font-style:italic;">growing</span> paragraph.' in labels[1].text()  # *growing*, as markdown
+
+
+def test_wrapping_label_remembers_heights_until_its_text_changes(qtbot):
+    from fara_desktop.ui.widgets.message_widget import WrappingLabel
+
+    label = WrappingLabel()
+    qtbot.addWidget(label)
+    label.setWordWrap(True)
+    label.setText("word " * 200)
+    tall = label.heightForWidth(200)
+    assert label.heightForWidth(200) == tall and label.heightForWidth(800) < tall
+    label.setText("word")
+    assert label.heightForWidth(200) < tall  # not the remembered height of the old text
+
+
+def test_stop_when_idle_does_nothing(window, qtbot):
+    win = window()
+    win.stop_button.click()
+    win.stop()
+    with qtbot.waitSignal(win.replyFinished, timeout=5000):
+        win.composer.setPlainText("hi")
+        win.send_button.click()
+    assert win.chat_view.messages()[-1].text == "Hello there!"
+
+
+def test_a_message_typed_during_start_up_is_sent_once_a_model_is_chosen(qtbot):
+    win = MainWindow(backend=FakeBackend())
+    qtbot.addWidget(win)
+    win.show()
+    with qtbot.waitSignal(win.replyFinished, timeout=30000) as finished:
+        win.start_auto()
+        win.composer.setPlainText("early bird")
+        win.send_button.click()
+    assert finished.args[0].text == "Hello there!"
+    assert [m.role for m in win.chat_view.messages()] == ["user", "assistant"]
+
+
+@pytest.fixture
+def fine_window(qtbot):
+    """A window whose scripted model always answers \"Fine.\"."""
+    win = MainWindow(backend=FakeBackend(words=["Fine", "."]))
+    qtbot.addWidget(win)
+    win.show()
+    with qtbot.waitSignal(win.modelLoaded, timeout=5000):
+        win.load_model(Path("fake.gguf"))
+    return win
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "مرحبا بالعالم — שלום עולם",
+        "emoji 👩‍💻🚀🇵🇹 and combining é",
+        "control \x00 \x07 \x1b[31m characters \u202e reversed",
+        "x" * 1_000_000,
+    ],
+    ids=["rtl", "emoji", "control", "1MB"],
+)
+def test_odd_text_is_sent_stored_and_shown_intact(fine_window, qtbot, text):
+    fine_window.composer.setPlainText(text)
+    with qtbot.waitSignal(fine_window.replyFinished, timeout=20000):
+        fine_window.send_button.click()
+    stored = fine_window.store.messages(fine_window.session.conversation_id)
+    assert stored[0].content == text.strip()
+    shown = fine_window.chat_view.messages()[0]
+    assert shown.text == text.strip()  # the widget keeps (and copies) the whole text
+    if len(text) > 100_000:
+        assert "1,000,000 characters in all" in shown._block_widgets[-1].text()
+
+
+def test_send_twice_sends_once(fine_window, qtbot):
+    fine_window.composer.setPlainText("once")
+    with qtbot.waitSignal(fine_window.replyFinished, timeout=5000):
+        fine_window.send_button.click()
+        fine_window.send()  # a second press while the first is in flight
+    assert [m.role for m in fine_window.store.messages(fine_window.session.conversation_id)] == ["user", "assistant"]
+
+
+def test_closing_the_window_mid_reply_saves_the_reply(qtbot):
+    import threading
+
+    gate = threading.Semaphore(0)
+    win = MainWindow(backend=FakeBackend(words=["partial ", "reply ", "never ", "finished"], gate=gate))
+    qtbot.addWidget(win)
+    win.show()
+    with qtbot.waitSignal(win.modelLoaded, timeout=5000):
+        win.load_model(Path("fake.gguf"))
+    win.composer.setPlainText("Tell me")
+    win.send_button.click()
+    gate.release(2)
+    qtbot.waitUntil(lambda: win.session._reply_parts != [], timeout=5000)
+    store_path = win.store.path
+    conversation = win.session.conversation_id
+    gate.release(10)
+    win.close()
+    assert not win.bridge.worker.thread.is_alive()
+    from fara_desktop.chats.storage import ConversationStore
+
+    store = ConversationStore(store_path)
+    reply = store.messages(conversation)[1]
+    assert reply.status in ("stopped", "complete") and reply.content.startswith("partial ")
+    store.close()
+
+
+def test_an_uncaught_exception_shows_a_short_dialog_with_the_log_path(qtbot, monkeypatch, tmp_path):
+
+    from PySide6.QtWidgets import QMessageBox
+
+    from fara_desktop.ui.crash_dialog import install_exception_dialog
+
+    shown: list[tuple[str, str]] = []
+    monkeypatch.setattr(QMessageBox, "exec", lambda self: shown.append((self.text(), self.informativeText())) or 0)
+    monkeypatch.setattr(sys, "excepthook", sys.excepthook)
+    log_file = tmp_path / "fara-desktop.log"
+    install_exception_dialog(log_file)
+    try:
+        raise RuntimeError("something broke")
+    except RuntimeError:
+        sys.excepthook(*sys.exc_info())
+    assert shown == [
+        ("RuntimeError: something broke", f"Your conversations are safe. Details were written to:\n{log_file}")
+    ]
+
+
+def test_the_newest_start_up_plan_wins_not_the_slowest(qtbot, monkeypatch: pytest.MonkeyPatch):
+    from fara_desktop.ui.main_window import MainWindow
+    from tests.helpers.fakes import FakeBackend
+
+    gates = [threading.Event(), threading.Event()]
+    calls: list[int] = []
+
+    def slow_plan(*_args, **_kwargs):
+        number = len(calls)
+        calls.append(number)
+        gates[number].wait(10)
+        return SimpleNamespace(model=None, name=f"plan {number}")
+
+    monkeypatch.setattr("fara_desktop.ui.controllers.startup_controller.plan_startup", slow_plan)
+    monkeypatch.setattr("fara_desktop.ui.controllers.startup_controller.model_file", lambda *_a: None)
+    win = MainWindow(backend=FakeBackend())
+    qtbot.addWidget(win)
+    applied: list[str] = []
+    win.startup.apply_plan = lambda result: applied.append(result[0].name)  # type: ignore[method-assign]
+    win.start_auto()
+    qtbot.waitUntil(lambda: len(calls) == 1)
+    win.start_auto()
+    qtbot.waitUntil(lambda: len(calls) == 2)
+    gates[1].set()
+    qtbot.waitUntil(lambda: applied == ["plan 1"])
+    gates[0].set()
+    from fara_desktop.ui.background import BackgroundCall
+
+    qtbot.waitUntil(lambda: not BackgroundCall._running)
+    assert applied == ["plan 1"]

@@ -1,0 +1,118 @@
+"""The window under failure: a failing disk, a failed regenerate, a closed owner — never wedged, nothing lost."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from PySide6.QtWidgets import QWidget
+
+from fara_desktop.chats.storage import StorageError
+from fara_desktop.ui.background import BackgroundCall
+from fara_desktop.ui.main_window import MainWindow
+from tests.helpers.failing_disk import allow_writes, refuse_writes
+from tests.helpers.fakes import FakeBackend
+
+
+def ask(qtbot, win: MainWindow, text: str) -> None:
+    win.composer.setPlainText(text)
+    with qtbot.waitSignal(win.replyFinished, timeout=5000):
+        win.send_button.click()
+
+
+def _notices(win: MainWindow) -> list[str]:
+    return [w.text for w in win.chat_view.messages() if w.role == "error"]
+
+
+def _deleted(widget: QWidget) -> bool:
+    import shiboken6
+
+    return not shiboken6.isValid(widget)
+
+
+def test_a_background_result_is_not_delivered_to_a_closed_owner(qtbot):
+    owner = QWidget()
+    release = threading.Event()
+    delivered: list[object] = []
+    call = BackgroundCall(lambda: release.wait(10) and "result", owner)
+    call.done.connect(delivered.append)
+    call.start()
+    owner.deleteLater()
+    qtbot.waitUntil(lambda: _deleted(owner), timeout=5000)
+    release.set()
+    qtbot.waitUntil(lambda: call not in BackgroundCall._running, timeout=5000)
+    assert delivered == []
+
+
+def test_a_reopened_chat_shows_when_each_message_was_written(qtbot, window):
+    win = window()
+    ask(qtbot, win, "What time is it?")
+    conversation = win.session.conversation_id
+    win.store._db.execute("UPDATE messages SET created_at = 1600000000")  # 13 Sep 2020
+    win.new_chat()
+    win.open_conversation(conversation)
+    titles = [w.title.text() for w in win.chat_view.messages()]
+    assert all("Sep" in t and "2020" not in t for t in titles) and len(titles) == 2
+
+    expected = time.strftime("%d %b %H:%M", time.localtime(1600000000))
+    assert all(t.endswith(expected) for t in titles)
+
+
+def test_a_disk_that_refuses_the_final_save_does_not_wedge_the_window(qtbot, window):
+    gate = threading.Semaphore(0)
+    win = window(FakeBackend(words=["Hello", " there", ", friend", "!"], gate=gate))
+    win.composer.setPlainText("Say hello")
+    win.send_button.click()  # the question is saved; from here on the disk refuses every message write
+    refuse_writes(win.store, "messages")
+    win.session._last_save -= 2  # the first batch of the reply tries a periodic save, which fails
+    with qtbot.waitSignal(win.replyFinished, timeout=5000):
+        gate.release(10)
+    assert win.send_button.isEnabled() and not win.stop_button.isEnabled()
+    assert len(_notices(win)) == 1  # one notice, not one per failed save
+    assert win.chat_view.messages()[-2].text == "Hello there, friend!"
+    conversation = win.session.conversation_id
+    win.new_chat()  # switching chats works
+    allow_writes(win.store)
+    win.chat.retry_saving()
+    assert win.store.messages(conversation)[-1].content == "Hello there, friend!"
+
+
+def test_a_regenerate_that_fails_keeps_the_earlier_reply(qtbot, window):
+    win = window(FakeBackend(words=["First", " answer"]))
+    ask(qtbot, win, "Question")
+    backend: FakeBackend = win.bridge.worker._backend  # type: ignore[assignment]
+    from fara_desktop.engine.errors import GenerationError
+
+    def broken_reply(*_args, **_kwargs):
+        raise GenerationError("llama.cpp failed")
+
+    backend.reply = broken_reply  # type: ignore[method-assign]
+    with qtbot.waitSignal(win.replyFailed, timeout=5000):
+        win.chat_view.messages()[-1].action_buttons["regenerate"].click()
+    shown = [(w.role, w.text) for w in win.chat_view.messages() if w.role in ("user", "assistant")]
+    assert ("assistant", "First answer") in shown
+    stored = [m.content for m in win.store.messages(win.session.conversation_id)]
+    assert "First answer" in stored and "Question" in stored
+    assert win.send_button.isEnabled()
+
+
+def test_a_failing_disk_gives_the_message_back_instead_of_losing_it(qtbot, monkeypatch):
+    win = MainWindow(backend=FakeBackend())
+    qtbot.addWidget(win)
+    win.show()
+    with qtbot.waitSignal(win.modelLoaded, timeout=5000):
+        win.load_model(Path("fake.gguf"))
+
+    def disk_full(*_args, **_kwargs):
+        raise StorageError("Could not save to conversations.sqlite3: database or disk is full")
+
+    monkeypatch.setattr(win.store, "add_message", disk_full)
+    win.composer.setPlainText("Please keep me")
+    win.send_button.click()
+    assert win.composer.toPlainText() == "Please keep me"
+    assert (
+        "could not be saved" in win.chat_view.messages()[-1].text
+        and "disk is full" in win.chat_view.messages()[-1].text
+    )
+    assert win.send_button.isEnabled()
