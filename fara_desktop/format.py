@@ -38,3 +38,14 @@ def format_parameters(count: int) -> str:
 def format_bandwidth(bytes_per_s: float) -> str:
     """Memory bandwidth in decimal GB/s, as CPU and memory makers and STREAM quote it: ``38.2 GB/s``."""
     return f"{bytes_per_s / 1e9:.1f} GB/s"
+
+
+def format_duration(seconds: float | None) -> str:
+    """Time left, as a progress line says it: ``40 s left``, ``12 min left``, ``1.5 h left``."""
+    if seconds is None:
+        return "estimating time left"
+    if seconds < 90:
+        return f"{seconds:.0f} s left"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min left"
+    return f"{seconds / 3600:.1f} h left"

@@ -7,18 +7,17 @@ import sys
 import threading
 from pathlib import Path
 
-from fara_desktop.format import format_rate, format_size
+from fara_desktop.format import format_duration, format_rate, format_size
 from fara_desktop.models.catalog import CatalogError
-from fara_desktop.models.downloads import (
-    Downloader,
+from fara_desktop.models.hub import (
     DownloadError,
-    Progress,
     configured_endpoint,
     host_of,
     is_configured_hub,
     parse_model_reference,
     resolve_remote_file,
 )
+from fara_desktop.models.transfer import Downloader, Progress
 from fara_desktop.paths import AppPaths
 from fara_desktop.planning.catalog_fit import assess_catalog_here
 from fara_desktop.settings import load_settings
@@ -102,7 +101,7 @@ def download_command(reference: str, filename: str | None, quant: str | None, al
     last_line = [""]
 
     def show(progress: Progress) -> None:
-        eta = f"{progress.eta_s:.0f} s left" if progress.eta_s is not None else "…"
+        eta = format_duration(progress.eta_s)
         line = (
             f"{100 * progress.done / progress.total:5.1f} %  {format_size(progress.done)} of "
             f"{format_size(progress.total)}  {format_rate(progress.bytes_per_s)}  {eta}"

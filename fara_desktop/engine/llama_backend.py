@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import ctypes
 import logging
-import os
-import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import replace
@@ -25,12 +23,12 @@ from fara_desktop.engine.errors import (
     NoModelLoadedError,
     PromptTooLongError,
 )
-from fara_desktop.engine.kv_states import KVSnapshot, KVStateCache, common_prefix
+from fara_desktop.engine.kv_states import KVStateCache, common_prefix
+from fara_desktop.engine.llama_state import cached_prefix, restore_sequence, snapshot_sequence, start_prefault
 from fara_desktop.engine.text_stream import TextStream
 from fara_desktop.engine.types import ChatMessage, GenerationStats, ModelInfo, SamplingParams
 from fara_desktop.machine.hardware import physical_cores, usable_cores
 from fara_desktop.machine.llama_build import load_ggml_cpu_library, route_llama_logs_to_logging
-from fara_desktop.machine.llama_internals import mark_logits_stale
 from fara_desktop.models.gguf_file import read_gguf_header
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.planning.tuning import default_threads
@@ -302,7 +300,7 @@ class LlamaBackend:
         if conversation is not None and conversation != self._kv_owner:
             self._switch_kv(llm, conversation, tokens)
         self._kv_owner = conversation
-        reused = _common_prefix(llm, tokens)
+        reused = cached_prefix(llm, tokens)
         max_tokens = sampling.max_tokens or info.n_ctx
         stream = TextStream(prompt.rendered.stop)
         vocab = llama_cpp.llama_model_get_vocab(llm.model)
@@ -380,63 +378,8 @@ class LlamaBackend:
         return ReplyResult(stream.text, stats, finish)
 
 
-def snapshot_sequence(llm: Llama) -> KVSnapshot | None:
-    """Copy sequence 0's KV cells and the tokens they hold."""
-    import llama_cpp
-
-    if llm.n_tokens == 0:
-        return None
-    size = llama_cpp.llama_state_seq_get_size(llm.ctx, 0)
-    buffer = (ctypes.c_uint8 * size)()
-    written = llama_cpp.llama_state_seq_get_data(llm.ctx, buffer, size, 0)
-    return KVSnapshot(tuple(llm.input_ids[: llm.n_tokens].tolist()), bytes(buffer)[:written])
-
-
-def restore_sequence(llm: Llama, snapshot: KVSnapshot) -> bool:
-    import llama_cpp
-
-    llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(llm.ctx), -1, 0, -1)
-    data = (ctypes.c_uint8 * len(snapshot.data)).from_buffer_copy(snapshot.data)
-    if llama_cpp.llama_state_seq_set_data(llm.ctx, data, len(snapshot.data), 0) == 0:
-        llm.n_tokens = 0
-        return False
-    count = len(snapshot.tokens)
-    llm.input_ids[:count] = snapshot.tokens
-    llm.n_tokens = count
-    mark_logits_stale(llm)  # the logits are not those of the restored state
-    return True
-
-
-def start_prefault(path: Path) -> threading.Thread:
-    """Read the file once in the background so its pages are in the page cache before the first prompt.
-
-    With mmap, weights are faulted in lazily; the first reply would otherwise pay for reading the file from disk.
-    """
-
-    def read_all() -> None:
-        try:
-            with open(path, "rb", buffering=0) as handle:
-                if hasattr(os, "posix_fadvise"):
-                    os.posix_fadvise(handle.fileno(), 0, 0, os.POSIX_FADV_WILLNEED)
-                while handle.read(8 << 20):
-                    pass
-        except OSError as exc:  # the model still works; only the first reply is slower
-            log.info("Could not pre-read %s: %s", path, exc)
-
-    thread = threading.Thread(target=read_all, name="fara-prefault", daemon=True)
-    thread.start()
-    return thread
-
-
 def _never() -> bool:
     return False
-
-
-def _common_prefix(llm: Llama, tokens: Sequence[int]) -> int:
-    """How many prompt tokens llama-cpp-python will take from the KV cache (mirrors ``Llama.generate``)."""
-    if llm.n_tokens == 0:
-        return 0
-    return min(common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens), len(tokens) - 1)
 
 
 def _piece(llama_cpp: Any, vocab: Any, token: int, buffer: ctypes.Array[ctypes.c_char]) -> bytes:

@@ -333,7 +333,11 @@ def scan_models(
 def _examine(candidate: _Candidate, cache: MetadataCache) -> DiscoveredModel:
     name = one_line(candidate.display_name or candidate.path.name)
     base = DiscoveredModel(
-        str(candidate.path), candidate.source, name, None, shards=candidate.shards,
+        str(candidate.path),
+        candidate.source,
+        name,
+        None,
+        shards=candidate.shards,
         needs_assembly=candidate.needs_assembly,
     )
     if candidate.problem:

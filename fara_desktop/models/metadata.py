@@ -97,9 +97,9 @@ def metadata_from_header(
     template = header.str_value("tokenizer.chat_template", 1 << 20)
     has_template = bool(template and template.strip())
     extra = max(0, (total_bytes or header.file_bytes) - header.file_bytes)
-    hint_text = " ".join(
-        header.str_value(k, 1024) or "" for k in ("general.name", "general.finetune")
-    ) + " " + header.path.name
+    hint_text = (
+        " ".join(header.str_value(k, 1024) or "" for k in ("general.name", "general.finetune")) + " " + header.path.name
+    )
     size_label = header.str_value("general.size_label", 64)
     license_name = header.str_value("general.license", 256)
     return ModelMetadata(

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
-from fara_desktop.models.downloads import Downloader, Progress, RemoteFile
+from fara_desktop.models.hub import RemoteFile
+from fara_desktop.models.transfer import Downloader, Progress
 
 
 class DownloadTask(QObject):

@@ -13,19 +13,21 @@ from pathlib import Path
 
 import pytest
 
-from fara_desktop.models import downloads
+from fara_desktop.models import transfer
 from fara_desktop.models.discovery import scan_models
-from fara_desktop.models.downloads import (
-    ChecksumMismatchError,
-    DownloadCancelled,
-    Downloader,
+from fara_desktop.models.hub import (
     DownloadError,
-    DownloadInterruptedError,
-    NotEnoughDiskSpaceError,
     RemoteNotFoundError,
     parse_model_reference,
     quant_tag,
     resolve_remote_file,
+)
+from fara_desktop.models.transfer import (
+    ChecksumMismatchError,
+    DownloadCancelled,
+    Downloader,
+    DownloadInterruptedError,
+    NotEnoughDiskSpaceError,
 )
 from tests.conftest import wait_until
 from tests.helpers.gguf_factory import write_tiny_model
@@ -48,7 +50,7 @@ def fara(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 def model_bytes(tmp_path_factory: pytest.TempPathFactory) -> bytes:
     path = write_tiny_model(tmp_path_factory.mktemp("hub") / "tiny.gguf", n_embd=256, n_ff=512, n_layer=4)
     data = path.read_bytes()
-    assert len(data) > 3 * downloads.CHUNK_BYTES  # several reads, so pause and resume happen mid-file
+    assert len(data) > 3 * transfer.CHUNK_BYTES  # several reads, so pause and resume happen mid-file
     return data
 
 
@@ -194,7 +196,7 @@ def test_server_that_ignores_range_restarts_cleanly(hub, hf_cache, model_bytes):
 
 
 def test_not_enough_disk_space_refuses_before_downloading(hub, hf_cache, monkeypatch):
-    monkeypatch.setattr(downloads, "free_bytes", lambda _folder: 10 * 1024 * 1024)
+    monkeypatch.setattr(transfer, "free_bytes", lambda _folder: 10 * 1024 * 1024)
     remote = resolve_remote_file(REPO, FILE, endpoint=hub.url)
     with pytest.raises(NotEnoughDiskSpaceError, match=r"only 10\.0 MiB is free"):
         Downloader(remote, hf_cache).run()

@@ -11,17 +11,15 @@ import threading
 import pytest
 
 from fara_desktop import __version__
-from fara_desktop.models import downloads
-from fara_desktop.models.downloads import (
-    DownloadCancelled,
-    Downloader,
+from fara_desktop.models import hub as hub_client
+from fara_desktop.models.hub import (
     DownloadError,
-    DownloadInterruptedError,
     RemoteFile,
     list_gguf_files,
     parse_model_reference,
     resolve_remote_file,
 )
+from fara_desktop.models.transfer import DownloadCancelled, Downloader, DownloadInterruptedError
 from tests.conftest import wait_until
 from tests.helpers.gguf_factory import write_tiny_model
 from tests.helpers.hub_server import COMMIT, HubServer
@@ -189,9 +187,9 @@ def test_the_get_models_dialog_sends_only_what_search_listing_and_download_need(
 def test_telemetry_is_off_in_the_hub_client():
     from huggingface_hub import constants
 
-    downloads.configured_endpoint()
+    hub_client.configured_endpoint()
     assert constants.HF_HUB_DISABLE_TELEMETRY is True
-    assert json.dumps(downloads.user_agent()) == json.dumps(f"fara-desktop/{__version__}")
+    assert json.dumps(hub_client.user_agent()) == json.dumps(f"fara-desktop/{__version__}")
 
 
 def test_a_pasted_link_to_another_host_is_asked_about_and_declining_requests_nothing(qtbot, hub, other_host, hf_cache):

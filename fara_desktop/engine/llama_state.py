@@ -1,0 +1,75 @@
+"""The state a loaded ``Llama`` holds beyond its weights: KV-cache snapshots of a conversation, the prompt prefix
+it can reuse, and the model file's pages read ahead into the page cache."""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from fara_desktop.engine.kv_states import KVSnapshot, common_prefix
+from fara_desktop.machine.llama_internals import mark_logits_stale
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
+
+log = logging.getLogger(__name__)
+
+
+def snapshot_sequence(llm: Llama) -> KVSnapshot | None:
+    """Copy sequence 0's KV cells and the tokens they hold."""
+    import llama_cpp
+
+    if llm.n_tokens == 0:
+        return None
+    size = llama_cpp.llama_state_seq_get_size(llm.ctx, 0)
+    buffer = (ctypes.c_uint8 * size)()
+    written = llama_cpp.llama_state_seq_get_data(llm.ctx, buffer, size, 0)
+    return KVSnapshot(tuple(llm.input_ids[: llm.n_tokens].tolist()), bytes(buffer)[:written])
+
+
+def restore_sequence(llm: Llama, snapshot: KVSnapshot) -> bool:
+    import llama_cpp
+
+    llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(llm.ctx), -1, 0, -1)
+    data = (ctypes.c_uint8 * len(snapshot.data)).from_buffer_copy(snapshot.data)
+    if llama_cpp.llama_state_seq_set_data(llm.ctx, data, len(snapshot.data), 0) == 0:
+        llm.n_tokens = 0
+        return False
+    count = len(snapshot.tokens)
+    llm.input_ids[:count] = snapshot.tokens
+    llm.n_tokens = count
+    mark_logits_stale(llm)  # the logits are not those of the restored state
+    return True
+
+
+def start_prefault(path: Path) -> threading.Thread:
+    """Read the file once in the background so its pages are in the page cache before the first prompt.
+
+    With mmap, weights are faulted in lazily; the first reply would otherwise pay for reading the file from disk.
+    """
+
+    def read_all() -> None:
+        try:
+            with open(path, "rb", buffering=0) as handle:
+                if hasattr(os, "posix_fadvise"):
+                    os.posix_fadvise(handle.fileno(), 0, 0, os.POSIX_FADV_WILLNEED)
+                while handle.read(8 << 20):
+                    pass
+        except OSError as exc:  # the model still works; only the first reply is slower
+            log.info("Could not pre-read %s: %s", path, exc)
+
+    thread = threading.Thread(target=read_all, name="fara-prefault", daemon=True)
+    thread.start()
+    return thread
+
+
+def cached_prefix(llm: Llama, tokens: Sequence[int]) -> int:
+    """How many prompt tokens llama-cpp-python will take from the KV cache (mirrors ``Llama.generate``)."""
+    if llm.n_tokens == 0:
+        return 0
+    return min(common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens), len(tokens) - 1)

@@ -1,0 +1,39 @@
+"""The private names of llama-cpp-python we rely on (machine/llama_internals.py) are still where we use them.
+
+When an upgrade moves one, this fails naming it, instead of KV-cache restores silently sampling from stale logits
+or the portable build's CPU library never loading.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from fara_desktop.machine.llama_internals import libllama, mark_logits_stale
+
+
+def test_libllama_exposes_the_ggml_backend_registry():
+    lib = libllama()
+    for name in ("ggml_backend_reg_count", "ggml_backend_load_all_from_path"):
+        assert hasattr(lib, name), f"libllama no longer exports {name}"
+
+
+@pytest.mark.real_model
+def test_llama_still_has_the_flag_that_forces_a_fresh_evaluation(smollm2_path):
+    from llama_cpp import Llama
+
+    llm = Llama(model_path=str(smollm2_path), n_ctx=256, verbose=False)
+    try:
+        assert "_requires_eval" in vars(llm), "llama_cpp.Llama has no _requires_eval any more"
+        llm._requires_eval = False
+        mark_logits_stale(llm)
+        assert llm._requires_eval is True
+    finally:
+        llm.close()
+
+
+def test_marking_fails_loudly_when_the_flag_is_gone():
+    class NotALlama:
+        pass
+
+    with pytest.raises(AttributeError, match="_requires_eval"):
+        mark_logits_stale(NotALlama())  # type: ignore[arg-type]
