@@ -17,9 +17,8 @@ from PySide6.QtGui import QImage
 
 from fara_desktop import APP_ID, __version__, resources
 from fara_desktop.cli.desktop_entry import install_desktop_entry, uninstall_desktop_entry
-from fara_desktop.ui.main_window import MainWindow
 from tests.conftest import without_root_powers
-from tests.helpers.fakes import FakeBackend
+from tests.helpers.chatting import ask
 from tests.helpers.gguf_factory import write_tiny_model
 from tests.helpers.paths import REPO_ROOT
 
@@ -110,33 +109,11 @@ def test_read_only_data_folder_still_chats_and_says_why(tmp_path, smollm2_path):
     assert list(scratch.glob("fara-desktop-logs-*/fara-desktop.log"))
 
 
-@pytest.fixture
-def make_window(qtbot):
-    windows: list[MainWindow] = []
-
-    def make(words=("Hello", " there", "!")) -> MainWindow:
-        win = MainWindow(backend=FakeBackend(words=list(words)))
-        qtbot.addWidget(win)
-        win.show()
-        with qtbot.waitSignal(win.modelLoaded, timeout=5000):
-            win.load_model(Path("fake.gguf"))
-        windows.append(win)
-        return win
-
-    return make
-
-
-def ask(qtbot, win: MainWindow, text: str) -> None:
-    win.composer.setPlainText(text)
-    with qtbot.waitSignal(win.replyFinished, timeout=5000):
-        win.send_button.click()
-
-
-def test_export_command(make_window, qtbot, tmp_path, fara_home):
+def test_export_command(window, qtbot, tmp_path, fara_home):
     import subprocess
     import sys
 
-    win = make_window()
+    win = window()
     ask(qtbot, win, "Export me")
     win.close()
     out = tmp_path / "exported"

@@ -13,35 +13,14 @@ from fara_desktop.paths import app_paths
 from fara_desktop.settings import load_settings
 from fara_desktop.ui.dialogs.settings_dialog import SettingsDialog
 from fara_desktop.ui.main_window import MainWindow
+from tests.helpers.chatting import ask
 from tests.helpers.fakes import FakeBackend
 
 CODE_REPLY = ["Try this:\n\n", "```python\n", "print('hi')\n", "```\n", "Done."]
 
 
-@pytest.fixture
-def make_window(qtbot):
-    windows: list[MainWindow] = []
-
-    def make(words=("Hello", " there", "!")) -> MainWindow:
-        win = MainWindow(backend=FakeBackend(words=list(words)))
-        qtbot.addWidget(win)
-        win.show()
-        with qtbot.waitSignal(win.modelLoaded, timeout=5000):
-            win.load_model(Path("fake.gguf"))
-        windows.append(win)
-        return win
-
-    return make
-
-
-def ask(qtbot, win: MainWindow, text: str) -> None:
-    win.composer.setPlainText(text)
-    with qtbot.waitSignal(win.replyFinished, timeout=5000):
-        win.send_button.click()
-
-
-def test_conversations_persist_across_restarts(make_window, qtbot):
-    win = make_window()
+def test_conversations_persist_across_restarts(window, qtbot):
+    win = window()
     ask(qtbot, win, "How do plants grow?")
     ask(qtbot, win, "And trees?")
     first_id = win.session.conversation_id
@@ -53,7 +32,7 @@ def test_conversations_persist_across_restarts(make_window, qtbot):
     ]
     win.close()
 
-    again = make_window()
+    again = window()
     assert again.sidebar.ids()[1] == first_id
     again.open_conversation(first_id)
     texts = [(m.role, m.text) for m in again.chat_view.messages()]
@@ -66,8 +45,8 @@ def test_conversations_persist_across_restarts(make_window, qtbot):
     assert "tok/s" in again.chat_view.messages()[1].footer.text()
 
 
-def test_search_rename_delete_from_the_sidebar(make_window, qtbot, monkeypatch):
-    win = make_window()
+def test_search_rename_delete_from_the_sidebar(window, qtbot, monkeypatch):
+    win = window()
     ask(qtbot, win, "Sourdough bread recipe")
     bread = win.session.conversation_id
     win.new_chat()
@@ -90,8 +69,8 @@ def test_search_rename_delete_from_the_sidebar(make_window, qtbot, monkeypatch):
     assert bread not in win.sidebar.ids()
 
 
-def test_copy_regenerate_and_edit_resend(make_window, qtbot):
-    win = make_window(CODE_REPLY)
+def test_copy_regenerate_and_edit_resend(window, qtbot):
+    win = window(FakeBackend(words=list(CODE_REPLY)))
     ask(qtbot, win, "Show code")
     reply = win.chat_view.messages()[-1]
     code = reply.code_blocks()
@@ -120,8 +99,8 @@ def test_copy_regenerate_and_edit_resend(make_window, qtbot):
     assert not win.edit_banner.isVisibleTo(win)
 
 
-def test_system_prompt_is_saved_per_conversation(make_window, qtbot):
-    win = make_window()
+def test_system_prompt_is_saved_per_conversation(window, qtbot):
+    win = window()
     win.system_prompt.setText("You are a pirate.")
     win.system_prompt.editingFinished.emit()
     ask(qtbot, win, "Hello")
@@ -130,8 +109,8 @@ def test_system_prompt_is_saved_per_conversation(make_window, qtbot):
     assert backend.prompts[-1][0].content == "You are a pirate."
 
 
-def test_keyboard_shortcuts(make_window, qtbot):
-    win = make_window()
+def test_keyboard_shortcuts(window, qtbot):
+    win = window()
     ask(qtbot, win, "Something")
     qtbot.keyClick(win, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
     assert win.session.conversation_id is None and win.chat_view.messages() == []
@@ -143,8 +122,8 @@ def test_keyboard_shortcuts(make_window, qtbot):
     dialog.reject()
 
 
-def test_every_control_has_an_accessible_name(make_window):
-    win = make_window()
+def test_every_control_has_an_accessible_name(window):
+    win = window()
     from PySide6.QtWidgets import QAbstractButton, QLineEdit, QListWidget, QPlainTextEdit
 
     unnamed = [
@@ -156,8 +135,8 @@ def test_every_control_has_an_accessible_name(make_window):
     assert unnamed == []
 
 
-def test_settings_dialog_pages_persist_and_reload(make_window, qtbot):
-    win = make_window()
+def test_settings_dialog_pages_persist_and_reload(window, qtbot):
+    win = window()
     dialog = win.open_settings("Sampling")
     assert dialog.pages.currentIndex() == 2
     dialog.temperature.setValue(0.2)

@@ -11,14 +11,9 @@ from PySide6.QtWidgets import QWidget
 from fara_desktop.chats.storage import StorageError
 from fara_desktop.ui.background import BackgroundCall
 from fara_desktop.ui.main_window import MainWindow
+from tests.helpers.chatting import ask
 from tests.helpers.failing_disk import allow_writes, refuse_writes
 from tests.helpers.fakes import FakeBackend
-
-
-def ask(qtbot, win: MainWindow, text: str) -> None:
-    win.composer.setPlainText(text)
-    with qtbot.waitSignal(win.replyFinished, timeout=5000):
-        win.send_button.click()
 
 
 def _notices(win: MainWindow) -> list[str]:
