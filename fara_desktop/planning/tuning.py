@@ -4,7 +4,8 @@ No I/O and no llama_cpp here: inputs are a model's metadata, a hardware profile 
 calibration, memory bandwidth); outputs are plain data the engine and the UI use and explain.
 
 The memory estimate was calibrated on the two real models (SmolLM2-135M Q4_1, Gemma 3 270M Q4_K_M) against the
-RSS increase after loading and reading a 600-token prompt at n_ctx 2048 and 8192 (tests/integration/planning/test_calibration.py):
+RSS increase after loading and reading a 600-token prompt at n_ctx 2048 and 8192
+(tests/integration/planning/test_calibration.py):
 
     weights (tensor bytes, mmap'd and resident once read)
   + KV cache  2 × Σlayers n_head_kv × head_dim × n_ctx × bytes(cache type)   (sliding-window layers as such)

@@ -4,7 +4,8 @@ Qt guesses: a QLabel, tooltip or message box whose text *looks* like HTML is ren
 resources — ``<img src="/dev/zero">`` or an image on a FIFO blocks the GUI thread forever, and on Windows a
 ``file://host/share`` image opens a network connection. A model's name, a chat title, a hub file name or an error
 text is somebody else's text. Every label that shows data is made here, with its format fixed to plain text, and
-every tooltip that carries data is escaped; ``tests/unit/ui/test_hostile_text_rendering.py`` checks that no label is left to guess.
+every tooltip that carries data is escaped; ``tests/unit/ui/test_hostile_text_rendering.py`` checks that no label
+is left to guess.
 """
 
 from __future__ import annotations
