@@ -13,15 +13,17 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShortcut
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShortcut, QShowEvent
 from PySide6.QtWidgets import (
     QApplication,
     QFileDialog,
+    QFrame,
     QHBoxLayout,
     QLineEdit,
     QMainWindow,
     QProgressBar,
     QPushButton,
+    QScrollArea,
     QSplitter,
     QVBoxLayout,
     QWidget,
@@ -49,7 +51,7 @@ from fara_desktop.ui.widgets.composer import Composer
 from fara_desktop.ui.widgets.hardware_panel import HardwarePanel
 from fara_desktop.ui.widgets.plain_text import plain_label
 from fara_desktop.ui.widgets.sidebar import Sidebar
-from fara_desktop.ui.window_state import restore_window_state, save_window_state
+from fara_desktop.ui.window_state import first_geometry, keep_on_screen, restore_window_state, save_window_state
 
 
 class MainWindow(QMainWindow):
@@ -64,7 +66,8 @@ class MainWindow(QMainWindow):
     ) -> None:
         super().__init__()
         self.setWindowTitle(APP_NAME)
-        self.resize(1280, 780)
+        self.setGeometry(first_geometry(self.screen().availableGeometry()))
+        self._placed = False
         self.paths = paths or app_paths().ensure()
         self.settings = settings or Settings()
         self._closed = False
@@ -147,11 +150,19 @@ class MainWindow(QMainWindow):
         column.addLayout(bottom)
 
         self.hardware_panel = HardwarePanel()
+        # A short screen (a 768-pixel laptop, 150 % scaling) scrolls the panel rather than squeezing its rows.
+        panel_scroll = QScrollArea()
+        panel_scroll.setObjectName("hardwarePanelScroll")
+        panel_scroll.setWidget(self.hardware_panel)
+        panel_scroll.setWidgetResizable(True)
+        panel_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        panel_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        panel_scroll.setMinimumWidth(self.hardware_panel.minimumWidth())
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setObjectName("mainSplitter")
         self.splitter.addWidget(self.sidebar)
         self.splitter.addWidget(chat_column)
-        self.splitter.addWidget(self.hardware_panel)
+        self.splitter.addWidget(panel_scroll)
         self.splitter.setStretchFactor(0, 0)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setStretchFactor(2, 0)
@@ -340,6 +351,12 @@ class MainWindow(QMainWindow):
             return
         self.chat.on_engine_event(event)
         self.startup.on_engine_event(event)
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if not self._placed:  # the frame is known now: a remembered geometry from another screen is brought back
+            self._placed = True
+            keep_on_screen(self)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         if self._closed:

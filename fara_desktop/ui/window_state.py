@@ -6,8 +6,9 @@ import json
 import logging
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray
-from PySide6.QtWidgets import QMainWindow, QSplitter
+from PySide6.QtCore import QByteArray, QRect, QSize
+from PySide6.QtGui import QGuiApplication, QScreen
+from PySide6.QtWidgets import QMainWindow, QSplitter, QWidget
 
 from fara_desktop.atomic_files import write_json_atomically
 from fara_desktop.regular_files import read_regular_text
@@ -17,6 +18,42 @@ log = logging.getLogger(__name__)
 
 MAX_STATE_BYTES = 64 * 1024
 MAX_PANE_PX = 20_000  # wider than any screen; a larger saved size is damage, not a preference
+
+
+PREFERRED_SIZE = QSize(1280, 800)
+# Room for the window manager's title bar and borders before they are known (the window is not shown yet).
+FRAME_ALLOWANCE = QSize(16, 48)
+
+
+def first_geometry(available: QRect, preferred: QSize = PREFERRED_SIZE) -> QRect:
+    """The first window: the preferred size, or what the screen's free area (without panels and docks) allows
+    with room for the frame, centred in it."""
+    width = min(preferred.width(), available.width() - FRAME_ALLOWANCE.width())
+    height = min(preferred.height(), available.height() - FRAME_ALLOWANCE.height())
+    rect = QRect(0, 0, max(width, 1), max(height, 1))
+    rect.moveCenter(available.center())
+    return rect
+
+
+def keep_on_screen(window: QWidget) -> None:
+    """Bring the window, frame included, inside the free area of the screen it is (mostly) on — or of the primary
+    screen when it is on none, as after the monitor it was remembered on went away. Too large: shrunk to fit."""
+    frame = window.frameGeometry()
+    screen: QScreen | None = QGuiApplication.screenAt(frame.center()) or QGuiApplication.primaryScreen()
+    if screen is None:
+        return
+    available = screen.availableGeometry()
+    if available.contains(frame):
+        return
+    extra_w = frame.width() - window.width()
+    extra_h = frame.height() - window.height()
+    width = min(window.width(), available.width() - extra_w)
+    height = min(window.height(), available.height() - extra_h)
+    window.resize(max(width, window.minimumWidth()), max(height, window.minimumHeight()))
+    frame = window.frameGeometry()
+    x = min(max(frame.x(), available.x()), available.right() + 1 - frame.width())
+    y = min(max(frame.y(), available.y()), available.bottom() + 1 - frame.height())
+    window.move(max(x, available.x()), max(y, available.y()))
 
 
 def window_state_file(config_dir: Path) -> Path:

@@ -7,7 +7,7 @@ import time
 import psutil
 from PySide6.QtCore import QPointF, Qt, QTimer
 from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPen, QPolygonF
-from PySide6.QtWidgets import QFormLayout, QFrame, QLabel, QProgressBar, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QProgressBar, QVBoxLayout, QWidget
 
 from fara_desktop.engine.types import GenerationStats, ModelInfo
 from fara_desktop.format import format_size
@@ -122,20 +122,23 @@ class HardwarePanel(QFrame):
         heading = plain_label(title)
         heading.setObjectName("panelHeading")
         layout.addWidget(heading)
-        form = QFormLayout()
-        form.setLabelAlignment(Qt.AlignmentFlag.AlignLeft)
-        form.setHorizontalSpacing(10)
-        form.setVerticalSpacing(4)
-        for key in keys:
+        # A grid, not a QFormLayout: QFormLayout keeps the row heights it computed for a label's earlier text, so a
+        # value that grows to two lines after layout (the model's name once it loads) was cut in half.
+        grid = QGridLayout()
+        grid.setHorizontalSpacing(10)
+        grid.setVerticalSpacing(4)
+        grid.setColumnStretch(1, 1)
+        for row, key in enumerate(keys):
             value = plain_label()
             value.setObjectName(f"panelValue{key.replace(' ', '')}")
             value.setWordWrap(True)
             value.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             name = plain_label(key)
             name.setObjectName("panelKey")
-            form.addRow(name, value)
+            grid.addWidget(name, row, 0, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+            grid.addWidget(value, row, 1)
             self._values[key] = value
-        layout.addLayout(form)
+        layout.addLayout(grid)
         return box
 
     def value(self, key: str) -> str:

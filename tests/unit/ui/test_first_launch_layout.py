@@ -1,0 +1,90 @@
+"""What a first launch shows on an ordinary laptop screen: whole rows in the hardware panel, a window that fits
+the screen, and a remembered window that is brought back onto the screen it is shown on."""
+
+from __future__ import annotations
+
+import json
+
+from PySide6.QtCore import QRect
+from PySide6.QtWidgets import QApplication
+
+from fara_desktop.paths import app_paths
+from fara_desktop.ui.main_window import MainWindow
+from tests.helpers.fakes import FakeBackend
+
+FIRST_LAUNCH_VALUES = [
+    ("Name", "Smollm2 135M 8k Lc100K Mix1 Ep2 (llama, 93.8 MiB)"),
+    ("Why", "best for this machine: instruction-tuned with a chat template"),
+    ("Context", "auto (= 8,192) of 8,192 trained"),
+    ("Threads", "auto (= 2)"),
+    ("Threads", "auto (= 2) · measured tok/s 1: 86, 2: 138"),
+]
+
+
+def clipped_values(win: MainWindow) -> list[tuple[str, int, int]]:
+    """Value labels shorter than their text needs at their width: (key, height, needed)."""
+    labels = win.hardware_panel._values.items()
+    return [
+        (key, label.height(), label.heightForWidth(label.width()))
+        for key, label in labels
+        if label.text() and label.height() < label.heightForWidth(label.width())
+    ]
+
+
+def show_window(qtbot) -> MainWindow:
+    win = MainWindow(backend=FakeBackend())
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.waitExposed(win)
+    return win
+
+
+def test_a_value_that_grows_to_two_lines_after_layout_gets_both_lines(qtbot):
+    win = show_window(qtbot)
+    panel = win.hardware_panel
+    for key, _text in FIRST_LAUNCH_VALUES:  # what a first launch shows while the model loads and calibrates
+        panel.set_value(key, "loading…")
+    for key, text in FIRST_LAUNCH_VALUES:
+        panel.set_value(key, text)
+    qtbot.waitUntil(lambda: panel.value("Threads").endswith("138"))
+    QApplication.processEvents()  # the layout request the new texts posted
+    assert clipped_values(win) == []
+
+
+def test_a_short_window_scrolls_the_panel_instead_of_squeezing_its_rows(qtbot):
+    win = show_window(qtbot)
+    for key, text in FIRST_LAUNCH_VALUES:
+        win.hardware_panel.set_value(key, text)
+    win.resize(900, 420)
+    qtbot.waitUntil(lambda: win.height() <= 420 + 1)
+    QApplication.processEvents()
+    assert clipped_values(win) == []
+
+
+def fits(inner: QRect, outer: QRect) -> bool:
+    return outer.contains(inner.topLeft()) and outer.contains(inner.bottomRight())
+
+
+def test_the_first_window_fits_the_screen_it_opens_on(qtbot):
+    win = show_window(qtbot)
+    available = win.screen().availableGeometry()
+    assert fits(win.frameGeometry(), available), (win.frameGeometry(), available)
+    assert win.width() >= min(900, available.width() * 0.8)  # still roomy, not a postage stamp
+
+
+def test_a_window_remembered_on_a_larger_screen_is_brought_onto_this_one(qtbot):
+    first = show_window(qtbot)
+    available = first.screen().availableGeometry()
+    first.setGeometry(available.x() + 40, available.y() + 40, 600, 400)
+    first.close()
+    state_file = app_paths().config / "window.json"
+    state = json.loads(state_file.read_text())
+    # Edit the saved geometry as a 2560×1440 screen far to the right would have left it.
+    big = MainWindow(backend=FakeBackend())
+    qtbot.addWidget(big)
+    big.setGeometry(available.right() + 3000, available.bottom() + 2000, 2400, 1300)
+    state["geometry"] = bytes(big.saveGeometry().toBase64().data()).decode("ascii")
+    big.close()
+    state_file.write_text(json.dumps(state))
+    again = show_window(qtbot)
+    assert fits(again.frameGeometry(), available), (again.frameGeometry(), available)
