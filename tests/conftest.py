@@ -1,11 +1,9 @@
-"""Shared fixtures: offscreen Qt, a private FARA_HOME per test, the real models, engine helpers."""
+"""Shared fixtures: Qt on X11 under Xvfb (offscreen without it), a private FARA_HOME per test, the real models,
+engine helpers."""
 
 from __future__ import annotations
 
 import os
-
-os.environ["QT_QPA_PLATFORM"] = "offscreen"
-
 import queue
 import shutil
 import threading
@@ -17,6 +15,22 @@ from typing import Any
 import pytest
 
 from fara_desktop.models.packaged import assemble_gemma3, embedded_default_model
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """After pytest-xvfb has started its virtual screen (and set DISPLAY): Qt's real X11 platform there; Qt's
+    offscreen platform where there is none. Child processes the tests start inherit the choice."""
+    try:
+        import pytest_xvfb
+    except ImportError:
+        pytest_xvfb = None
+    from fara_desktop.ui.xcb_help import missing_xcb_libraries
+
+    xvfb = getattr(pytest_xvfb, "xvfb_instance", None)
+    on_xvfb = xvfb is not None and xvfb.display is not None
+    xcb_works = on_xvfb and missing_xcb_libraries() == []  # Xvfb without the plugin's libraries: stay offscreen
+    os.environ["QT_QPA_PLATFORM"] = "xcb" if xcb_works else "offscreen"
 
 
 @pytest.fixture(autouse=True)

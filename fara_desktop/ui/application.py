@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from fara_desktop import APP_ID, APP_NAME, __version__
 from fara_desktop.paths import app_paths
 from fara_desktop.settings import Settings, load_settings
+from fara_desktop.ui.xcb_help import install_advice, missing_xcb_libraries
 
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QApplication
@@ -28,15 +29,24 @@ def has_display() -> bool:
 
 
 def qt_fatal_help(message: str) -> str:
+    """What to tell a person when Qt gives up: for a display plugin that failed, the libraries this system lacks
+    (from the xcb plugin's own dependencies) and the command that installs them."""
     first_line = message.strip().splitlines()[0] if message.strip() else "unknown Qt error"
     if "platform plugin" not in message:
         return f"fara-desktop: Qt stopped the program: {first_line}"
-    return (
+    opening = (
         "fara-desktop: the window could not be opened because Qt's display plugin failed to start "
         f"({first_line}).\n"
-        "  On Linux/X11 this usually means a missing system library: install libxcb-cursor0 "
-        "(Debian/Ubuntu: sudo apt install libxcb-cursor0), or try QT_QPA_PLATFORM=wayland or xcb.\n"
-        "  Without a display, `fara-desktop smoke` runs a headless check."
+    )
+    closing = "  Without a display, `fara-desktop smoke` runs a headless check."
+    missing = missing_xcb_libraries() if sys.platform.startswith("linux") else None
+    if missing:
+        return f"{opening}  Qt's X11 plugin needs system libraries this computer does not have.\n" + (
+            f"{install_advice(missing)}\n{closing}"
+        )
+    return (
+        f"{opening}  On Linux/X11 this usually means a missing system library (Debian/Ubuntu: sudo apt install "
+        "libxcb-cursor0), or try QT_QPA_PLATFORM=wayland or xcb.\n" + closing
     )
 
 

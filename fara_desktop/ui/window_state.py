@@ -35,6 +35,14 @@ def first_geometry(available: QRect, preferred: QSize = PREFERRED_SIZE) -> QRect
     return rect
 
 
+def fit_to_screen(window: QWidget, preferred: QSize) -> None:
+    """Size a window or dialog before it is shown: ``preferred``, or what the free area of its screen allows (a
+    1366×768 laptop at 150 % scaling has 911×512 logical pixels)."""
+    screen = window.screen()
+    available = screen.availableGeometry()
+    window.resize(first_geometry(available, preferred).size())
+
+
 def keep_on_screen(window: QWidget) -> None:
     """Bring the window, frame included, inside the free area of the screen it is (mostly) on — or of the primary
     screen when it is on none, as after the monitor it was remembered on went away. Too large: shrunk to fit."""

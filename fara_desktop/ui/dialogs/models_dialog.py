@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import (
     QDialog,
@@ -49,6 +49,7 @@ from fara_desktop.ui.background import BackgroundCall
 from fara_desktop.ui.download_task import DownloadTask
 from fara_desktop.ui.widgets.download_row import DownloadRow
 from fara_desktop.ui.widgets.plain_text import plain_label, plain_message_box, plain_tooltip
+from fara_desktop.ui.window_state import fit_to_screen
 
 VERDICT_COLOR = {"fits": "#1f7a3a", "slow": "#9a6700", "tight": "#9a6700", "too_big": "#b42318"}
 RECOMMENDED_BACKGROUND = "#e3f2e6"
@@ -90,7 +91,7 @@ class GetModelsDialog(QDialog):
         super().__init__(parent)
         self.setObjectName("getModelsDialog")
         self.setWindowTitle("Get models")
-        self.resize(980, 680)
+        fit_to_screen(self, QSize(980, 680))
         self.endpoint = endpoint
         self.cache_dir = cache_dir
         self.assessment: CatalogAssessment | None = None

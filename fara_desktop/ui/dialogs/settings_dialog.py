@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -33,6 +33,7 @@ from fara_desktop.planning.planner import StartupPlan
 from fara_desktop.planning.tuning import KV_TYPES, VERDICT_LABELS, verdict_kind
 from fara_desktop.settings import THEMES, InferenceOverrides, SamplingSettings, Settings
 from fara_desktop.ui.widgets.plain_text import plain_label, plain_tooltip
+from fara_desktop.ui.window_state import fit_to_screen
 
 
 def _auto_spin(name: str, tuned: int | None, value: int | None, maximum: int) -> QSpinBox:
@@ -64,7 +65,7 @@ class SettingsDialog(QDialog):
         super().__init__(parent)
         self.setObjectName("settingsDialog")
         self.setWindowTitle("Settings")
-        self.resize(860, 560)
+        fit_to_screen(self, QSize(860, 560))
         self._settings = settings
         self._plan = plan
         self._chosen: str | None = None

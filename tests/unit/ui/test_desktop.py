@@ -111,6 +111,8 @@ def test_system_prompt_is_saved_per_conversation(window, qtbot):
 
 def test_keyboard_shortcuts(window, qtbot):
     win = window()
+    win.activateWindow()  # keys go to the active window (on X11 there is one; offscreen every window is)
+    qtbot.waitActive(win)
     ask(qtbot, win, "Something")
     qtbot.keyClick(win, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
     assert win.session.conversation_id is None and win.chat_view.messages() == []

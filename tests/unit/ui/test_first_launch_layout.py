@@ -4,13 +4,18 @@ the screen, and a remembered window that is brought back onto the screen it is s
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
+import pytest
 from PySide6.QtCore import QRect
 from PySide6.QtWidgets import QApplication
 
 from fara_desktop.paths import app_paths
 from fara_desktop.ui.main_window import MainWindow
 from tests.helpers.fakes import FakeBackend
+from tests.helpers.paths import REPO_ROOT
 
 FIRST_LAUNCH_VALUES = [
     ("Name", "Smollm2 135M 8k Lc100K Mix1 Ep2 (llama, 93.8 MiB)"),
@@ -88,3 +93,18 @@ def test_a_window_remembered_on_a_larger_screen_is_brought_onto_this_one(qtbot):
     state_file.write_text(json.dumps(state))
     again = show_window(qtbot)
     assert fits(again.frameGeometry(), available), (again.frameGeometry(), available)
+
+
+@pytest.mark.skipif(os.environ.get("QT_QPA_PLATFORM") != "xcb", reason="needs the 1366×768 Xvfb screen (.ci/run)")
+def test_the_window_and_every_dialog_fit_the_screen_at_150_percent(tmp_path):
+    """On a 1366×768 laptop at 150 % scaling: 911×512 logical pixels."""
+    env = {**os.environ, "QT_SCALE_FACTOR": "1.5", "FARA_HOME": str(tmp_path / "home")}
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.helpers.screen_fit_probe"],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    screen = QRect(*report.pop("screen"))
+    for name, frame in report.items():
+        assert fits(QRect(*frame), screen), (name, frame, screen)

@@ -16,6 +16,7 @@ from fara_desktop import APP_ID
 from fara_desktop.paths import app_paths
 from fara_desktop.ui.main_window import MainWindow
 from fara_desktop.ui.single_instance import SingleInstance
+from fara_desktop.ui.window_state import first_geometry
 from tests.helpers.fakes import FakeBackend
 
 
@@ -99,7 +100,7 @@ def test_unreadable_window_state_falls_back_to_defaults(qtbot):
     (paths.config / "window.json").write_text("{not json")
     window = MainWindow(backend=FakeBackend())
     qtbot.addWidget(window)
-    assert (window.width(), window.height()) == (1280, 780)
+    assert window.geometry() == first_geometry(window.screen().availableGeometry())
     window.close()
 
 
