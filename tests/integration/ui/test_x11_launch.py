@@ -9,6 +9,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,19 @@ def screenshot(path: Path, env: dict[str, str]) -> None:
                    timeout=60)  # fmt: skip
 
 
+def run_once(env: dict[str, str], log: Path, act: Callable[[], None], shot: Path) -> None:
+    """Launch, do ``act``, screenshot, quit with Ctrl+Q (exit status 0); the process never outlives the test."""
+    process, _window = launch(env, log)
+    try:
+        act()
+        screenshot(shot, env)
+        xdotool("key", "ctrl+q")
+        assert process.wait(timeout=60) == 0, log.read_text()
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
 def rows(database: Path, query: str) -> list[tuple[object, ...]]:
     if not database.exists():
         return []
@@ -69,8 +83,8 @@ def test_launch_type_quit_and_find_the_chat_again(x11_env: dict[str, str], tmp_p
     database = Path(x11_env["FARA_HOME"]) / "data" / "conversations.sqlite3"
     messages = "SELECT role, content, status, created_at FROM messages ORDER BY position"
     log = tmp_path / "stderr.txt"
-    process, _window = launch(x11_env, log)
-    try:
+
+    def ask() -> None:
         xdotool("type", "--delay", "15", QUESTION)
         xdotool("key", "Return")
         finished = wait_until(
@@ -79,23 +93,11 @@ def test_launch_type_quit_and_find_the_chat_again(x11_env: dict[str, str], tmp_p
             what="the reply to be written",
         )
         assert finished[0][1].strip()
-        screenshot(tmp_path / "x11-reply.png", x11_env)
-        xdotool("key", "ctrl+q")
-        assert process.wait(timeout=60) == 0, log.read_text()
-    finally:
-        if process.poll() is None:
-            process.kill()
+
+    run_once(x11_env, log, ask, tmp_path / "x11-reply.png")
     before = rows(database, messages)
     assert before[0][:2] == ("user", QUESTION)
-
-    again, _window = launch(x11_env, log)
-    try:
-        screenshot(tmp_path / "x11-relaunched.png", x11_env)
-        xdotool("key", "ctrl+q")
-        assert again.wait(timeout=60) == 0, log.read_text()
-    finally:
-        if again.poll() is None:
-            again.kill()
+    run_once(x11_env, log, lambda: None, tmp_path / "x11-relaunched.png")
     after = rows(database, messages)
     assert after == before  # the same chat, with the times it was written, not rewritten by the second start
     from PySide6.QtGui import QImage
