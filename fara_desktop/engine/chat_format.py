@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
 from jinja2 import TemplateError
 
@@ -49,6 +49,13 @@ def _raise_exception(message: str) -> None:
 def _strftime_now(fmt: str) -> str:
     return _dt.datetime.now().strftime(fmt)
 
+
+# "No tools", as Hugging Face passes it (``tools=None``); then as the tool-use variants of templates (Hermes,
+# Command R+, FireFunction) need it spelled to render at all: an empty list of tools, functions and documents.
+NO_TOOLS: tuple[dict[str, Any], ...] = (
+    {"tools": None},
+    {"tools": [], "functions": "[]", "documents": []},
+)
 
 SYSTEM_FOLDED_NOTE = (
     "This model's chat template has no system role, so the system prompt was put at the start of the first message."
@@ -106,7 +113,7 @@ class JinjaChatFormatter:
         self._bos = bos_token
         self._eos = eos_token
 
-    def _render_once(self, messages: Sequence[ChatMessage], budget: RenderBudget) -> str:
+    def _render_once(self, messages: Sequence[ChatMessage], budget: RenderBudget, no_tools: dict[str, Any]) -> str:
         return self._env.render_bounded(
             self._template,
             budget,
@@ -114,8 +121,9 @@ class JinjaChatFormatter:
             add_generation_prompt=True,
             bos_token=self._bos,
             eos_token=self._eos,
-            tools=None,
             enable_thinking=True,
+            datetime=_dt.datetime.now().strftime("%b %d %Y %H:%M:%S"),  # FireFunction's own variable
+            **no_tools,
         )
 
     def render(
@@ -131,15 +139,16 @@ class JinjaChatFormatter:
             attempts.append((merged, ROLES_MERGED_NOTE if len(attempts) == 1 else f"{SYSTEM_FOLDED_NOTE} "
                              f"{ROLES_MERGED_NOTE}"))
         first_error: Exception | None = None
-        for attempt, note in attempts:
-            try:
-                text = self._render_once(attempt, budget)
-            except (TemplateRenderError, RequestCancelled):
-                raise  # over budget or stopped: retrying would only spend more
-            except Exception as exc:
-                first_error = first_error or exc
-                continue
-            return RenderedPrompt(text=text, add_bos=False, stop=(), note=note)
+        for no_tools in NO_TOOLS:
+            for attempt, note in attempts:
+                try:
+                    text = self._render_once(attempt, budget, no_tools)
+                except (TemplateRenderError, RequestCancelled):
+                    raise  # over budget or stopped: retrying would only spend more
+                except Exception as exc:
+                    first_error = first_error or exc
+                    continue
+                return RenderedPrompt(text=text, add_bos=False, stop=(), note=note)
         assert first_error is not None
         raise TemplateRenderError(_template_message(first_error)) from first_error
 

@@ -18,6 +18,9 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from jinja2 import nodes
+from jinja2.ext import Extension
+from jinja2.parser import Parser
 from jinja2.sandbox import ImmutableSandboxedEnvironment, safe_range
 
 from fara_desktop.engine.errors import RequestCancelled, TemplateRenderError
@@ -92,13 +95,25 @@ class CheckedList(list):  # type: ignore[type-arg]
             yield item
 
 
+class GenerationTag(Extension):
+    """Hugging Face's ``{% generation %}…{% endgeneration %}`` (Cohere 2, LFM2.5, Laguna …): it marks the
+    assistant's text for training masks; for a prompt the body renders unchanged, as in transformers when no
+    assistant mask is asked for."""
+
+    tags = {"generation"}  # noqa: RUF012 (jinja2 declares it as a plain attribute)
+
+    def parse(self, parser: Parser) -> list[nodes.Node]:
+        next(parser.stream)  # the tag's name
+        return parser.parse_statements(("name:endgeneration",), drop_needle=True)
+
+
 class BoundedSandbox(ImmutableSandboxedEnvironment):
     """The immutable sandbox with loop controls and a budget on everything a template can repeat."""
 
     intercepted_binops = frozenset({"*", "**", "+"})
 
     def __init__(self, **options: Any) -> None:
-        options.setdefault("extensions", ["jinja2.ext.loopcontrols"])
+        options.setdefault("extensions", ["jinja2.ext.loopcontrols", GenerationTag])
         options["optimized"] = False  # the optimizer would run filters on constants at compile time, unbudgeted
         super().__init__(**options)
         self.budget: RenderBudget = _Unbudgeted()
