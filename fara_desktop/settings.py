@@ -196,4 +196,3 @@ def load_settings(config_dir: Path) -> LoadedSettings:
 
 def save_settings(config_dir: Path, settings: Settings) -> None:
     write_json_atomically(settings_file(config_dir), settings.to_json())
-

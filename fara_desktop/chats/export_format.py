@@ -44,17 +44,21 @@ class ImportedMessage:
     stats: dict[str, Any] | None
     created_at: float
     updated_at: float
+    parent: int | None = None  # index of an earlier message in the list; None: a first turn
+    reasoning: str = ""
 
 
 @dataclass(frozen=True)
 class ImportedConversation:
-    """A validated conversation, ready to be written."""
+    """A validated conversation, ready to be written: its messages form a tree (each parent comes first)."""
 
     title: str
     system_prompt: str
     created_at: float
     updated_at: float
     messages: list[ImportedMessage]
+    leaf: int | None = None  # index of the message that ends the branch shown; None: the last one
+    thinking: bool = True
 
 
 def _text(value: Any, where: str, limit: int, default: str | None = None) -> str:
@@ -97,8 +101,10 @@ def validate_export(data: Any) -> ImportedConversation:
     """Check a decoded Fara export; raise ``ImportRefusedError`` naming the first problem."""
     if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
         raise ImportRefusedError("This file is not a Fara Desktop conversation export.")
-    if data.get("version") not in (1, None):
-        raise ImportRefusedError(f"This export has version {str(data.get('version'))[:20]}; this app reads version 1.")
+    version = data.get("version")
+    if version not in (1, 2, None):
+        raise ImportRefusedError(f"This export has version {str(version)[:20]}; this app reads versions 1 and 2.")
+    branching = version == 2
     messages = data.get("messages")
     if not isinstance(messages, list):
         raise ImportRefusedError("The conversation file has no message list.")
@@ -107,10 +113,15 @@ def validate_export(data: Any) -> ImportedConversation:
     now = time.time()
     created = _time(data.get("created_at"), "The conversation's creation time", now)
     checked: list[ImportedMessage] = []
+    index_of_key: dict[Any, int] = {}
     for number, message in enumerate(messages, start=1):
         where = f"Message {number}"
         if not isinstance(message, dict):
             raise ImportRefusedError(f"{where} is not an object.")
+        parent = number - 2 if number > 1 else None
+        if branching:
+            parent = _parent(message, where, index_of_key)
+            index_of_key[_key(message.get("key"), where, index_of_key)] = number - 1
         role = message.get("role")
         if role not in ROLES:
             raise ImportRefusedError(f"{where} has no valid role (system, user or assistant).")
@@ -131,12 +142,54 @@ def validate_export(data: Any) -> ImportedConversation:
                 stats=_stats(message.get("stats"), where),
                 created_at=message_time,
                 updated_at=_time(message.get("updated_at"), f"{where}'s update time", message_time),
+                parent=parent,
+                reasoning=_text(message.get("reasoning"), f"{where}'s reasoning", MAX_CONTENT_CHARS, ""),
             )
         )
+    current = data.get("current")
+    if branching and current is not None and _plain_key(current) not in index_of_key:
+        raise ImportRefusedError("The conversation's current message is not one of its messages.")
+    thinking = data.get("thinking", True)
+    if not isinstance(thinking, bool):
+        raise ImportRefusedError("The conversation's thinking switch is not true or false.")
     return ImportedConversation(
         title=_text(data.get("title"), "The title", MAX_TITLE_CHARS, "Imported chat").strip() or "Imported chat",
         system_prompt=_text(data.get("system_prompt"), "The system prompt", MAX_CONTENT_CHARS, ""),
         created_at=created,
         updated_at=_time(data.get("updated_at"), "The conversation's update time", created),
         messages=checked,
+        leaf=index_of_key[_plain_key(current)] if branching and current is not None else None,
+        thinking=thinking,
     )
+
+
+MAX_KEY_CHARS = 200
+
+
+def _plain_key(value: Any) -> Any:
+    """A message key as a dict key: text or a whole number (True and 1.0 are not keys)."""
+    if isinstance(value, str) and len(value) <= MAX_KEY_CHARS:
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return None
+
+
+def _key(value: Any, where: str, seen: dict[Any, int]) -> Any:
+    key = _plain_key(value)
+    if key is None:
+        raise ImportRefusedError(f"{where} has no key (a number or a short text naming it).")
+    if key in seen:
+        raise ImportRefusedError(f"{where} has the same key as message {seen[key] + 1}.")
+    return key
+
+
+def _parent(message: dict[str, Any], where: str, seen: dict[Any, int]) -> int | None:
+    """The index of the message's parent, which must come earlier in the file (so there is no loop)."""
+    raw = message.get("parent")
+    if raw is None:
+        return None
+    parent = seen.get(_plain_key(raw))
+    if parent is None:
+        raise ImportRefusedError(f"{where} follows a message that is not earlier in the file.")
+    return parent

@@ -1,12 +1,15 @@
 """The open conversation, kept in step with the database: nothing the user typed is ever only in memory.
 
 The user's message is committed before the reply is requested; the reply is a row from its first token on,
-saved at most a second apart while it streams and finalised when it finishes, is stopped or fails.
+saved at most a second apart while it streams and finalised when it finishes, is stopped or fails. A reply's
+reasoning is kept apart from its answer.
 
 When the disk refuses a save while a reply streams or ends, the text stays in memory, ``save_problem`` says why,
-and every later save (and ``retry_pending``) tries again; the conversation never waits on the disk. Regenerate and
-edit-and-resend keep the messages they replace until the replacement reply exists, then delete them in the same
-transaction that saves it: a failed reply loses nothing.
+and every later save (and ``retry_pending``) tries again; the conversation never waits on the disk.
+
+A conversation is a tree (``chats.tree``): regenerate and edit-and-resend add a sibling of the message they redo,
+and nothing is deleted; the session holds the branch shown. A regenerate that fails before writing anything
+goes back to the branch shown before.
 """
 
 from __future__ import annotations
@@ -19,32 +22,35 @@ from typing import Any
 
 from fara_desktop.chats.export_format import MessageStatus
 from fara_desktop.chats.storage import ConversationStore, StorageError, StoredMessage, title_from
+from fara_desktop.chats.tree import MessageTree, SiblingPlace
 from fara_desktop.engine.types import ChatMessage, GenerationStats
 
 log = logging.getLogger(__name__)
 
-# The final state of a reply the disk refused: (content, status, stats, model, replacing).
-_UnsavedReply = tuple[str, MessageStatus, dict[str, Any] | None, str | None, tuple[int, int] | None]
+# The final state of a reply the disk refused: (content, status, stats, model, reasoning).
+_UnsavedReply = tuple[str, MessageStatus, dict[str, Any] | None, str | None, str]
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 SAVE_INTERVAL_S = 1.0
 
 
 class ChatSession:
-    """One conversation: its messages (mirrored from the store) and which of them the model still sees."""
+    """One conversation: the branch shown (mirrored from the store) and which of its messages the model still sees."""
 
     def __init__(self, store: ConversationStore, system_prompt: str = DEFAULT_SYSTEM_PROMPT) -> None:
         self.store = store
         self.default_system_prompt = system_prompt
         self.conversation_id: int | None = None
         self.system_prompt = system_prompt
+        self.thinking = True  # the per-chat switch for models whose template can turn reasoning off
         self.messages: list[StoredMessage] = []
+        self.tree: MessageTree[StoredMessage] = MessageTree([])
         self.context_start = 0
         self._reply: StoredMessage | None = None
         self._reply_parts: list[str] = []
+        self._reasoning_parts: list[str] = []
         self._last_save = 0.0
-        # Positions [first, end) of messages a new turn replaces; deleted once the new reply is saved.
-        self._replacing: tuple[int, int] | None = None
+        self._restore_leaf: int | None = None  # the branch to go back to when a regenerate fails empty-handed
         self._unsaved: dict[int, _UnsavedReply] = {}
         self.save_problem: str | None = None
 
@@ -56,9 +62,11 @@ class ChatSession:
             self.end_reply(None, "stopped")
         self.conversation_id = None
         self.system_prompt = self.default_system_prompt
+        self.thinking = True
         self.messages = []
+        self.tree = MessageTree([])
         self.context_start = 0
-        self._replacing = None
+        self._restore_leaf = None
 
     def open(self, conversation_id: int) -> None:
         if self._reply is not None:  # a reply still streaming into the old conversation is kept as stopped
@@ -69,21 +77,27 @@ class ChatSession:
         self.retry_pending()
         self.conversation_id = conversation_id
         self.system_prompt = summary.system_prompt
-        self.messages = self._with_unsaved(self.store.messages(conversation_id))
-        self.context_start = 0
-        self._replacing = None
+        self.thinking = summary.thinking
+        self.reload()
 
     def reload(self) -> None:
-        """Read the open conversation again from the database (after a write that did not happen)."""
+        """Read the open conversation's branch again from the database."""
         if self.conversation_id is not None:
-            self.messages = self._with_unsaved(self.store.messages(self.conversation_id))
+            summary = self.store.conversation(self.conversation_id)
+            self.tree = MessageTree(self._with_unsaved(self.store.messages(self.conversation_id)))
+            self.messages = self.tree.path_to(summary.leaf_id if summary else None)
             self.context_start = 0
-        self._replacing = None
+        self._restore_leaf = None
 
     def set_system_prompt(self, text: str) -> None:
         self.system_prompt = text
         if self.conversation_id is not None:
             self.store.set_system_prompt(self.conversation_id, text)
+
+    def set_thinking(self, thinking: bool) -> None:
+        self.thinking = thinking
+        if self.conversation_id is not None:
+            self.store.set_thinking(self.conversation_id, thinking)
 
     # ------------------------------------------------------------------ turns
 
@@ -97,39 +111,54 @@ class ChatSession:
         return message.role in ("user", "assistant") and message.status != "failed" and bool(message.content.strip())
 
     def prompt_messages(self) -> list[ChatMessage]:
+        """What the model is sent: answers as content, each reply's reasoning apart (the template decides whether
+        it goes back to the model)."""
         system = [ChatMessage("system", self.system_prompt)] if self.system_prompt.strip() else []
         visible = [
-            ChatMessage(m.role, m.content)  # type: ignore[arg-type]
+            ChatMessage(m.role, m.content, m.reasoning)  # type: ignore[arg-type]
             for m in self.messages[self.context_start :]
             if self.in_prompt(m)
         ]
         return system + visible
 
+    def _add(
+        self, role: str, content: str, status: MessageStatus = "complete", model: str | None = None
+    ) -> StoredMessage:
+        assert self.conversation_id is not None
+        parent = self.messages[-1].id if self.messages else None
+        message = self.store.add_message(self.conversation_id, role, content, status, model, parent)
+        self.messages.append(message)
+        self.tree = MessageTree([*self.tree.by_id.values(), message])
+        return message
+
     def add_user_message(self, text: str) -> StoredMessage:
         self.retry_pending()
+        self._restore_leaf = None  # an edited message stays shown even when its reply fails
         if self.conversation_id is None:
             self.conversation_id = self.store.create_conversation(title_from(text), self.system_prompt)
-        message = self.store.add_message(self.conversation_id, "user", text)
-        self.messages.append(message)
-        return message
+            if not self.thinking:
+                self.store.set_thinking(self.conversation_id, False)
+        return self._add("user", text)
 
     def begin_reply(self, model: str | None) -> StoredMessage:
         assert self.conversation_id is not None, "a reply needs a conversation"
-        reply = self.store.add_message(self.conversation_id, "assistant", "", status="streaming", model=model)
-        self.messages.append(reply)
-        self._reply, self._reply_parts, self._last_save = reply, [], time.monotonic()
+        reply = self._add("assistant", "", "streaming", model)
+        self._reply, self._reply_parts, self._reasoning_parts = reply, [], []
+        self._last_save = time.monotonic()
         return reply
 
-    def reply_text(self, text: str) -> None:
-        """Tokens arrived; saved to the database at most once a second."""
+    def reply_text(self, text: str, reasoning: bool = False) -> None:
+        """Text arrived (of the answer, or of the reasoning before it); saved at most once a second."""
         if self._reply is None:
             return
-        self._reply_parts.append(text)
+        (self._reasoning_parts if reasoning else self._reply_parts).append(text)
         now = time.monotonic()
         if now - self._last_save >= SAVE_INTERVAL_S:
             self._last_save = now
             try:
-                self.store.update_message(self._reply.id, "".join(self._reply_parts))
+                self.store.update_message(
+                    self._reply.id, "".join(self._reply_parts), reasoning="".join(self._reasoning_parts)
+                )
             except StorageError as exc:  # kept in memory; the final save (and each later one) tries again
                 self.save_problem = str(exc)
 
@@ -140,47 +169,54 @@ class ChatSession:
         stats: GenerationStats | None = None,
         model: str | None = None,
         error: str | None = None,
+        reasoning: str | None = None,
     ) -> StoredMessage | None:
         reply = self._reply
         if reply is None:
             return None
         content = text if text is not None else "".join(self._reply_parts)
+        thought = reasoning if reasoning is not None else "".join(self._reasoning_parts)
         stats_data: dict[str, Any] | None = asdict(stats) if stats else None
         if error:
             stats_data = {**(stats_data or {}), "error": error}
-        # The replaced messages go only when their replacement has text; a failed or empty reply keeps them.
-        pending = self._replacing
-        replacing = pending if content.strip() and status != "failed" else None
-        self._replacing = None
+        self._reply, self._reply_parts, self._reasoning_parts = None, [], []
+        restore, self._restore_leaf = self._restore_leaf, None
+        if status == "failed" and not content.strip() and not thought.strip():
+            return self._drop_failed(reply, restore, stats_data)
         try:
-            self.store.update_message(reply.id, content, status, stats_data, model, replacing)
+            self.store.update_message(reply.id, content, status, stats_data, model, thought)
         except StorageError as exc:
             self.save_problem = str(exc)
-            self._unsaved[reply.id] = (content, status, stats_data, model, replacing)
-        final = StoredMessage(
-            reply.id,
-            reply.conversation_id,
-            reply.position,
-            "assistant",
-            content,
-            status,
-            model or reply.model,
-            stats_data,
-            reply.created_at,
-            time.time(),
-        )
-        if reply in self.messages:  # the user may have switched to another conversation meanwhile
-            self.messages[self.messages.index(reply)] = final
-        self._reply, self._reply_parts = None, []
-        if pending is not None and replacing is None and self.conversation_id == reply.conversation_id:
-            self.reload()  # the replacement failed: the earlier versions, still stored, are shown again
+            self._unsaved[reply.id] = (content, status, stats_data, model, thought)
+        final = dataclasses.replace(
+            reply, content=content, status=status, model=model or reply.model, stats=stats_data,
+            updated_at=time.time(), reasoning=thought,
+        )  # fmt: skip
+        self._replace_shown(reply, final)
         return final
+
+    def _drop_failed(self, reply: StoredMessage, restore: int | None, stats: dict[str, Any] | None) -> StoredMessage:
+        """A reply that failed before writing anything is not kept (the error is shown); a regenerate goes back to
+        the reply it was redoing."""
+        try:
+            self.store.delete_message(reply.id, restore if restore is not None else reply.parent_id)
+        except StorageError as exc:
+            self.save_problem = str(exc)
+        if self.conversation_id == reply.conversation_id:
+            self.reload()
+        return dataclasses.replace(reply, status="failed", stats=stats)
+
+    def _replace_shown(self, old: StoredMessage, new: StoredMessage) -> None:
+        if old in self.messages:  # the user may have switched to another conversation meanwhile
+            self.messages[self.messages.index(old)] = new
+        if old.id in self.tree.by_id:
+            self.tree = MessageTree([new if m.id == old.id else m for m in self.tree.by_id.values()])
 
     def retry_pending(self) -> bool:
         """Save what the disk refused before; True when nothing is left unsaved."""
-        for message_id, (content, status, stats, model, replacing) in list(self._unsaved.items()):
+        for message_id, (content, status, stats, model, reasoning) in list(self._unsaved.items()):
             try:
-                self.store.update_message(message_id, content, status, stats, model, replacing)
+                self.store.update_message(message_id, content, status, stats, model, reasoning)
             except StorageError as exc:
                 self.save_problem = str(exc)
                 return False
@@ -204,23 +240,49 @@ class ChatSession:
     def _with_unsaved(self, messages: list[StoredMessage]) -> list[StoredMessage]:
         """Rows from the database, with the text of replies whose final save is still pending."""
         return [
-            dataclasses.replace(m, content=self._unsaved[m.id][0], status=self._unsaved[m.id][1])
+            dataclasses.replace(
+                m, content=self._unsaved[m.id][0], status=self._unsaved[m.id][1], reasoning=self._unsaved[m.id][4]
+            )
             if m.id in self._unsaved
             else m
             for m in messages
         ]
 
-    # ------------------------------------------------------------------ rewriting history
+    # ------------------------------------------------------------------ branches
 
-    def replace_from(self, index: int) -> None:
-        """The message at ``index`` and all later ones are to be replaced (regenerate; edit and resend). They
-        leave the conversation the model sees now, and the database once the new reply is saved."""
+    def redo_from(self, index: int) -> None:
+        """The message at ``index`` is to be redone (regenerate; edit and resend): the branch shown stops before
+        it, and the next message becomes its sibling. The earlier version stays in the tree."""
         if self.conversation_id is None or not 0 <= index < len(self.messages):
             return
-        first = self.messages[index].position
-        self._replacing = (first, self.messages[-1].position + 1)
+        self._restore_leaf = self.messages[-1].id
         del self.messages[index:]
         self.context_start = min(self.context_start, len(self.messages))
+
+    def place(self, index: int) -> SiblingPlace:
+        """Which version of its turn the message at ``index`` is (``‹ 2/3 ›``)."""
+        return self.tree.place(self.messages[index])
+
+    def switch_version(self, index: int, step: int) -> bool:
+        """Show another version of the message at ``index`` and the branch that follows it; False when there is
+        none that way (or a reply is streaming)."""
+        if self._reply is not None or self.conversation_id is None or not 0 <= index < len(self.messages):
+            return False
+        leaf = self.tree.sibling_leaf(self.messages[index], step)
+        if leaf is None or leaf == self.messages[-1].id:
+            return False
+        self.store.set_leaf(self.conversation_id, leaf)
+        self.reload()
+        return True
+
+    def branch_off(self, index: int) -> int:
+        """ "Branch from here": a new conversation with this branch up to the message at ``index``; returns its id."""
+        assert self.conversation_id is not None and 0 <= index < len(self.messages)
+        summary = self.store.conversation(self.conversation_id)
+        base = summary.title if summary else "Chat"
+        return self.store.branch_off(
+            self.conversation_id, [m.id for m in self.messages[: index + 1]], f"{base} (branch)"[:200]
+        )
 
     def apply_trim(self, dropped: int) -> None:
         """The engine left out the ``dropped`` oldest messages it was sent; stop sending them."""

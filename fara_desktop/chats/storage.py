@@ -13,13 +13,22 @@ import os
 import sqlite3
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from fara_desktop.chats.export_format import MAX_TIMESTAMP, MESSAGE_STATUSES, MessageStatus, validate_export
+from fara_desktop.chats.export_format import (
+    EXPORT_FORMAT,
+    MAX_TIMESTAMP,
+    MESSAGE_STATUSES,
+    ImportedConversation,
+    ImportedMessage,
+    MessageStatus,
+    validate_export,
+)
+from fara_desktop.chats.tree import MessageTree
 from fara_desktop.errors import FaraError
 
 log = logging.getLogger(__name__)
@@ -51,6 +60,21 @@ MIGRATIONS: list[str] = [
     CREATE INDEX messages_by_conversation ON messages(conversation_id, position);
     CREATE INDEX conversations_by_update ON conversations(updated_at DESC);
     """,
+    # 2: conversations branch (each message has a parent; the chat shows the branch ending at leaf_id), replies
+    # keep their reasoning apart from their answer, and each chat has its own thinking switch. ``position`` stays
+    # the order messages were written in. Existing chats become single branches, in place.
+    """
+    ALTER TABLE messages ADD COLUMN parent_id INTEGER REFERENCES messages(id) ON DELETE CASCADE;
+    ALTER TABLE messages ADD COLUMN reasoning TEXT NOT NULL DEFAULT '';
+    ALTER TABLE conversations ADD COLUMN leaf_id INTEGER;
+    ALTER TABLE conversations ADD COLUMN thinking INTEGER NOT NULL DEFAULT 1;
+    UPDATE messages SET parent_id = (
+        SELECT p.id FROM messages p WHERE p.conversation_id = messages.conversation_id
+        AND p.position < messages.position ORDER BY p.position DESC LIMIT 1);
+    UPDATE conversations SET leaf_id = (
+        SELECT m.id FROM messages m WHERE m.conversation_id = conversations.id ORDER BY m.position DESC LIMIT 1);
+    CREATE INDEX messages_by_parent ON messages(parent_id);
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -71,6 +95,8 @@ class StoredMessage:
     stats: dict[str, Any] | None
     created_at: float
     updated_at: float
+    parent_id: int | None = None
+    reasoning: str = ""
 
 
 @dataclass(frozen=True)
@@ -81,8 +107,8 @@ class ConversationSummary:
     created_at: float
     updated_at: float
     message_count: int
-
-
+    leaf_id: int | None = None
+    thinking: bool = True
 
 
 def _finite_time(value: Any, fallback: float = 0.0) -> float:
@@ -117,11 +143,16 @@ def _message(row: sqlite3.Row) -> StoredMessage:
     model = row["model"] if isinstance(row["model"], str) else None
     content = row["content"] if isinstance(row["content"], str) else str(row["content"] or "")
     created = _finite_time(row["created_at"])
+    parent = row["parent_id"] if isinstance(row["parent_id"], int) else None
+    reasoning = row["reasoning"] if isinstance(row["reasoning"], str) else ""
     return StoredMessage(
         id=row["id"], conversation_id=row["conversation_id"], position=row["position"], role=row["role"],
         content=content, status=status, model=model, stats=_stats(row["stats"]), created_at=created,
-        updated_at=_finite_time(row["updated_at"], created),
+        updated_at=_finite_time(row["updated_at"], created), parent_id=parent, reasoning=reasoning,
     )  # fmt: skip
+
+
+_INTERNAL_FIELDS = ("id", "conversation_id", "position", "parent_id")  # not exported: keys and parents are
 
 
 def title_from(text: str, limit: int = 48) -> str:
@@ -223,6 +254,8 @@ class ConversationStore:
                 _finite_time(r["created_at"]),
                 _finite_time(r["updated_at"], _finite_time(r["created_at"])),
                 r["n"],
+                r["leaf_id"] if isinstance(r["leaf_id"], int) else None,
+                r["thinking"] != 0,
             )
             for r in self._db.execute(query, args)
         ]
@@ -248,10 +281,27 @@ class ConversationStore:
     # ------------------------------------------------------------------ messages
 
     def messages(self, conversation_id: int) -> list[StoredMessage]:
+        """Every message of the conversation, all branches, in the order they were written."""
         rows = self._db.execute(
             "SELECT * FROM messages WHERE conversation_id = ? ORDER BY position", (conversation_id,)
         )
         return [_message(r) for r in rows]
+
+    def tree(self, conversation_id: int) -> MessageTree[StoredMessage]:
+        return MessageTree(self.messages(conversation_id))
+
+    def branch(self, conversation_id: int) -> list[StoredMessage]:
+        """The branch the chat shows: from the first message to the conversation's current leaf."""
+        summary = self.conversation(conversation_id)
+        return self.tree(conversation_id).path_to(summary.leaf_id if summary else None)
+
+    def set_leaf(self, conversation_id: int, leaf_id: int | None) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE conversations SET leaf_id = ? WHERE id = ?", (leaf_id, conversation_id))
+
+    def set_thinking(self, conversation_id: int, thinking: bool) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE conversations SET thinking = ? WHERE id = ?", (int(thinking), conversation_id))
 
     def add_message(
         self,
@@ -260,7 +310,9 @@ class ConversationStore:
         content: str,
         status: MessageStatus = "complete",
         model: str | None = None,
+        parent_id: int | None = None,
     ) -> StoredMessage:
+        """A new message after ``parent_id`` (None: a first turn); it becomes the end of the branch shown."""
         now = time.time()
         with self.transaction() as db:
             position = db.execute(
@@ -268,12 +320,15 @@ class ConversationStore:
             ).fetchone()[0]
             cursor = db.execute(
                 """INSERT INTO messages (conversation_id, position, role, content, status, model, created_at,
-                   updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
-                (conversation_id, position, role, content, status, model, now, now),
+                   updated_at, parent_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (conversation_id, position, role, content, status, model, now, now, parent_id),
             )
-            db.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conversation_id))
+            message_id = int(cursor.lastrowid or 0)
+            db.execute(
+                "UPDATE conversations SET updated_at = ?, leaf_id = ? WHERE id = ?", (now, message_id, conversation_id)
+            )
         return StoredMessage(
-            int(cursor.lastrowid or 0), conversation_id, position, role, content, status, model, None, now, now
+            message_id, conversation_id, position, role, content, status, model, None, now, now, parent_id
         )
 
     def update_message(
@@ -283,26 +338,23 @@ class ConversationStore:
         status: MessageStatus | None = None,
         stats: dict[str, Any] | None = None,
         model: str | None = None,
-        replacing: tuple[int, int] | None = None,
+        reasoning: str | None = None,
     ) -> None:
-        """Save a message; ``replacing=(first, end)`` also deletes the messages at positions first ≤ p < end of
-        its conversation in the same transaction — the earlier versions a regenerated reply or an edited message
-        replace, kept until their replacement exists."""
         with self.transaction() as db:
             db.execute(
                 """UPDATE messages SET content = ?, status = COALESCE(?, status), stats = COALESCE(?, stats),
-                   model = COALESCE(?, model), updated_at = ? WHERE id = ?""",
-                (content, status, json.dumps(stats) if stats is not None else None, model, time.time(), message_id),
-            )
-            if replacing is not None:
-                db.execute(
-                    """DELETE FROM messages WHERE position >= ? AND position < ? AND conversation_id =
-                       (SELECT conversation_id FROM messages WHERE id = ?)""",
-                    (replacing[0], replacing[1], message_id),
-                )
+                   model = COALESCE(?, model), reasoning = COALESCE(?, reasoning), updated_at = ? WHERE id = ?""",
+                (content, status, json.dumps(stats) if stats is not None else None, model, reasoning, time.time(),
+                 message_id),
+            )  # fmt: skip
 
-    def delete_message(self, message_id: int) -> None:
+    def delete_message(self, message_id: int, leaf_id: int | None = None) -> None:
+        """Delete a message and the branch below it; the conversation then shows the branch ending at ``leaf_id``."""
         with self.transaction() as db:
+            db.execute(
+                "UPDATE conversations SET leaf_id = ? WHERE id = (SELECT conversation_id FROM messages WHERE id = ?)",
+                (leaf_id, message_id),
+            )
             db.execute("DELETE FROM messages WHERE id = ?", (message_id,))
 
     def mark_interrupted(self) -> int:
@@ -310,57 +362,104 @@ class ConversationStore:
         with self.transaction() as db:
             return db.execute("UPDATE messages SET status = 'stopped' WHERE status = 'streaming'").rowcount
 
-    # ------------------------------------------------------------------ export / import
-
-    def export_json(self, conversation_id: int) -> dict[str, Any]:
+    def branch_off(self, conversation_id: int, up_to: Sequence[int], title: str) -> int:
+        """A new conversation holding copies of the messages ``up_to`` (a branch, first to last): "Branch from
+        here". The original is not changed."""
         summary = self.conversation(conversation_id)
         if summary is None:
             raise StorageError(f"There is no conversation {conversation_id}.")
+        by_id = {m.id: m for m in self.messages(conversation_id)}
+        copied = [
+            ImportedMessage(m.role, m.content, "stopped" if m.status == "streaming" else m.status, m.model, m.stats,
+                            m.created_at, m.updated_at, parent=index - 1 if index else None, reasoning=m.reasoning)
+            for index, m in enumerate(by_id[i] for i in up_to if i in by_id)
+        ]  # fmt: skip
+        now = time.time()
+        branch = ImportedConversation(title, summary.system_prompt, now, now, copied, thinking=summary.thinking)
+        return self.import_conversations([branch])[0]
+
+    # ------------------------------------------------------------------ export / import
+
+    def export_json(self, conversation_id: int) -> dict[str, Any]:
+        """Every branch; ``current`` names the one shown. Message keys are their order in the file."""
+        summary = self.conversation(conversation_id)
+        if summary is None:
+            raise StorageError(f"There is no conversation {conversation_id}.")
+        messages = self.messages(conversation_id)
+        tree = MessageTree(messages)
+        key = {m.id: number for number, m in enumerate(messages)}
+        leaf = tree.path_to(summary.leaf_id)
         return {
-            "format": "fara-desktop-conversation",
-            "version": 1,
+            "format": EXPORT_FORMAT,
+            "version": 2,
             "title": summary.title,
             "system_prompt": summary.system_prompt,
             "created_at": summary.created_at,
             "updated_at": summary.updated_at,
+            "thinking": summary.thinking,
+            "current": key[leaf[-1].id] if leaf else None,
             "messages": [
-                {k: v for k, v in asdict(m).items() if k not in ("id", "conversation_id", "position")}
-                for m in self.messages(conversation_id)
+                {
+                    "key": key[m.id],
+                    "parent": key.get(tree.parent_of(m)) if tree.parent_of(m) is not None else None,
+                    **{k: v for k, v in asdict(m).items() if k not in _INTERNAL_FIELDS},
+                }
+                for m in messages
             ],
         }
 
     def export_markdown(self, conversation_id: int) -> str:
-        data = self.export_json(conversation_id)
-        lines = [f"# {data['title']}", ""]
-        if data["system_prompt"]:
-            lines += [f"> System prompt: {data['system_prompt']}", ""]
-        for message in data["messages"]:
-            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(_finite_time(message["created_at"])))
-            who = "You" if message["role"] == "user" else f"Assistant ({message['model'] or 'model'})"
-            status = "" if message["status"] == "complete" else f" — {message['status']}"
-            lines += [f"## {who} · {when}{status}", "", message["content"], ""]
+        """The branch shown, as a document: the reasoning of a reply in a collapsed ``<details>`` block."""
+        summary = self.conversation(conversation_id)
+        if summary is None:
+            raise StorageError(f"There is no conversation {conversation_id}.")
+        lines = [f"# {summary.title}", ""]
+        if summary.system_prompt:
+            lines += [f"> System prompt: {summary.system_prompt}", ""]
+        for message in self.branch(conversation_id):
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(_finite_time(message.created_at)))
+            who = "You" if message.role == "user" else f"Assistant ({message.model or 'model'})"
+            status = "" if message.status == "complete" else f" — {message.status}"
+            lines += [f"## {who} · {when}{status}", ""]
+            if message.reasoning.strip():
+                lines += ["<details><summary>Reasoning</summary>", "", message.reasoning.strip(), "", "</details>", ""]
+            lines += [message.content, ""]
         return "\n".join(lines)
 
     def import_json(self, data: Any) -> int:
         """Add a conversation from a Fara export. The whole file is validated first (``validate_export``): a file
         with one bad value is refused whole, with the reason, and nothing is written."""
-        conversation = validate_export(data)
+        return self.import_conversations([validate_export(data)])[0]
+
+    def import_conversations(self, conversations: Sequence[ImportedConversation]) -> list[int]:
+        """Write validated conversations, all in one transaction: all of them or none."""
+        ids: list[int] = []
         with self.transaction() as db:
-            cursor = db.execute(
-                "INSERT INTO conversations (title, system_prompt, created_at, updated_at) VALUES (?, ?, ?, ?)",
-                (conversation.title, conversation.system_prompt, conversation.created_at, conversation.updated_at),
-            )
-            conversation_id = int(cursor.lastrowid or 0)
-            db.executemany(
-                """INSERT INTO messages (conversation_id, position, role, content, status, model, stats,
-                   created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                [
-                    (conversation_id, position, m.role, m.content, m.status, m.model,
-                     json.dumps(m.stats) if m.stats else None, m.created_at, m.updated_at)
-                    for position, m in enumerate(conversation.messages)
-                ],
-            )
-        return conversation_id
+            for conversation in conversations:
+                cursor = db.execute(
+                    """INSERT INTO conversations (title, system_prompt, created_at, updated_at, thinking)
+                       VALUES (?, ?, ?, ?, ?)""",
+                    (conversation.title, conversation.system_prompt, conversation.created_at,
+                     conversation.updated_at, int(conversation.thinking)),
+                )  # fmt: skip
+                conversation_id = int(cursor.lastrowid or 0)
+                row_ids: list[int] = []
+                for position, m in enumerate(conversation.messages):
+                    parent = row_ids[m.parent] if m.parent is not None else None
+                    cursor = db.execute(
+                        """INSERT INTO messages (conversation_id, position, role, content, status, model, stats,
+                           created_at, updated_at, parent_id, reasoning) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                        (conversation_id, position, m.role, m.content, m.status, m.model,
+                         json.dumps(m.stats) if m.stats else None, m.created_at, m.updated_at, parent, m.reasoning),
+                    )  # fmt: skip
+                    row_ids.append(int(cursor.lastrowid or 0))
+                leaf = conversation.leaf if conversation.leaf is not None else len(row_ids) - 1
+                db.execute(
+                    "UPDATE conversations SET leaf_id = ? WHERE id = ?",
+                    (row_ids[leaf] if row_ids else None, conversation_id),
+                )
+                ids.append(conversation_id)
+        return ids
 
 
 def database_path(data_dir: Path) -> Path:

@@ -48,6 +48,7 @@ class Backend(Protocol):
         messages: Sequence[ChatMessage],
         reply_reserve: int,
         should_cancel: Callable[[], bool] | None = None,
+        thinking: bool = True,
     ) -> PreparedPrompt: ...
     def reply(
         self,

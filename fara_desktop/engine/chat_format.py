@@ -20,8 +20,11 @@ from typing import Any, ClassVar, Protocol
 from jinja2 import TemplateError
 
 from fara_desktop.engine.errors import ModelLoadError, RequestCancelled, TemplateRenderError
+from fara_desktop.engine.reasoning import THINK, ReasoningSyntax, markers_for_template, syntax_for_prompt
 from fara_desktop.engine.template_sandbox import BoundedSandbox, RenderBudget
 from fara_desktop.engine.types import ChatMessage
+
+PLAIN_REASONING = ReasoningSyntax((THINK,))
 
 
 @dataclass(frozen=True)
@@ -30,15 +33,17 @@ class RenderedPrompt:
     add_bos: bool  # True when the tokenizer must add BOS (the template did not write it)
     stop: tuple[str, ...]
     note: str | None = None  # how the conversation had to be adapted to the template, for the user to read
+    reasoning: ReasoningSyntax = PLAIN_REASONING  # how the reply marks its reasoning
 
 
 class ChatFormatter(Protocol):
     """Renders messages with one chat format; ``name`` says which one for the UI."""
 
     name: str
+    thinking_switch: bool  # the template can turn the model's reasoning off (``enable_thinking``)
 
     def render(
-        self, messages: Sequence[ChatMessage], should_cancel: Callable[[], bool] | None = None
+        self, messages: Sequence[ChatMessage], should_cancel: Callable[[], bool] | None = None, thinking: bool = True
     ) -> RenderedPrompt: ...
 
 
@@ -102,6 +107,10 @@ class JinjaChatFormatter:
     name = "gguf template"
 
     def __init__(self, template: str, bos_token: str, eos_token: str) -> None:
+        self.thinking_switch = "enable_thinking" in template
+        self.reasoning_markers = markers_for_template(template)
+        # gpt-oss reads an earlier turn's reasoning from ``thinking``; most others from ``reasoning_content``
+        self._thinking_field = "message.thinking" in template or "message['thinking']" in template
         self._env = BoundedSandbox(trim_blocks=True, lstrip_blocks=True)
         self._env.globals.update(raise_exception=_raise_exception, strftime_now=_strftime_now)
         try:
@@ -113,21 +122,33 @@ class JinjaChatFormatter:
         self._bos = bos_token
         self._eos = eos_token
 
-    def _render_once(self, messages: Sequence[ChatMessage], budget: RenderBudget, no_tools: dict[str, Any]) -> str:
+    def _message(self, message: ChatMessage) -> dict[str, str]:
+        """A turn as Hugging Face passes it. The answer is the content; an earlier reply's reasoning goes only in
+        the fields a template may read it from, so a template that does not ask for it never sees it."""
+        turn = {"role": message.role, "content": message.content}
+        if message.reasoning:
+            turn["reasoning_content"] = message.reasoning
+            if self._thinking_field:
+                turn["thinking"] = message.reasoning
+        return turn
+
+    def _render_once(
+        self, messages: Sequence[ChatMessage], budget: RenderBudget, no_tools: dict[str, Any], thinking: bool
+    ) -> str:
         return self._env.render_bounded(
             self._template,
             budget,
-            messages=self._env.checked({"role": m.role, "content": m.content} for m in messages),
+            messages=self._env.checked(self._message(m) for m in messages),
             add_generation_prompt=True,
             bos_token=self._bos,
             eos_token=self._eos,
-            enable_thinking=True,
+            enable_thinking=thinking,
             datetime=_dt.datetime.now().strftime("%b %d %Y %H:%M:%S"),  # FireFunction's own variable
             **no_tools,
         )
 
     def render(
-        self, messages: Sequence[ChatMessage], should_cancel: Callable[[], bool] | None = None
+        self, messages: Sequence[ChatMessage], should_cancel: Callable[[], bool] | None = None, thinking: bool = True
     ) -> RenderedPrompt:
         budget = RenderBudget(should_cancel=should_cancel)  # one budget for all attempts
         attempts: list[tuple[list[ChatMessage], str | None]] = [(list(messages), None)]
@@ -136,19 +157,21 @@ class JinjaChatFormatter:
             attempts.append((folded, SYSTEM_FOLDED_NOTE))
         merged = merge_same_roles(folded)
         if merged != folded:
-            attempts.append((merged, ROLES_MERGED_NOTE if len(attempts) == 1 else f"{SYSTEM_FOLDED_NOTE} "
-                             f"{ROLES_MERGED_NOTE}"))
+            attempts.append(
+                (merged, ROLES_MERGED_NOTE if len(attempts) == 1 else f"{SYSTEM_FOLDED_NOTE} {ROLES_MERGED_NOTE}")
+            )
         first_error: Exception | None = None
         for no_tools in NO_TOOLS:
             for attempt, note in attempts:
                 try:
-                    text = self._render_once(attempt, budget, no_tools)
+                    text = self._render_once(attempt, budget, no_tools, thinking)
                 except (TemplateRenderError, RequestCancelled):
                     raise  # over budget or stopped: retrying would only spend more
                 except Exception as exc:
                     first_error = first_error or exc
                     continue
-                return RenderedPrompt(text=text, add_bos=False, stop=(), note=note)
+                reasoning = syntax_for_prompt(self.reasoning_markers, text)
+                return RenderedPrompt(text=text, add_bos=False, stop=(), note=note, reasoning=reasoning)
         assert first_error is not None
         raise TemplateRenderError(_template_message(first_error)) from first_error
 
@@ -164,9 +187,10 @@ class GemmaTurnFormatter:
     """Gemma's turn markers; Gemma has no system role, so the system prompt opens the first user turn."""
 
     name = "gemma turns (fallback)"
+    thinking_switch = False
 
     def render(
-        self, messages: Sequence[ChatMessage], should_cancel: Callable[[], bool] | None = None
+        self, messages: Sequence[ChatMessage], should_cancel: Callable[[], bool] | None = None, thinking: bool = True
     ) -> RenderedPrompt:
         system = "\n\n".join(m.content for m in messages if m.role == "system")
         parts: list[str] = []
@@ -190,9 +214,10 @@ class TranscriptFormatter:
 
     name = "plain transcript (fallback)"
     _titles: ClassVar[dict[str, str]] = {"system": "System", "user": "User", "assistant": "Assistant"}
+    thinking_switch = False
 
     def render(
-        self, messages: Sequence[ChatMessage], should_cancel: Callable[[], bool] | None = None
+        self, messages: Sequence[ChatMessage], should_cancel: Callable[[], bool] | None = None, thinking: bool = True
     ) -> RenderedPrompt:
         parts = [f"### {self._titles[m.role]}:\n{m.content}\n\n" for m in messages]
         parts.append("### Assistant:\n")

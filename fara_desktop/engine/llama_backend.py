@@ -132,6 +132,7 @@ class LlamaBackend:
             chat_format=formatter.name,
             load_seconds=time.perf_counter() - started,
             file_bytes=path.stat().st_size,
+            thinking_switch=formatter.thinking_switch,
         )
         if params.use_mmap and params.prefault:
             start_prefault(path)
@@ -207,23 +208,25 @@ class LlamaBackend:
         return self._llm, self._formatter, self._info
 
     def tokenize_prompt(
-        self, messages: Sequence[ChatMessage], should_cancel: Callable[[], bool] | None = None
+        self, messages: Sequence[ChatMessage], should_cancel: Callable[[], bool] | None = None, thinking: bool = True
     ) -> tuple[list[int], RenderedPrompt]:
         """Render and tokenize; ``messages`` must already be ``_quiet`` (see ``prepare``)."""
         llm, formatter, _ = self._require()
-        rendered = formatter.render(messages, should_cancel)
+        rendered = formatter.render(messages, should_cancel, thinking)
         tokens = llm.tokenize(rendered.text.encode("utf-8"), add_bos=rendered.add_bos, special=True)
         return tokens, rendered
 
     def _quiet(self, messages: Sequence[ChatMessage]) -> list[ChatMessage]:
         """The template's own markers become control tokens; the same text inside a message stays text."""
-        return [ChatMessage(m.role, self._control_text.neutralize(m.content)) for m in messages]
+        quiet = self._control_text.neutralize
+        return [ChatMessage(m.role, quiet(m.content), quiet(m.reasoning) if m.reasoning else "") for m in messages]
 
     def prepare(
         self,
         messages: Sequence[ChatMessage],
         reply_reserve: int,
         should_cancel: Callable[[], bool] | None = None,
+        thinking: bool = True,
     ) -> PreparedPrompt:
         """Fit the conversation into the context window, dropping the oldest turns (never the system prompt).
 
@@ -235,7 +238,7 @@ class LlamaBackend:
         _, _, info = self._require()
         room = info.n_ctx - reply_reserve
         messages = self._quiet(messages)
-        tokens, rendered = self.tokenize_prompt(messages, should_cancel)
+        tokens, rendered = self.tokenize_prompt(messages, should_cancel, thinking)
         if len(tokens) <= room:
             return PreparedPrompt(tokens, rendered, 0, len(messages))
         system = [m for m in messages if m.role == "system"]
@@ -245,7 +248,7 @@ class LlamaBackend:
 
         def attempt(start: int) -> tuple[list[int], RenderedPrompt]:
             if start not in tried:
-                tried[start] = self.tokenize_prompt([*system, *turns[start:]], should_cancel)
+                tried[start] = self.tokenize_prompt([*system, *turns[start:]], should_cancel, thinking)
             return tried[start]
 
         def first_fitting(limit: int) -> int | None:

@@ -20,6 +20,7 @@ class ChatMessage:
 
     role: Role
     content: str
+    reasoning: str = ""  # an assistant turn's reasoning, kept apart from its answer
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ class Generate:
     messages: tuple[ChatMessage, ...]
     sampling: SamplingParams = field(default_factory=SamplingParams)
     conversation: int | None = None  # lets the engine keep and restore this conversation's KV state
+    thinking: bool = True  # the chat's switch, for templates that can turn reasoning off
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,7 @@ class ModelInfo:
     chat_format: str  # "gguf template" or the name of the fallback used
     load_seconds: float
     file_bytes: int
+    thinking_switch: bool = False  # the template honours ``enable_thinking`` (Qwen3 and others)
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,8 @@ class GenerationStats:
     context_used: int
     n_ctx: int
     total_s: float
+    reasoning_tokens: int = 0  # of completion_tokens, those spent reasoning before the answer
+    thinking_s: float = 0.0  # from the first reasoning token to the answer's first
 
 
 @dataclass(frozen=True)
@@ -174,14 +179,16 @@ class TokenText:
     request_id: int
     text: str
     tokens: int = 1
+    reasoning: bool = False  # part of the reasoning before the answer, not of the answer
 
 
 @dataclass(frozen=True)
 class Finished:
     request_id: int
-    text: str
+    text: str  # the answer
     stats: GenerationStats
     finish_reason: Literal["stop", "length", "context"]
+    reasoning: str = ""
 
 
 @dataclass(frozen=True)
@@ -189,6 +196,7 @@ class Cancelled:
     request_id: int
     text: str
     stats: GenerationStats | None
+    reasoning: str = ""
 
 
 @dataclass(frozen=True)

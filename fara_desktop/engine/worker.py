@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import queue
@@ -13,6 +14,7 @@ from pathlib import Path
 from fara_desktop.engine.backend import Backend
 from fara_desktop.engine.errors import RequestCancelled
 from fara_desktop.engine.llama_backend import LlamaBackend
+from fara_desktop.engine.reasoning import ReasoningSplitter, ReasoningSyntax, split_reasoning
 from fara_desktop.engine.types import (
     CalibrateThreads,
     Cancelled,
@@ -54,7 +56,7 @@ def describe(command: Command) -> str:
 
 
 class TokenBatcher:
-    """Joins token pieces into one event per ``interval`` seconds.
+    """Joins token pieces into one event per ``interval`` seconds (and one per change between reasoning and answer).
 
     The GUI repaints 10 times a second anyway; one queued signal per token would wake the GUI thread 50–150
     times a second, and on a 2-core machine every wake-up is taken from llama.cpp's threads.
@@ -66,11 +68,15 @@ class TokenBatcher:
         self._interval = interval
         self._parts: list[str] = []
         self._tokens = 0
+        self._reasoning = False
         self._last = 0.0
 
-    def add(self, text: str) -> None:
+    def add(self, text: str, reasoning: bool = False, tokens: int = 1) -> None:
+        if reasoning != self._reasoning:
+            self.flush()
+            self._reasoning = reasoning
         self._parts.append(text)
-        self._tokens += 1
+        self._tokens += tokens
         now = time.monotonic()
         if now - self._last >= self._interval:
             self._last = now
@@ -78,8 +84,46 @@ class TokenBatcher:
 
     def flush(self) -> None:
         if self._parts:
-            self._emit(TokenText(self._request_id, "".join(self._parts), self._tokens))
+            self._emit(TokenText(self._request_id, "".join(self._parts), self._tokens, self._reasoning))
             self._parts, self._tokens = [], 0
+
+
+class ReplyChannels:
+    """Sends each token of a reply to the reasoning or the answer, and counts and times the reasoning."""
+
+    def __init__(self, syntax: ReasoningSyntax, batcher: TokenBatcher) -> None:
+        self._splitter = ReasoningSplitter(syntax)
+        self._batcher = batcher
+        self._held_tokens = 0  # tokens whose text the splitter still holds back
+        self.reasoning_tokens = 0
+        self._thinking_from: float | None = None
+        self._thinking_to: float | None = None
+
+    def add(self, text: str) -> None:
+        was_reasoning = self._splitter.in_reasoning
+        pieces = self._splitter.feed(text)
+        now = time.monotonic()
+        if was_reasoning or self._splitter.in_reasoning:
+            self.reasoning_tokens += 1
+            self._thinking_from = self._thinking_from or now
+            self._thinking_to = now
+        self._held_tokens += 1
+        self._send(pieces)
+
+    def finish(self) -> None:
+        self._send(self._splitter.finish())
+        self._batcher.flush()
+
+    def _send(self, pieces: list[tuple[str, bool]]) -> None:
+        for piece, reasoning in pieces:
+            self._batcher.add(piece, reasoning, self._held_tokens)
+            self._held_tokens = 0
+
+    @property
+    def thinking_s(self) -> float:
+        if self._thinking_from is None or self._thinking_to is None:
+            return 0.0
+        return self._thinking_to - self._thinking_from
 
 
 def reply_reserve(sampling: SamplingParams, n_ctx: int) -> int:
@@ -120,12 +164,16 @@ class InferenceWorker:
         self._commands.put(LoadModel(Path(path), params or LoadParams()))
 
     def generate(
-        self, messages: Sequence[ChatMessage], sampling: SamplingParams | None = None, conversation: int | None = None
+        self,
+        messages: Sequence[ChatMessage],
+        sampling: SamplingParams | None = None,
+        conversation: int | None = None,
+        thinking: bool = True,
     ) -> int:
         with self._lock:
             self._last_request_id += 1
             request_id = self._last_request_id
-        self._commands.put(Generate(request_id, tuple(messages), sampling or SamplingParams(), conversation))
+        self._commands.put(Generate(request_id, tuple(messages), sampling or SamplingParams(), conversation, thinking))
         return request_id
 
     def cancel(self) -> None:
@@ -203,32 +251,38 @@ class InferenceWorker:
         try:
             info = self._backend.info
             n_ctx = info.n_ctx if info else 0
-            prompt = self._backend.prepare(command.messages, reply_reserve(command.sampling, n_ctx), should_cancel)
+            prompt = self._backend.prepare(
+                command.messages, reply_reserve(command.sampling, n_ctx), should_cancel, command.thinking
+            )
             if prompt.dropped_messages:
                 self._emit(HistoryTrimmed(request_id, prompt.dropped_messages, prompt.kept_messages))
             if prompt.rendered.note:
                 self._emit(PromptAdjusted(request_id, prompt.rendered.note))
-            batcher = TokenBatcher(request_id, self._emit)
+            channels = ReplyChannels(prompt.rendered.reasoning, TokenBatcher(request_id, self._emit))
             try:
                 result = self._backend.reply(
                     prompt,
                     command.sampling,
                     should_cancel=should_cancel,
-                    on_text=batcher.add,
+                    on_text=channels.add,
                     conversation=command.conversation,
                 )
             finally:
-                batcher.flush()
+                channels.finish()
         except RequestCancelled:
             self._emit(Cancelled(request_id, "", None))
             return
         except FaraError as exc:
             self._emit(Failed(request_id, str(exc), type(exc).__name__))
             return
+        reasoning, answer = split_reasoning(result.text, prompt.rendered.reasoning)
+        stats = dataclasses.replace(
+            result.stats, reasoning_tokens=channels.reasoning_tokens, thinking_s=round(channels.thinking_s, 3)
+        )
         if result.finish_reason == "cancelled":
-            self._emit(Cancelled(request_id, result.text, result.stats))
+            self._emit(Cancelled(request_id, answer, stats, reasoning.strip()))
         else:
-            self._emit(Finished(request_id, result.text, result.stats, result.finish_reason))
+            self._emit(Finished(request_id, answer, stats, result.finish_reason, reasoning.strip()))
 
     def _report_unexpected(self, command: Command) -> None:
         message = "Something went wrong inside the engine; details are in the log file."

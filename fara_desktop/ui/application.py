@@ -35,8 +35,7 @@ def qt_fatal_help(message: str) -> str:
     if "platform plugin" not in message:
         return f"fara-desktop: Qt stopped the program: {first_line}"
     opening = (
-        "fara-desktop: the window could not be opened because Qt's display plugin failed to start "
-        f"({first_line}).\n"
+        f"fara-desktop: the window could not be opened because Qt's display plugin failed to start ({first_line}).\n"
     )
     closing = "  Without a display, `fara-desktop smoke` runs a headless check."
     missing = missing_xcb_libraries() if sys.platform.startswith("linux") else None

@@ -29,10 +29,14 @@ class EngineBridge(QObject):
         self.worker.load_model(path, params)
 
     def generate(
-        self, messages: Sequence[ChatMessage], sampling: SamplingParams, conversation: int | None = None
+        self,
+        messages: Sequence[ChatMessage],
+        sampling: SamplingParams,
+        conversation: int | None = None,
+        thinking: bool = True,
     ) -> int:
         """Queue a reply; returns its request id (events of this reply carry it)."""
-        return self.worker.generate(messages, sampling, conversation)
+        return self.worker.generate(messages, sampling, conversation, thinking)
 
     def cancel(self) -> None:
         """Stop the reply in progress within one token (sets the worker's flag directly, not through the queue)."""

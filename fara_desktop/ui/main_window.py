@@ -16,6 +16,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShortcut, QShowEvent
 from PySide6.QtWidgets import (
     QApplication,
+    QCheckBox,
     QFileDialog,
     QFrame,
     QHBoxLayout,
@@ -121,11 +122,20 @@ class MainWindow(QMainWindow):
         self.stop_button.setObjectName("stopButton")
         self.stop_button.setAccessibleName("Stop the reply")
         self.stop_button.setToolTip("Stop the reply (Esc)")
+        self.thinking_box = QCheckBox("Think")
+        self.thinking_box.setObjectName("thinkingSwitch")
+        self.thinking_box.setToolTip(
+            "Let the model reason before it answers (slower, often better). This model's template can turn it off; "
+            "the choice is kept per chat."
+        )
+        self.thinking_box.setAccessibleName("Let the model think before answering")
+        self.thinking_box.hide()  # shown for models whose template has the switch
 
         buttons = QVBoxLayout()
         buttons.setSpacing(6)
         buttons.addWidget(self.send_button)
         buttons.addWidget(self.stop_button)
+        buttons.addWidget(self.thinking_box)
         buttons.addStretch(1)
         composer_row = QHBoxLayout()
         composer_row.setSpacing(10)
@@ -192,6 +202,10 @@ class MainWindow(QMainWindow):
         self.chat_view.copyRequested.connect(chat.copy_message)
         self.chat_view.editRequested.connect(chat.edit_message)
         self.chat_view.regenerateRequested.connect(chat.regenerate)
+        self.chat_view.branchRequested.connect(chat.branch_off)
+        self.chat_view.versionRequested.connect(chat.switch_version)
+        chat.branchCreated.connect(conversations.open_conversation)
+        self.thinking_box.toggled.connect(chat.set_thinking)
         self.chat_view.empty_state.openModelRequested.connect(self.choose_model_file)
         self.chat_view.empty_state.addFolderRequested.connect(self.add_models_folder)
         self.chat_view.empty_state.getModelsRequested.connect(self.open_models_dialog)

@@ -14,13 +14,16 @@ from fara_desktop.planning.params import LoadParams
 
 
 class FakeBackend:
-    """Replies with ``words`` one per token; ``gate`` (when set) holds each token until released."""
+    """Replies with ``words`` one per token; ``gate`` (when set) holds each token until released. Words such as
+    ``["<think>", "Hmm", "</think>", "Answer"]`` script a reasoning model."""
 
     def __init__(self, words: Sequence[str] = ("Hello", " there", "!"), gate: threading.Semaphore | None = None):
         self.words = list(words)
         self.gate = gate
         self._info: ModelInfo | None = None
         self.prompts: list[list[ChatMessage]] = []
+        self.thinking: list[bool] = []  # the chat's thinking switch, per request
+        self.thinking_switch = False  # what the fake model's template supports
 
     @property
     def info(self) -> ModelInfo | None:
@@ -28,7 +31,19 @@ class FakeBackend:
 
     def load(self, path: Path, params: LoadParams) -> ModelInfo:
         self._info = ModelInfo(
-            path, "Fake model", "llama", params.n_ctx or 2048, 8192, 2, 2, "f16", False, "gguf template", 0.01, 1
+            path,
+            "Fake model",
+            "llama",
+            params.n_ctx or 2048,
+            8192,
+            2,
+            2,
+            "f16",
+            False,
+            "gguf template",
+            0.01,
+            1,
+            thinking_switch=self.thinking_switch,
         )
         return self._info
 
@@ -41,11 +56,16 @@ class FakeBackend:
         return {t: 10.0 * t for t in candidates}
 
     def prepare(
-        self, messages: Sequence[ChatMessage], reply_reserve: int, should_cancel: Callable[[], bool] | None = None
+        self,
+        messages: Sequence[ChatMessage],
+        reply_reserve: int,
+        should_cancel: Callable[[], bool] | None = None,
+        thinking: bool = True,
     ) -> PreparedPrompt:
         if self._info is None:
             raise NoModelLoadedError("No model is loaded yet.")
         self.prompts.append(list(messages))
+        self.thinking.append(thinking)
         return PreparedPrompt([1, 2, 3], RenderedPrompt("", False, ()), 0, len(messages))
 
     def reply(

@@ -13,11 +13,11 @@ from typing import Any, Protocol
 
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton
+from PySide6.QtWidgets import QCheckBox, QLabel, QProgressBar, QPushButton
 
 from fara_desktop.chats.export_format import MessageStatus
 from fara_desktop.chats.session import ChatSession
-from fara_desktop.chats.storage import StorageError
+from fara_desktop.chats.storage import StorageError, StoredMessage
 from fara_desktop.engine.types import (
     Cancelled,
     Event,
@@ -37,7 +37,7 @@ from fara_desktop.engine.types import (
 )
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.ui.engine_bridge import EngineBridge
-from fara_desktop.ui.widgets.chat_view import ChatView, footer_for
+from fara_desktop.ui.widgets.chat_view import ChatView, ShownMessage, footer_for, thinking_seconds
 from fara_desktop.ui.widgets.composer import Composer
 from fara_desktop.ui.widgets.hardware_panel import HardwarePanel
 from fara_desktop.ui.widgets.message_widget import MessageWidget
@@ -55,6 +55,7 @@ class ChatScreen(Protocol):
     edit_banner: QLabel
     send_button: QPushButton
     stop_button: QPushButton
+    thinking_box: QCheckBox
     load_progress: QProgressBar
 
     def set_status(self, text: str) -> None: ...
@@ -70,6 +71,7 @@ class ChatController(QObject):
     replyFinished = Signal(object)  # Finished
     replyCancelled = Signal(object)  # Cancelled
     replyFailed = Signal(str)
+    branchCreated = Signal(int)  # a conversation "Branch from here" made; the window opens it
 
     def __init__(
         self, screen: ChatScreen, session: ChatSession, bridge: EngineBridge, sampling: SamplingParams
@@ -85,6 +87,7 @@ class ChatController(QObject):
         self.editing: MessageWidget | None = None
         self._adjusted: set[int | None] = set()  # chats already told how their prompt was adapted to the template
         self._save_problem_shown = False
+        self._reasoning_shown: bool | None = None  # which part of the current reply the status line names
         self._retry_timer = QTimer(self)
         self._retry_timer.setInterval(SAVE_RETRY_MS)
         self._retry_timer.timeout.connect(self.retry_saving)
@@ -113,9 +116,9 @@ class ChatController(QObject):
         text = screen.composer.toPlainText().strip()
         if not text or self.current_request is not None:
             return
-        if self.editing is not None:
+        if self.editing is not None:  # the edited text becomes a new version of that message
             index = screen.chat_view.messages().index(self.editing)
-            self.session.replace_from(self._message_index(self.editing, index))
+            self.session.redo_from(self._message_index(self.editing, index))
             screen.chat_view.remove_from(self.editing)
             self.cancel_edit()
         screen.composer.clear()
@@ -127,7 +130,8 @@ class ChatController(QObject):
             self.show_session_messages()
             screen.show_notice(f"Your message could not be saved, so it was not sent: {exc}", "error")
             return
-        screen.chat_view.add_message("user", text, message_id=user.id)
+        widget = screen.chat_view.add_message("user", text, message_id=user.id)
+        widget.set_place(*self._version_of(len(self.session.messages) - 1))
         self._request_reply()
         screen.refresh_sidebar()
 
@@ -135,9 +139,34 @@ class ChatController(QObject):
         if self.current_request is not None or widget.role != "assistant":
             return
         messages = self.screen.chat_view.messages()
-        self.session.replace_from(self._message_index(widget, messages.index(widget)))
+        self.session.redo_from(self._message_index(widget, messages.index(widget)))  # the old reply stays a version
         self.screen.chat_view.remove_from(widget)
         self._request_reply()
+
+    def switch_version(self, widget: MessageWidget, step: int) -> None:
+        """‹ / ›: show another version of a message, and the conversation that follows it."""
+        if self.current_request is not None or widget.message_id is None:
+            return
+        ids = [m.id for m in self.session.messages]
+        if widget.message_id in ids and self.session.switch_version(ids.index(widget.message_id), step):
+            self.cancel_edit()
+            self.show_session_messages()
+
+    def branch_off(self, widget: MessageWidget) -> None:
+        """ "Branch from here": a new chat with the conversation up to this message, opened at once."""
+        ids = [m.id for m in self.session.messages]
+        if self.current_request is not None or widget.message_id not in ids:
+            return
+        try:
+            branch = self.session.branch_off(ids.index(widget.message_id))
+        except StorageError as exc:
+            self.screen.show_notice(f"The branch could not be saved: {exc}", "error")
+            return
+        self.branchCreated.emit(branch)
+
+    def _version_of(self, index: int) -> tuple[int, int]:
+        place = self.session.place(index)
+        return place.index, place.count
 
     def edit_message(self, widget: MessageWidget) -> None:
         if self.current_request is not None:
@@ -172,9 +201,13 @@ class ChatController(QObject):
             self.screen.set_status("Stopping…")
 
     def show_session_messages(self) -> None:
-        self.screen.chat_view.set_messages(
-            [(m.role, m.content, footer_for(m), m.model, m.id, m.created_at) for m in self.session.messages]
-        )
+        self.screen.chat_view.set_messages([self._shown(index, m) for index, m in enumerate(self.session.messages)])
+
+    def _shown(self, index: int, m: StoredMessage) -> ShownMessage:
+        return ShownMessage(
+            m.role, m.content, footer_for(m), m.model, m.id, m.created_at, m.reasoning, thinking_seconds(m),
+            self._version_of(index),
+        )  # fmt: skip
 
     def plan_settled(self) -> None:
         """The start-up scan ended (a model is queued, or none was found): a message that waited is sent now."""
@@ -196,7 +229,23 @@ class ChatController(QObject):
         self.screen.set_status("Thinking…" if self.model_info else "Waiting for the model to load…")
 
     def _generate(self) -> int:
-        return self.bridge.generate(self.session.prompt_messages(), self.sampling, self.session.conversation_id)
+        session = self.session
+        return self.bridge.generate(session.prompt_messages(), self.sampling, session.conversation_id, session.thinking)
+
+    def sync_thinking_switch(self) -> None:
+        """The Think switch shows this chat's choice, and only for a model whose template has the switch."""
+        box = self.screen.thinking_box
+        box.blockSignals(True)
+        box.setChecked(self.session.thinking)
+        box.blockSignals(False)
+        box.setVisible(bool(self.model_info and self.model_info.thinking_switch))
+
+    def set_thinking(self, thinking: bool) -> None:
+        """The chat's own switch, for models whose template can turn reasoning off (Qwen3's ``enable_thinking``)."""
+        try:
+            self.session.set_thinking(thinking)
+        except StorageError as exc:
+            self.screen.show_notice(f"The setting could not be saved: {exc}", "error")
 
     # ------------------------------------------------------------------ engine events
 
@@ -207,25 +256,29 @@ class ChatController(QObject):
 
     def _on_token_text(self, event: TokenText) -> None:
         if event.request_id == self.current_request:
-            self.screen.chat_view.append_stream(event.text)
-            self.session.reply_text(event.text)
+            self.screen.chat_view.append_stream(event.text, event.reasoning)
+            self.session.reply_text(event.text, event.reasoning)
             self.screen.hardware_panel.token_arrived(event.tokens)
+            if event.reasoning != self._reasoning_shown:
+                self._reasoning_shown = event.reasoning
+                self.screen.set_status("Thinking…" if event.reasoning else "Writing the answer…")
             if self.session.save_problem and not self._save_problem_shown:
                 self.report_save_problem()
 
     def _on_generation_started(self, event: GenerationStarted) -> None:
         if event.request_id == self.current_request:
+            self._reasoning_shown = None
             self.screen.set_status("Reading the conversation…")
 
     def _on_finished(self, event: Finished) -> None:
-        if self._reply_done(event.request_id, event.text, "complete", event.stats, None):
+        if self._reply_done(event.request_id, event.text, "complete", event.stats, None, event.reasoning):
             self.screen.hardware_panel.show_stats(event.stats)
             note = {"length": " (stopped at the token limit)", "context": " (the context window is full)"}
             self.screen.set_status(f"Ready · {event.stats.gen_tok_per_s:.1f} tok/s{note.get(event.finish_reason, '')}")
         self.replyFinished.emit(event)
 
     def _on_cancelled(self, event: Cancelled) -> None:
-        if self._reply_done(event.request_id, event.text, "stopped", event.stats, None):
+        if self._reply_done(event.request_id, event.text, "stopped", event.stats, None, event.reasoning):
             self.screen.set_status("Stopped")
         self.replyCancelled.emit(event)
 
@@ -256,6 +309,7 @@ class ChatController(QObject):
         self.model_info = event.info
         self.screen.load_progress.hide()
         self.screen.hardware_panel.show_model(event.info)
+        self.sync_thinking_switch()
         self.screen.set_status(f"Ready · {event.info.name} loaded in {event.info.load_seconds:.1f} s")
         self.modelLoaded.emit(event.info)
 
@@ -270,6 +324,7 @@ class ChatController(QObject):
     def _on_model_unloaded(self, _event: ModelUnloaded) -> None:
         self.model_info = None
         self.screen.hardware_panel.show_model(None)
+        self.sync_thinking_switch()
 
     def _reply_done(
         self,
@@ -278,16 +333,24 @@ class ChatController(QObject):
         status: MessageStatus,
         stats: GenerationStats | None,
         error: str | None,
+        reasoning: str | None = None,
     ) -> bool:
         if request_id != self.current_request:
             return False
         chat_view = self.screen.chat_view
         model = self.model_info.name if self.model_info else None
         shown = self.session.messages
-        final = self.session.end_reply(text, status, stats, model, error)
-        widget = chat_view.end_stream(final.content if final else text, footer_for(final) if final else "")
+        final = self.session.end_reply(text, status, stats, model, error, reasoning)
+        widget = chat_view.end_stream(
+            final.content if final else text,
+            footer_for(final) if final else "",
+            final.reasoning if final else reasoning,
+            thinking_seconds(final) if final else None,
+        )
         if widget is not None and final is not None:
             widget.set_meta(final.model, final.created_at)  # the model may have loaded after the reply began
+            if final in self.session.messages:
+                widget.set_place(*self._version_of(self.session.messages.index(final)))
         if widget is not None and final is not None and status == "failed" and not final.content.strip():
             chat_view.remove_message(widget)
         if self.session.messages is not shown:  # a failed regenerate or edit: the earlier versions are back

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QFrame, QPushButton, QScrollArea, QVBoxLayout, QWidget
@@ -15,7 +16,26 @@ from fara_desktop.ui.widgets.plain_text import plain_label
 # two lock-stepped threads (measured app/raw generation: 0.81 at 66 ms, 0.90 at 150 ms, 0.93 at 400 ms).
 REPAINT_INTERVAL_MS = 100
 PAGE = 60  # messages built at a time; older ones wait behind "Show earlier messages"
-MessageRow = tuple[str, str, str, str | None, int | None, float | None]
+
+
+@dataclass(frozen=True)
+class ShownMessage:
+    """What the chat pane needs to build one message widget."""
+
+    role: str
+    text: str
+    footer: str = ""
+    model: str | None = None
+    message_id: int | None = None
+    created_at: float | None = None
+    reasoning: str = ""
+    thinking_s: float | None = None
+    version: tuple[int, int] = (0, 1)  # (index, count) among the versions of its turn
+
+
+def thinking_seconds(message: StoredMessage) -> float | None:
+    value = (message.stats or {}).get("thinking_s")
+    return float(value) if isinstance(value, (int, float)) else None
 
 
 def footer_for(message: StoredMessage) -> str:
@@ -103,6 +123,8 @@ class ChatView(QScrollArea):
     copyRequested = Signal(object)
     editRequested = Signal(object)
     regenerateRequested = Signal(object)
+    branchRequested = Signal(object)
+    versionRequested = Signal(object, int)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -126,9 +148,12 @@ class ChatView(QScrollArea):
         self._layout.addStretch(1)
         self.setWidget(self._content)
         self._messages: list[MessageWidget] = []
-        self._hidden: list[MessageRow] = []
+        self._hidden: list[ShownMessage] = []
         self._streaming: MessageWidget | None = None
         self._stream_parts: list[str] = []
+        self._reasoning_parts: list[str] = []
+        self._thinking_since: float | None = None  # when the streaming reply began to reason
+        self._thought_s: float | None = None  # how long it reasoned, once its answer began
         self._stream_dirty = False
         self._flush_timer = QTimer(self)
         self._flush_timer.setInterval(REPAINT_INTERVAL_MS)
@@ -142,22 +167,20 @@ class ChatView(QScrollArea):
     def messages(self) -> list[MessageWidget]:
         return list(self._messages)
 
-    def _make(
-        self,
-        role: str,
-        text: str,
-        footer: str = "",
-        model: str | None = None,
-        message_id: int | None = None,
-        created_at: float | None = None,
-    ) -> MessageWidget:
-        widget = MessageWidget(role, text, self._content)
-        widget.message_id = message_id
-        widget.set_footer(footer)
-        widget.set_meta(model, created_at or (time.time() if role in ("user", "assistant") else None))
+    def _make(self, shown: ShownMessage) -> MessageWidget:
+        widget = MessageWidget(shown.role, shown.text, self._content)
+        widget.message_id = shown.message_id
+        widget.set_footer(shown.footer)
+        role = shown.role
+        widget.set_meta(shown.model, shown.created_at or (time.time() if role in ("user", "assistant") else None))
+        if shown.reasoning.strip():
+            widget.reasoning.show_reasoning(shown.reasoning, thinking=False, seconds=shown.thinking_s)
+        widget.set_place(*shown.version)
         widget.copyRequested.connect(self.copyRequested)
         widget.editRequested.connect(self.editRequested)
         widget.regenerateRequested.connect(self.regenerateRequested)
+        widget.branchRequested.connect(self.branchRequested)
+        widget.versionRequested.connect(self.versionRequested)
         return widget
 
     def add_message(
@@ -169,7 +192,10 @@ class ChatView(QScrollArea):
         message_id: int | None = None,
         created_at: float | None = None,
     ) -> MessageWidget:
-        widget = self._make(role, text, footer, model, message_id, created_at)
+        return self.add_shown(ShownMessage(role, text, footer, model, message_id, created_at))
+
+    def add_shown(self, shown: ShownMessage) -> MessageWidget:
+        widget = self._make(shown)
         self._layout.insertWidget(self._layout.count() - 1, widget)
         self._messages.append(widget)
         self.empty_state.hide()
@@ -177,13 +203,12 @@ class ChatView(QScrollArea):
         self._update_regenerate()
         return widget
 
-    def set_messages(self, items: list[MessageRow]) -> None:
-        """Replace everything: (role, text, footer, model, id, created_at) per message; only the newest page is
-        built, older ones wait behind "Show earlier messages"."""
+    def set_messages(self, items: list[ShownMessage]) -> None:
+        """Replace everything; only the newest page is built, older ones wait behind "Show earlier messages"."""
         self.clear()
         self._hidden = items[:-PAGE] if len(items) > PAGE else []
         for item in items[-PAGE:]:
-            self.add_message(*item)
+            self.add_shown(item)
         self.more_button.setVisible(bool(self._hidden))
         self.empty_state.setVisible(not items)
         if not items:
@@ -193,7 +218,7 @@ class ChatView(QScrollArea):
         batch, self._hidden = self._hidden[-PAGE:], self._hidden[:-PAGE]
         self._stick_to_bottom = False
         for offset, item in enumerate(batch):
-            widget = self._make(*item)
+            widget = self._make(item)
             self._layout.insertWidget(2 + offset, widget)  # after the button and the (hidden) empty state
             self._messages.insert(offset, widget)
         self.more_button.setVisible(bool(self._hidden))
@@ -236,25 +261,51 @@ class ChatView(QScrollArea):
     def begin_stream(self, model: str | None = None, message_id: int | None = None) -> MessageWidget:
         self.end_stream()
         self._streaming = self.add_message("assistant", "", model=model, message_id=message_id)
-        self._stream_parts = []
+        self._stream_parts, self._reasoning_parts = [], []
+        self._thinking_since = self._thought_s = None
         self._flush_timer.start()
         self._update_regenerate()
         return self._streaming
 
-    def append_stream(self, text: str) -> None:
+    def append_stream(self, text: str, reasoning: bool = False) -> None:
         if self._streaming is None:
             return
-        self._stream_parts.append(text)
+        now = time.monotonic()
+        if reasoning:
+            self._reasoning_parts.append(text)
+            self._thinking_since = self._thinking_since or now
+        else:
+            self._stream_parts.append(text)
+            if self._thinking_since is not None and self._thought_s is None:
+                self._thought_s = now - self._thinking_since
         self._stream_dirty = True
 
-    def end_stream(self, final_text: str | None = None, footer: str = "") -> MessageWidget | None:
+    @property
+    def stream_reasoning(self) -> str:
+        return "".join(self._reasoning_parts)
+
+    def end_stream(
+        self,
+        final_text: str | None = None,
+        footer: str = "",
+        reasoning: str | None = None,
+        thinking_s: float | None = None,
+    ) -> MessageWidget | None:
         widget = self._streaming
         self._flush_timer.stop()
         if widget is not None:
             widget.set_text(final_text if final_text is not None else "".join(self._stream_parts))
             widget.set_footer(footer)
+            thought = reasoning if reasoning is not None else self.stream_reasoning
+            if thought.strip():
+                widget.reasoning.show_reasoning(thought, False, thinking_s or self._thought_s)
+                if (final_text or "").strip():
+                    widget.reasoning.collapse()
+            else:
+                widget.reasoning.hide()
         self._streaming = None
-        self._stream_parts = []
+        self._stream_parts, self._reasoning_parts = [], []
+        self._thinking_since = self._thought_s = None
         self._stream_dirty = False
         self._update_regenerate()
         return widget
@@ -263,9 +314,19 @@ class ChatView(QScrollArea):
         if not self._stream_dirty or self._streaming is None:
             return
         self._stream_dirty = False
-        joined = "".join(self._stream_parts)
-        self._stream_parts = [joined]
-        self._streaming.set_text(joined, streaming=True)
+        if self._reasoning_parts:
+            thought = "".join(self._reasoning_parts)
+            self._reasoning_parts = [thought]
+            section = self._streaming.reasoning
+            answering = self._thought_s is not None
+            was_thinking = section.header.text() == "Thinking…"
+            section.show_reasoning(thought, thinking=not answering, seconds=self._thought_s)
+            if answering and was_thinking:
+                section.collapse()  # the answer started: the reasoning folds away
+        if self._stream_parts or not self._reasoning_parts:
+            joined = "".join(self._stream_parts)
+            self._stream_parts = [joined]
+            self._streaming.set_text(joined, streaming=True)
         self.streamFlushed.emit()
 
     # ------------------------------------------------------------------ scrolling

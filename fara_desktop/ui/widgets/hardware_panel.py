@@ -86,7 +86,7 @@ class HardwarePanel(QFrame):
         outer.addWidget(self.warning)
         outer.addWidget(self._section("Model", list(self.MODEL_KEYS)))
         outer.addWidget(self._section("Memory", ["This app", "Model weights", "KV memory", "CPU load"]))
-        outer.addWidget(self._section("Last reply", ["Speed", "First token", "Prompt", "Context used"]))
+        outer.addWidget(self._section("Last reply", ["Speed", "First token", "Thinking", "Prompt", "Context used"]))
         self.context_bar = QProgressBar()
         self.context_bar.setObjectName("contextFill")
         self.context_bar.setAccessibleName("Context window fill")
@@ -108,7 +108,16 @@ class HardwarePanel(QFrame):
         self._stream_tokens = 0
         for key in ("CPU", "Cores", "Instructions", "Caches", "RAM"):
             self.set_value(key, "detecting…")
-        for key in (*self.MODEL_KEYS, "Model weights", "KV memory", "Speed", "First token", "Prompt", "Context used"):
+        for key in (
+            *self.MODEL_KEYS,
+            "Model weights",
+            "KV memory",
+            "Speed",
+            "First token",
+            "Thinking",
+            "Prompt",
+            "Context used",
+        ):
             self.set_value(key, "—")
         self._tuned: TunedParams | None = None
         self._overrides = InferenceOverrides()
@@ -244,6 +253,8 @@ class HardwarePanel(QFrame):
     def show_stats(self, stats: GenerationStats) -> None:
         self.set_value("Speed", f"{stats.gen_tok_per_s:.1f} tok/s · {stats.completion_tokens} tokens")
         self.set_value("First token", f"{stats.ttft_s * 1000:.0f} ms")
+        thinking = f"{stats.thinking_s:.1f} s · {stats.reasoning_tokens:,} tokens" if stats.reasoning_tokens else "—"
+        self.set_value("Thinking", thinking)
         reused = stats.prompt_tokens - stats.prompt_tokens_evaluated
         self.set_value("Prompt", f"{stats.prompt_tokens_evaluated:,} read · {reused:,} reused")
         self.set_value("Context used", f"{stats.context_used:,} / {stats.n_ctx:,} tokens")

@@ -1,4 +1,5 @@
-"""One message in the chat: title line with actions, markdown prose, code blocks with a copy button."""
+"""One message in the chat: title line with actions and versions, a reply's reasoning in a collapsible section,
+markdown prose, code blocks with a copy button."""
 
 from __future__ import annotations
 
@@ -180,8 +181,68 @@ class CodeBlock(QFrame):
         self.copy_button.setText("Copied")
 
 
+def thought_for(seconds: float | None) -> str:
+    if seconds is None or seconds <= 0:
+        return "Thought"
+    return f"Thought for {seconds:.0f} s" if seconds >= 1 else "Thought for less than a second"
+
+
+class ReasoningSection(QFrame):
+    """A reply's reasoning: plain text (never mixed with the answer's markdown) under a header that opens and closes
+    it — "Thinking…" and open while the model reasons, "Thought for 12 s" and closed once the answer starts."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("reasoningSection")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        self.header = QToolButton()
+        self.header.setObjectName("reasoningHeader")
+        self.header.setCheckable(True)
+        self.header.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.header.setAutoRaise(True)
+        self.header.toggled.connect(self._set_open)
+        self.body = WrappingLabel()
+        self.body.setObjectName("reasoningText")
+        self.body.setTextFormat(Qt.TextFormat.PlainText)
+        self.body.setWordWrap(True)
+        self.body.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.header, 0, Qt.AlignmentFlag.AlignLeft)
+        layout.addWidget(self.body)
+        self.text = ""
+        self._set_open(False)
+        self.hide()
+
+    def show_reasoning(self, text: str, thinking: bool, seconds: float | None = None) -> None:
+        """``thinking``: the model is still reasoning (the section stays open and says so)."""
+        self.text = text
+        self.setVisible(bool(text.strip()) or thinking)
+        shown = text.strip()
+        if len(shown) > DISPLAY_LIMIT:
+            shown = shown[:DISPLAY_PREVIEW] + f"\n\n… {len(shown):,} characters in all."
+        self.body.setText(shown or "…")
+        title = "Thinking…" if thinking else thought_for(seconds)
+        self.header.setText(title)
+        self.header.setAccessibleName(f"{title} — show or hide the reasoning")
+        if thinking and not self.header.isChecked():
+            self.header.setChecked(True)
+
+    def collapse(self) -> None:
+        self.header.setChecked(False)
+
+    @property
+    def is_open(self) -> bool:
+        return self.header.isChecked()
+
+    def _set_open(self, is_open: bool) -> None:
+        self.body.setVisible(is_open)
+        self.header.setArrowType(Qt.ArrowType.DownArrow if is_open else Qt.ArrowType.RightArrow)
+
+
 class MessageWidget(QFrame):
-    """A message: title line (who, model, actions), then prose and code blocks rendered from markdown.
+    """A message: title line (who, model, versions, actions), a reply's reasoning, then prose and code blocks
+    rendered from markdown.
 
     While a reply streams, ``set_text`` only rewrites the last block (and adds new ones), so each repaint costs
     the size of the newest block, not of the whole reply.
@@ -190,6 +251,8 @@ class MessageWidget(QFrame):
     copyRequested = Signal(object)
     editRequested = Signal(object)
     regenerateRequested = Signal(object)
+    branchRequested = Signal(object)
+    versionRequested = Signal(object, int)  # (widget, -1 for the previous version, +1 for the next)
 
     def __init__(self, role: str, text: str = "", parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -208,8 +271,17 @@ class MessageWidget(QFrame):
         top.addWidget(self.title)
         top.addStretch(1)
         self.action_buttons: dict[str, QToolButton] = {}
+        self.version_label = plain_label()
+        self.version_label.setObjectName("versionLabel")
+        self._action("previous", "‹", "Show the previous version", lambda: self.versionRequested.emit(self, -1))
+        self._action("next", "›", "Show the next version", lambda: self.versionRequested.emit(self, 1))
+        for widget in (self.action_buttons["previous"], self.version_label, self.action_buttons["next"]):
+            top.addWidget(widget)
+            widget.hide()
+        versions = dict(self.action_buttons)
         if role in ("user", "assistant"):
             self._action("copy", "Copy", "Copy this message", lambda: self.copyRequested.emit(self))
+            self._action("branch", "Branch", "Start a new chat from here", lambda: self.branchRequested.emit(self))
         if role == "user":
             self._action("edit", "Edit", "Edit this message and send it again", lambda: self.editRequested.emit(self))
         if role == "assistant":
@@ -217,9 +289,12 @@ class MessageWidget(QFrame):
                 "regenerate", "Regenerate", "Write this reply again", lambda: self.regenerateRequested.emit(self)
             )
             self.action_buttons["regenerate"].hide()
-        for button in self.action_buttons.values():
-            top.addWidget(button)
+        for key, button in self.action_buttons.items():
+            if key not in versions:
+                top.addWidget(button)
         layout.addLayout(top)
+        self.reasoning = ReasoningSection(self)
+        layout.addWidget(self.reasoning)
         self._body = QVBoxLayout()
         self._body.setSpacing(6)
         layout.addLayout(self._body)
@@ -305,6 +380,16 @@ class MessageWidget(QFrame):
         if created_at:
             parts.append(time.strftime("%d %b %H:%M", time.localtime(created_at)))
         self.title.setText(" · ".join(parts))
+
+    def set_place(self, index: int, count: int) -> None:
+        """``‹ 2/3 ›``: which version of this turn is shown; hidden when there is only one."""
+        several = count > 1
+        self.version_label.setText(f"{index + 1}/{count}")
+        self.version_label.setAccessibleName(f"Version {index + 1} of {count}")
+        for widget in (self.action_buttons["previous"], self.version_label, self.action_buttons["next"]):
+            widget.setVisible(several)
+        self.action_buttons["previous"].setEnabled(index > 0)
+        self.action_buttons["next"].setEnabled(index < count - 1)
 
     def set_can_regenerate(self, allowed: bool) -> None:
         if "regenerate" in self.action_buttons:

@@ -144,38 +144,37 @@ def test_a_reply_the_disk_refuses_is_kept_and_saved_once_the_disk_allows(store):
     assert store.messages(session.conversation_id)[-1].id == reply.id
 
 
-def test_regenerate_keeps_the_old_reply_until_the_new_one_exists(store):
+def test_regenerate_never_loses_the_old_reply(store):
     session = ChatSession(store)
     session.add_user_message("question")
     session.begin_reply("m")
     session.end_reply("old answer", "complete")
-    session.replace_from(1)
+    session.redo_from(1)
     session.begin_reply("m")
     session.end_reply("", "failed", error="the model crashed")
-    assert [m.content for m in store.messages(session.conversation_id)][:2] == ["question", "old answer"]
-    assert "old answer" in [m.content for m in session.messages]
-    session.replace_from([m.content for m in session.messages].index("old answer"))
+    assert [m.content for m in store.messages(session.conversation_id)] == ["question", "old answer"]
+    assert [m.content for m in session.messages] == ["question", "old answer"]
+    session.redo_from(1)
     session.begin_reply("m")
     session.end_reply("new answer", "complete")
-    assert [m.content for m in store.messages(session.conversation_id) if m.status != "failed"] == [
-        "question",
-        "new answer",
-    ]
+    assert [m.content for m in session.messages] == ["question", "new answer"]
+    assert [m.content for m in store.messages(session.conversation_id)] == ["question", "old answer", "new answer"]
 
 
-def test_edit_and_resend_keeps_the_old_turns_when_the_new_reply_fails(store):
+def test_edit_and_resend_keeps_every_version(store):
     session = ChatSession(store)
     session.add_user_message("first version")
     session.begin_reply("m")
     session.end_reply("reply to first", "complete")
-    session.replace_from(0)
+    session.redo_from(0)
     session.add_user_message("second version")
     session.begin_reply("m")
     session.end_reply("", "failed", error="boom")
     contents = [m.content for m in store.messages(session.conversation_id)]
-    assert contents[:3] == ["first version", "reply to first", "second version"]
-    session.replace_from(0)
+    assert contents == ["first version", "reply to first", "second version"]
+    session.redo_from(0)
     session.add_user_message("third version")
     session.begin_reply("m")
     session.end_reply("reply to third", "complete")
-    assert [m.content for m in store.messages(session.conversation_id)] == ["third version", "reply to third"]
+    assert [m.content for m in session.messages] == ["third version", "reply to third"]
+    assert session.place(0).count == 3

@@ -95,8 +95,10 @@ def test_replace_regenerate_and_prompt(store):
     session.add_user_message("two")
     session.begin_reply(None)
     session.end_reply("", "failed", error="boom")
+    # a reply that failed before writing anything is not kept: the turn ends at the question
     assert [m.content for m in session.prompt_messages()] == ["Be brief.", "one", "uno", "two"]
-    session.replace_from(2)
+    assert [m.content for m in store.messages(session.conversation_id)] == ["one", "uno", "two"]
+    session.redo_from(2)
     assert [m.content for m in session.messages] == ["one", "uno"]
     session.apply_trim(1)
     assert [m.content for m in session.prompt_messages()] == ["Be brief.", "uno"]

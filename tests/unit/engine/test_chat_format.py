@@ -114,9 +114,9 @@ class TemplateBackend(FakeBackend):
         super().__init__()
         self.formatter = JinjaChatFormatter(template, "", "")
 
-    def prepare(self, messages, reply_reserve, should_cancel=None):
-        prompt = super().prepare(messages, reply_reserve, should_cancel)
-        rendered = self.formatter.render(messages, should_cancel)
+    def prepare(self, messages, reply_reserve, should_cancel=None, thinking=True):
+        prompt = super().prepare(messages, reply_reserve, should_cancel, thinking)
+        rendered = self.formatter.render(messages, should_cancel, thinking)
         return type(prompt)(prompt.tokens, rendered, 0, len(messages))
 
 

@@ -51,3 +51,54 @@ def test_the_generation_tag_renders_its_body():
         "",
     )
     assert formatter.render(CONVERSATION).text == "SYSTEM-TEXT-7USER-ONE[ASSISTANT-ONE]USER-TWO"
+
+
+REASONING_CONVERSATION = [
+    ChatMessage("system", "SYSTEM-TEXT-7"),
+    ChatMessage("user", "USER-ONE"),
+    ChatMessage("assistant", "ASSISTANT-ONE", reasoning="REASONING-ONE"),
+    ChatMessage("user", "USER-TWO"),
+]
+
+
+def _reads_reasoning(source: str) -> bool:
+    return "reasoning_content" in source or "message.thinking" in source or "message['thinking']" in source
+
+
+@pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.stem)
+def test_an_earlier_reply_s_reasoning_reaches_only_templates_that_ask_for_it(path):
+    source = path.read_text(encoding="utf-8")
+    text = JinjaChatFormatter(source, "<s>", "</s>").render(REASONING_CONVERSATION).text
+    assert "ASSISTANT-ONE" in text
+    if not _reads_reasoning(source):
+        assert "REASONING-ONE" not in text
+
+
+def test_how_many_templates_would_get_old_reasoning_back():
+    """Stored inside the answer (what a plain chat app does), the reasoning goes back to the model in most
+    templates; kept apart, only templates that read ``reasoning_content`` (or gpt-oss's ``thinking``) get it,
+    and they decide (most drop it before the last user turn)."""
+    inline = [*REASONING_CONVERSATION[:2], ChatMessage("assistant", "<think>REASONING-ONE</think>ASSISTANT-ONE"),
+              REASONING_CONVERSATION[3]]  # fmt: skip
+    sent_back_inline = sent_back_apart = 0
+    for path in TEMPLATES:
+        formatter = JinjaChatFormatter(path.read_text(encoding="utf-8"), "<s>", "</s>")
+        sent_back_inline += "REASONING-ONE" in formatter.render(inline).text
+        sent_back_apart += "REASONING-ONE" in formatter.render(REASONING_CONVERSATION).text
+    print(f"old reasoning sent back: {sent_back_inline} templates inline, {sent_back_apart} kept apart")
+    assert sent_back_inline >= 50 and sent_back_apart <= 11  # measured: 53 and 11 of 70
+
+
+def test_the_thinking_switch_reaches_templates_that_have_one():
+    qwen3 = JinjaChatFormatter((FIXTURES / "chat_templates" / "Qwen-Qwen3-0.6B.jinja").read_text(), "", "")
+    assert qwen3.thinking_switch
+    off = qwen3.render(CONVERSATION, thinking=False)
+    on = qwen3.render(CONVERSATION, thinking=True)
+    assert off.text.rstrip().endswith("</think>") and not on.text.rstrip().endswith("</think>")
+    assert off.reasoning.opened is None
+    r1_source = (FIXTURES / "chat_templates" / "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja").read_text()
+    r1 = JinjaChatFormatter(r1_source, "", "").render(CONVERSATION)
+    assert r1.reasoning.opened is not None and r1.reasoning.opened.open == "<think>"  # the reply starts inside it
+    llama = JinjaChatFormatter((FIXTURES / "chat_templates" / "meta-llama-Llama-3.1-8B-Instruct.jinja").read_text(),
+                               "", "")  # fmt: skip
+    assert not llama.thinking_switch

@@ -84,7 +84,9 @@ def test_copy_regenerate_and_edit_resend(window, qtbot):
     with qtbot.waitSignal(win.replyFinished, timeout=5000):
         reply.action_buttons["regenerate"].click()
     assert [m.role for m in win.chat_view.messages()] == ["user", "assistant"]
-    assert len(win.store.messages(win.session.conversation_id)) == 2
+    assert len(win.store.messages(win.session.conversation_id)) == 3  # the first reply is kept as a version
+    regenerated = win.chat_view.messages()[-1]
+    assert regenerated.version_label.isVisibleTo(regenerated) and regenerated.version_label.text() == "2/2"
 
     ask(qtbot, win, "Second question")
     first_user = win.chat_view.messages()[0]
@@ -93,9 +95,11 @@ def test_copy_regenerate_and_edit_resend(window, qtbot):
     win.composer.setPlainText("Show me code, please")
     with qtbot.waitSignal(win.replyFinished, timeout=5000):
         win.send_button.click()
-    stored = [(m.role, m.content) for m in win.store.messages(win.session.conversation_id)]
-    assert [r for r, _ in stored] == ["user", "assistant"]
-    assert stored[0][1] == "Show me code, please"
+    shown = [(w.role, w.text) for w in win.chat_view.messages()]
+    assert [r for r, _ in shown] == ["user", "assistant"] and shown[0][1] == "Show me code, please"
+    assert win.chat_view.messages()[0].version_label.text() == "2/2"
+    stored = [m.content for m in win.store.messages(win.session.conversation_id)]
+    assert "Show code" in stored and "Second question" in stored and "Show me code, please" in stored
     assert not win.edit_banner.isVisibleTo(win)
 
 

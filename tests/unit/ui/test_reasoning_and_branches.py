@@ -1,0 +1,146 @@
+"""Reasoning replies and branching chats in the window, on the scripted backend: the reasoning streams into its
+own section (open while thinking, folded once the answer starts), is copied and stored apart from the answer;
+‹ 2/3 › switches versions; "Branch from here" opens a new chat; the Think switch is kept per chat."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from PySide6.QtGui import QGuiApplication
+
+from tests.helpers.chatting import ask
+from tests.helpers.fakes import FakeBackend
+
+REASONING_REPLY = ["<think>", "\n", "The user", " wants", " a sum.", " 2+2=4.", "\n", "</think>", "\n\n", "It is **4**."]
+SHOTS = Path(os.environ.get("FARA_SCREENSHOTS", "")) if os.environ.get("FARA_SCREENSHOTS") else None
+
+
+def _shot(win, name: str) -> None:
+    if SHOTS is not None:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        win.grab().save(str(SHOTS / name))
+
+
+def test_a_reasoning_reply_streams_into_its_own_section_then_folds_away(window, qtbot):
+    gate = threading.Semaphore(0)
+    win = window(FakeBackend(words=REASONING_REPLY, gate=gate))
+    win.composer.setPlainText("What is 2+2?")
+    win.send_button.click()
+    gate.release(5)  # up to " a sum." (the worker sends pieces in batches: at least "The user" arrives)
+    qtbot.waitUntil(
+        lambda: win.chat_view.streaming_message is not None
+        and "The user" in win.chat_view.streaming_message.reasoning.body.text(),
+        timeout=5000,
+    )
+    streaming = win.chat_view.streaming_message
+    section = streaming.reasoning
+    assert section.isVisibleTo(streaming) and section.is_open and section.header.text() == "Thinking…"
+    assert "<think>" not in section.body.text() and streaming.text == ""
+    assert win.status_label.text() == "Thinking…"
+    _shot(win, "reasoning-while-thinking.png")
+
+    with qtbot.waitSignal(win.replyFinished, timeout=5000) as finished:
+        gate.release(100)
+    event = finished.args[0]
+    assert (event.reasoning, event.text) == ("The user wants a sum. 2+2=4.", "It is **4**.")
+    assert event.stats.reasoning_tokens == 8  # <think> … </think>
+    reply = win.chat_view.messages()[-1]
+    assert reply.text == "It is **4**." and not reply.reasoning.is_open
+    assert reply.reasoning.header.text().startswith("Thought")
+    reply.reasoning.header.click()  # opens again on demand
+    assert reply.reasoning.is_open and reply.reasoning.body.isVisibleTo(reply)
+    reply.reasoning.header.click()
+    reply.action_buttons["copy"].click()
+    assert QGuiApplication.clipboard().text() == "It is **4**."  # the answer only
+    stored = win.store.messages(win.session.conversation_id)[-1]
+    assert (stored.content, stored.reasoning) == ("It is **4**.", "The user wants a sum. 2+2=4.")
+    assert win.hardware_panel._values["Thinking"].text().endswith("8 tokens")
+    _shot(win, "reasoning-after.png")
+
+    # the next turn sends the answer as content and the reasoning apart (the template decides)
+    backend: FakeBackend = win.bridge.worker._backend  # type: ignore[assignment]
+    backend.words = ["Fine."]
+    ask(qtbot, win, "And 3+3?")
+    earlier = [m for m in backend.prompts[-1] if m.role == "assistant"][0]
+    assert (earlier.content, earlier.reasoning) == ("It is **4**.", "The user wants a sum. 2+2=4.")
+
+    # reopening the chat shows the reasoning folded, with its time
+    win.new_chat()
+    win.open_conversation(stored.conversation_id)
+    reopened = win.chat_view.messages()[1]
+    assert reopened.reasoning.isVisibleTo(reopened) and not reopened.reasoning.is_open
+    assert reopened.reasoning.header.text().startswith("Thought")
+
+
+def test_versions_switch_with_the_arrows_and_the_conversation_follows(window, qtbot):
+    backend = FakeBackend(words=["First answer"])
+    win = window(backend)
+    ask(qtbot, win, "Question")
+    ask(qtbot, win, "Follow-up")
+    backend.words = ["Second answer"]
+    with qtbot.waitSignal(win.replyFinished, timeout=5000):
+        win.chat_view.messages()[1].action_buttons["regenerate"].hide()  # only the last reply offers it
+        win.chat.regenerate(win.chat_view.messages()[-1])
+    replies = [w for w in win.chat_view.messages() if w.role == "assistant"]
+    assert [w.text for w in replies] == ["First answer", "Second answer"]
+    assert replies[-1].version_label.text() == "2/2"
+    _shot(win, "branched-message.png")
+
+    # edit the first question: a new branch; the old one (with its follow-up) is one click away
+    win.chat_view.messages()[0].action_buttons["edit"].click()
+    win.composer.setPlainText("Another question")
+    backend.words = ["Third answer"]
+    with qtbot.waitSignal(win.replyFinished, timeout=5000):
+        win.send_button.click()
+    assert [w.text for w in win.chat_view.messages()] == ["Another question", "Third answer"]
+    first = win.chat_view.messages()[0]
+    assert first.version_label.text() == "2/2" and first.action_buttons["next"].isEnabled() is False
+    first.action_buttons["previous"].click()
+    texts = [w.text for w in win.chat_view.messages()]
+    assert texts == ["Question", "First answer", "Follow-up", "Second answer"]
+    assert win.chat_view.messages()[-1].version_label.text() == "2/2"
+    win.chat_view.messages()[-1].action_buttons["previous"].click()
+    assert win.chat_view.messages()[-1].text == "First answer"
+    assert win.chat_view.messages()[-1].version_label.text() == "1/2"
+    # and the model sees the branch on screen
+    backend.words = ["ok"]
+    ask(qtbot, win, "Go on")
+    assert [m.content for m in backend.prompts[-1] if m.role != "system"] == [
+        "Question", "First answer", "Follow-up", "First answer", "Go on",
+    ]  # fmt: skip
+
+
+def test_branch_from_here_opens_a_new_chat_with_the_history_up_to_there(window, qtbot):
+    win = window(FakeBackend(words=["Answer"]))
+    ask(qtbot, win, "One")
+    ask(qtbot, win, "Two")
+    original = win.session.conversation_id
+    win.chat_view.messages()[1].action_buttons["branch"].click()
+    assert win.session.conversation_id != original
+    assert [w.text for w in win.chat_view.messages()] == ["One", "Answer"]
+    assert win.sidebar.ids()[:2] == [win.session.conversation_id, original] or set(win.sidebar.ids()) >= {
+        original, win.session.conversation_id,
+    }  # fmt: skip
+    assert len(win.store.messages(original)) == 4
+
+
+def test_the_think_switch_shows_for_models_that_have_it_and_is_kept_per_chat(window, qtbot):
+    plain = window(FakeBackend())
+    assert not plain.thinking_box.isVisibleTo(plain)
+
+    backend = FakeBackend()
+    backend.thinking_switch = True
+    win = window(backend)
+    assert win.thinking_box.isVisibleTo(win) and win.thinking_box.isChecked()
+    win.thinking_box.setChecked(False)
+    ask(qtbot, win, "Quick one")
+    assert backend.thinking[-1] is False
+    chat = win.session.conversation_id
+    win.new_chat()
+    assert win.thinking_box.isChecked()
+    ask(qtbot, win, "Take your time")
+    assert backend.thinking[-1] is True
+    win.open_conversation(chat)
+    assert not win.thinking_box.isChecked()
