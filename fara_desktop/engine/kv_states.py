@@ -48,6 +48,16 @@ class KVStateCache:
             self._items.move_to_end(key)
         return snapshot
 
+    def closest(self, tokens: Sequence[int]) -> KVSnapshot | None:
+        """The snapshot sharing the longest prefix with ``tokens``: a chat branched off another (or an edit of
+        an early message) starts from its parent's state instead of re-reading the shared history."""
+        best, best_length = None, 0
+        for snapshot in self._items.values():
+            length = common_prefix(snapshot.tokens, tokens)
+            if length > best_length:
+                best, best_length = snapshot, length
+        return best
+
     def clear(self) -> None:
         self._items.clear()
 

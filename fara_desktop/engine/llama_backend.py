@@ -276,12 +276,13 @@ class LlamaBackend:
     # ------------------------------------------------------------------ generation
 
     def _switch_kv(self, llm: Llama, conversation: Hashable, tokens: list[int]) -> None:
-        """Keep the KV state of the conversation we leave; bring back the one we return to if it helps."""
+        """Keep the KV state of the conversation we leave; bring back the one we return to if it helps (or, for a
+        conversation new to the cache, such as a branch, the one that shares most of its prompt)."""
         if self._kv_owner is not None:
             snapshot = snapshot_sequence(llm)
             if snapshot is not None:
                 self.kv_states.put(self._kv_owner, snapshot)
-        saved = self.kv_states.get(conversation)
+        saved = self.kv_states.get(conversation) or self.kv_states.closest(tokens)
         if saved is None:
             return
         current = common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens)

@@ -38,7 +38,11 @@ def write_tiny_model(
     chat_template: str | None = None,
     name: str | None = None,
     seed: int = 0,
+    only_words: bool = False,
 ) -> Path:
+    """``only_words``: the output layer can only pick "▁cat" or "▁dog" (their rows are ±e₀, every other row is
+    zero), so whatever the random weights compute, the reply is a stream of those two words: a model whose output
+    a test can reason about without knowing its weights."""
     rng = np.random.default_rng(seed)
     tokens, scores, types = _vocab()
     n_vocab = len(tokens)
@@ -83,7 +87,12 @@ def write_tiny_model(
     # numpy shapes are (rows, cols) = (out, in): ggml's ne is the reverse.
     writer.add_tensor("token_embd.weight", weight(n_vocab, n_embd))
     writer.add_tensor("output_norm.weight", ones(n_embd))
-    writer.add_tensor("output.weight", weight(n_vocab, n_embd))
+    output = weight(n_vocab, n_embd)
+    if only_words:
+        output[:] = 0.0
+        output[tokens.index("▁cat"), 0] = 10.0
+        output[tokens.index("▁dog"), 0] = -10.0
+    writer.add_tensor("output.weight", output)
     for i in range(n_layer):
         blk = f"blk.{i}"
         writer.add_tensor(f"{blk}.attn_norm.weight", ones(n_embd))

@@ -358,3 +358,24 @@ def test_a_model_file_deleted_while_loaded_or_listed(qtbot, tmp_path):
         win.start_auto(model)  # e.g. the model remembered in settings was deleted since
     assert "not found" in failed.args[0]
     win.close()
+
+
+@pytest.mark.real_model
+def test_a_branch_reuses_the_kv_state_of_the_history_it_shares(smollm2_path):
+    """ "Branch from here" makes a new conversation whose prompt starts with its parent's history: it starts from
+    the parent's KV snapshot, even after another chat has used the context in between."""
+    backend = LlamaBackend()
+    backend.load(smollm2_path, LoadParams(n_ctx=4096, prefault=False))
+    sampling = SamplingParams(temperature=0.0, max_tokens=8)
+    history = _history("gardening", 12)
+
+    def turn(messages, conversation):
+        prompt = backend.prepare(messages, 64)
+        return backend.reply(prompt, sampling, lambda: False, lambda _t: None, conversation=conversation).stats
+
+    turn([*history, ChatMessage("user", "Thanks!")], "parent")
+    turn(_history("sailing", 3), "other")
+    branch = turn([*history[:-2], ChatMessage("user", "Tell me about roses instead.")], "branch")
+    print(f"\nbranch: {branch.prompt_tokens} prompt tokens, {branch.prompt_tokens_evaluated} read")
+    assert branch.prompt_tokens > 1000 and branch.prompt_tokens_evaluated < 200
+    backend.unload()

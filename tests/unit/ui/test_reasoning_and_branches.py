@@ -13,7 +13,18 @@ from PySide6.QtGui import QGuiApplication
 from tests.helpers.chatting import ask
 from tests.helpers.fakes import FakeBackend
 
-REASONING_REPLY = ["<think>", "\n", "The user", " wants", " a sum.", " 2+2=4.", "\n", "</think>", "\n\n", "It is **4**."]
+REASONING_REPLY = [
+    "<think>",
+    "\n",
+    "The user",
+    " wants",
+    " a sum.",
+    " 2+2=4.",
+    "\n",
+    "</think>",
+    "\n\n",
+    "It is **4**.",
+]
 SHOTS = Path(os.environ.get("FARA_SCREENSHOTS", "")) if os.environ.get("FARA_SCREENSHOTS") else None
 
 
@@ -30,8 +41,10 @@ def test_a_reasoning_reply_streams_into_its_own_section_then_folds_away(window, 
     win.send_button.click()
     gate.release(5)  # up to " a sum." (the worker sends pieces in batches: at least "The user" arrives)
     qtbot.waitUntil(
-        lambda: win.chat_view.streaming_message is not None
-        and "The user" in win.chat_view.streaming_message.reasoning.body.text(),
+        lambda: (
+            win.chat_view.streaming_message is not None
+            and "The user" in win.chat_view.streaming_message.reasoning.body.text()
+        ),
         timeout=5000,
     )
     streaming = win.chat_view.streaming_message
@@ -63,7 +76,7 @@ def test_a_reasoning_reply_streams_into_its_own_section_then_folds_away(window, 
     backend: FakeBackend = win.bridge.worker._backend  # type: ignore[assignment]
     backend.words = ["Fine."]
     ask(qtbot, win, "And 3+3?")
-    earlier = [m for m in backend.prompts[-1] if m.role == "assistant"][0]
+    earlier = next(m for m in backend.prompts[-1] if m.role == "assistant")
     assert (earlier.content, earlier.reasoning) == ("It is **4**.", "The user wants a sum. 2+2=4.")
 
     # reopening the chat shows the reasoning folded, with its time
