@@ -1,14 +1,16 @@
-"""Export conversations to Markdown and JSON files (one file per conversation), and import JSON back."""
+"""Export conversations to Markdown and JSON files (one file per conversation); import our JSON and other apps'."""
 
 from __future__ import annotations
 
 import json
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from fara_desktop.atomic_files import write_text_atomically
 from fara_desktop.chats.export_format import ImportRefusedError
+from fara_desktop.chats.imports import read_conversations
 from fara_desktop.chats.storage import ConversationStore
 from fara_desktop.regular_files import read_regular_text
 
@@ -45,8 +47,17 @@ def export_conversations(
 MAX_IMPORT_BYTES = 512 * 1024 * 1024
 
 
-def import_conversation(store: ConversationStore, path: Path) -> int:
-    """Raises ``ImportRefusedError`` (unreadable, not JSON, invalid) or ``StorageError`` (cannot be saved)."""
+@dataclass(frozen=True)
+class ImportResult:
+    """What an import added: the format it was read as and the new conversations' ids."""
+
+    format_name: str
+    conversation_ids: list[int]
+
+
+def import_conversations(store: ConversationStore, path: Path) -> ImportResult:
+    """Every conversation in the file, or none. Raises ``ImportRefusedError`` (unreadable, not JSON, not a format
+    we know, invalid) or ``StorageError`` (cannot be saved)."""
     try:
         data = json.loads(read_regular_text(path, MAX_IMPORT_BYTES))
     except RecursionError as exc:
@@ -54,4 +65,15 @@ def import_conversation(store: ConversationStore, path: Path) -> int:
     except (OSError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ImportRefusedError(f"{path.name} could not be read as JSON: {reason[:200]}") from exc
-    return store.import_json(data)
+    try:
+        format_name, conversations = read_conversations(data)
+    except RecursionError as exc:
+        raise ImportRefusedError(f"{path.name} is nested too deeply to be a conversation.") from exc
+    if not conversations:
+        raise ImportRefusedError(f"{path.name} holds no conversation.")
+    return ImportResult(format_name, store.import_conversations(conversations))
+
+
+def import_conversation(store: ConversationStore, path: Path) -> int:
+    """The first conversation of an import (see ``import_conversations``)."""
+    return import_conversations(store, path).conversation_ids[0]

@@ -155,6 +155,10 @@ def _message(row: sqlite3.Row) -> StoredMessage:
 _INTERNAL_FIELDS = ("id", "conversation_id", "position", "parent_id")  # not exported: keys and parents are
 
 
+def _key_of(keys: dict[int, int], message_id: int | None) -> int | None:
+    return keys.get(message_id) if message_id is not None else None
+
+
 def title_from(text: str, limit: int = 48) -> str:
     """A conversation title from its first message: the first line, trimmed at a word boundary."""
     line = " ".join(text.strip().split("\n", 1)[0].split())
@@ -401,7 +405,7 @@ class ConversationStore:
             "messages": [
                 {
                     "key": key[m.id],
-                    "parent": key.get(tree.parent_of(m)) if tree.parent_of(m) is not None else None,
+                    "parent": _key_of(key, tree.parent_of(m)),
                     **{k: v for k, v in asdict(m).items() if k not in _INTERNAL_FIELDS},
                 }
                 for m in messages

@@ -7,7 +7,7 @@ from typing import Protocol
 
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QLineEdit, QMessageBox, QWidget
 
-from fara_desktop.chats.export import export_conversations, import_conversation
+from fara_desktop.chats.export import export_conversations, import_conversations
 from fara_desktop.chats.session import ChatSession
 from fara_desktop.chats.storage import ConversationStore
 from fara_desktop.errors import FaraError
@@ -122,14 +122,19 @@ class ConversationsController:
 
     def import_chat(self) -> None:
         path, _ = QFileDialog.getOpenFileName(
-            self.dialog_parent, "Import a chat", str(Path.home()), "Fara chats (*.json)"
+            self.dialog_parent,
+            "Import chats",
+            str(Path.home()),
+            "Chats from Fara Desktop, ChatGPT, Open WebUI or LM Studio (*.json)",
         )
         if not path:
             return
         try:
-            conversation_id = import_conversation(self.store, Path(path))
+            result = import_conversations(self.store, Path(path))
         except FaraError as exc:  # refused (ImportRefusedError) or not saved (StorageError): nothing was written
             self.screen.show_notice(f"{Path(path).name} was not imported. {exc}", "error")
             return
         self.refresh_sidebar()
-        self.open_conversation(conversation_id)
+        self.open_conversation(result.conversation_ids[0])
+        count = len(result.conversation_ids)
+        self.screen.set_status(f"Imported {count} chat{'s' if count != 1 else ''} from {result.format_name}")

@@ -140,5 +140,5 @@ def test_export_and_import_round_trip(store, tmp_path):
     assert copy[1].stats["completion_tokens"] == 5
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"format": "something-else"}))
-    with pytest.raises(ImportRefusedError, match="not a Fara Desktop"):
+    with pytest.raises(ImportRefusedError, match="not a conversation export"):
         import_conversation(store, bad)

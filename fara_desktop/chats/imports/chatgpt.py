@@ -1,0 +1,115 @@
+"""ChatGPT's data export: ``conversations.json``, a list of conversations, each a tree of messages (``mapping``:
+id → node with ``parent``, ``children`` and ``message``) and ``current_node``, the end of the branch shown.
+
+Kept: user and assistant text (``text`` and ``multimodal_text`` parts that are text; ``code``), titles, times, the
+model of each reply (``metadata.model_slug``), and the reasoning of o-series replies (``thoughts`` nodes) on the
+reply that follows them. Left out, with their children kept: the hidden root, system and tool messages, images.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fara_desktop.chats.export_format import ImportedConversation
+from fara_desktop.chats.imports.common import (
+    Node,
+    build_conversation,
+    epoch_seconds,
+    need_dict,
+    need_list,
+    optional_dict,
+    text_or_none,
+)
+
+
+def looks_like(data: Any) -> bool:
+    first = data[0] if isinstance(data, list) and data else data
+    return isinstance(first, dict) and isinstance(first.get("mapping"), dict)
+
+
+def _text(content: dict[str, Any], where: str) -> tuple[str, str]:
+    """(text, reasoning) of a message's content."""
+    kind = content.get("content_type")
+    if kind in ("text", "multimodal_text"):
+        parts = need_list(content.get("parts", []), f"{where}'s parts")
+        texts = [p for p in parts if isinstance(p, str)]  # images and files are objects: left out
+        return text_or_none("".join(texts), f"{where}'s text") or "", ""
+    if kind == "code":
+        return text_or_none(content.get("text"), f"{where}'s code") or "", ""
+    if kind == "thoughts":
+        thoughts = need_list(content.get("thoughts", []), f"{where}'s thoughts")
+        lines = []
+        for thought in thoughts:
+            thought = need_dict(thought, f"{where}'s thought")
+            lines.append(text_or_none(thought.get("content"), f"{where}'s thought") or "")
+        return "", text_or_none("\n\n".join(line for line in lines if line), f"{where}'s thoughts") or ""
+    return "", ""
+
+
+def _conversation(data: Any, where: str) -> ImportedConversation:
+    data = need_dict(data, where)
+    mapping = need_dict(data.get("mapping"), f"{where}'s messages")
+    nodes: list[Node] = []
+    pending_reasoning: dict[str, str] = {}  # thoughts waiting for the reply below them
+    for key, raw in mapping.items():
+        raw = need_dict(raw, f"{where}, message {str(key)[:40]}")
+        parent = raw.get("parent")
+        parent = parent if isinstance(parent, str) else None
+        message = raw.get("message")
+        if message is None:
+            nodes.append(Node(str(key), parent, keep=False))
+            continue
+        message = need_dict(message, f"{where}, message {str(key)[:40]}")
+        author = need_dict(message.get("author", {}), f"{where}, message {str(key)[:40]}'s author")
+        role = author.get("role")
+        content = need_dict(message.get("content", {}), f"{where}, message {str(key)[:40]}'s content")
+        text, reasoning = _text(content, f"{where}, message {str(key)[:40]}")
+        metadata = optional_dict(message.get("metadata"))
+        hidden = bool(metadata.get("is_visually_hidden_from_conversation"))
+        if reasoning:
+            pending_reasoning[str(key)] = reasoning
+        keep = role in ("user", "assistant") and bool(text.strip()) and not hidden
+        model = metadata.get("model_slug") if isinstance(metadata.get("model_slug"), str) else None
+        nodes.append(
+            Node(str(key), parent, str(role) if keep else "user", text, "", model,
+                 epoch_seconds(message.get("create_time"), f"{where}, message {str(key)[:40]}'s time"), keep)
+        )  # fmt: skip
+    nodes = _attach_reasoning(nodes, pending_reasoning)
+    title = text_or_none(data.get("title"), f"{where}'s title", 10_000)
+    return build_conversation(
+        nodes,
+        title,
+        epoch_seconds(data.get("create_time"), f"{where}'s creation time"),
+        epoch_seconds(data.get("update_time"), f"{where}'s update time"),
+        data.get("current_node") if isinstance(data.get("current_node"), str) else None,
+        where,
+    )
+
+
+def _attach_reasoning(nodes: list[Node], reasoning: dict[str, str]) -> list[Node]:
+    """A reply's reasoning is its own node in ChatGPT's tree, an ancestor of the reply: move it onto the nearest
+    assistant reply below it."""
+    if not reasoning:
+        return nodes
+    by_key = {n.key: n for n in nodes}
+    attached: list[Node] = []
+    for node in nodes:
+        if node.keep and node.role == "assistant":
+            found: list[str] = []
+            seen: set[str] = set()
+            parent = node.parent
+            while parent in by_key and parent not in seen and not by_key[parent].keep:
+                seen.add(parent)
+                if parent in reasoning:
+                    found.append(reasoning[parent])
+                parent = by_key[parent].parent
+            if found:
+                node = Node(node.key, node.parent, node.role, node.content, "\n\n".join(reversed(found)),
+                            node.model, node.created_at)  # fmt: skip
+        attached.append(node)
+    return attached
+
+
+def read(data: Any) -> list[ImportedConversation]:
+    conversations = data if isinstance(data, list) else [data]
+    return [_conversation(c, f"Conversation {number}") for number, c in enumerate(conversations, start=1)]
