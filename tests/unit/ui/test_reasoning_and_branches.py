@@ -157,3 +157,31 @@ def test_the_think_switch_shows_for_models_that_have_it_and_is_kept_per_chat(win
     assert backend.thinking[-1] is True
     win.open_conversation(chat)
     assert not win.thinking_box.isChecked()
+
+
+def test_importing_a_chatgpt_export_from_the_window_opens_the_chats(window, qtbot, tmp_path, monkeypatch):
+    import json
+
+    from PySide6.QtWidgets import QFileDialog
+
+    from tests.helpers.chat_exports import chatgpt_conversation
+
+    win = window(FakeBackend())
+    export = tmp_path / "conversations.json"
+    export.write_text(json.dumps([chatgpt_conversation(), chatgpt_conversation("Second")]), encoding="utf-8")
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *_a, **_k: (str(export), ""))
+    win.conversations.import_chat()
+    assert win.status_label.text() == "Imported 2 chats from ChatGPT (conversations.json)"
+    assert [w.text for w in win.chat_view.messages()] == ["Plan a day in Porto", "Walk along the Douro."]
+    assert win.chat_view.messages()[0].version_label.text() == "2/2"
+    assert len(win.sidebar.ids()) == 2
+
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps([chatgpt_conversation(current="a1") | {"title": 7}]), encoding="utf-8")
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *_a, **_k: (str(broken), ""))
+    win.conversations.import_chat()
+    notice = win.chat_view.messages()[-1]
+    assert (
+        notice.role == "error" and "broken.json was not imported" in notice.text and "title is not text" in notice.text
+    )
+    assert len(win.sidebar.ids()) == 2
