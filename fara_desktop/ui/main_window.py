@@ -233,7 +233,7 @@ class MainWindow(QMainWindow):
         chat.addSeparator()
         self._action(chat, "&Export this chat…", conversations.export_current, QKeySequence("Ctrl+E"))
         self._action(chat, "Export &all chats…", conversations.export_all)
-        self._action(chat, "&Import a chat…", conversations.import_chat)
+        self._action(chat, "&Import chats (Fara, ChatGPT, Open WebUI, LM Studio)…", conversations.import_chat)
         chat.addSeparator()
         self._action(chat, "&Quit", self.close, QKeySequence.StandardKey.Quit)
         model = bar.addMenu("&Model")
