@@ -126,7 +126,9 @@ class ChatSession:
     ) -> StoredMessage:
         assert self.conversation_id is not None
         parent = self.messages[-1].id if self.messages else None
-        message = self.store.add_message(self.conversation_id, role, content, status, model, parent)
+        message = self.store.add_message(
+            self.conversation_id, role, content, status, model, parent, first_turn=parent is None
+        )
         self.messages.append(message)
         self.tree = MessageTree([*self.tree.by_id.values(), message])
         return message

@@ -315,10 +315,22 @@ class ConversationStore:
         status: MessageStatus = "complete",
         model: str | None = None,
         parent_id: int | None = None,
+        first_turn: bool = False,
     ) -> StoredMessage:
-        """A new message after ``parent_id`` (None: a first turn); it becomes the end of the branch shown."""
+        """A new message after ``parent_id`` (by default after the end of the branch shown; ``first_turn``: a new
+        first message, as when the first message is edited); it becomes the end of the branch shown."""
         now = time.time()
         with self.transaction() as db:
+            if parent_id is None and not first_turn:
+                row = db.execute("SELECT leaf_id FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
+                leaf = row[0] if row else None
+                known = (
+                    leaf is not None
+                    and db.execute(
+                        "SELECT 1 FROM messages WHERE id = ? AND conversation_id = ?", (leaf, conversation_id)
+                    ).fetchone()
+                )
+                parent_id = leaf if known else None
             position = db.execute(
                 "SELECT COALESCE(MAX(position), -1) + 1 FROM messages WHERE conversation_id = ?", (conversation_id,)
             ).fetchone()[0]

@@ -194,3 +194,13 @@ def test_a_branching_export_with_a_bad_link_is_refused_whole(store, change, reas
     with pytest.raises(ImportRefusedError, match=reason):
         store.import_json(data)
     assert len(store.conversations()) == before
+
+
+def test_the_store_adds_after_the_branch_shown_unless_told_otherwise(store):
+    conversation = store.create_conversation("Direct")
+    first = store.add_message(conversation, "user", "one")
+    second = store.add_message(conversation, "assistant", "uno")
+    assert second.parent_id == first.id
+    root = store.add_message(conversation, "user", "another start", first_turn=True)
+    assert root.parent_id is None
+    assert [m.content for m in store.branch(conversation)] == ["another start"]
