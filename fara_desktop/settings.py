@@ -117,6 +117,36 @@ class SamplingSettings:
 
 
 THEMES = ("system", "light", "dark")
+MAX_SERVERS = 50
+
+
+@dataclass(frozen=True)
+class ServerEntry:
+    """An OpenAI-compatible server the user added; its API key lives in ``api_keys``, never here."""
+
+    name: str
+    base_url: str
+
+    @staticmethod
+    def valid_url(url: str) -> bool:
+        return len(url) <= 500 and url.startswith(("http://", "https://")) and len(url.split("//", 1)[1].strip("/")) > 0
+
+
+@dataclass(frozen=True)
+class RemoteChoice:
+    """The server model chosen for chatting (instead of a GGUF file here)."""
+
+    server: str
+    model: str
+
+
+@dataclass(frozen=True)
+class LocalApiSettings:
+    """The local API: off unless the user turns it on; on 127.0.0.1 unless they choose another address."""
+
+    enabled: bool = False
+    host: str = "127.0.0.1"
+    port: int = 8765
 
 
 @dataclass(frozen=True)
@@ -130,6 +160,12 @@ class Settings:
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
     theme: str = "system"
     font_size: int = 10
+    servers: list[ServerEntry] = field(default_factory=list)
+    remote_model: RemoteChoice | None = None
+    local_api: LocalApiSettings = field(default_factory=LocalApiSettings)
+
+    def server(self, name: str) -> ServerEntry | None:
+        return next((s for s in self.servers if s.name == name), None)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -146,6 +182,19 @@ class Settings:
         model_path = data.get("model_path")
         theme = data.get("theme") if data.get("theme") in THEMES else "system"
         font_size = int(_number(data.get("font_size"), 7, 24, 10))
+        servers = _servers(data.get("servers"))
+        remote = _mapping(data.get("remote_model"))
+        remote_model = (
+            RemoteChoice(remote["server"], remote["model"][:500])
+            if isinstance(remote.get("server"), str) and isinstance(remote.get("model"), str)
+            and any(s.name == remote["server"] for s in servers)
+            else None
+        )  # fmt: skip
+        api = _mapping(data.get("local_api"))
+        host = api.get("host") if isinstance(api.get("host"), str) and 0 < len(api["host"]) <= 255 else "127.0.0.1"
+        local_api = LocalApiSettings(
+            enabled=api.get("enabled") is True, host=str(host), port=int(_number(api.get("port"), 1, 65535, 8765))
+        )
         return cls(
             model_path=model_path if isinstance(model_path, str) else None,
             extra_model_folders=[f for f in folders if isinstance(f, str)] if isinstance(folders, list) else [],
@@ -153,7 +202,22 @@ class Settings:
             sampling=sampling,
             theme=str(theme),
             font_size=font_size,
+            servers=servers,
+            remote_model=remote_model,
+            local_api=local_api,
         )
+
+
+def _servers(value: Any) -> list[ServerEntry]:
+    servers: list[ServerEntry] = []
+    for entry in value if isinstance(value, list) else []:
+        entry = _mapping(entry)
+        name, url = entry.get("name"), entry.get("base_url")
+        if not (isinstance(name, str) and isinstance(url, str)) or not 0 < len(name) <= 80:
+            continue
+        if ServerEntry.valid_url(url) and all(s.name != name for s in servers):
+            servers.append(ServerEntry(name, url))
+    return servers[:MAX_SERVERS]
 
 
 @dataclass(frozen=True)

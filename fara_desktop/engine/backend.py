@@ -1,18 +1,17 @@
 """What the inference worker needs from a model runtime: the ``Backend`` protocol and the values it passes.
 
-``LlamaBackend`` (llama.cpp in this process) implements it; GUI tests use a fake; a remote OpenAI-compatible
-server can be another implementation behind the same queue and events.
+``LlamaBackend`` (llama.cpp in this process) and ``RemoteBackend`` (an OpenAI-compatible server) implement it,
+``RoutedBackend`` hands each request to whichever holds the chosen model; GUI tests use a fake.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal, Protocol
 
 from fara_desktop.engine.chat_format import RenderedPrompt
-from fara_desktop.engine.types import ChatMessage, GenerationStats, ModelInfo, SamplingParams
+from fara_desktop.engine.types import ChatMessage, GenerationStats, ModelInfo, ModelSource, SamplingParams
 from fara_desktop.planning.params import LoadParams
 
 
@@ -24,6 +23,7 @@ class PreparedPrompt:
     rendered: RenderedPrompt
     dropped_messages: int
     kept_messages: int
+    messages: tuple[ChatMessage, ...] = ()  # the turns themselves, for a backend that sends them as they are
 
 
 @dataclass(frozen=True)
@@ -40,8 +40,8 @@ class Backend(Protocol):
 
     @property
     def info(self) -> ModelInfo | None: ...
-    def load(self, path: Path, params: LoadParams) -> ModelInfo: ...
-    def unload(self) -> Path | None: ...
+    def load(self, path: ModelSource, params: LoadParams) -> ModelInfo: ...
+    def unload(self) -> ModelSource | None: ...
     def calibrate_threads(self, candidates: Sequence[int], tokens: int = 48) -> dict[int, float]: ...
     def prepare(
         self,

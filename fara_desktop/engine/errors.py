@@ -31,3 +31,11 @@ class TemplateRenderError(FaraError):
 
 class RequestCancelled(FaraError):
     """The user stopped the request before its reply began (while its prompt was still being built)."""
+
+
+class RemoteServerError(GenerationError):
+    """An OpenAI-compatible server could not be reached, refused the request or broke off its reply."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status

@@ -26,7 +26,7 @@ from fara_desktop.engine.errors import (
 from fara_desktop.engine.kv_states import KVStateCache, common_prefix
 from fara_desktop.engine.llama_state import cached_prefix, restore_sequence, snapshot_sequence, start_prefault
 from fara_desktop.engine.text_stream import TextStream
-from fara_desktop.engine.types import ChatMessage, GenerationStats, ModelInfo, SamplingParams
+from fara_desktop.engine.types import ChatMessage, GenerationStats, ModelInfo, ModelSource, RemoteModel, SamplingParams
 from fara_desktop.machine.hardware import physical_cores, usable_cores
 from fara_desktop.machine.llama_build import load_ggml_cpu_library, route_llama_logs_to_logging
 from fara_desktop.models.gguf_file import read_gguf_header
@@ -62,7 +62,9 @@ class LlamaBackend:
     def info(self) -> ModelInfo | None:
         return self._info
 
-    def load(self, path: Path, params: LoadParams) -> ModelInfo:
+    def load(self, path: ModelSource, params: LoadParams) -> ModelInfo:
+        if isinstance(path, RemoteModel):
+            raise ModelLoadError("A server's model is not loaded by llama.cpp here.")
         self.unload()
         path = Path(path)
         if not path.is_file():
@@ -162,7 +164,7 @@ class LlamaBackend:
         self._info = replace(info, n_threads=best)
         return results
 
-    def unload(self) -> Path | None:
+    def unload(self) -> ModelSource | None:
         if self._llm is None:
             return None
         path = self._info.path if self._info else None
@@ -275,13 +277,15 @@ class LlamaBackend:
 
     # ------------------------------------------------------------------ generation
 
-    def _switch_kv(self, llm: Llama, conversation: Hashable, tokens: list[int]) -> None:
+    def _switch_kv(self, llm: Llama, conversation: Hashable | None, tokens: list[int]) -> None:
         """Keep the KV state of the conversation we leave; bring back the one we return to if it helps (or, for a
         conversation new to the cache, such as a branch, the one that shares most of its prompt)."""
         if self._kv_owner is not None:
             snapshot = snapshot_sequence(llm)
             if snapshot is not None:
                 self.kv_states.put(self._kv_owner, snapshot)
+        if conversation is None:
+            return  # a one-off request (the local API) reuses whatever prefix it shares, and is not kept
         saved = self.kv_states.get(conversation) or self.kv_states.closest(tokens)
         if saved is None:
             return
@@ -301,7 +305,7 @@ class LlamaBackend:
 
         llm, _, info = self._require()
         tokens = prompt.tokens
-        if conversation is not None and conversation != self._kv_owner:
+        if conversation != self._kv_owner:  # a request of no conversation (the local API) also keeps the chat's
             self._switch_kv(llm, conversation, tokens)
         self._kv_owner = conversation
         reused = cached_prefix(llm, tokens)

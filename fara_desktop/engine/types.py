@@ -15,6 +15,27 @@ Role = Literal["system", "user", "assistant"]
 
 
 @dataclass(frozen=True)
+class RemoteModel:
+    """A model served by an OpenAI-compatible server the user added (llama.cpp's server, vLLM, Ollama, LM Studio,
+    a hosted service). ``api_key`` is never shown in a repr, a log line or an export."""
+
+    server: str  # the name the user gave the server
+    base_url: str  # ending in /v1, e.g. http://gpu-box:8000/v1
+    model: str  # the server's model id
+    api_key: str | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def name(self) -> str:
+        return self.model
+
+    def __str__(self) -> str:
+        return f"{self.model} on {self.server}"
+
+
+ModelSource = Path | RemoteModel  # what LoadModel loads: a GGUF file here, or a server's model
+
+
+@dataclass(frozen=True)
 class ChatMessage:
     """One turn of a conversation, as the chat template sees it."""
 
@@ -46,7 +67,7 @@ class SamplingParams:
 
 @dataclass(frozen=True)
 class LoadModel:
-    path: Path
+    path: ModelSource
     params: LoadParams = field(default_factory=LoadParams)
 
 
@@ -87,7 +108,7 @@ Command = LoadModel | Generate | CalibrateThreads | Unload | Shutdown
 class ModelInfo:
     """What the GUI shows about a loaded model."""
 
-    path: Path
+    path: ModelSource
     name: str
     architecture: str
     n_ctx: int
@@ -100,6 +121,11 @@ class ModelInfo:
     load_seconds: float
     file_bytes: int
     thinking_switch: bool = False  # the template honours ``enable_thinking`` (Qwen3 and others)
+    server: str | None = None  # the server that runs it; None: this computer
+
+    @property
+    def remote(self) -> bool:
+        return self.server is not None
 
 
 @dataclass(frozen=True)
@@ -121,7 +147,7 @@ class GenerationStats:
 
 @dataclass(frozen=True)
 class ModelLoading:
-    path: Path
+    path: ModelSource
 
 
 @dataclass(frozen=True)
@@ -131,21 +157,21 @@ class ModelLoaded:
 
 @dataclass(frozen=True)
 class ModelLoadFailed:
-    path: Path
+    path: ModelSource
     message: str
     error_type: str
 
 
 @dataclass(frozen=True)
 class ModelUnloaded:
-    path: Path | None
+    path: ModelSource | None
 
 
 @dataclass(frozen=True)
 class ThreadsCalibrated:
     """Tokens/s per thread count on the loaded model; ``best`` is now in use."""
 
-    path: Path
+    path: ModelSource
     tok_per_s: dict[int, float]
     best: int
 

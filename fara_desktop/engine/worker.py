@@ -15,6 +15,8 @@ from fara_desktop.engine.backend import Backend
 from fara_desktop.engine.errors import RequestCancelled
 from fara_desktop.engine.llama_backend import LlamaBackend
 from fara_desktop.engine.reasoning import ReasoningSplitter, ReasoningSyntax, split_reasoning
+from fara_desktop.engine.remote_backend import RemoteBackend
+from fara_desktop.engine.routed_backend import RoutedBackend
 from fara_desktop.engine.types import (
     CalibrateThreads,
     Cancelled,
@@ -30,8 +32,10 @@ from fara_desktop.engine.types import (
     ModelLoaded,
     ModelLoadFailed,
     ModelLoading,
+    ModelSource,
     ModelUnloaded,
     PromptAdjusted,
+    RemoteModel,
     SamplingParams,
     Shutdown,
     ThreadsCalibrated,
@@ -142,13 +146,16 @@ class InferenceWorker:
     """
 
     def __init__(self, on_event: EventSink, backend: Backend | None = None) -> None:
-        self._emit = on_event
-        self._backend: Backend = backend if backend is not None else LlamaBackend()
+        self._emit_default = on_event
+        self._backend: Backend = backend if backend is not None else RoutedBackend(LlamaBackend(), RemoteBackend())
         self._commands: queue.Queue[Command] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="fara-inference", daemon=True)
         self._lock = threading.Lock()
         self._last_request_id = 0
         self._cancel_below: float = 0  # every request with a smaller id is cancelled
+        self._cancelled: set[int] = set()  # and these, one by one (a local API client that went away)
+        self._sinks: dict[int, EventSink] = {}  # requests whose events go elsewhere than ``on_event``
+        self._stopping = False
 
     # ------------------------------------------------------------------ public, any thread
 
@@ -160,8 +167,9 @@ class InferenceWorker:
     def thread(self) -> threading.Thread:
         return self._thread
 
-    def load_model(self, path: Path | str, params: LoadParams | None = None) -> None:
-        self._commands.put(LoadModel(Path(path), params or LoadParams()))
+    def load_model(self, path: ModelSource | str, params: LoadParams | None = None) -> None:
+        source = path if isinstance(path, RemoteModel) else Path(path)
+        self._commands.put(LoadModel(source, params or LoadParams()))
 
     def generate(
         self,
@@ -169,17 +177,32 @@ class InferenceWorker:
         sampling: SamplingParams | None = None,
         conversation: int | None = None,
         thinking: bool = True,
+        on_event: EventSink | None = None,
     ) -> int:
+        """Queue a reply; its events go to ``on_event`` when given (a local API request), else to the worker's sink.
+        Requests run one at a time in the order they were queued."""
         with self._lock:
             self._last_request_id += 1
             request_id = self._last_request_id
+            if on_event is not None:
+                self._sinks[request_id] = on_event
         self._commands.put(Generate(request_id, tuple(messages), sampling or SamplingParams(), conversation, thinking))
         return request_id
 
     def cancel(self) -> None:
-        """Stop the reply being generated and any reply already queued. Harmless when idle."""
+        """Stop the GUI's reply being generated and any GUI reply already queued (requests with their own sink,
+        such as the local API's, are stopped by ``cancel_request``). Harmless when idle."""
         with self._lock:
             self._cancel_below = max(self._cancel_below, self._last_request_id + 1)
+
+    def cancel_request(self, request_id: int) -> None:
+        """Stop one request, running or queued."""
+        with self._lock:
+            self._cancelled.add(request_id)
+
+    @property
+    def queued(self) -> int:
+        return self._commands.qsize()
 
     def calibrate_threads(self, candidates: Sequence[int], tokens: int = 48) -> None:
         self._commands.put(CalibrateThreads(tuple(candidates), tokens))
@@ -191,13 +214,28 @@ class InferenceWorker:
         """Cancel everything, stop the thread and free the model; True when the thread has ended."""
         with self._lock:
             self._cancel_below = math.inf
+            self._stopping = True
         self._commands.put(Shutdown())
         if self._thread.is_alive():
             self._thread.join(timeout)
         return not self._thread.is_alive()
 
     def is_cancelled(self, request_id: int) -> bool:
-        return request_id < self._cancel_below
+        if self._stopping or request_id in self._cancelled:
+            return True
+        return request_id < self._cancel_below and request_id not in self._sinks
+
+    def _emit(self, event: Event) -> None:
+        """To the request's own sink when it has one; its last event (finished, stopped, failed) releases it."""
+        request_id = getattr(event, "request_id", None)
+        sink: EventSink | None = None
+        if isinstance(request_id, int):
+            with self._lock:
+                sink = self._sinks.get(request_id)
+                if isinstance(event, (Finished, Cancelled, Failed)):
+                    self._sinks.pop(request_id, None)
+                    self._cancelled.discard(request_id)
+        (sink or self._emit_default)(event)
 
     # ------------------------------------------------------------------ the thread
 
@@ -247,7 +285,7 @@ class InferenceWorker:
             self._emit(Cancelled(request_id, "", None))
             return
         self._emit(GenerationStarted(request_id))
-        should_cancel = lambda: request_id < self._cancel_below  # noqa: E731
+        should_cancel = lambda: self.is_cancelled(request_id)  # noqa: E731
         try:
             info = self._backend.info
             n_ctx = info.n_ctx if info else 0

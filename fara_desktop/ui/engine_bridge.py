@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
 from fara_desktop.engine.backend import Backend
-from fara_desktop.engine.types import ChatMessage, SamplingParams
+from fara_desktop.engine.types import ChatMessage, ModelSource, SamplingParams
 from fara_desktop.engine.worker import InferenceWorker
 from fara_desktop.planning.params import LoadParams
 
@@ -25,7 +24,7 @@ class EngineBridge(QObject):
         self.worker = InferenceWorker(self.engine_event.emit, backend)
         self.worker.start()
 
-    def load_model(self, path: Path, params: LoadParams | None = None) -> None:
+    def load_model(self, path: ModelSource, params: LoadParams | None = None) -> None:
         self.worker.load_model(path, params)
 
     def generate(

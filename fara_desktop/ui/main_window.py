@@ -34,7 +34,7 @@ from fara_desktop import APP_NAME
 from fara_desktop.chats.session import ChatSession
 from fara_desktop.chats.storage import open_store
 from fara_desktop.engine.backend import Backend
-from fara_desktop.engine.types import Event, ModelInfo, SamplingParams
+from fara_desktop.engine.types import Event, ModelInfo, ModelSource, SamplingParams
 from fara_desktop.paths import AppPaths, app_paths
 from fara_desktop.planning.catalog_fit import assess_catalog_here
 from fara_desktop.planning.params import LoadParams
@@ -276,7 +276,7 @@ class MainWindow(QMainWindow):
     def start_auto(self, preferred: Path | None = None) -> None:
         self.startup.start_auto(preferred)
 
-    def load_model(self, path: Path | str, params: LoadParams | None = None) -> None:
+    def load_model(self, path: ModelSource | str, params: LoadParams | None = None) -> None:
         self.chat.load_model(path, params)
 
     def send(self) -> None:

@@ -30,8 +30,10 @@ from fara_desktop.engine.types import (
     ModelLoaded,
     ModelLoadFailed,
     ModelLoading,
+    ModelSource,
     ModelUnloaded,
     PromptAdjusted,
+    RemoteModel,
     SamplingParams,
     TokenText,
 )
@@ -108,8 +110,8 @@ class ChatController(QObject):
 
     # ------------------------------------------------------------------ what the user does
 
-    def load_model(self, path: Path | str, params: LoadParams | None = None) -> None:
-        self.bridge.load_model(Path(path), params)
+    def load_model(self, path: ModelSource | str, params: LoadParams | None = None) -> None:
+        self.bridge.load_model(path if isinstance(path, RemoteModel) else Path(path), params)
 
     def send(self) -> None:
         screen = self.screen

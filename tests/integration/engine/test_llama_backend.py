@@ -120,7 +120,7 @@ def test_cancel_mid_reply_stops_within_one_token(worker, event_log, smollm2_path
 def test_cancel_during_long_prompt_processing(worker, event_log, smollm2_path):
     load(worker, event_log, smollm2_path, LoadParams(n_ctx=4096, n_batch=64, n_ubatch=64))
     long_text = " ".join(f"Item {i} is a sentence about the weather in town number {i}." for i in range(150))
-    backend: LlamaBackend = worker._backend  # type: ignore[assignment]
+    backend: LlamaBackend = worker._backend.local  # type: ignore[attr-defined]
     worker.generate([SYSTEM, ChatMessage("user", long_text)], GREEDY)
     event_log.next_of(GenerationStarted)
     wait_until(lambda: backend._llm is not None and backend._llm.n_tokens >= 64, 60, "prompt processing")
@@ -195,7 +195,7 @@ def test_overflow_drops_oldest_turns_but_keeps_the_system_prompt(worker, event_l
     assert isinstance(finished, Finished)
     assert finished.stats.prompt_tokens + 24 <= 512
 
-    backend: LlamaBackend = worker._backend  # type: ignore[assignment]
+    backend: LlamaBackend = worker._backend.local  # type: ignore[attr-defined]
     prompt = backend.prepare(messages, 24)
     assert "You are Fara, a pirate assistant." in prompt.rendered.text
     assert "What is two plus two?" in prompt.rendered.text

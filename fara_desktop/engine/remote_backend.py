@@ -1,0 +1,467 @@
+"""A model on an OpenAI-compatible server (llama.cpp's ``llama-server``, vLLM, Ollama, LM Studio, hosted services),
+behind the same ``Backend`` protocol as llama.cpp in this process.
+
+HTTP goes through httpx (well kept, streaming responses, separate connect and read timeouts, the socket reachable
+so Stop can cut the stream). The request runs on a helper thread and hands its bytes to the inference thread
+through a queue, so Stop returns at once even while the server has not answered yet, and then closes the
+connection, which makes the server stop generating.
+
+Nothing here is contacted unless the user added the server. What the server sends is a stranger's data: lines
+and replies have size caps, malformed stream lines are skipped and counted, and every failure becomes a
+``RemoteServerError`` (or ``ModelLoadError`` while loading) whose message says what to do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import queue
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from fara_desktop.engine.backend import PreparedPrompt, ReplyResult
+from fara_desktop.engine.chat_format import RenderedPrompt
+from fara_desktop.engine.errors import ModelLoadError, NoModelLoadedError, RemoteServerError
+from fara_desktop.engine.sse import SSEDecoder, SSELineTooLong
+from fara_desktop.engine.types import ChatMessage, GenerationStats, ModelInfo, ModelSource, RemoteModel, SamplingParams
+from fara_desktop.planning.params import LoadParams
+from fara_desktop.untrusted import one_line
+
+log = logging.getLogger(__name__)
+
+MAX_REPLY_CHARS = 2_000_000  # a reply longer than this is cut (finish reason "length")
+MAX_LISTING_BYTES = 4 * 1024 * 1024
+MAX_ERROR_BYTES = 64 * 1024
+RETRY_STATUSES = (429, 500, 502, 503, 504)
+# Sampling settings the OpenAI API has no field for: the settings dialog shows them as not applicable.
+NOT_SENT_TO_SERVERS = ("top-k", "min-p", "repeat penalty", "Mirostat")
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """How long the app waits for a server: to connect, and for each piece of a reply (the first one included:
+    a long prompt on a busy server takes time)."""
+
+    connect_s: float = 10.0
+    read_s: float = 120.0
+    retries: int = 3  # attempts for idempotent requests (listing models) answered 429 or 5xx
+    backoff_s: float = 0.5  # doubled after each attempt; a Retry-After header (up to 10 s) wins
+
+
+DEFAULT_TIMEOUTS = Timeouts()
+
+
+def is_local_host(base_url: str) -> bool:
+    host = httpx.URL(base_url).host
+    return host in ("localhost", "127.0.0.1", "::1") or host.endswith(".localhost")
+
+
+def _headers(api_key: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
+def _cause_chain(exc: BaseException) -> list[BaseException]:
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def describe_failure(exc: BaseException, server: str, url: str, timeouts: Timeouts) -> str:
+    """A transport failure as a person reads it."""
+    chain = _cause_chain(exc)
+    if any(isinstance(e, ssl.SSLCertVerificationError) for e in chain):
+        return (
+            f"The server {server} ({url}) presented a TLS certificate this computer does not trust, so nothing was "
+            "sent. Check the address, or install the server's certificate authority."
+        )
+    if any(isinstance(e, ssl.SSLError) for e in chain):
+        return f"The secure (TLS) connection to {server} ({url}) failed: {one_line(str(exc), 160)}."
+    if any(isinstance(e, socket.gaierror) for e in chain) or "Name or service not known" in str(exc):
+        return f"The name of the server {server} ({httpx.URL(url).host}) could not be found (DNS). Check the address."
+    if isinstance(exc, httpx.ConnectTimeout):
+        return f"The server {server} ({url}) did not accept a connection within {timeouts.connect_s:.0f} s."
+    if isinstance(exc, httpx.ReadTimeout):
+        return f"The server {server} sent nothing for {timeouts.read_s:.0f} s, so the app stopped waiting."
+    if isinstance(exc, httpx.ConnectError):
+        return f"The server {server} ({url}) cannot be reached: is it running, and is the address right?"
+    return f"The connection to the server {server} failed: {one_line(str(exc) or type(exc).__name__, 160)}."
+
+
+def _server_message(body: bytes) -> str:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return one_line(body.decode("utf-8", errors="replace"), 200)
+    if isinstance(data, dict):
+        error = data.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return one_line(error["message"], 200)
+        if isinstance(error, str):
+            return one_line(error, 200)
+        if isinstance(data.get("message"), str):
+            return one_line(data["message"], 200)
+    return ""
+
+
+def describe_status(status: int, body: bytes, server: str, model: str | None) -> str:
+    said = _server_message(body)
+    detail = f' The server said: "{said}"' if said else ""
+    if status in (401, 403):
+        return f"The server {server} refused the API key ({status}). Check the key in Settings ▸ Servers.{detail}"
+    if status == 404:
+        what = f"the model {model!r}" if model else "this address"
+        return f"The server {server} does not know {what} (404). Check the address and the model list.{detail}"
+    if status == 429:
+        return f"The server {server} is busy or over its rate limit (429). Try again in a moment.{detail}"
+    if status >= 500:
+        return f"The server {server} failed ({status}).{detail}"
+    return f"The server {server} refused the request ({status}).{detail}"
+
+
+def _retry_after(response: httpx.Response, fallback: float) -> float:
+    value = response.headers.get("retry-after", "")
+    try:
+        return min(max(float(value), 0.0), 10.0)
+    except ValueError:
+        return fallback
+
+
+def list_models(
+    base_url: str, api_key: str | None, server: str = "server", timeouts: Timeouts = DEFAULT_TIMEOUTS
+) -> list[str]:
+    """``GET /models``: the ids the server offers. Retried with backoff on 429 and 5xx (it changes nothing)."""
+    url = base_url.rstrip("/") + "/models"
+    delay = timeouts.backoff_s
+    with httpx.Client(timeout=httpx.Timeout(timeouts.read_s, connect=timeouts.connect_s)) as client:
+        for attempt in range(1, timeouts.retries + 1):
+            try:
+                with client.stream("GET", url, headers=_headers(api_key)) as response:
+                    body = _read_capped(response, MAX_LISTING_BYTES)
+            except httpx.HTTPError as exc:
+                raise RemoteServerError(describe_failure(exc, server, url, timeouts)) from exc
+            if response.status_code in RETRY_STATUSES and attempt < timeouts.retries:
+                wait = _retry_after(response, delay)
+                log.info("%s answered %d; retrying in %.1f s", server, response.status_code, wait)
+                time.sleep(wait)  # backoff before retrying an idempotent request, not synchronisation
+                delay *= 2
+                continue
+            if response.status_code >= 400:
+                message = describe_status(response.status_code, body, server, None)
+                if response.status_code in RETRY_STATUSES:
+                    message += f" (tried {timeouts.retries} times)"
+                raise RemoteServerError(message, response.status_code)
+            return _model_ids(body, server)
+    raise RemoteServerError(f"The server {server} did not answer.")  # pragma: no cover - the loop always returns
+
+
+def _read_capped(response: httpx.Response, limit: int) -> bytes:
+    body = bytearray()
+    for chunk in response.iter_bytes():
+        body += chunk
+        if len(body) > limit:
+            raise RemoteServerError(f"The server's answer is larger than {limit // (1024 * 1024)} MiB; it was refused.")
+    return bytes(body)
+
+
+def _model_ids(body: bytes, server: str) -> list[str]:
+    try:
+        data = json.loads(body)
+    except ValueError as exc:
+        raise RemoteServerError(f"The server {server} did not answer with a model list (not JSON).") from exc
+    entries = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise RemoteServerError(f"The server {server} did not answer with a model list.")
+    ids = [one_line(e["id"], 200) for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)]
+    return ids[:1000]
+
+
+def request_fields(sampling: SamplingParams) -> dict[str, Any]:
+    """The sampling settings the OpenAI API has fields for (the others are not sent: ``NOT_SENT_TO_SERVERS``)."""
+    fields: dict[str, Any] = {"temperature": sampling.temperature, "top_p": sampling.top_p}
+    if sampling.max_tokens:
+        fields["max_tokens"] = sampling.max_tokens
+    if sampling.seed is not None:
+        fields["seed"] = sampling.seed
+    return fields
+
+
+class _Stream:
+    """One streamed request on a helper thread; the inference thread reads its bytes from ``items``."""
+
+    def __init__(self, client: httpx.Client, url: str, body: dict[str, Any], headers: dict[str, str]) -> None:
+        self.items: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self._stop = threading.Event()
+        self._response: httpx.Response | None = None
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(
+            target=self._pump, args=(client, url, body, headers), name="fara-remote-stream", daemon=True
+        )
+        self._thread.start()
+
+    def _pump(self, client: httpx.Client, url: str, body: dict[str, Any], headers: dict[str, str]) -> None:
+        try:
+            with client.stream("POST", url, json=body, headers=headers) as response:
+                with self._lock:
+                    self._response = response
+                if self._stop.is_set():
+                    return
+                if response.status_code >= 400:
+                    self.items.put(("status", (response.status_code, _read_capped(response, MAX_ERROR_BYTES))))
+                    return
+                for chunk in response.iter_raw():
+                    if self._stop.is_set():
+                        return
+                    self.items.put(("bytes", chunk))
+            self.items.put(("end", None))
+        except Exception as exc:  # handed to the inference thread, which decides what it means
+            self.items.put(("error", exc))
+
+    def close(self) -> None:
+        """Stop now: the socket is shut, so a read blocked on it returns and the server sees the client leave."""
+        self._stop.set()
+        with self._lock:
+            response = self._response
+        if response is not None:
+            stream = response.extensions.get("network_stream")
+            sock = stream.get_extra_info("socket") if stream is not None else None
+            if isinstance(sock, socket.socket):
+                with contextlib.suppress(OSError):  # already closed
+                    sock.shutdown(socket.SHUT_RDWR)
+
+
+class RemoteBackend:
+    """Chats with one model of one OpenAI-compatible server."""
+
+    def __init__(self, timeouts: Timeouts = DEFAULT_TIMEOUTS) -> None:
+        self.timeouts = timeouts
+        self._model: RemoteModel | None = None
+        self._info: ModelInfo | None = None
+        self._client: httpx.Client | None = None
+
+    @property
+    def info(self) -> ModelInfo | None:
+        return self._info
+
+    def load(self, path: ModelSource, params: LoadParams) -> ModelInfo:
+        if not isinstance(path, RemoteModel):
+            raise ModelLoadError("The remote backend loads only a server's model.")
+        started = time.perf_counter()
+        try:
+            offered = list_models(path.base_url, path.api_key, path.server, self.timeouts)
+        except RemoteServerError as exc:
+            raise ModelLoadError(str(exc)) from exc
+        if offered and path.model not in offered:
+            shown = ", ".join(offered[:8]) + (" …" if len(offered) > 8 else "")
+            raise ModelLoadError(f"The server {path.server} has no model {path.model!r}; it offers: {shown}.")
+        self.unload()
+        self._client = httpx.Client(timeout=httpx.Timeout(self.timeouts.read_s, connect=self.timeouts.connect_s))
+        self._model = path
+        self._info = ModelInfo(
+            path=path, name=path.model, architecture="remote", n_ctx=params.n_ctx or 0, n_ctx_train=0,
+            n_threads=0, n_threads_batch=0, kv_type="server", flash_attn=False, chat_format="the server's",
+            load_seconds=time.perf_counter() - started, file_bytes=0, server=path.server,
+        )  # fmt: skip
+        return self._info
+
+    def unload(self) -> ModelSource | None:
+        previous = self._model
+        if self._client is not None:
+            self._client.close()
+        self._client, self._model, self._info = None, None, None
+        return previous
+
+    def calibrate_threads(self, candidates: Sequence[int], tokens: int = 48) -> dict[int, float]:
+        return {}  # the server's threads are the server's business
+
+    def prepare(
+        self,
+        messages: Sequence[ChatMessage],
+        reply_reserve: int,
+        should_cancel: Callable[[], bool] | None = None,
+        thinking: bool = True,
+    ) -> PreparedPrompt:
+        if self._model is None:
+            raise NoModelLoadedError("No model is loaded yet.")
+        # The server applies its own template and context limits; the answer goes back, never the reasoning.
+        turns = tuple(ChatMessage(m.role, m.content) for m in messages)
+        return PreparedPrompt([], RenderedPrompt("", False, ()), 0, len(messages), turns)
+
+    def reply(
+        self,
+        prompt: PreparedPrompt,
+        sampling: SamplingParams,
+        should_cancel: Callable[[], bool],
+        on_text: Callable[[str], None],
+        conversation: Hashable | None = None,
+    ) -> ReplyResult:
+        model, client = self._model, self._client
+        if model is None or client is None:
+            raise NoModelLoadedError("No model is loaded yet.")
+        url = model.base_url.rstrip("/") + "/chat/completions"
+        body = {
+            "model": model.model,
+            "messages": [{"role": m.role, "content": m.content} for m in prompt.messages],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            **request_fields(sampling),
+        }
+        return _StreamReader(model, self.timeouts, should_cancel, on_text).run(
+            _Stream(client, url, body, _headers(model.api_key)), url
+        )
+
+
+class _StreamReader:
+    """Turns one stream's events into reply text, figures and a finish reason."""
+
+    def __init__(
+        self,
+        model: RemoteModel,
+        timeouts: Timeouts,
+        should_cancel: Callable[[], bool],
+        on_text: Callable[[str], None],
+    ) -> None:
+        self.model, self.timeouts, self.should_cancel, self.on_text = model, timeouts, should_cancel, on_text
+        self.parts: list[str] = []
+        self.length = 0
+        self.chunks = 0
+        self.reasoning_open = False
+        self.usage: dict[str, Any] = {}
+        self.timings: dict[str, Any] = {}
+        self.finish_reason = "stop"
+        self.started = time.perf_counter()
+        self.first_token: float | None = None
+        self.decoder = SSEDecoder()
+        self.valid_events = 0
+        self.bad_events = 0
+        self.saw_done = False  # "data: [DONE]", or a choice with a finish reason: the reply is complete
+
+    def run(self, stream: _Stream, url: str) -> ReplyResult:
+        done = False
+        try:
+            while not done:
+                if self.should_cancel():
+                    return self._result("cancelled")
+                try:
+                    kind, value = stream.items.get(timeout=0.02)
+                except queue.Empty:
+                    continue
+                if kind == "bytes":
+                    done = self._events(self.decoder.feed(value))
+                elif kind == "end":
+                    done = self._events(self.decoder.finish()) or True
+                    if not self.saw_done and not self.should_cancel():
+                        raise self._broken("the server closed the connection before the reply was complete")
+                elif kind == "status":
+                    status, body = value
+                    raise RemoteServerError(describe_status(status, body, self.model.server, self.model.model), status)
+                else:  # "error"
+                    if self.should_cancel():
+                        return self._result("cancelled")
+                    if self.first_token is not None or self.chunks:
+                        raise self._broken(describe_failure(value, self.model.server, url, self.timeouts))
+                    raise RemoteServerError(describe_failure(value, self.model.server, url, self.timeouts)) from value
+                if self.length >= MAX_REPLY_CHARS:
+                    self.finish_reason = "length"
+                    done = True
+        except SSELineTooLong as exc:
+            raise RemoteServerError(
+                f"The server {self.model.server} sent something that is not a reply: {exc}"
+            ) from exc
+        finally:
+            stream.close()
+        if self.valid_events == 0 and self.bad_events:
+            raise RemoteServerError(f"The server {self.model.server} answered with a stream this app cannot read.")
+        return self._result(self.finish_reason)
+
+    def _broken(self, why: str) -> RemoteServerError:
+        return RemoteServerError(f"The reply from {self.model.server} broke off: {why}. What arrived is kept.")
+
+    def _events(self, payloads: list[str]) -> bool:
+        """True when the stream said it is done."""
+        for payload in payloads:
+            if payload.strip() == "[DONE]":
+                self.saw_done = True
+                return True
+            try:
+                chunk = json.loads(payload)
+            except (ValueError, RecursionError):
+                self.bad_events += 1
+                continue
+            if not isinstance(chunk, dict):
+                self.bad_events += 1
+                continue
+            self.valid_events += 1
+            if isinstance(chunk.get("error"), (dict, str)):
+                raise self._broken(f"the server reported an error: {_server_message(json.dumps(chunk).encode())}")
+            self._chunk(chunk)
+        return False
+
+    def _chunk(self, chunk: dict[str, Any]) -> None:
+        if isinstance(chunk.get("usage"), dict):
+            self.usage = chunk["usage"]
+        if isinstance(chunk.get("timings"), dict):  # llama.cpp's server
+            self.timings = chunk["timings"]
+        choices = chunk.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            return
+        choice = choices[0]
+        raw_delta = choice.get("delta")
+        delta: dict[str, Any] = raw_delta if isinstance(raw_delta, dict) else {}
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        content = delta.get("content")
+        # A server that parses reasoning out (vLLM, llama-server, DeepSeek) sends it apart: it is wrapped in
+        # <think> markers so the worker tells it from the answer exactly as for a local model.
+        if isinstance(reasoning, str) and reasoning:
+            self._text(("" if self.reasoning_open else "<think>") + reasoning)
+            self.reasoning_open = True
+        if isinstance(content, str) and content:
+            if self.reasoning_open:
+                self._text("</think>")
+                self.reasoning_open = False
+            self._text(content)
+        if isinstance(choice.get("finish_reason"), str):
+            self.saw_done = True
+            if choice["finish_reason"] == "length":
+                self.finish_reason = "length"
+
+    def _text(self, text: str) -> None:
+        room = MAX_REPLY_CHARS - self.length
+        text = text[:room]
+        if not text:
+            return
+        if self.first_token is None:
+            self.first_token = time.perf_counter()
+        self.chunks += 1
+        self.length += len(text)
+        self.parts.append(text)
+        self.on_text(text)
+
+    def _result(self, reason: str) -> ReplyResult:
+        if self.reasoning_open:
+            self._text("</think>")
+        ended = time.perf_counter()
+        first = self.first_token or ended
+        tokens = self.usage.get("completion_tokens")
+        completion = int(tokens) if isinstance(tokens, (int, float)) and tokens >= 0 else self.chunks
+        prompt_tokens = self.usage.get("prompt_tokens")
+        prompt = int(prompt_tokens) if isinstance(prompt_tokens, (int, float)) and prompt_tokens >= 0 else 0
+        rate = self.timings.get("predicted_per_second")
+        generating = max(ended - first, 1e-6)
+        speed = float(rate) if isinstance(rate, (int, float)) and rate > 0 else max(completion - 1, 0) / generating
+        stats = GenerationStats(
+            prompt_tokens=prompt, prompt_tokens_evaluated=prompt, completion_tokens=completion,
+            ttft_s=first - self.started, prompt_tok_per_s=0.0, gen_tok_per_s=speed,
+            context_used=prompt + completion, n_ctx=0, total_s=ended - self.started,
+        )  # fmt: skip
+        return ReplyResult("".join(self.parts), stats, reason)  # type: ignore[arg-type]

@@ -1,0 +1,61 @@
+"""One ``Backend`` for the worker that is llama.cpp in this process or a server's model, whichever was loaded
+last: the worker, its queue and its events stay the same for both, and the GUI does not learn a second path."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+
+from fara_desktop.engine.backend import Backend, PreparedPrompt, ReplyResult
+from fara_desktop.engine.types import ChatMessage, ModelInfo, ModelSource, RemoteModel, SamplingParams
+from fara_desktop.planning.params import LoadParams
+
+
+class RoutedBackend:
+    """Delegates to ``local`` for GGUF files and to ``remote`` for ``RemoteModel``; loading one unloads the other."""
+
+    def __init__(self, local: Backend, remote: Backend) -> None:
+        self.local = local
+        self.remote = remote
+        self._active: Backend = local
+
+    @property
+    def active(self) -> Backend:
+        return self._active
+
+    @property
+    def info(self) -> ModelInfo | None:
+        return self._active.info
+
+    def load(self, path: ModelSource, params: LoadParams) -> ModelInfo:
+        chosen = self.remote if isinstance(path, RemoteModel) else self.local
+        info = chosen.load(path, params)  # the model in use stays usable when this one fails to load
+        other = self.local if chosen is self.remote else self.remote
+        if other.info is not None:
+            other.unload()
+        self._active = chosen
+        return info
+
+    def unload(self) -> ModelSource | None:
+        return self._active.unload()
+
+    def calibrate_threads(self, candidates: Sequence[int], tokens: int = 48) -> dict[int, float]:
+        return self._active.calibrate_threads(candidates, tokens)
+
+    def prepare(
+        self,
+        messages: Sequence[ChatMessage],
+        reply_reserve: int,
+        should_cancel: Callable[[], bool] | None = None,
+        thinking: bool = True,
+    ) -> PreparedPrompt:
+        return self._active.prepare(messages, reply_reserve, should_cancel, thinking)
+
+    def reply(
+        self,
+        prompt: PreparedPrompt,
+        sampling: SamplingParams,
+        should_cancel: Callable[[], bool],
+        on_text: Callable[[str], None],
+        conversation: Hashable | None = None,
+    ) -> ReplyResult:
+        return self._active.reply(prompt, sampling, should_cancel, on_text, conversation)

@@ -1,0 +1,61 @@
+"""Server-sent events as OpenAI-compatible servers stream them: ``data: {json}`` lines, events separated by a blank
+line, ``data: [DONE]`` at the end.
+
+A stranger's server may send anything: a line longer than ``max_line`` bytes is refused (``SSELineTooLong``)
+instead of growing a buffer without end; lines that are not SSE fields are counted, not fatal.
+"""
+
+from __future__ import annotations
+
+from fara_desktop.errors import FaraError
+
+MAX_LINE_BYTES = 1024 * 1024
+
+
+class SSELineTooLong(FaraError):
+    """One line of the stream is longer than any reply chunk could be."""
+
+
+class SSEDecoder:
+    """Bytes in, the ``data`` payload of each complete event out."""
+
+    def __init__(self, max_line: int = MAX_LINE_BYTES) -> None:
+        self._max_line = max_line
+        self._buffer = bytearray()
+        self._data: list[str] = []
+        self.malformed_lines = 0
+
+    def feed(self, chunk: bytes) -> list[str]:
+        self._buffer += chunk
+        events: list[str] = []
+        while True:
+            end = self._buffer.find(b"\n")
+            if end < 0:
+                if len(self._buffer) > self._max_line:
+                    raise SSELineTooLong(f"The server sent a line of more than {self._max_line // 1024} KiB.")
+                return events
+            line = bytes(self._buffer[:end]).rstrip(b"\r")
+            del self._buffer[: end + 1]
+            self._line(line.decode("utf-8", errors="replace"), events)
+
+    def finish(self) -> list[str]:
+        events: list[str] = []
+        if self._buffer:
+            self._line(bytes(self._buffer).decode("utf-8", errors="replace"), events)
+            self._buffer.clear()
+        self._line("", events)
+        return events
+
+    def _line(self, line: str, events: list[str]) -> None:
+        if not line:  # end of an event
+            if self._data:
+                events.append("\n".join(self._data))
+                self._data = []
+            return
+        if line.startswith(":"):
+            return  # a comment (keep-alive)
+        field, _, value = line.partition(":")
+        if field == "data":
+            self._data.append(value[1:] if value.startswith(" ") else value)
+        elif field not in ("event", "id", "retry"):
+            self.malformed_lines += 1

@@ -1,0 +1,270 @@
+"""The local API: the loaded model at ``http://127.0.0.1:<port>/v1`` for editors, scripts and the ``openai`` client.
+
+Built on Starlette and served by uvicorn rather than written by hand: HTTP/1.1 parsing, keep-alive, streaming
+responses and noticing a client that disconnects mid-stream are what they do well and what a hand-written server
+gets wrong; both are small, widely used and kept up (llama-cpp-python's own server runs on them).
+
+Every request goes through the inference worker's queue, like the GUI's chats: one model, one thread that owns it,
+requests answered one at a time in arrival order, never interleaved. A client that goes away cancels its request.
+Bound to 127.0.0.1 unless the user chooses another address, which then requires an API key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import logging
+import socket
+import threading
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from fara_desktop.engine.types import (
+    Cancelled,
+    Event,
+    Failed,
+    Finished,
+    ModelInfo,
+    SamplingParams,
+    TokenText,
+)
+from fara_desktop.errors import FaraError
+from fara_desktop.serving.openai_format import (
+    BadRequest,
+    ChatRequest,
+    chunk,
+    completion,
+    error_body,
+    parse_chat_request,
+    usage,
+)
+
+log = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 8 * 1024 * 1024
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+class ApiKeyRequired(FaraError):
+    """The API was asked to listen beyond this computer without an API key."""
+
+
+class RequestQueue(Protocol):
+    """What the API needs from the inference worker."""
+
+    def generate(
+        self,
+        messages: Any,
+        sampling: SamplingParams | None = None,
+        conversation: int | None = None,
+        thinking: bool = True,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> int: ...
+    def cancel_request(self, request_id: int) -> None: ...
+
+
+@dataclass
+class LocalApi:
+    """The Starlette application; ``on_activity`` hears how many API requests are waiting or running."""
+
+    queue: RequestQueue
+    model_info: Callable[[], ModelInfo | None]
+    sampling: Callable[[], SamplingParams] = SamplingParams
+    api_key: str | None = None
+    on_activity: Callable[[int], None] | None = None
+
+    def __post_init__(self) -> None:
+        self._active = 0
+        self._lock = threading.Lock()
+        self.app = Starlette(
+            routes=[
+                Route("/v1/models", self.models, methods=["GET"]),
+                Route("/v1/chat/completions", self.chat_completions, methods=["POST"]),
+            ]
+        )
+
+    # ------------------------------------------------------------------ endpoints
+
+    async def models(self, request: Request) -> Response:
+        if (refused := self._refuse_key(request)) is not None:
+            return refused
+        info = self.model_info()
+        data = [{"id": info.name, "object": "model", "created": 0, "owned_by": "fara-desktop"}] if info else []
+        return JSONResponse({"object": "list", "data": data})
+
+    async def chat_completions(self, request: Request) -> Response:
+        if (refused := self._refuse_key(request)) is not None:
+            return refused
+        try:
+            body = await self._json(request)
+            chat = parse_chat_request(body, self.sampling())
+        except BadRequest as exc:
+            return JSONResponse(error_body(str(exc)), status_code=400)
+        info = self.model_info()
+        if info is None:
+            return JSONResponse(error_body("No model is loaded yet.", "server_error"), status_code=503)
+        events: asyncio.Queue[Event] = asyncio.Queue()
+        loop = asyncio.get_running_loop()
+
+        def deliver(event: Event) -> None:
+            with contextlib.suppress(RuntimeError):  # the server stopped while the request ran
+                loop.call_soon_threadsafe(events.put_nowait, event)
+
+        request_id = self.queue.generate(chat.messages, chat.sampling, None, True, deliver)
+        self._activity(+1)
+        name = f"chatcmpl-fara-{request_id}"
+        if chat.stream:
+            return StreamingResponse(
+                self._stream(request_id, name, info.name, chat, events),
+                media_type="text/event-stream",
+                headers={"Cache-Control": "no-cache"},
+            )
+        return await self._complete(request, request_id, name, info.name, events)
+
+    # ------------------------------------------------------------------ replies
+
+    async def _stream(
+        self, request_id: int, name: str, model: str, chat: ChatRequest, events: asyncio.Queue[Event]
+    ) -> AsyncIterator[str]:
+        done = False
+        try:
+            yield _sse(chunk(name, model, {"role": "assistant", "content": ""}))
+            while not done:
+                event = await events.get()
+                if isinstance(event, TokenText):
+                    field = "reasoning_content" if event.reasoning else "content"
+                    yield _sse(chunk(name, model, {field: event.text}))
+                elif isinstance(event, (Finished, Cancelled)):
+                    done = True
+                    reason = event.finish_reason if isinstance(event, Finished) else "stop"
+                    yield _sse(chunk(name, model, {}, "length" if reason in ("length", "context") else "stop"))
+                    if chat.include_usage:
+                        yield _sse({"id": name, "object": "chat.completion.chunk", "model": model, "choices": [],
+                                    "usage": usage(event.stats)})  # fmt: skip
+                elif isinstance(event, Failed):
+                    done = True
+                    yield _sse(error_body(event.message, "server_error"))
+            yield "data: [DONE]\n\n"
+        finally:  # also when the client went away and Starlette cancelled this generator
+            if not done:
+                self.queue.cancel_request(request_id)
+            self._activity(-1)
+
+    async def _complete(
+        self, request: Request, request_id: int, name: str, model: str, events: asyncio.Queue[Event]
+    ) -> Response:
+        parts: list[str] = []
+        reasoning: list[str] = []
+        try:
+            while True:
+                try:
+                    event = await asyncio.wait_for(events.get(), timeout=0.25)
+                except asyncio.TimeoutError:
+                    if await request.is_disconnected():
+                        self.queue.cancel_request(request_id)
+                        return Response(status_code=499)
+                    continue
+                if isinstance(event, TokenText):
+                    (reasoning if event.reasoning else parts).append(event.text)
+                elif isinstance(event, Finished):
+                    reason = "length" if event.finish_reason in ("length", "context") else "stop"
+                    return JSONResponse(completion(name, model, event.text, event.reasoning, reason, event.stats))
+                elif isinstance(event, Cancelled):
+                    return JSONResponse(completion(name, model, event.text, event.reasoning, "stop", event.stats))
+                elif isinstance(event, Failed):
+                    return JSONResponse(error_body(event.message, "server_error"), status_code=500)
+        finally:
+            self._activity(-1)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _refuse_key(self, request: Request) -> Response | None:
+        if not self.api_key:
+            return None
+        given = request.headers.get("authorization", "")
+        expected = f"Bearer {self.api_key}"
+        if hmac.compare_digest(given.encode(), expected.encode()):
+            return None
+        return JSONResponse(error_body("A valid API key is required.", "authentication_error"), status_code=401)
+
+    async def _json(self, request: Request) -> Any:
+        length = request.headers.get("content-length")
+        if length and length.isdigit() and int(length) > MAX_BODY_BYTES:
+            raise BadRequest(f"The request is larger than {MAX_BODY_BYTES // (1024 * 1024)} MiB.")
+        body = bytearray()
+        async for part in request.stream():
+            body += part
+            if len(body) > MAX_BODY_BYTES:
+                raise BadRequest(f"The request is larger than {MAX_BODY_BYTES // (1024 * 1024)} MiB.")
+        try:
+            return json.loads(body)
+        except (ValueError, RecursionError) as exc:
+            raise BadRequest("The request body is not JSON.") from exc
+
+    def _activity(self, change: int) -> None:
+        with self._lock:
+            self._active += change
+            active = self._active
+        if self.on_activity is not None:
+            self.on_activity(active)
+
+
+def _sse(data: dict[str, Any]) -> str:
+    return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+class ApiServer:
+    """Runs ``LocalApi`` with uvicorn on a background thread (or the calling one, for ``fara-desktop serve``)."""
+
+    def __init__(self, api: LocalApi, host: str = "127.0.0.1", port: int = 0) -> None:
+        if host not in LOCAL_HOSTS and not api.api_key:
+            raise ApiKeyRequired(f"Listening on {host} makes the model reachable from the network: set an API key.")
+        import uvicorn
+
+        self.host = host
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._socket = socket.socket(family, socket.SOCK_STREAM)
+        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self._socket.bind((host, port))
+        except OSError as exc:
+            self._socket.close()
+            raise FaraError(f"The local API cannot listen on {host}:{port}: {exc.strerror or exc}.") from exc
+        self._socket.listen(64)
+        self.port = int(self._socket.getsockname()[1])
+        config = uvicorn.Config(api.app, log_level="warning", lifespan="off", access_log=False)
+        self._server = uvicorn.Server(config)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def address(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/v1"
+
+    @property
+    def reachable_from_network(self) -> bool:
+        return self.host not in LOCAL_HOSTS
+
+    def start(self) -> str:
+        """Serve on a background thread; connections are accepted from now on (the socket already listens)."""
+        self._thread = threading.Thread(target=self.run, name="fara-local-api", daemon=True)
+        self._thread.start()
+        return self.address
+
+    def run(self) -> None:
+        """Serve on the calling thread until ``stop``."""
+        self._server.run(sockets=[self._socket])
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self._socket.close()

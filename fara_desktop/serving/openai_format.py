@@ -1,0 +1,132 @@
+"""Requests and replies of the OpenAI chat completions API, as the local API reads and writes them.
+
+A request is a stranger's JSON: it is checked field by field, and anything this app cannot honour (images, tools,
+several choices) is refused with a 400 that says so, rather than silently answered differently.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from fara_desktop.engine.types import ChatMessage, GenerationStats, SamplingParams
+from fara_desktop.errors import FaraError
+
+MAX_MESSAGES = 10_000
+MAX_TOKENS = 32_768
+ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+
+
+class BadRequest(FaraError):
+    """The request cannot be served as written; the message names the field."""
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """A validated chat completion request."""
+
+    messages: tuple[ChatMessage, ...]
+    sampling: SamplingParams
+    stream: bool
+    include_usage: bool
+
+
+def _number(body: dict[str, Any], key: str, low: float, high: float) -> float | None:
+    value = body.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise BadRequest(f"'{key}' must be a number.")
+    if not low <= value <= high:
+        raise BadRequest(f"'{key}' must be between {low:g} and {high:g}.")
+    return float(value)
+
+
+def _content(value: Any, where: str) -> str:
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        texts = []
+        for part in value:
+            if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
+                raise BadRequest(f"{where}: only text content is supported (no images, audio or files).")
+            texts.append(part["text"])
+        return "".join(texts)
+    raise BadRequest(f"{where}: 'content' must be text.")
+
+
+def parse_chat_request(body: Any, defaults: SamplingParams) -> ChatRequest:
+    if not isinstance(body, dict):
+        raise BadRequest("The request body must be a JSON object.")
+    raw_messages = body.get("messages")
+    if not isinstance(raw_messages, list) or not raw_messages:
+        raise BadRequest("'messages' must be a non-empty list.")
+    if len(raw_messages) > MAX_MESSAGES:
+        raise BadRequest(f"'messages' has more than {MAX_MESSAGES:,} entries.")
+    if body.get("tools") or body.get("functions"):
+        raise BadRequest("Tools and function calling are not supported by this server.")
+    if body.get("n") not in (None, 1):
+        raise BadRequest("Only one choice per request ('n': 1) is supported.")
+    messages = []
+    for number, raw in enumerate(raw_messages, start=1):
+        where = f"messages[{number - 1}]"
+        if not isinstance(raw, dict):
+            raise BadRequest(f"{where} must be an object.")
+        role = ROLES.get(raw.get("role"))  # type: ignore[arg-type]
+        if role is None:
+            raise BadRequest(f"{where}: the role must be system, user or assistant.")
+        messages.append(ChatMessage(role, _content(raw.get("content"), where)))  # type: ignore[arg-type]
+    temperature = _number(body, "temperature", 0.0, 2.0)
+    top_p = _number(body, "top_p", 0.0, 1.0)
+    limit = body.get("max_completion_tokens", body.get("max_tokens"))
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_TOKENS):
+        raise BadRequest(f"'max_tokens' must be a whole number from 1 to {MAX_TOKENS:,}.")
+    seed = body.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise BadRequest("'seed' must be a whole number.")
+    sampling = SamplingParams(
+        temperature=defaults.temperature if temperature is None else temperature,
+        top_p=defaults.top_p if top_p is None else top_p,
+        top_k=defaults.top_k, min_p=defaults.min_p, repeat_penalty=defaults.repeat_penalty,
+        seed=seed if seed is not None else defaults.seed,
+        max_tokens=limit if limit is not None else defaults.max_tokens,
+    )  # fmt: skip
+    stream = body.get("stream", False)
+    if not isinstance(stream, bool):
+        raise BadRequest("'stream' must be true or false.")
+    options = body.get("stream_options")
+    include_usage = isinstance(options, dict) and options.get("include_usage") is True
+    return ChatRequest(tuple(messages), sampling, stream, include_usage)
+
+
+def usage(stats: GenerationStats | None) -> dict[str, int]:
+    prompt = stats.prompt_tokens if stats else 0
+    completion = stats.completion_tokens if stats else 0
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def chunk(request_id: str, model: str, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {
+        "id": request_id, "object": "chat.completion.chunk", "created": int(time.time()), "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }  # fmt: skip
+
+
+def completion(
+    request_id: str, model: str, text: str, reasoning: str, finish: str, stats: GenerationStats | None
+) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if reasoning:
+        message["reasoning_content"] = reasoning
+    return {
+        "id": request_id, "object": "chat.completion", "created": int(time.time()), "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage(stats),
+    }  # fmt: skip
+
+
+def error_body(message: str, kind: str = "invalid_request_error") -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
