@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 from fara_desktop.cli.arguments import build_parser
 from fara_desktop.logs import configure_logging
@@ -26,7 +27,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "smoke":
         from fara_desktop.ui.smoke import run_smoke
 
-        return run_smoke(args.smoke_model, args.prompt, args.max_tokens, args.timeout, args.screenshot)
+        if args.server:
+            if not args.smoke_model:
+                build_parser().error("smoke --server needs --model NAME (the server's model id)")
+            remote = (args.server, args.smoke_model, args.api_key)
+            return run_smoke(None, args.prompt, args.max_tokens, args.timeout, args.screenshot, remote)
+        model = Path(args.smoke_model) if args.smoke_model else None
+        return run_smoke(model, args.prompt, args.max_tokens, args.timeout, args.screenshot)
+    if args.command == "serve":
+        from fara_desktop.cli.serve import run_serve
+
+        return run_serve(paths, args.serve_model, args.host, args.port, args.serve_api_key)
     if args.command == "bench":
         from fara_desktop.bench.report import run_benchmark
 

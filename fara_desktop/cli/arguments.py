@@ -14,11 +14,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--model", type=Path, help="GGUF model to load at start (default: the embedded model)")
     sub = parser.add_subparsers(dest="command")
     smoke = sub.add_parser("smoke", help="open the real window, ask one question, print the reply as JSON")
-    smoke.add_argument("--model", type=Path, dest="smoke_model", help="GGUF model (default: the embedded model)")
+    smoke.add_argument(
+        "--model",
+        dest="smoke_model",
+        help="GGUF model (default: the embedded model), or with --server the server's model",
+    )
     smoke.add_argument("--prompt", default="Say hello in one short sentence.", help="the question to ask")
     smoke.add_argument("--screenshot", type=Path, help="save a PNG of the window after the reply")
     smoke.add_argument("--max-tokens", type=int, default=96, help="longest reply (tokens)")
     smoke.add_argument("--timeout", type=float, default=300.0, help="give up after this many seconds")
+    smoke.add_argument("--server", help="ask a model of this OpenAI-compatible server instead (its /v1 address)")
+    smoke.add_argument("--api-key", help="the server's API key")
+    serve = sub.add_parser("serve", help="serve the model to other apps (OpenAI-compatible API), without a window")
+    serve.add_argument("--model", type=Path, dest="serve_model", help="GGUF model (default: the best one here)")
+    serve.add_argument("--port", type=int, default=8765, help="port (0: any free one; the address is printed)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (not 127.0.0.1: needs --api-key)")
+    serve.add_argument("--api-key", dest="serve_api_key", help="key that clients must send (Bearer)")
     hardware = sub.add_parser("hardware", help="what this machine offers llama.cpp, and what the build uses")
     hardware.add_argument("--json", action="store_true", help="machine-readable output")
     models = sub.add_parser("models", help="GGUF models found on this machine, with fit verdicts")

@@ -92,7 +92,7 @@ def describe_failure(exc: BaseException, server: str, url: str, timeouts: Timeou
     if isinstance(exc, httpx.ConnectTimeout):
         return f"The server {server} ({url}) did not accept a connection within {timeouts.connect_s:.0f} s."
     if isinstance(exc, httpx.ReadTimeout):
-        return f"The server {server} sent nothing for {timeouts.read_s:.0f} s, so the app stopped waiting."
+        return f"The server {server} sent nothing for {timeouts.read_s:g} s, so the app stopped waiting."
     if isinstance(exc, httpx.ConnectError):
         return f"The server {server} ({url}) cannot be reached: is it running, and is the address right?"
     return f"The connection to the server {server} failed: {one_line(str(exc) or type(exc).__name__, 160)}."
@@ -202,7 +202,7 @@ class _Stream:
     def __init__(self, client: httpx.Client, url: str, body: dict[str, Any], headers: dict[str, str]) -> None:
         self.items: queue.Queue[tuple[str, Any]] = queue.Queue()
         self._stop = threading.Event()
-        self._response: httpx.Response | None = None
+        self._socket: socket.socket | None = None  # known from the moment it connects (httpcore's trace hook)
         self._lock = threading.Lock()
         self._thread = threading.Thread(
             target=self._pump, args=(client, url, body, headers), name="fara-remote-stream", daemon=True
@@ -211,9 +211,7 @@ class _Stream:
 
     def _pump(self, client: httpx.Client, url: str, body: dict[str, Any], headers: dict[str, str]) -> None:
         try:
-            with client.stream("POST", url, json=body, headers=headers) as response:
-                with self._lock:
-                    self._response = response
+            with client.stream("POST", url, json=body, headers=headers, extensions={"trace": self._trace}) as response:
                 if self._stop.is_set():
                     return
                 if response.status_code >= 400:
@@ -227,17 +225,25 @@ class _Stream:
         except Exception as exc:  # handed to the inference thread, which decides what it means
             self.items.put(("error", exc))
 
+    def _trace(self, event: str, info: dict[str, Any]) -> None:
+        if event == "connection.connect_tcp.complete":
+            stream = info.get("return_value")
+            sock = stream.get_extra_info("socket") if stream is not None else None
+            with self._lock:
+                self._socket = sock if isinstance(sock, socket.socket) else None
+                stop = self._stop.is_set()
+            if stop:
+                self.close()
+
     def close(self) -> None:
-        """Stop now: the socket is shut, so a read blocked on it returns and the server sees the client leave."""
+        """Stop now: the socket is shut (waiting for headers or for the next token alike), so the blocked read
+        returns and the server sees the client leave."""
         self._stop.set()
         with self._lock:
-            response = self._response
-        if response is not None:
-            stream = response.extensions.get("network_stream")
-            sock = stream.get_extra_info("socket") if stream is not None else None
-            if isinstance(sock, socket.socket):
-                with contextlib.suppress(OSError):  # already closed
-                    sock.shutdown(socket.SHUT_RDWR)
+            sock = self._socket
+        if sock is not None:
+            with contextlib.suppress(OSError):  # already closed
+                sock.shutdown(socket.SHUT_RDWR)
 
 
 class RemoteBackend:
@@ -265,7 +271,11 @@ class RemoteBackend:
             shown = ", ".join(offered[:8]) + (" …" if len(offered) > 8 else "")
             raise ModelLoadError(f"The server {path.server} has no model {path.model!r}; it offers: {shown}.")
         self.unload()
-        self._client = httpx.Client(timeout=httpx.Timeout(self.timeouts.read_s, connect=self.timeouts.connect_s))
+        # One connection per reply (no keep-alive): Stop shuts that connection's socket, whatever phase it is in.
+        self._client = httpx.Client(
+            timeout=httpx.Timeout(self.timeouts.read_s, connect=self.timeouts.connect_s),
+            limits=httpx.Limits(max_keepalive_connections=0),
+        )
         self._model = path
         self._info = ModelInfo(
             path=path, name=path.model, architecture="remote", n_ctx=params.n_ctx or 0, n_ctx_train=0,
@@ -361,6 +371,8 @@ class _StreamReader:
                 elif kind == "end":
                     done = self._events(self.decoder.finish()) or True
                     if not self.saw_done and not self.should_cancel():
+                        if self.valid_events == 0 and (self.bad_events or self.decoder.malformed_lines):
+                            raise self._unreadable()
                         raise self._broken("the server closed the connection before the reply was complete")
                 elif kind == "status":
                     status, body = value
@@ -381,8 +393,14 @@ class _StreamReader:
         finally:
             stream.close()
         if self.valid_events == 0 and self.bad_events:
-            raise RemoteServerError(f"The server {self.model.server} answered with a stream this app cannot read.")
+            raise self._unreadable()
         return self._result(self.finish_reason)
+
+    def _unreadable(self) -> RemoteServerError:
+        return RemoteServerError(
+            f"The server {self.model.server} answered with a stream this app cannot read (not OpenAI-style "
+            "server-sent events). Check that the address ends in /v1."
+        )
 
     def _broken(self, why: str) -> RemoteServerError:
         return RemoteServerError(f"The reply from {self.model.server} broke off: {why}. What arrived is kept.")

@@ -19,8 +19,16 @@ NO_MODEL_HELP = (
 )
 
 
-def run_smoke(model: Path | None, prompt: str, max_tokens: int, timeout_s: float, screenshot: Path | None) -> int:
-    """Ask ``prompt`` through the real window and print the reply, its speed and any notices as one JSON line."""
+def run_smoke(
+    model: Path | None,
+    prompt: str,
+    max_tokens: int,
+    timeout_s: float,
+    screenshot: Path | None,
+    remote: tuple[str, str, str | None] | None = None,
+) -> int:
+    """Ask ``prompt`` through the real window and print the reply, its speed and any notices as one JSON line.
+    ``remote``: (server address, model id, API key) — ask that server's model through the same GUI path."""
     if not has_display():
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
     paths = app_paths().ensure()
@@ -28,7 +36,7 @@ def run_smoke(model: Path | None, prompt: str, max_tokens: int, timeout_s: float
     app = create_application(settings)
     from PySide6.QtCore import QEventLoop, QTimer
 
-    from fara_desktop.engine.types import Finished, SamplingParams
+    from fara_desktop.engine.types import Finished, RemoteModel, SamplingParams
     from fara_desktop.planning.planner import StartupPlan
     from fara_desktop.ui.main_window import MainWindow
 
@@ -55,7 +63,11 @@ def run_smoke(model: Path | None, prompt: str, max_tokens: int, timeout_s: float
 
     window.planReady.connect(plan_ready)
     QTimer.singleShot(int(timeout_s * 1000), lambda: failed(f"no reply within {timeout_s:.0f} s"))
-    window.start_auto(model)
+    if remote is not None:
+        url, name, key = remote
+        window.load_model(RemoteModel(_host_of(url), url, name, key))
+    else:
+        window.start_auto(model)
     window.composer.setPlainText(prompt)
     window.send_button.click()  # typed while the app is still choosing a model: it is sent once one is queued
     loop.exec()
@@ -72,7 +84,8 @@ def run_smoke(model: Path | None, prompt: str, max_tokens: int, timeout_s: float
             json.dumps(
                 {
                     "model": info.name if info else None,
-                    "model_path": str(info.path) if info else None,
+                    "model_path": str(info.path) if info and not info.remote else None,
+                    "server": info.server if info else None,
                     "prompt": prompt,
                     "reply": event.text,
                     "completion_tokens": event.stats.completion_tokens,
@@ -88,3 +101,8 @@ def run_smoke(model: Path | None, prompt: str, max_tokens: int, timeout_s: float
     finally:
         window.close()
         app.processEvents()
+
+
+def _host_of(url: str) -> str:
+    """A name for a server given only by its address."""
+    return url.split("//", 1)[-1].split("/", 1)[0] or url

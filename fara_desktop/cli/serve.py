@@ -1,0 +1,70 @@
+"""`fara-desktop serve`: the local API without a window, for scripts and servers.
+
+The model is chosen and tuned as the window would (or given with --model); the first line printed is the address
+it listens on, so a script can read it; SIGTERM or Ctrl+C stops it cleanly (requests are cancelled, the model is
+freed, exit status 0).
+"""
+
+from __future__ import annotations
+
+import queue
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+
+from fara_desktop.api_keys import LOCAL_API, ApiKeyStore
+from fara_desktop.engine.types import Event, ModelInfo, ModelLoaded, ModelLoadFailed
+from fara_desktop.engine.worker import InferenceWorker
+from fara_desktop.errors import FaraError
+from fara_desktop.paths import AppPaths
+from fara_desktop.planning.planner import decide_load, model_file, plan_startup
+from fara_desktop.serving.local_api import ApiServer, LocalApi
+from fara_desktop.settings import load_settings
+from fara_desktop.untrusted import printable
+
+
+def run_serve(paths: AppPaths, model: Path | None, host: str, port: int, api_key: str | None) -> int:
+    settings = load_settings(paths.config).settings
+    plan = plan_startup(paths, model, [Path(f) for f in settings.extra_model_folders])
+    if plan.model is None:
+        print("fara-desktop serve: no model found; give one with --model PATH", file=sys.stderr)
+        return 1
+    decision = decide_load(plan, settings.inference.apply(plan.tuned) if plan.tuned else None)
+    if decision.refusal:
+        print(printable(f"fara-desktop serve: {decision.refusal}"), file=sys.stderr)
+        return 1
+    events: queue.Queue[Event] = queue.Queue()
+    worker = InferenceWorker(events.put).start()
+    worker.load_model(model_file(plan.model, paths), decision.params)
+    loaded: ModelInfo | None = None
+    while loaded is None:
+        event = events.get()
+        if isinstance(event, ModelLoadFailed):
+            print(printable(f"fara-desktop serve: {event.message}"), file=sys.stderr)
+            worker.shutdown()
+            return 1
+        if isinstance(event, ModelLoaded):
+            loaded = event.info
+    info = loaded
+    key = api_key or ApiKeyStore(paths.config).get(LOCAL_API)
+    try:
+        server = ApiServer(LocalApi(worker, lambda: info, settings.sampling.params, key), host, port)
+    except FaraError as exc:
+        print(printable(f"fara-desktop serve: {exc}"), file=sys.stderr)
+        worker.shutdown()
+        return 1
+
+    def stop(_signal: int, _frame: FrameType | None) -> None:
+        server.stop(timeout=0)
+
+    print(server.address, flush=True)  # the first line: scripts read the address from it
+    print(printable(f"serving {info.name} ({info.n_ctx:,}-token context, {info.n_threads} threads)"), flush=True)
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        server.run()
+    finally:
+        server.stop(timeout=0)
+        worker.shutdown()
+    return 0
