@@ -277,6 +277,8 @@ class InferenceWorker:
         except FaraError as exc:
             log.warning("Thread calibration failed: %s", exc)
             return
+        if not results:  # nothing to measure here (a server's model)
+            return
         self._emit(ThreadsCalibrated(info.path, results, max(results, key=lambda t: results[t])))
 
     def _generate(self, command: Generate) -> None:

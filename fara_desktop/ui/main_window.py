@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from fara_desktop import APP_NAME
+from fara_desktop.api_keys import LOCAL_API, ApiKeyStore
 from fara_desktop.chats.session import ChatSession
 from fara_desktop.chats.storage import open_store
 from fara_desktop.engine.backend import Backend
@@ -39,9 +40,10 @@ from fara_desktop.paths import AppPaths, app_paths
 from fara_desktop.planning.catalog_fit import assess_catalog_here
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.planning.planner import StartupPlan
-from fara_desktop.settings import Settings, save_settings
+from fara_desktop.settings import RemoteChoice, Settings, save_settings
 from fara_desktop.ui.controllers.chat_controller import ChatController
 from fara_desktop.ui.controllers.conversations_controller import ConversationsController
+from fara_desktop.ui.controllers.servers_controller import ServersController
 from fara_desktop.ui.controllers.startup_controller import StartupController
 from fara_desktop.ui.dialogs.models_dialog import GetModelsDialog
 from fara_desktop.ui.dialogs.settings_dialog import SettingsDialog
@@ -82,6 +84,9 @@ class MainWindow(QMainWindow):
         self.startup = StartupController(self, self.chat, self.bridge)
         self.startup.store_problem = opened.problem
         self.conversations = ConversationsController(self, self, self.store, self.session, self.chat)
+        self.api_keys = ApiKeyStore(self.paths.config)
+        self.servers = ServersController(self, self.chat, self.api_keys)
+        self.startup.remote_choice = self.servers.chosen_remote
         self._connect()
         self.bridge.engine_event.connect(self._on_engine_event)
         # The signals tests, the smoke check and the benchmark wait on.
@@ -93,6 +98,7 @@ class MainWindow(QMainWindow):
         self.planReady = self.startup.planReady
         restore_window_state(self.paths.config, self, self.splitter)
         self.refresh_sidebar()
+        self.servers.apply_api_settings(self.settings.local_api)
 
     # ------------------------------------------------------------------ layout
 
@@ -187,7 +193,11 @@ class MainWindow(QMainWindow):
         self.load_progress.setRange(0, 0)  # llama.cpp reports no progress: a busy indicator
         self.load_progress.setMaximumWidth(160)
         self.load_progress.hide()
+        self.api_label = plain_label()
+        self.api_label.setObjectName("apiLabel")
+        self.api_label.hide()
         self.statusBar().addWidget(self.status_label, 1)
+        self.statusBar().addPermanentWidget(self.api_label)
         self.statusBar().addPermanentWidget(self.load_progress)
         self.composer.setFocus()
 
@@ -332,14 +342,27 @@ class MainWindow(QMainWindow):
         self.apply_settings(dataclasses.replace(self.settings, model_path=str(path)), str(path))
 
     def open_settings(self, page: str | None = None) -> SettingsDialog:
-        dialog = SettingsDialog(self.settings, self.plan, self)
+        dialog = SettingsDialog(self.settings, self.plan, self.api_keys, self)
         if page:
             dialog.show_page(page)
-        dialog.accepted.connect(lambda: self.apply_settings(dialog.settings(), dialog.chosen_model()))
+        dialog.accepted.connect(lambda: self._settings_accepted(dialog))
         dialog.open()
         return dialog
 
-    def apply_settings(self, settings: Settings, chosen_model: str | None) -> None:
+    def _settings_accepted(self, dialog: SettingsDialog) -> None:
+        page = dialog.servers_page
+        try:
+            for name, key in page.key_changes.items():
+                self.api_keys.set(name, key)
+            if page.api_key_change():
+                self.api_keys.set(LOCAL_API, page.api_key_change())
+        except Exception as exc:  # a keychain that refuses: say so, the rest of the settings still apply
+            self.show_notice(f"An API key could not be stored ({type(exc).__name__}: {exc}).", "error")
+        self.apply_settings(dialog.settings(), dialog.chosen_model(), dialog.chosen_remote())
+
+    def apply_settings(
+        self, settings: Settings, chosen_model: str | None, chosen_remote: RemoteChoice | None = None
+    ) -> None:
         old = self.settings
         self.settings = settings
         try:
@@ -350,6 +373,11 @@ class MainWindow(QMainWindow):
         app = QApplication.instance()
         if isinstance(app, QApplication) and (old.theme, old.font_size) != (settings.theme, settings.font_size):
             apply_appearance(app, settings.theme, settings.font_size)
+        self.servers.apply_api_settings(settings.local_api)
+        remote = self.servers.remote_model(chosen_remote) if chosen_remote else None
+        if remote is not None:
+            self.load_model(remote)
+            return
         reload = (
             chosen_model is not None
             or old.inference != settings.inference
@@ -380,6 +408,7 @@ class MainWindow(QMainWindow):
         save_window_state(self.paths.config, self, self.splitter)
         if self.models_dialog is not None:
             self.models_dialog.pause_all()
+        self.servers.stop_api()
         self.bridge.cancel()
         self.bridge.shutdown(timeout=10.0)
         self.bridge.engine_event.disconnect(self._on_engine_event)

@@ -87,6 +87,7 @@ class ChatController(QObject):
         self.current_request: int | None = None
         self.waiting_for_plan = False  # while True, a sent message waits (DEFERRED) for a model to be queued
         self.editing: MessageWidget | None = None
+        self.api_requests = 0  # requests of other apps (local API) waiting or running in the same queue
         self._adjusted: set[int | None] = set()  # chats already told how their prompt was adapted to the template
         self._save_problem_shown = False
         self._reasoning_shown: bool | None = None  # which part of the current reply the status line names
@@ -228,7 +229,10 @@ class ChatController(QObject):
         self.screen.hardware_panel.reply_started()
         self.set_busy(True)
         self.current_request = DEFERRED if self.waiting_for_plan else self._generate()
-        self.screen.set_status("Thinking…" if self.model_info else "Waiting for the model to load…")
+        if self.api_requests:
+            self.screen.set_status("Waiting for another app's request (local API) to finish…")
+        else:
+            self.screen.set_status("Thinking…" if self.model_info else "Waiting for the model to load…")
 
     def _generate(self) -> int:
         session = self.session

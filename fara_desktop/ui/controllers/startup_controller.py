@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from PySide6.QtCore import QObject, Signal
 
-from fara_desktop.engine.types import Event, ModelInfo, ThreadsCalibrated
+from fara_desktop.engine.types import Event, ModelInfo, RemoteModel, ThreadsCalibrated
 from fara_desktop.paths import AppPaths
 from fara_desktop.planning.planner import (
     StartupPlan,
@@ -56,6 +56,8 @@ class StartupController(QObject):
         self.store_problem: str | None = None  # said once, after the first plan, when chats are kept temporarily
         self._generation = 0
         self._background: set[BackgroundCall] = set()
+        self._explicit = False  # the user just picked a file: it wins over a server model chosen before
+        self.remote_choice: Callable[[], RemoteModel | None] = lambda: None  # the server model chosen in Settings
         chat.modelLoaded.connect(self._calibrate_if_needed)
 
     def run_in_background(
@@ -76,6 +78,7 @@ class StartupController(QObject):
         """Probe the machine, scan for models, pick and tune the best one, load it — all off the GUI thread."""
         screen = self.screen
         screen.set_status("Looking at this machine and its models…")
+        self._explicit = preferred is not None
         settings, paths = screen.settings, screen.paths
         preferred = preferred or (Path(settings.model_path) if settings.model_path else None)
         folders = [Path(f) for f in settings.extra_model_folders]
@@ -98,7 +101,10 @@ class StartupController(QObject):
         screen = self.screen
         self.plan = plan
         screen.hardware_panel.show_hardware(plan.hardware)
-        if path is None:
+        remote = None if self._explicit else self.remote_choice()
+        if remote is not None:
+            self.chat.load_model(remote)
+        elif path is None:
             searched = [f"• {loc.source}: {loc.folder}" for loc in plan.scan.searched]
             screen.chat_view.empty_state.show_no_model(searched)
             screen.set_status("No model found")
@@ -137,6 +143,8 @@ class StartupController(QObject):
 
     def _calibrate_if_needed(self, _info: ModelInfo) -> None:
         plan = self.plan
+        if _info.remote:
+            return
         if plan is not None and plan.needs_calibration and self.screen.settings.inference.n_threads is None:
             self.bridge.calibrate_threads(thread_candidates(plan.hardware))
 

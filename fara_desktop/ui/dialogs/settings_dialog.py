@@ -14,10 +14,12 @@ from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
+    QFrame,
     QHBoxLayout,
     QHeaderView,
     QListWidget,
     QPushButton,
+    QScrollArea,
     QSpinBox,
     QStackedWidget,
     QTableWidget,
@@ -26,12 +28,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from fara_desktop.api_keys import ApiKeyStore
 from fara_desktop.format import format_size
 from fara_desktop.models.discovery import DiscoveredModel
 from fara_desktop.planning.params import TunedParams
 from fara_desktop.planning.planner import StartupPlan
 from fara_desktop.planning.tuning import KV_TYPES, VERDICT_LABELS, verdict_kind
-from fara_desktop.settings import THEMES, InferenceOverrides, SamplingSettings, Settings
+from fara_desktop.settings import THEMES, InferenceOverrides, RemoteChoice, SamplingSettings, Settings
+from fara_desktop.ui.dialogs.servers_page import ServersPage
 from fara_desktop.ui.widgets.plain_text import plain_label, plain_tooltip
 from fara_desktop.ui.window_state import fit_to_screen
 
@@ -58,10 +62,21 @@ def _tri_state(name: str, tuned: bool | None, value: bool | None) -> QComboBox:
     return combo
 
 
+def _scrolling(page: QWidget) -> QScrollArea:
+    """A tall page scrolls on a short screen instead of making the dialog taller than it."""
+    area = QScrollArea()
+    area.setWidget(page)
+    area.setWidgetResizable(True)
+    area.setFrameShape(QFrame.Shape.NoFrame)
+    return area
+
+
 class SettingsDialog(QDialog):
     """Edits a copy of the settings; ``settings()`` returns the result, ``chosen_model()`` a picked model."""
 
-    def __init__(self, settings: Settings, plan: StartupPlan | None, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, settings: Settings, plan: StartupPlan | None, keys: ApiKeyStore, parent: QWidget | None = None
+    ) -> None:
         super().__init__(parent)
         self.setObjectName("settingsDialog")
         self.setWindowTitle("Settings")
@@ -75,8 +90,10 @@ class SettingsDialog(QDialog):
         self.nav.setAccessibleName("Settings pages")
         self.nav.setFixedWidth(150)
         self.pages = QStackedWidget()
+        self.servers_page = ServersPage(settings, keys)
         for title, page in (
             ("Model", self._model_page()),
+            ("Servers", _scrolling(self.servers_page)),
             ("Inference", self._inference_page()),
             ("Sampling", self._sampling_page()),
             ("Appearance", self._appearance_page()),
@@ -355,6 +372,11 @@ class SettingsDialog(QDialog):
     def chosen_model(self) -> str | None:
         return self._chosen
 
+    def chosen_remote(self) -> RemoteChoice | None:
+        """A server model picked on the Servers page (it wins over a file picked on the Model page only when it
+        was picked; a file picked replaces a server model in use)."""
+        return self.servers_page.choice
+
     def settings(self) -> Settings:
         inference = InferenceOverrides(
             n_ctx=self.ctx.value() or None,
@@ -378,8 +400,13 @@ class SettingsDialog(QDialog):
             seed=None if self.seed.value() < 0 else self.seed.value(),
             max_tokens=self.max_tokens.value() or None,
         ).validated()
+        remote = self.servers_page.choice or (None if self._chosen else self._settings.remote_model)
+        names = {server.name for server in self.servers_page.servers}
         return replace(
             self._settings,
+            servers=list(self.servers_page.servers),
+            remote_model=remote if remote and remote.server in names else None,
+            local_api=self.servers_page.api_settings(),
             model_path=self._chosen or self._settings.model_path,
             extra_model_folders=list(self._folders),
             inference=inference,

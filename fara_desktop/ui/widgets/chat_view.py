@@ -49,9 +49,10 @@ def footer_for(message: StoredMessage) -> str:
         parts.append("Failed" + (f": {stats['error']}" if isinstance(stats.get("error"), str) else ""))
     keys = ("completion_tokens", "gen_tok_per_s", "ttft_s", "context_used", "n_ctx")
     if all(isinstance(stats.get(k), (int, float)) for k in keys):
+        context = f" · context {stats['context_used']:.0f}/{stats['n_ctx']:.0f}" if stats["n_ctx"] else ""
         parts.append(
             f"{stats['completion_tokens']:.0f} tokens · {stats['gen_tok_per_s']:.1f} tok/s · first token "
-            f"{stats['ttft_s'] * 1000:.0f} ms · context {stats['context_used']:.0f}/{stats['n_ctx']:.0f}"
+            f"{stats['ttft_s'] * 1000:.0f} ms{context}"
         )
     return " · ".join(parts)
 

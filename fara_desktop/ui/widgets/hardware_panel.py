@@ -216,6 +216,13 @@ class HardwarePanel(QFrame):
             for key in self.MODEL_KEYS:
                 self.set_value(key, "—")
             return
+        if info.remote:  # the server decides how it runs; what is known here is where and what
+            self.set_value("Name", f"{info.name} (on {info.server})")
+            self.set_value("Why", "chosen by you: runs on a server")
+            self.set_value("Format", "the server's chat template")
+            for key in ("Context", "Threads", "KV cache", "Batch"):
+                self.set_value(key, "the server's")
+            return
         if self.value("Why") == "—":
             self.set_value("Why", "opened by you")
         mine = self._overrides
@@ -257,6 +264,7 @@ class HardwarePanel(QFrame):
         self.set_value("Thinking", thinking)
         reused = stats.prompt_tokens - stats.prompt_tokens_evaluated
         self.set_value("Prompt", f"{stats.prompt_tokens_evaluated:,} read · {reused:,} reused")
-        self.set_value("Context used", f"{stats.context_used:,} / {stats.n_ctx:,} tokens")
+        room = f"{stats.n_ctx:,}" if stats.n_ctx else "the server's limit"
+        self.set_value("Context used", f"{stats.context_used:,} / {room} tokens")
         self.context_bar.setValue(round(100 * stats.context_used / max(1, stats.n_ctx)))
         self.plot.add(stats.gen_tok_per_s)

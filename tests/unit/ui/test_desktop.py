@@ -144,7 +144,7 @@ def test_every_control_has_an_accessible_name(window):
 def test_settings_dialog_pages_persist_and_reload(window, qtbot):
     win = window()
     dialog = win.open_settings("Sampling")
-    assert dialog.pages.currentIndex() == 2
+    assert dialog.nav.currentItem().text() == "Sampling"
     dialog.temperature.setValue(0.2)
     dialog.max_tokens.setValue(64)
     dialog.show_page("Inference")

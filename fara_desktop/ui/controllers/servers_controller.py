@@ -1,0 +1,127 @@
+"""Servers and the local API: which server model the chat uses, its API key, the warning for a chat that
+travels unencrypted, and the local API that serves the loaded model to other apps.
+
+Nothing is contacted unless the user added the server and chose one of its models; the local API runs only when
+turned on in Settings.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QLabel
+
+from fara_desktop.api_keys import LOCAL_API, ApiKeyStore
+from fara_desktop.engine.remote_backend import is_local_host
+from fara_desktop.engine.types import ModelInfo, RemoteModel
+from fara_desktop.errors import FaraError
+from fara_desktop.serving.local_api import ApiServer, LocalApi
+from fara_desktop.settings import LocalApiSettings, RemoteChoice, Settings
+from fara_desktop.ui.controllers.chat_controller import ChatController
+
+
+class ServersScreen(Protocol):
+    """What the servers controller shows things in (the main window)."""
+
+    settings: Settings
+    api_label: QLabel
+
+    def show_notice(self, text: str, role: str = "notice") -> None: ...
+
+
+def unencrypted_warning(server: str, base_url: str) -> str | None:
+    """The warning for plain http to another computer (None for https, or a server on this computer)."""
+    if base_url.startswith("http://") and not is_local_host(base_url):
+        return (
+            f"The server {server} is reached over plain http: what you type and its replies travel unencrypted "
+            "over the network. Use https if the server offers it."
+        )
+    return None
+
+
+class ServersController(QObject):
+    """Resolves the chosen server model and runs the local API."""
+
+    apiActivity = Signal(int)  # API requests waiting or running (emitted from the API's thread; queued to the GUI)
+
+    def __init__(self, screen: ServersScreen, chat: ChatController, keys: ApiKeyStore) -> None:
+        super().__init__()
+        self.screen = screen
+        self.chat = chat
+        self.keys = keys
+        self.api: ApiServer | None = None
+        self._api_settings: LocalApiSettings | None = None
+        self._warned: set[str] = set()
+        self.apiActivity.connect(self._show_activity)
+        chat.modelLoaded.connect(self._warn_if_unencrypted)
+
+    # ------------------------------------------------------------------ server models
+
+    def remote_model(self, choice: RemoteChoice | None) -> RemoteModel | None:
+        server = self.screen.settings.server(choice.server) if choice else None
+        if choice is None or server is None:
+            return None
+        return RemoteModel(server.name, server.base_url, choice.model, self.keys.get(server.name))
+
+    def chosen_remote(self) -> RemoteModel | None:
+        return self.remote_model(self.screen.settings.remote_model)
+
+    def _warn_if_unencrypted(self, info: ModelInfo) -> None:
+        source = info.path
+        if isinstance(source, RemoteModel) and source.server not in self._warned:
+            warning = unencrypted_warning(source.server, source.base_url)
+            if warning:
+                self._warned.add(source.server)
+                self.screen.show_notice(warning, "error")
+
+    # ------------------------------------------------------------------ local API
+
+    def apply_api_settings(self, settings: LocalApiSettings) -> None:
+        """Start, stop or move the local API as the settings say (nothing happens when they did not change)."""
+        if settings == self._api_settings and (self.api is not None) == settings.enabled:
+            return
+        self.stop_api()
+        self._api_settings = settings
+        if not settings.enabled:
+            self._show_activity(0)
+            return
+        api = LocalApi(
+            self.chat.bridge.worker,
+            lambda: self.chat.model_info,
+            lambda: self.chat.sampling,
+            self.keys.get(LOCAL_API),
+            on_activity=self.apiActivity.emit,
+        )
+        try:
+            self.api = ApiServer(api, settings.host, settings.port)
+        except FaraError as exc:
+            self.screen.show_notice(f"The local API did not start: {exc}", "error")
+            self._show_activity(0)
+            return
+        self.api.start()
+        self._show_activity(0)
+
+    def stop_api(self) -> None:
+        if self.api is not None:
+            self.api.stop()
+            self.api = None
+
+    @property
+    def api_requests(self) -> int:
+        return self.chat.api_requests
+
+    def _show_activity(self, active: int) -> None:
+        self.chat.api_requests = active
+        label = self.screen.api_label
+        if self.api is None:
+            label.hide()
+            return
+        text = f"Local API: {self.api.address}"
+        if self.api.reachable_from_network:
+            text += " · reachable from the network"
+        if active:
+            text += f" · {active} request{'s' if active != 1 else ''} from other apps"
+        label.setText(text)
+        label.setToolTip("Other apps can use the loaded model at this address (OpenAI-compatible).")
+        label.show()
