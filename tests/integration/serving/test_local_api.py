@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import threading
 import time
-from pathlib import Path
 
 import httpx
 import openai
@@ -79,7 +78,7 @@ def test_bad_requests_get_a_400_that_says_why(served):
 
 @pytest.mark.real_model
 def test_a_client_that_disconnects_stops_its_generation(served):
-    server, worker, info = served
+    server, _worker, info = served
     stream = client(server).chat.completions.create(
         model=info.name, messages=[{"role": "user", "content": "Write a very long story about a dragon."}],
         max_tokens=2000, stream=True,
@@ -186,3 +185,52 @@ def test_two_clients_and_a_gui_chat_at_once_get_complete_replies_none_interleave
         user = command.messages[-1].content
         got.append(gui_text if user == "Tell me about the sea." else replies["A" if user == questions["A"] else "B"])
     assert got == expected
+
+
+@pytest.mark.real_model
+def test_time_to_first_token_added_by_the_local_api(served):
+    """The same request straight into the worker's queue (the GUI's path) and through the local API with the
+    official client, interleaved; the difference of the medians is what HTTP and the API add."""
+    import statistics
+
+    server, worker, info = served
+    question = [{"role": "user", "content": "Name a colour."}]
+    messages = [ChatMessage("user", "Name a colour.")]
+    api = client(server)
+
+    def queue_path() -> float:
+        first = threading.Event()
+        finished = threading.Event()
+        started = time.perf_counter()
+        stamp: list[float] = []
+
+        def sink(event):
+            if not first.is_set() and getattr(event, "text", "") and not isinstance(event, Finished):
+                stamp.append(time.perf_counter())
+                first.set()
+            if isinstance(event, Finished):
+                finished.set()
+
+        worker.generate(messages, SamplingParams(temperature=0.0, max_tokens=8), on_event=sink)
+        assert finished.wait(60)
+        return stamp[0] - started
+
+    def api_path() -> float:
+        started = time.perf_counter()
+        stream = api.chat.completions.create(model=info.name, messages=question, temperature=0, max_tokens=8,
+                                             stream=True)  # fmt: skip
+        first = None
+        for chunk in stream:
+            if first is None and chunk.choices and chunk.choices[0].delta.content:
+                first = time.perf_counter()
+        assert first is not None
+        return first - started
+
+    queue_times, api_times = [], []
+    for _ in range(7):
+        queue_times.append(queue_path())
+        api_times.append(api_path())
+    added = statistics.median(api_times) - statistics.median(queue_times)
+    print(f"\ntime to first token: queue (GUI path) {statistics.median(queue_times) * 1000:.1f} ms, local API "
+          f"{statistics.median(api_times) * 1000:.1f} ms: {added * 1000:.1f} ms added")  # fmt: skip
+    assert added < 0.1

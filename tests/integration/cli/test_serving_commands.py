@@ -1,0 +1,72 @@
+"""`fara-desktop serve` and `fara-desktop smoke --server`, as a person or a script runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import openai
+import pytest
+
+from tests.helpers.openai_servers import LlamaCppServer
+
+pytestmark = pytest.mark.real_model
+
+
+def test_serve_prints_its_address_first_answers_the_openai_client_and_stops_on_sigterm(fara_home, smollm2_path):
+    env = {**os.environ, "FARA_HOME": str(fara_home), "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fara_desktop", "serve", "--port", "0", "--model", str(smollm2_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        address = process.stdout.readline().strip()  # type: ignore[union-attr]
+        assert address.startswith("http://127.0.0.1:") and address.endswith("/v1"), address
+        client = openai.OpenAI(base_url=address, api_key="none", max_retries=0)
+        reply = client.chat.completions.create(
+            model="any", messages=[{"role": "user", "content": "Which planet do we live on?"}], temperature=0,
+            max_tokens=24,
+        )  # fmt: skip
+        assert "Earth" in reply.choices[0].message.content
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def test_serve_beyond_this_computer_without_a_key_is_refused(fara_home, smollm2_path):
+    env = {**os.environ, "FARA_HOME": str(fara_home)}
+    result = subprocess.run(
+        [sys.executable, "-m", "fara_desktop", "serve", "--host", "0.0.0.0", "--port", "0", "--model",
+         str(smollm2_path)], capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 1 and "API key" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_smoke_asks_a_server_model_through_the_gui_path(fara_home, smollm2_path):
+    server = LlamaCppServer(smollm2_path).wait_ready()
+    try:
+        env = {**os.environ, "FARA_HOME": str(fara_home)}
+        env.pop("DISPLAY", None)
+        env.pop("QT_QPA_PLATFORM", None)
+        result = subprocess.run(
+            [sys.executable, "-m", "fara_desktop", "smoke", "--server", server.base_url, "--model", server.alias,
+             "--api-key", "sk-unused", "--prompt", "Which planet do we live on?"],
+            capture_output=True, text=True, env=env, timeout=300,
+        )  # fmt: skip
+    finally:
+        server.stop()
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout.strip().splitlines()[-1])
+    assert payload["model"] == server.alias and payload["server"] == "127.0.0.1:" + str(server.port)
+    assert "Earth" in payload["reply"] and payload["gen_tok_per_s"] > 0
+    assert "sk-unused" not in result.stdout + result.stderr
+    assert "sk-unused" not in (fara_home / "logs" / "fara-desktop.log").read_text()

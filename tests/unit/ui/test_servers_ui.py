@@ -1,0 +1,100 @@
+"""Settings ▸ Servers and the local API in the window (scripted model, real HTTP on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import json
+import stat
+import threading
+
+import httpx
+
+from fara_desktop.api_keys import FILE_NAME
+from fara_desktop.engine.remote_backend import RemoteBackend
+from fara_desktop.engine.routed_backend import RoutedBackend
+from fara_desktop.paths import app_paths
+from fara_desktop.settings import LocalApiSettings
+from fara_desktop.ui.controllers.servers_controller import unencrypted_warning
+from fara_desktop.ui.main_window import MainWindow
+from tests.helpers.fakes import FakeBackend
+from tests.helpers.openai_servers import ScriptedServer
+
+
+def test_add_a_server_list_its_models_and_chat_with_one(qtbot):
+    with ScriptedServer() as server:
+        server.script.models = ["llama-3.1-8b", "qwen2.5-7b"]
+        win = MainWindow(backend=RoutedBackend(FakeBackend(), RemoteBackend()))
+        qtbot.addWidget(win)
+        win.show()
+        dialog = win.open_settings("Servers")
+        page = dialog.servers_page
+        page.name_edit.setText("gpu-box")
+        page.url_edit.setText(server.base_url)
+        page.key_edit.setText("sk-secret-123")
+        page.add_button.click()
+        assert page.server_list.count() == 1 and "key stored" in page.server_list.item(0).text()
+        page.server_list.setCurrentRow(0)
+        page.list_button.click()
+        qtbot.waitUntil(lambda: page.model_list.count() == 2, timeout=5000)
+        assert page.model_list.item(1).text() == "qwen2.5-7b — on gpu-box"
+        page.model_list.setCurrentRow(1)
+        page.use_button.click()
+        with qtbot.waitSignal(win.modelLoaded, timeout=5000) as loaded:
+            dialog.accept()
+        info = loaded.args[0]
+        assert (info.name, info.server) == ("qwen2.5-7b", "gpu-box")
+        assert win.hardware_panel.value("Name") == "qwen2.5-7b (on gpu-box)"
+        win.composer.setPlainText("Hello?")
+        with qtbot.waitSignal(win.replyFinished, timeout=5000):
+            win.send_button.click()
+        reply = win.chat_view.messages()[-1]
+        assert reply.text == "Hello from the server." and "qwen2.5-7b" in reply.title.text()
+        assert server.seen.headers[-1]["authorization"] == "Bearer sk-secret-123"
+        # the key is kept apart from the settings, readable by the user only, and never logged
+        config = app_paths().config
+        assert "sk-secret-123" not in (config / "settings.json").read_text()
+        key_file = config / FILE_NAME
+        assert json.loads(key_file.read_text()) == {"gpu-box": "sk-secret-123"}
+        assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+        settings = json.loads((config / "settings.json").read_text())
+        assert settings["remote_model"] == {"server": "gpu-box", "model": "qwen2.5-7b"}
+        win.close()
+
+
+def test_plain_http_to_another_computer_is_called_unencrypted():
+    assert unencrypted_warning("box", "http://gpu-box:8000/v1")
+    assert unencrypted_warning("box", "https://gpu-box:8000/v1") is None
+    assert unencrypted_warning("box", "http://127.0.0.1:8000/v1") is None
+    assert unencrypted_warning("box", "http://localhost:8000/v1") is None
+
+
+def test_the_window_shows_the_local_api_and_a_request_that_waits_its_turn(qtbot):
+    gate = threading.Semaphore(0)
+    backend = FakeBackend(words=["one", " two", " three"], gate=gate)
+    win = MainWindow(backend=backend)
+    qtbot.addWidget(win)
+    win.show()
+    with qtbot.waitSignal(win.modelLoaded, timeout=5000):
+        win.load_model("fake.gguf")
+    win.servers.apply_api_settings(LocalApiSettings(enabled=True, port=0))
+    address = win.servers.api.address
+    assert win.api_label.isVisibleTo(win) and address in win.api_label.text()
+    answers: list[str] = []
+    other_app = threading.Thread(
+        target=lambda: answers.append(
+            httpx.post(f"{address}/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]},
+                       timeout=30).json()["choices"][0]["message"]["content"]
+        )
+    )  # fmt: skip
+    other_app.start()
+    qtbot.waitUntil(lambda: "1 request from other apps" in win.api_label.text(), timeout=5000)
+    win.composer.setPlainText("Me too")
+    win.send_button.click()
+    assert win.status_label.text() == "Waiting for another app's request (local API) to finish…"
+    with qtbot.waitSignal(win.replyFinished, timeout=5000):
+        gate.release(6)
+    other_app.join(10)
+    assert answers == ["one two three"] and win.chat_view.messages()[-1].text == "one two three"
+    qtbot.waitUntil(lambda: "request" not in win.api_label.text(), timeout=5000)
+    win.servers.apply_api_settings(LocalApiSettings(enabled=False))
+    assert not win.api_label.isVisibleTo(win)
+    win.close()
