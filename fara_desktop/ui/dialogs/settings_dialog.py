@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from fara_desktop.api_keys import ApiKeyStore
+from fara_desktop.engine.remote_backend import NOT_SENT_TO_SERVERS
 from fara_desktop.format import format_size
 from fara_desktop.models.discovery import DiscoveredModel
 from fara_desktop.planning.params import TunedParams
@@ -331,6 +332,13 @@ class SettingsDialog(QDialog):
             widget.setAccessibleName(label)
             form.addRow(label, widget)
         form.addRow(reset)
+        remote_note = plain_label(
+            f"With a server's model: {', '.join(NOT_SENT_TO_SERVERS)} do not apply (the OpenAI API has no field for "
+            "them); the others are sent with each request."
+        )
+        remote_note.setObjectName("samplingRemoteNote")
+        remote_note.setWordWrap(True)
+        form.addRow(remote_note)
         self._show_sampling(self._settings.sampling)
         return page
 
