@@ -61,7 +61,8 @@ class ImportedConversation:
     thinking: bool = True
 
 
-def _text(value: Any, where: str, limit: int, default: str | None = None) -> str:
+def checked_text(value: Any, where: str, limit: int, default: str | None = None) -> str:
+    """``value`` if it is text of at most ``limit`` characters (``default`` for a missing one); else refused."""
     if value is None and default is not None:
         return default
     if not isinstance(value, str):
@@ -136,14 +137,14 @@ def validate_export(data: Any) -> ImportedConversation:
         checked.append(
             ImportedMessage(
                 role=role,
-                content=_text(message.get("content"), f"{where}'s text", MAX_CONTENT_CHARS, ""),
+                content=checked_text(message.get("content"), f"{where}'s text", MAX_CONTENT_CHARS, ""),
                 status=status,
-                model=None if model is None else _text(model, f"{where}'s model name", MAX_MODEL_CHARS),
+                model=None if model is None else checked_text(model, f"{where}'s model name", MAX_MODEL_CHARS),
                 stats=_stats(message.get("stats"), where),
                 created_at=message_time,
                 updated_at=_time(message.get("updated_at"), f"{where}'s update time", message_time),
                 parent=parent,
-                reasoning=_text(message.get("reasoning"), f"{where}'s reasoning", MAX_CONTENT_CHARS, ""),
+                reasoning=checked_text(message.get("reasoning"), f"{where}'s reasoning", MAX_CONTENT_CHARS, ""),
             )
         )
     current = data.get("current")
@@ -153,8 +154,8 @@ def validate_export(data: Any) -> ImportedConversation:
     if not isinstance(thinking, bool):
         raise ImportRefusedError("The conversation's thinking switch is not true or false.")
     return ImportedConversation(
-        title=_text(data.get("title"), "The title", MAX_TITLE_CHARS, "Imported chat").strip() or "Imported chat",
-        system_prompt=_text(data.get("system_prompt"), "The system prompt", MAX_CONTENT_CHARS, ""),
+        title=checked_text(data.get("title"), "The title", MAX_TITLE_CHARS, "Imported chat").strip() or "Imported chat",
+        system_prompt=checked_text(data.get("system_prompt"), "The system prompt", MAX_CONTENT_CHARS, ""),
         created_at=created,
         updated_at=_time(data.get("updated_at"), "The conversation's update time", created),
         messages=checked,

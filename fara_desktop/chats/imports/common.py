@@ -17,6 +17,7 @@ from fara_desktop.chats.export_format import (
     ImportedConversation,
     ImportedMessage,
     ImportRefusedError,
+    checked_text,
 )
 
 
@@ -38,13 +39,7 @@ def need_list(value: Any, where: str) -> list[Any]:
 
 
 def text_or_none(value: Any, where: str, limit: int = MAX_CONTENT_CHARS) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise ImportRefusedError(f"{where} is not text.")
-    if len(value) > limit:
-        raise ImportRefusedError(f"{where} is {len(value):,} characters long; at most {limit:,} are accepted.")
-    return value
+    return None if value is None else checked_text(value, where, limit)
 
 
 def epoch_seconds(value: Any, where: str) -> float | None:
