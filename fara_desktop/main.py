@@ -52,6 +52,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "catalog":
             return downloads.catalog_report(paths, as_json=args.json)
         return downloads.download_command(args.repo, args.file, args.quant, args.allow_host)
+    if args.command == "docs":
+        from fara_desktop.cli import docs
+
+        if args.docs_command == "index":
+            return docs.run_docs_index(paths, args.paths, args.collection, args.json)
+        return docs.run_docs_search(paths, args.collection, " ".join(args.query), args.top, args.json)
     if args.command == "install-desktop-entry":
         from fara_desktop.cli.commands import run_desktop_entry
 

@@ -21,7 +21,7 @@ from dataclasses import asdict
 from typing import Any
 
 from fara_desktop.chats.export_format import MessageStatus
-from fara_desktop.chats.storage import ConversationStore, StorageError, StoredMessage, title_from
+from fara_desktop.chats.storage import ConversationStore, Source, StorageError, StoredMessage, title_from
 from fara_desktop.chats.tree import MessageTree, SiblingPlace
 from fara_desktop.engine.types import ChatMessage, GenerationStats
 
@@ -43,6 +43,7 @@ class ChatSession:
         self.conversation_id: int | None = None
         self.system_prompt = system_prompt
         self.thinking = True  # the per-chat switch for models whose template can turn reasoning off
+        self.collections: tuple[str, ...] = ()  # the document collections this chat searches
         self.messages: list[StoredMessage] = []
         self.tree: MessageTree[StoredMessage] = MessageTree([])
         self.context_start = 0
@@ -63,6 +64,7 @@ class ChatSession:
         self.conversation_id = None
         self.system_prompt = self.default_system_prompt
         self.thinking = True
+        self.collections = ()
         self.messages = []
         self.tree = MessageTree([])
         self.context_start = 0
@@ -78,6 +80,7 @@ class ChatSession:
         self.conversation_id = conversation_id
         self.system_prompt = summary.system_prompt
         self.thinking = summary.thinking
+        self.collections = summary.collections
         self.reload()
 
     def reload(self) -> None:
@@ -93,6 +96,11 @@ class ChatSession:
         self.system_prompt = text
         if self.conversation_id is not None:
             self.store.set_system_prompt(self.conversation_id, text)
+
+    def set_collections(self, names: tuple[str, ...]) -> None:
+        self.collections = tuple(names)
+        if self.conversation_id is not None:
+            self.store.set_collections(self.conversation_id, self.collections)
 
     def set_thinking(self, thinking: bool) -> None:
         self.thinking = thinking
@@ -140,11 +148,19 @@ class ChatSession:
             self.conversation_id = self.store.create_conversation(title_from(text), self.system_prompt)
             if not self.thinking:
                 self.store.set_thinking(self.conversation_id, False)
+            if self.collections:
+                self.store.set_collections(self.conversation_id, self.collections)
         return self._add("user", text)
 
-    def begin_reply(self, model: str | None) -> StoredMessage:
+    def begin_reply(self, model: str | None, sources: tuple[Source, ...] = ()) -> StoredMessage:
+        """The reply's row, from its first token on; ``sources``: the passages of documents it is given."""
         assert self.conversation_id is not None, "a reply needs a conversation"
         reply = self._add("assistant", "", "streaming", model)
+        if sources:
+            self.store.update_message(reply.id, "", sources=sources)
+            reply = dataclasses.replace(reply, sources=sources)
+            self.messages[-1] = reply
+            self.tree = MessageTree([reply if m.id == reply.id else m for m in self.tree.by_id.values()])
         self._reply, self._reply_parts, self._reasoning_parts = reply, [], []
         self._last_save = time.monotonic()
         return reply

@@ -75,6 +75,11 @@ MIGRATIONS: list[str] = [
         SELECT m.id FROM messages m WHERE m.conversation_id = conversations.id ORDER BY m.position DESC LIMIT 1);
     CREATE INDEX messages_by_parent ON messages(parent_id);
     """,
+    # 3: chats with documents: the collections a chat searches, and the passages each reply was given
+    """
+    ALTER TABLE conversations ADD COLUMN collections TEXT NOT NULL DEFAULT '[]';
+    ALTER TABLE messages ADD COLUMN sources TEXT NOT NULL DEFAULT '[]';
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -97,6 +102,52 @@ class StoredMessage:
     updated_at: float
     parent_id: int | None = None
     reasoning: str = ""
+    sources: tuple[Source, ...] = ()  # the passages of the user's documents this reply was given, numbered
+
+
+@dataclass(frozen=True)
+class Source:
+    """A passage a reply was given: its number in the reply's citations, and where it came from."""
+
+    number: int
+    path: str
+    text: str
+    page: int | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+
+    @property
+    def where(self) -> str:
+        name = Path(self.path).name
+        if self.page is not None:
+            return f"{name}, page {self.page}"
+        if self.line_start is not None:
+            end = f"–{self.line_end}" if self.line_end and self.line_end != self.line_start else ""
+            return f"{name}, line{'s' if end else ''} {self.line_start}{end}"
+        return name
+
+
+MAX_SOURCES = 50
+
+
+def _sources(raw: Any) -> tuple[Source, ...]:
+    """Sources as stored: a JSON list of objects; anything else (an older version, a hand edit) reads as none."""
+    try:
+        data = json.loads(raw) if isinstance(raw, str) else None
+    except (ValueError, RecursionError):
+        return ()
+    kept: list[Source] = []
+    for item in data[:MAX_SOURCES] if isinstance(data, list) else []:
+        if not isinstance(item, dict) or not isinstance(item.get("path"), str) or not isinstance(item.get("text"), str):
+            continue
+        whole = [item.get(k) if isinstance(item.get(k), int) and not isinstance(item.get(k), bool) else None
+                 for k in ("number", "page", "line_start", "line_end")]  # fmt: skip
+        kept.append(Source(whole[0] or len(kept) + 1, item["path"][:4096], item["text"][:20_000], *whole[1:]))
+    return tuple(kept)
+
+
+def sources_json(sources: tuple[Source, ...] | list[Source]) -> str:
+    return json.dumps([asdict(s) for s in sources], ensure_ascii=False)
 
 
 @dataclass(frozen=True)
@@ -109,6 +160,7 @@ class ConversationSummary:
     message_count: int
     leaf_id: int | None = None
     thinking: bool = True
+    collections: tuple[str, ...] = ()  # the document collections this chat searches
 
 
 def _finite_time(value: Any, fallback: float = 0.0) -> float:
@@ -145,14 +197,23 @@ def _message(row: sqlite3.Row) -> StoredMessage:
     created = _finite_time(row["created_at"])
     parent = row["parent_id"] if isinstance(row["parent_id"], int) else None
     reasoning = row["reasoning"] if isinstance(row["reasoning"], str) else ""
+    sources = _sources(row["sources"])
     return StoredMessage(
         id=row["id"], conversation_id=row["conversation_id"], position=row["position"], role=row["role"],
         content=content, status=status, model=model, stats=_stats(row["stats"]), created_at=created,
-        updated_at=_finite_time(row["updated_at"], created), parent_id=parent, reasoning=reasoning,
+        updated_at=_finite_time(row["updated_at"], created), parent_id=parent, reasoning=reasoning, sources=sources,
     )  # fmt: skip
 
 
-_INTERNAL_FIELDS = ("id", "conversation_id", "position", "parent_id")  # not exported: keys and parents are
+_INTERNAL_FIELDS = ("id", "conversation_id", "position", "parent_id", "sources")  # not exported: keys and parents are
+
+
+def _names(raw: Any) -> tuple[str, ...]:
+    try:
+        data = json.loads(raw) if isinstance(raw, str) else None
+    except (ValueError, RecursionError):
+        return ()
+    return tuple(n for n in data[:100] if isinstance(n, str)) if isinstance(data, list) else ()
 
 
 def _key_of(keys: dict[int, int], message_id: int | None) -> int | None:
@@ -260,6 +321,7 @@ class ConversationStore:
                 r["n"],
                 r["leaf_id"] if isinstance(r["leaf_id"], int) else None,
                 r["thinking"] != 0,
+                _names(r["collections"]),
             )
             for r in self._db.execute(query, args)
         ]
@@ -302,6 +364,12 @@ class ConversationStore:
     def set_leaf(self, conversation_id: int, leaf_id: int | None) -> None:
         with self.transaction() as db:
             db.execute("UPDATE conversations SET leaf_id = ? WHERE id = ?", (leaf_id, conversation_id))
+
+    def set_collections(self, conversation_id: int, names: tuple[str, ...]) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE conversations SET collections = ? WHERE id = ?", (json.dumps(list(names)), conversation_id)
+            )
 
     def set_thinking(self, conversation_id: int, thinking: bool) -> None:
         with self.transaction() as db:
@@ -355,13 +423,15 @@ class ConversationStore:
         stats: dict[str, Any] | None = None,
         model: str | None = None,
         reasoning: str | None = None,
+        sources: tuple[Source, ...] | None = None,
     ) -> None:
         with self.transaction() as db:
             db.execute(
                 """UPDATE messages SET content = ?, status = COALESCE(?, status), stats = COALESCE(?, stats),
-                   model = COALESCE(?, model), reasoning = COALESCE(?, reasoning), updated_at = ? WHERE id = ?""",
-                (content, status, json.dumps(stats) if stats is not None else None, model, reasoning, time.time(),
-                 message_id),
+                   model = COALESCE(?, model), reasoning = COALESCE(?, reasoning), sources = COALESCE(?, sources),
+                   updated_at = ? WHERE id = ?""",
+                (content, status, json.dumps(stats) if stats is not None else None, model, reasoning,
+                 sources_json(sources) if sources is not None else None, time.time(), message_id),
             )  # fmt: skip
 
     def delete_message(self, message_id: int, leaf_id: int | None = None) -> None:

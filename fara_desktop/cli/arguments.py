@@ -52,6 +52,17 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="HOST",
         help="download from this host although it is not the configured hub (HF_ENDPOINT); no token is sent to it",
     )
+    docs = sub.add_parser("docs", help="document collections: index folders and files, search them")
+    docs_sub = docs.add_subparsers(dest="docs_command", required=True)
+    docs_index = docs_sub.add_parser("index", help="index (or update) a collection; prints files, passages, seconds")
+    docs_index.add_argument("paths", nargs="+", type=Path, help="folders and files to add to the collection")
+    docs_index.add_argument("--collection", required=True, help="the collection's name")
+    docs_index.add_argument("--json", action="store_true", help="machine-readable output")
+    docs_search = docs_sub.add_parser("search", help="the best passages of a collection for a query")
+    docs_search.add_argument("query", nargs="+", help="what to look for")
+    docs_search.add_argument("--collection", required=True, help="the collection's name")
+    docs_search.add_argument("--top", type=int, default=5, help="how many passages (default 5)")
+    docs_search.add_argument("--json", action="store_true", help="machine-readable output")
     entry = sub.add_parser(
         "install-desktop-entry", help="add Fara Desktop to the desktop's application launcher (Linux)"
     )

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QPushButton,
     QScrollArea,
     QSplitter,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -33,7 +34,7 @@ from PySide6.QtWidgets import (
 from fara_desktop import APP_NAME
 from fara_desktop.api_keys import LOCAL_API, ApiKeyStore
 from fara_desktop.chats.session import ChatSession
-from fara_desktop.chats.storage import open_store
+from fara_desktop.chats.storage import Source, open_store
 from fara_desktop.engine.backend import Backend
 from fara_desktop.engine.types import Event, ModelInfo, ModelSource, SamplingParams
 from fara_desktop.paths import AppPaths, app_paths
@@ -43,14 +44,17 @@ from fara_desktop.planning.planner import StartupPlan
 from fara_desktop.settings import RemoteChoice, Settings, save_settings
 from fara_desktop.ui.controllers.chat_controller import ChatController
 from fara_desktop.ui.controllers.conversations_controller import ConversationsController
+from fara_desktop.ui.controllers.documents_controller import DocumentsController
 from fara_desktop.ui.controllers.servers_controller import ServersController
 from fara_desktop.ui.controllers.startup_controller import StartupController
 from fara_desktop.ui.dialogs.models_dialog import GetModelsDialog
+from fara_desktop.ui.dialogs.passage_dialog import PassageDialog
 from fara_desktop.ui.dialogs.settings_dialog import SettingsDialog
 from fara_desktop.ui.engine_bridge import EngineBridge
 from fara_desktop.ui.theme import apply_appearance
 from fara_desktop.ui.widgets.chat_view import ChatView
 from fara_desktop.ui.widgets.composer import Composer
+from fara_desktop.ui.widgets.documents_panel import DocumentsPanel
 from fara_desktop.ui.widgets.hardware_panel import HardwarePanel
 from fara_desktop.ui.widgets.plain_text import plain_label
 from fara_desktop.ui.widgets.sidebar import Sidebar
@@ -87,6 +91,7 @@ class MainWindow(QMainWindow):
         self.api_keys = ApiKeyStore(self.paths.config)
         self.servers = ServersController(self, self.chat, self.api_keys)
         self.startup.remote_choice = self.servers.chosen_remote
+        self.documents = DocumentsController(self, self, self.chat)
         self._connect()
         self.bridge.engine_event.connect(self._on_engine_event)
         # The signals tests, the smoke check and the benchmark wait on.
@@ -142,6 +147,11 @@ class MainWindow(QMainWindow):
         buttons.addWidget(self.send_button)
         buttons.addWidget(self.stop_button)
         buttons.addWidget(self.thinking_box)
+        self.documents_button = QToolButton()
+        self.documents_button.setObjectName("documentsButton")
+        self.documents_button.setText("Documents: off")
+        self.documents_button.setAccessibleName("Document collections this chat answers from")
+        buttons.addWidget(self.documents_button)
         buttons.addStretch(1)
         composer_row = QHBoxLayout()
         composer_row.setSpacing(10)
@@ -176,7 +186,14 @@ class MainWindow(QMainWindow):
         panel_scroll.setMinimumWidth(self.hardware_panel.minimumWidth())
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setObjectName("mainSplitter")
-        self.splitter.addWidget(self.sidebar)
+        self.documents_panel = DocumentsPanel()
+        left = QSplitter(Qt.Orientation.Vertical)
+        left.setObjectName("leftColumn")
+        left.addWidget(self.sidebar)
+        left.addWidget(self.documents_panel)
+        left.setStretchFactor(0, 3)
+        left.setStretchFactor(1, 2)
+        self.splitter.addWidget(left)
         self.splitter.addWidget(chat_column)
         self.splitter.addWidget(panel_scroll)
         self.splitter.setStretchFactor(0, 0)
@@ -215,6 +232,9 @@ class MainWindow(QMainWindow):
         self.chat_view.branchRequested.connect(chat.branch_off)
         self.chat_view.versionRequested.connect(chat.switch_version)
         chat.branchCreated.connect(conversations.open_conversation)
+        self.chat_view.sourceRequested.connect(self.show_source)
+        for changed in (self.sidebar.newRequested, self.sidebar.conversationChosen, chat.branchCreated):
+            changed.connect(lambda *_args: self.documents.show_chat_choice())
         self.thinking_box.toggled.connect(chat.set_thinking)
         self.chat_view.empty_state.openModelRequested.connect(self.choose_model_file)
         self.chat_view.empty_state.addFolderRequested.connect(self.add_models_folder)
@@ -306,6 +326,12 @@ class MainWindow(QMainWindow):
 
     def delete_conversation(self, conversation_id: int, confirm: bool = True) -> None:
         self.conversations.delete_conversation(conversation_id, confirm)
+
+    def show_source(self, source: Source) -> PassageDialog:
+        """A citation was clicked: its passage, with its file, page or lines, and a button to open the file."""
+        dialog = PassageDialog(source, self)
+        dialog.open()
+        return dialog
 
     def bring_to_front(self) -> None:
         """Another launch asked for the window: un-minimise it and give it the focus."""
@@ -409,6 +435,7 @@ class MainWindow(QMainWindow):
         if self.models_dialog is not None:
             self.models_dialog.pause_all()
         self.servers.stop_api()
+        self.documents.stop()
         self.bridge.cancel()
         self.bridge.shutdown(timeout=10.0)
         self.bridge.engine_event.disconnect(self._on_engine_event)

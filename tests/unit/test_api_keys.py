@@ -11,29 +11,34 @@ from keyring.backend import KeyringBackend
 from fara_desktop.api_keys import FILE_NAME, SERVICE, ApiKeyStore
 
 
-class MemoryKeychain(KeyringBackend):
-    """A keychain for the test: what keyring would hand to the Secret Service or the macOS Keychain."""
+def memory_keychain() -> KeyringBackend:
+    """A keychain for the test: what keyring would hand to the Secret Service or the macOS Keychain. Defined only
+    once keyring has chosen its backend: keyring adopts every backend class it knows of, so a class defined at
+    import would become the keychain of every later test."""
 
-    priority = 10  # type: ignore[assignment]
+    class MemoryKeychain(KeyringBackend):
+        priority = 10  # type: ignore[assignment]
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.items: dict[tuple[str, str], str] = {}
+        def __init__(self) -> None:
+            super().__init__()
+            self.items: dict[tuple[str, str], str] = {}
 
-    def get_password(self, service: str, username: str) -> str | None:
-        return self.items.get((service, username))
+        def get_password(self, service: str, username: str) -> str | None:
+            return self.items.get((service, username))
 
-    def set_password(self, service: str, username: str, password: str) -> None:
-        self.items[(service, username)] = password
+        def set_password(self, service: str, username: str, password: str) -> None:
+            self.items[(service, username)] = password
 
-    def delete_password(self, service: str, username: str) -> None:
-        self.items.pop((service, username))
+        def delete_password(self, service: str, username: str) -> None:
+            self.items.pop((service, username))
+
+    return MemoryKeychain()
 
 
 @pytest.fixture
 def keychain():
     previous = keyring.get_keyring()
-    chain = MemoryKeychain()
+    chain = memory_keychain()
     keyring.set_keyring(chain)
     yield chain
     keyring.set_keyring(previous)

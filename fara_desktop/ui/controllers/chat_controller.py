@@ -17,9 +17,10 @@ from PySide6.QtWidgets import QCheckBox, QLabel, QProgressBar, QPushButton
 
 from fara_desktop.chats.export_format import MessageStatus
 from fara_desktop.chats.session import ChatSession
-from fara_desktop.chats.storage import StorageError, StoredMessage
+from fara_desktop.chats.storage import Source, StorageError, StoredMessage
 from fara_desktop.engine.types import (
     Cancelled,
+    ChatMessage,
     Event,
     Failed,
     Finished,
@@ -88,6 +89,9 @@ class ChatController(QObject):
         self.waiting_for_plan = False  # while True, a sent message waits (DEFERRED) for a model to be queued
         self.editing: MessageWidget | None = None
         self.api_requests = 0  # requests of other apps (local API) waiting or running in the same queue
+        # Adds the passages of the chat's document collections to the prompt (the documents controller sets it).
+        self.ground: Callable[[list[ChatMessage]], tuple[list[ChatMessage], tuple[Source, ...]]] | None = None
+        self._prompt: list[ChatMessage] | None = None  # the prompt of the reply being requested
         self._adjusted: set[int | None] = set()  # chats already told how their prompt was adapted to the template
         self._save_problem_shown = False
         self._reasoning_shown: bool | None = None  # which part of the current reply the status line names
@@ -209,7 +213,7 @@ class ChatController(QObject):
     def _shown(self, index: int, m: StoredMessage) -> ShownMessage:
         return ShownMessage(
             m.role, m.content, footer_for(m), m.model, m.id, m.created_at, m.reasoning, thinking_seconds(m),
-            self._version_of(index),
+            self._version_of(index), m.sources,
         )  # fmt: skip
 
     def plan_settled(self) -> None:
@@ -224,8 +228,13 @@ class ChatController(QObject):
 
     def _request_reply(self) -> None:
         model = self.model_info.name if self.model_info else None
-        reply = self.session.begin_reply(model)
-        self.screen.chat_view.begin_stream(model, reply.id)
+        prompt = self.session.prompt_messages()
+        sources: tuple[Source, ...] = ()
+        if self.ground is not None:
+            prompt, sources = self.ground(prompt)
+        self._prompt = prompt
+        reply = self.session.begin_reply(model, sources)
+        self.screen.chat_view.begin_stream(model, reply.id).set_sources(sources)
         self.screen.hardware_panel.reply_started()
         self.set_busy(True)
         self.current_request = DEFERRED if self.waiting_for_plan else self._generate()
@@ -236,7 +245,9 @@ class ChatController(QObject):
 
     def _generate(self) -> int:
         session = self.session
-        return self.bridge.generate(session.prompt_messages(), self.sampling, session.conversation_id, session.thinking)
+        prompt = self._prompt if self._prompt is not None else session.prompt_messages()
+        self._prompt = None
+        return self.bridge.generate(prompt, self.sampling, session.conversation_id, session.thinking)
 
     def sync_thinking_switch(self) -> None:
         """The Think switch shows this chat's choice, and only for a model whose template has the switch."""

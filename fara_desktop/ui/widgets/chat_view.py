@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QFrame, QPushButton, QScrollArea, QVBoxLayout, QWidget
 
-from fara_desktop.chats.storage import StoredMessage
+from fara_desktop.chats.storage import Source, StoredMessage
 from fara_desktop.ui.widgets.message_widget import MessageWidget
 from fara_desktop.ui.widgets.plain_text import plain_label
 
@@ -31,6 +31,7 @@ class ShownMessage:
     reasoning: str = ""
     thinking_s: float | None = None
     version: tuple[int, int] = (0, 1)  # (index, count) among the versions of its turn
+    sources: tuple[Source, ...] = ()  # the document passages a reply was given, for its citations
 
 
 def thinking_seconds(message: StoredMessage) -> float | None:
@@ -126,6 +127,7 @@ class ChatView(QScrollArea):
     regenerateRequested = Signal(object)
     branchRequested = Signal(object)
     versionRequested = Signal(object, int)
+    sourceRequested = Signal(object)  # a Source whose citation was clicked
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -177,11 +179,13 @@ class ChatView(QScrollArea):
         if shown.reasoning.strip():
             widget.reasoning.show_reasoning(shown.reasoning, thinking=False, seconds=shown.thinking_s)
         widget.set_place(*shown.version)
+        widget.set_sources(shown.sources)
         widget.copyRequested.connect(self.copyRequested)
         widget.editRequested.connect(self.editRequested)
         widget.regenerateRequested.connect(self.regenerateRequested)
         widget.branchRequested.connect(self.branchRequested)
         widget.versionRequested.connect(self.versionRequested)
+        widget.sourceRequested.connect(self.sourceRequested)
         return widget
 
     def add_message(

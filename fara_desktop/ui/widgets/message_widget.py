@@ -4,6 +4,8 @@ markdown prose, code blocks with a copy button."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+from typing import Any
 
 from PySide6.QtCore import QEvent, Qt, QUrl, Signal
 from PySide6.QtGui import (
@@ -17,7 +19,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
-from fara_desktop.ui.widgets.plain_text import plain_label
+from fara_desktop.ui.widgets.plain_text import plain_label, plain_tooltip
 from fara_desktop.ui.widgets.text_blocks import Block, keep_line_breaks, split_blocks
 
 _SAFE_LINK_SCHEMES = ("http", "https")  # not mailto: a click would hand a stranger's address to the mail client
@@ -253,6 +255,7 @@ class MessageWidget(QFrame):
     regenerateRequested = Signal(object)
     branchRequested = Signal(object)
     versionRequested = Signal(object, int)  # (widget, -1 for the previous version, +1 for the next)
+    sourceRequested = Signal(object)  # the Source of a clicked citation
 
     def __init__(self, role: str, text: str = "", parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -298,6 +301,10 @@ class MessageWidget(QFrame):
         self._body = QVBoxLayout()
         self._body.setSpacing(6)
         layout.addLayout(self._body)
+        self.sources_row = QHBoxLayout()
+        self.sources_row.setSpacing(4)
+        layout.addLayout(self.sources_row)
+        self.source_buttons: list[QToolButton] = []
         self.footer = plain_label()
         self.footer.setObjectName("messageFooter")
         self.footer.setWordWrap(True)
@@ -380,6 +387,24 @@ class MessageWidget(QFrame):
         if created_at:
             parts.append(time.strftime("%d %b %H:%M", time.localtime(created_at)))
         self.title.setText(" · ".join(parts))
+
+    def set_sources(self, sources: Sequence[Any]) -> None:
+        """Numbered citations under a reply that answered from documents: each opens its passage."""
+        for button in self.source_buttons:
+            button.setParent(None)
+            button.deleteLater()
+        self.source_buttons = []
+        for source in sources:
+            button = QToolButton()
+            button.setObjectName("sourceButton")
+            button.setText(f"[{source.number}] {source.where}")
+            button.setToolTip(plain_tooltip(source.text[:600]))
+            button.setAccessibleName(f"Source {source.number}: {source.where}")
+            button.clicked.connect(lambda _checked=False, s=source: self.sourceRequested.emit(s))
+            self.sources_row.addWidget(button)
+            self.source_buttons.append(button)
+        if sources:
+            self.sources_row.addStretch(1)
 
     def set_place(self, index: int, count: int) -> None:
         """``‹ 2/3 ›``: which version of this turn is shown; hidden when there is only one."""

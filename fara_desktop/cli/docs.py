@@ -1,0 +1,95 @@
+"""`fara-desktop docs index|search`: document collections from a terminal (scripts and checks rely on these)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from fara_desktop.documents.index import DocumentIndex, DocumentIndexError, documents_path
+from fara_desktop.documents.indexer import IndexProgress, index_collection
+from fara_desktop.format import format_size
+from fara_desktop.paths import AppPaths
+from fara_desktop.untrusted import printable
+
+
+def run_docs_index(paths: AppPaths, roots: list[Path], collection: str, as_json: bool) -> int:
+    missing = [str(r) for r in roots if not r.exists()]
+    if missing:
+        print(printable(f"fara-desktop docs index: not found: {', '.join(missing)}"), file=sys.stderr)
+        return 1
+    try:
+        index = DocumentIndex(documents_path(paths.data))
+    except DocumentIndexError as exc:
+        print(printable(f"fara-desktop docs index: {exc}"), file=sys.stderr)
+        return 1
+    last = [0.0]
+
+    def progress(state: IndexProgress) -> None:
+        if not as_json and state.files_done - last[0] >= max(1, state.files_total // 20):
+            last[0] = state.files_done
+            print(f"  {state.files_done:,}/{state.files_total:,} files · {state.passages:,} passages", file=sys.stderr)
+
+    try:
+        report = index_collection(index, collection, roots, on_progress=progress)
+        summary = next(c for c in index.collections() if c.name == collection)
+    finally:
+        index.close()
+    mb = report.bytes_read / 1e6
+    data = {
+        "collection": collection,
+        "files": report.files,
+        "indexed": report.indexed,
+        "unchanged": report.unchanged,
+        "removed": report.removed,
+        "passages": summary.passages,
+        "passages_added": report.passages,
+        "bytes_read": report.bytes_read,
+        "seconds": round(report.seconds, 3),
+        "mb_per_s": round(mb / report.seconds, 2) if report.seconds else None,
+        "passages_per_s": round(report.passages / report.seconds, 1) if report.seconds else None,
+        "unreadable": [{"path": p, "reason": r} for p, r in report.unreadable],
+    }
+    if as_json:
+        print(json.dumps(data, ensure_ascii=False))
+    else:
+        print(printable(
+            f"{collection}: {report.files:,} files, {summary.passages:,} passages ({report.indexed:,} read, "
+            f"{report.unchanged:,} unchanged, {report.removed:,} removed) in {report.seconds:.1f} s — "
+            f"{format_size(report.bytes_read)} read"
+        ))  # fmt: skip
+        for path, reason in report.unreadable:
+            print(printable(f"  unreadable: {path}: {reason}"))
+    usable = summary.passages > 0
+    if not usable:
+        print("fara-desktop docs index: nothing in the collection could be read", file=sys.stderr)
+    return 0 if usable else 1
+
+
+def run_docs_search(paths: AppPaths, collection: str, query: str, top: int, as_json: bool) -> int:
+    try:
+        index = DocumentIndex(documents_path(paths.data))
+    except DocumentIndexError as exc:
+        print(printable(f"fara-desktop docs search: {exc}"), file=sys.stderr)
+        return 1
+    try:
+        if index.collection_id(collection) is None:
+            print(printable(f"fara-desktop docs search: there is no collection {collection!r}"), file=sys.stderr)
+            return 1
+        hits = index.search([collection], query, top)
+    finally:
+        index.close()
+    if as_json:
+        print(json.dumps([
+            {"rank": n, "path": h.path, "page": h.page, "line_start": h.line_start, "line_end": h.line_end,
+             "score": round(h.score, 4), "text": h.text}
+            for n, h in enumerate(hits, start=1)
+        ], ensure_ascii=False))  # fmt: skip
+        return 0
+    for number, hit in enumerate(hits, start=1):
+        excerpt = " ".join(hit.text.split())[:200]
+        print(printable(f"[{number}] {hit.path} ({hit.where.split(', ', 1)[-1]}) score {hit.score:.2f}"))
+        print(printable(f"    {excerpt}"))
+    if not hits:
+        print("no passage matches", file=sys.stderr)
+    return 0

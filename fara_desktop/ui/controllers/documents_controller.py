@@ -1,0 +1,225 @@
+"""Document collections in the window: indexing on a background thread (lower priority, paused on request, waiting
+while a reply is generated), the Documents panel, each chat's choice of collections, and the passages a question
+retrieves for the prompt."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from typing import Protocol
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox, QToolButton, QWidget
+
+from fara_desktop.chats.storage import Source
+from fara_desktop.documents.grounding import ground, passage_budget
+from fara_desktop.documents.index import DocumentIndex, DocumentIndexError, documents_path
+from fara_desktop.documents.indexer import IndexProgress, IndexReport, index_collection, lower_this_threads_priority
+from fara_desktop.engine.types import ChatMessage
+from fara_desktop.paths import AppPaths
+from fara_desktop.ui.controllers.chat_controller import ChatController
+from fara_desktop.ui.widgets.documents_panel import DocumentsPanel
+from fara_desktop.ui.widgets.plain_text import plain_message_box
+
+log = logging.getLogger(__name__)
+
+TOP_PASSAGES = 8
+LEXICAL_NOTE = (
+    "Retrieval is lexical (SQLite FTS5, BM25): instant, no model needed. Semantic search needs an embedding model "
+    "(a GGUF such as nomic-embed-text or bge-small), which is not built in yet."
+)
+
+
+class DocumentsScreen(Protocol):
+    paths: AppPaths
+    documents_panel: DocumentsPanel
+    documents_button: QToolButton
+
+    def set_status(self, text: str) -> None: ...
+    def show_notice(self, text: str, role: str = "notice") -> None: ...
+
+
+class DocumentsController(QObject):
+    """Owns the GUI's connection to the documents database; each scan opens its own on its thread."""
+
+    progressed = Signal(str, object)  # (collection, IndexProgress), from the indexing thread
+    finished = Signal(str, object)  # (collection, IndexReport or Exception)
+
+    def __init__(self, screen: DocumentsScreen, dialog_parent: QWidget, chat: ChatController) -> None:
+        super().__init__()
+        self.screen = screen
+        self.dialog_parent = dialog_parent
+        self.chat = chat
+        self.index: DocumentIndex | None = None
+        try:
+            self.index = DocumentIndex(documents_path(screen.paths.data))
+        except DocumentIndexError as exc:
+            screen.documents_panel.show_idle(str(exc))
+        self.pause = threading.Event()
+        self._stop = threading.Event()
+        self._scan: threading.Thread | None = None
+        self._queue: list[tuple[str, list[Path]]] = []
+        self.progressed.connect(lambda name, state: screen.documents_panel.show_progress(name, state))
+        self.finished.connect(self._scan_finished)
+        panel = screen.documents_panel
+        panel.addFolderRequested.connect(self.add_folder)
+        panel.addFilesRequested.connect(self.add_files)
+        panel.rescanRequested.connect(lambda name: self.index_paths(name, []))
+        panel.removeRequested.connect(self.remove)
+        panel.pauseToggled.connect(lambda paused: self.pause.set() if paused else self.pause.clear())
+        menu = QMenu(screen.documents_button)
+        menu.aboutToShow.connect(self._fill_menu)
+        screen.documents_button.setMenu(menu)
+        screen.documents_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        chat.ground = self.ground
+        self.refresh()
+
+    # ------------------------------------------------------------------ collections
+
+    def collection_names(self) -> list[str]:
+        return [c.name for c in self.index.collections()] if self.index else []
+
+    def refresh(self) -> None:
+        if self.index is None:
+            return
+        collections = self.index.collections()
+        self.screen.documents_panel.show_collections(collections, LEXICAL_NOTE)
+        for summary in collections:
+            if summary.unreadable:
+                cid = self.index.collection_id(summary.name)
+                if cid is not None:
+                    self.screen.documents_panel.show_unreadable(summary.name, self.index.unreadable(cid))
+        self.show_chat_choice()
+
+    def add_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self.dialog_parent, "Add a folder of documents", str(Path.home()))
+        if folder:
+            self.index_paths(self._name_for(Path(folder)), [Path(folder)])
+
+    def add_files(self) -> None:
+        files, _ = QFileDialog.getOpenFileNames(self.dialog_parent, "Add documents", str(Path.home()))
+        if files:
+            self.index_paths(self._name_for(Path(files[0]).parent), [Path(f) for f in files])
+
+    def _name_for(self, folder: Path) -> str:
+        """A folder becomes the collection named after it (adding it again updates that collection)."""
+        return folder.name or "Documents"
+
+    def remove(self, name: str) -> None:
+        if self.index is None:
+            return
+        box = plain_message_box(
+            QMessageBox.Icon.Question, "Remove collection",
+            f"Forget the collection “{name}”? Your files are not touched.", self.dialog_parent,
+        )  # fmt: skip
+        box.setStandardButtons(QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No)
+        if box.exec() != QMessageBox.StandardButton.Yes:
+            return
+        self.index.remove_collection(name)
+        session = self.chat.session
+        if name in session.collections:
+            session.set_collections(tuple(n for n in session.collections if n != name))
+        self.refresh()
+
+    # ------------------------------------------------------------------ indexing
+
+    def index_paths(self, name: str, paths: list[Path]) -> None:
+        """Index ``paths`` into ``name`` (or re-scan it) on a background thread; scans run one after another."""
+        self._queue.append((name, paths))
+        if self._scan is None or not self._scan.is_alive():
+            self._next_scan()
+
+    def _next_scan(self) -> None:
+        if not self._queue:
+            return
+        name, paths = self._queue.pop(0)
+        self.screen.documents_panel.show_progress(name, IndexProgress())
+        self._scan = threading.Thread(target=self._run_scan, args=(name, paths), name="fara-indexer", daemon=True)
+        self._scan.start()
+
+    def _run_scan(self, name: str, paths: list[Path]) -> None:
+        lower_this_threads_priority()
+        try:
+            index = DocumentIndex(documents_path(self.screen.paths.data))
+            try:
+                report = index_collection(
+                    index, name, paths,
+                    on_progress=lambda state: self.progressed.emit(name, state),
+                    pause=self.pause,
+                    yield_to=lambda: self.chat.current_request is not None,  # a reply is being generated
+                    should_stop=self._stop.is_set,
+                )  # fmt: skip
+            finally:
+                index.close()
+        except Exception as exc:
+            log.warning("Indexing %s failed (%s)", "a collection", type(exc).__name__)
+            self.finished.emit(name, exc)
+            return
+        self.finished.emit(name, report)
+
+    def _scan_finished(self, name: str, result: IndexReport | Exception) -> None:
+        panel = self.screen.documents_panel
+        if isinstance(result, Exception):
+            panel.show_idle(f"Indexing {name} failed: {result}")
+        else:
+            unreadable = f", {len(result.unreadable):,} unreadable" if result.unreadable else ""
+            panel.show_idle(
+                f"{name}: {result.files:,} files ({result.indexed:,} read, {result.unchanged:,} unchanged, "
+                f"{result.removed:,} removed){unreadable} in {result.seconds:.1f} s"
+            )
+        self.refresh()
+        self._next_scan()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.pause.clear()
+        if self._scan is not None:
+            self._scan.join(5)
+        if self.index is not None:
+            self.index.close()
+            self.index = None
+
+    # ------------------------------------------------------------------ chats
+
+    def _fill_menu(self) -> None:
+        menu = self.screen.documents_button.menu()
+        menu.clear()
+        chosen = set(self.chat.session.collections)
+        names = self.collection_names()
+        for name in names:
+            action = menu.addAction(name)
+            action.setCheckable(True)
+            action.setChecked(name in chosen)
+            action.toggled.connect(lambda on, n=name: self.use_collection(n, on))
+        if not names:
+            menu.addAction("No collections yet: add documents in the Documents panel").setEnabled(False)
+
+    def use_collection(self, name: str, used: bool) -> None:
+        current = [n for n in self.chat.session.collections if n != name]
+        if used:
+            current.append(name)
+        self.chat.session.set_collections(tuple(current))
+        self.show_chat_choice()
+
+    def show_chat_choice(self) -> None:
+        names = [n for n in self.chat.session.collections if n in set(self.collection_names())]
+        button = self.screen.documents_button
+        button.setText(f"Documents: {', '.join(names)}" if names else "Documents: off")
+        button.setToolTip("Answer from these document collections" if names else "Answer from your documents")
+
+    def ground(self, messages: list[ChatMessage]) -> tuple[list[ChatMessage], tuple[Source, ...]]:
+        """The prompt for a chat that uses collections: the question's best passages added within budget."""
+        names = [n for n in self.chat.session.collections if n in set(self.collection_names())]
+        if not names or self.index is None or not messages or messages[-1].role != "user":
+            return messages, ()
+        hits = self.index.search(names, messages[-1].content, TOP_PASSAGES)
+        info = self.chat.model_info
+        n_ctx = info.n_ctx if info else 0
+        history = sum(len(m.content) for m in messages)
+        grounded = ground(messages, hits, passage_budget(n_ctx, history, min(512, (n_ctx or 4096) // 4)))
+        sources = tuple(
+            Source(number, h.path, h.text, h.page, h.line_start, h.line_end)
+            for number, h in enumerate(grounded.used, start=1)
+        )
+        return grounded.messages, sources

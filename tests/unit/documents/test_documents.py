@@ -1,0 +1,116 @@
+"""Documents: every format read with its location, damaged and encrypted files listed as unreadable without
+stopping the rest, only changed files read again, deleted ones forgotten, citations that point at the right page
+and line, and a query language strangers cannot inject into."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+from fara_desktop.documents.grounding import ground, passage_budget
+from fara_desktop.documents.index import DocumentIndex, fts_query
+from fara_desktop.documents.indexer import index_collection
+from fara_desktop.engine.types import ChatMessage
+from tests.helpers.documents import write_encrypted_pdf, write_mixed_folder
+
+
+@pytest.fixture
+def index(tmp_path):
+    index = DocumentIndex(tmp_path / "documents.sqlite3")
+    yield index
+    index.close()
+
+
+def test_every_format_is_searchable_with_its_page_or_line(index, tmp_path):
+    files = write_mixed_folder(tmp_path / "docs")
+    report = index_collection(index, "mixed", [tmp_path / "docs"])
+    assert report.files == 6 and report.unreadable == [] and report.passages >= 6
+    expectations = {  # word: (file, page, line it is on)
+        "aquamarine": ("manual.pdf", 2, None),
+        "heliotrope": ("minutes.docx", None, 2),  # paragraphs stand in for lines
+        "tangerine": ("notes.md", None, 3),
+        "marzipan": ("page.html", None, None),
+        "quokka": ("tool.py", None, 2),
+    }
+    for word, (name, page, line) in expectations.items():
+        hits = index.search(["mixed"], f"What about the {word}?", top=3)
+        assert hits and hits[0].path.endswith(name) and word in hits[0].text, word
+        assert hits[0].page == page, word
+        if line is not None:
+            assert hits[0].line_start <= line <= hits[0].line_end, (word, hits[0].where)
+    zeppelin = index.search(["mixed"], "zeppelin", top=1)[0]
+    assert zeppelin.line_start <= 257 <= zeppelin.line_end and "zeppelin" in zeppelin.text
+    assert index.search(["mixed"], "scriptword") == []  # script contents are not text
+    assert files["pdf"].exists()
+
+
+def test_damaged_and_encrypted_pdfs_are_unreadable_and_the_rest_is_indexed(index, tmp_path):
+    files = write_mixed_folder(tmp_path / "docs")
+    write_encrypted_pdf(tmp_path / "docs" / "locked.pdf", files["pdf"])
+    data = files["pdf"].read_bytes()
+    (tmp_path / "docs" / "cut.pdf").write_bytes(data[: len(data) // 3])
+    (tmp_path / "docs" / "garbage.docx").write_bytes(b"PK\x03\x04 not really a zip")
+    (tmp_path / "docs" / "binary.txt").write_bytes(b"\x00\x01\x02" * 100)
+    os.mkfifo(tmp_path / "docs" / "pipe.txt")  # never opened: a read would block the scan
+    report = index_collection(index, "mixed", [tmp_path / "docs"])
+    reasons = {os.path.basename(path): reason for path, reason in report.unreadable}
+    assert "encrypted" in reasons["locked.pdf"]
+    assert "damaged PDF" in reasons["cut.pdf"]
+    assert "damaged DOCX" in reasons["garbage.docx"]
+    assert "binary" in reasons["binary.txt"]
+    assert "pipe.txt" not in reasons
+    assert index.search(["mixed"], "aquamarine")  # the good files are all there
+
+
+def test_only_changed_files_are_read_again_and_deleted_ones_are_forgotten(index, tmp_path):
+    folder = tmp_path / "docs"
+    files = write_mixed_folder(folder)
+    index_collection(index, "mixed", [folder])
+    files["md"].write_text("# Notes\n\nThe *grapefruit* protocol replaced the old one.\n", encoding="utf-8")
+    same = files["code"].read_text()
+    files["code"].write_text(same)  # rewritten, same content: a new time, the same hash
+    os.utime(files["code"], ns=(time.time_ns(), time.time_ns() + 10_000_000_000))
+    files["log"].unlink()
+    report = index_collection(index, "mixed", [])
+    assert (report.indexed, report.removed) == (1, 1) and report.unchanged == 4
+    assert index.search(["mixed"], "grapefruit") and not index.search(["mixed"], "tangerine")
+    assert not index.search(["mixed"], "zeppelin")
+
+
+def test_hostile_queries_are_words_not_operators(index, tmp_path):
+    write_mixed_folder(tmp_path / "docs")
+    index_collection(index, "mixed", [tmp_path / "docs"])
+    for query in ['aquamarine" OR *', "NEAR(pump valve)", "pump*", '"', "-", "col:valve", "a" * 10_000, ""]:
+        index.search(["mixed"], query)  # no FTS5 syntax error escapes
+    assert fts_query('valve" OR "x') == '"valve" OR "x"'
+    assert fts_query("the of and") == '"the" OR "of" OR "and"'  # only common words: kept rather than nothing
+    assert fts_query("¿¡") is None
+
+
+def test_grounding_numbers_the_passages_within_the_budget(index, tmp_path):
+    write_mixed_folder(tmp_path / "docs")
+    index_collection(index, "mixed", [tmp_path / "docs"])
+    hits = index.search(["mixed"], "pump valve pressure", top=8)
+    question = [ChatMessage("system", "Be brief."), ChatMessage("user", "How is the pressure controlled?")]
+    grounded = ground(question, hits, passage_budget(2048, 100, 512))
+    last = grounded.messages[-1].content
+    assert grounded.used and last.startswith("Passages from my documents") and "[1] manual.pdf, page" in last
+    assert last.endswith("Question: How is the pressure controlled?") and grounded.messages[0] == question[0]
+    tiny = ground(question, hits, 10)  # the best passage alone, cut
+    assert len(tiny.used) == 1
+    assert passage_budget(0, 0, 512) <= 2000 and passage_budget(512, 10_000, 128) == 200
+
+
+def test_a_collection_reports_what_it_holds(index, tmp_path):
+    write_mixed_folder(tmp_path / "docs")
+    index_collection(index, "mixed", [tmp_path / "docs"])
+    (summary,) = index.collections()
+    assert (summary.name, summary.files, summary.unreadable) == ("mixed", 6, 0)
+    assert summary.roots == [str((tmp_path / "docs").resolve())] and summary.indexed_at
+    assert index.remove_collection("mixed") and index.collections() == []
+    assert index._db.execute("SELECT COUNT(*) FROM passages").fetchone()[0] == 0
+    assert index._db.execute("SELECT COUNT(*) FROM passages_fts").fetchone()[0] == 0
+    json.dumps([s.__dict__ for s in index.collections()])
