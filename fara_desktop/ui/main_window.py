@@ -233,8 +233,7 @@ class MainWindow(QMainWindow):
         self.chat_view.versionRequested.connect(chat.switch_version)
         chat.branchCreated.connect(conversations.open_conversation)
         self.chat_view.sourceRequested.connect(self.show_source)
-        for changed in (self.sidebar.newRequested, self.sidebar.conversationChosen, chat.branchCreated):
-            changed.connect(lambda *_args: self.documents.show_chat_choice())
+        chat.chatChanged.connect(self.documents.show_chat_choice)
         self.thinking_box.toggled.connect(chat.set_thinking)
         self.chat_view.empty_state.openModelRequested.connect(self.choose_model_file)
         self.chat_view.empty_state.addFolderRequested.connect(self.add_models_folder)

@@ -75,6 +75,7 @@ class ChatController(QObject):
     replyCancelled = Signal(object)  # Cancelled
     replyFailed = Signal(str)
     branchCreated = Signal(int)  # a conversation "Branch from here" made; the window opens it
+    chatChanged = Signal()  # another conversation (or a new one) is on screen
 
     def __init__(
         self, screen: ChatScreen, session: ChatSession, bridge: EngineBridge, sampling: SamplingParams
@@ -248,6 +249,11 @@ class ChatController(QObject):
         prompt = self._prompt if self._prompt is not None else session.prompt_messages()
         self._prompt = None
         return self.bridge.generate(prompt, self.sampling, session.conversation_id, session.thinking)
+
+    def chat_changed(self) -> None:
+        """Another conversation is open: the per-chat switches show its choices."""
+        self.sync_thinking_switch()
+        self.chatChanged.emit()
 
     def sync_thinking_switch(self) -> None:
         """The Think switch shows this chat's choice, and only for a model whose template has the switch."""

@@ -52,6 +52,8 @@ class DocumentsPanel(QWidget):
         self.list = QListWidget()
         self.list.setObjectName("collectionList")
         self.list.setAccessibleName("Document collections")
+        self.list.setWordWrap(True)
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         add_row = QHBoxLayout()
         self.add_folder_button = _tool_button("Add folder…")
         self.add_folder_button.clicked.connect(self.addFolderRequested)
@@ -101,9 +103,9 @@ class DocumentsPanel(QWidget):
         self.list.clear()
         for summary in collections:
             when = time.strftime("%d %b %H:%M", time.localtime(summary.indexed_at)) if summary.indexed_at else "never"
-            text = f"{summary.name} — {summary.files:,} files, {summary.passages:,} passages"
+            text = f"{summary.name}\n{summary.files:,} files · {summary.passages:,} passages"
             if summary.unreadable:
-                text += f", {summary.unreadable:,} unreadable"
+                text += f" · {summary.unreadable:,} unreadable"
             item = QListWidgetItem(text)
             item.setData(Qt.ItemDataRole.UserRole, summary.name)
             item.setToolTip(plain_tooltip(f"Indexed {when}\nFrom: " + "\n".join(summary.roots)))

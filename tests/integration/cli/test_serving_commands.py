@@ -13,9 +13,8 @@ import pytest
 
 from tests.helpers.openai_servers import LlamaCppServer
 
-pytestmark = pytest.mark.real_model
 
-
+@pytest.mark.real_model
 def test_serve_prints_its_address_first_answers_the_openai_client_and_stops_on_sigterm(fara_home, smollm2_path):
     env = {**os.environ, "FARA_HOME": str(fara_home), "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(
@@ -42,6 +41,7 @@ def test_serve_prints_its_address_first_answers_the_openai_client_and_stops_on_s
                 stream.close()
 
 
+@pytest.mark.real_model
 def test_serve_beyond_this_computer_without_a_key_is_refused(fara_home, smollm2_path):
     env = {**os.environ, "FARA_HOME": str(fara_home)}
     result = subprocess.run(
@@ -51,6 +51,7 @@ def test_serve_beyond_this_computer_without_a_key_is_refused(fara_home, smollm2_
     assert result.returncode == 1 and "API key" in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.real_model
 def test_smoke_asks_a_server_model_through_the_gui_path(fara_home, smollm2_path):
     server = LlamaCppServer(smollm2_path).wait_ready()
     try:
@@ -70,3 +71,36 @@ def test_smoke_asks_a_server_model_through_the_gui_path(fara_home, smollm2_path)
     assert "Earth" in payload["reply"] and payload["gen_tok_per_s"] > 0
     assert "sk-unused" not in result.stdout + result.stderr
     assert "sk-unused" not in (fara_home / "logs" / "fara-desktop.log").read_text()
+
+
+def test_docs_index_and_search_from_a_terminal(fara_home, tmp_path):
+    from tests.helpers.documents import write_encrypted_pdf, write_mixed_folder
+
+    files = write_mixed_folder(tmp_path / "manuals")
+    write_encrypted_pdf(tmp_path / "manuals" / "locked.pdf", files["pdf"])
+    env = {**os.environ, "FARA_HOME": str(fara_home)}
+    indexed = subprocess.run(
+        [sys.executable, "-m", "fara_desktop", "docs", "index", str(tmp_path / "manuals"), "--collection", "manuals",
+         "--json"], capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert indexed.returncode == 0, indexed.stderr
+    report = json.loads(indexed.stdout)
+    assert report["files"] == 7 and report["passages"] >= 6 and report["seconds"] > 0
+    assert [u["reason"] for u in report["unreadable"]] == ["is encrypted (password-protected)"]
+    found = subprocess.run(
+        [sys.executable, "-m", "fara_desktop", "docs", "search", "--collection", "manuals", "--top", "2", "--json",
+         "which", "valve", "controls", "pressure"], capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert found.returncode == 0, found.stderr
+    hits = json.loads(found.stdout)
+    assert hits[0]["path"].endswith("manual.pdf") and hits[0]["page"] == 2 and hits[0]["score"] > 0
+    text = subprocess.run(
+        [sys.executable, "-m", "fara_desktop", "docs", "search", "--collection", "manuals", "zeppelin"],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert text.returncode == 0 and "server.log (lines" in text.stdout
+    missing = subprocess.run(
+        [sys.executable, "-m", "fara_desktop", "docs", "search", "--collection", "nope", "x"],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert missing.returncode == 1 and "no collection 'nope'" in missing.stderr

@@ -42,7 +42,9 @@ def test_a_100_mb_file(tmp_path):
     started = time.perf_counter()
     report = index_collection(index, "logs", [big])
     seconds = time.perf_counter() - started
-    print(f"\n100 MB file: {report.passages:,} passages in {seconds:.1f} s ({report.bytes_read / 1e6 / seconds:.1f} MB/s)")
+    print(
+        f"\n100 MB file: {report.passages:,} passages in {seconds:.1f} s ({report.bytes_read / 1e6 / seconds:.1f} MB/s)"
+    )
     hit = index.search(["logs"], "flux capacitor")[0]
     assert hit.line_start <= 654_322 <= hit.line_end and "flux capacitor" in hit.text
     index.close()
