@@ -56,8 +56,9 @@ def main(argv: list[str] | None = None) -> int:
         from fara_desktop.cli import docs
 
         if args.docs_command == "index":
-            return docs.run_docs_index(paths, args.paths, args.collection, args.json)
-        return docs.run_docs_search(paths, args.collection, " ".join(args.query), args.top, args.json)
+            return docs.run_docs_index(paths, args.paths, args.collection, args.json, args.embedding_model)
+        query = " ".join(args.query)
+        return docs.run_docs_search(paths, args.collection, query, args.top, args.json, args.embedding_model)
     if args.command == "install-desktop-entry":
         from fara_desktop.cli.commands import run_desktop_entry
 

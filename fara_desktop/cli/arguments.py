@@ -58,11 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
     docs_index.add_argument("paths", nargs="+", type=Path, help="folders and files to add to the collection")
     docs_index.add_argument("--collection", required=True, help="the collection's name")
     docs_index.add_argument("--json", action="store_true", help="machine-readable output")
+    docs_index.add_argument("--embedding-model", type=Path, help="an embedding GGUF: add semantic vectors too")
     docs_search = docs_sub.add_parser("search", help="the best passages of a collection for a query")
     docs_search.add_argument("query", nargs="+", help="what to look for")
     docs_search.add_argument("--collection", required=True, help="the collection's name")
     docs_search.add_argument("--top", type=int, default=5, help="how many passages (default 5)")
     docs_search.add_argument("--json", action="store_true", help="machine-readable output")
+    docs_search.add_argument("--embedding-model", type=Path, help="fuse semantic results from this embedding GGUF")
     entry = sub.add_parser(
         "install-desktop-entry", help="add Fara Desktop to the desktop's application launcher (Linux)"
     )

@@ -4,16 +4,32 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 from fara_desktop.documents.index import DocumentIndex, DocumentIndexError, documents_path
 from fara_desktop.documents.indexer import IndexProgress, index_collection
+from fara_desktop.documents.semantic import embed_collection, hybrid_search
+from fara_desktop.engine.embedder import Embedder
+from fara_desktop.errors import FaraError
 from fara_desktop.format import format_size
 from fara_desktop.paths import AppPaths
 from fara_desktop.untrusted import printable
 
 
-def run_docs_index(paths: AppPaths, roots: list[Path], collection: str, as_json: bool) -> int:
+def _embedder(path: Path | None, command: str) -> Embedder | None:
+    if path is None:
+        return None
+    try:
+        return Embedder(path)
+    except FaraError as exc:
+        print(printable(f"fara-desktop docs {command}: {exc}"), file=sys.stderr)
+        raise SystemExit(1) from exc
+
+
+def run_docs_index(
+    paths: AppPaths, roots: list[Path], collection: str, as_json: bool, embedding_model: Path | None = None
+) -> int:
     missing = [str(r) for r in roots if not r.exists()]
     if missing:
         print(printable(f"fara-desktop docs index: not found: {', '.join(missing)}"), file=sys.stderr)
@@ -30,11 +46,19 @@ def run_docs_index(paths: AppPaths, roots: list[Path], collection: str, as_json:
             last[0] = state.files_done
             print(f"  {state.files_done:,}/{state.files_total:,} files · {state.passages:,} passages", file=sys.stderr)
 
+    embedder = _embedder(embedding_model, "index")
+    vectors = 0
+    embed_seconds = 0.0
     try:
         report = index_collection(index, collection, roots, on_progress=progress)
+        if embedder is not None:
+            done = embed_collection(index, collection, embedder)
+            vectors, embed_seconds = done.done, time.perf_counter() - done.started
         summary = next(c for c in index.collections() if c.name == collection)
     finally:
         index.close()
+        if embedder is not None:
+            embedder.close()
     mb = report.bytes_read / 1e6
     data = {
         "collection": collection,
@@ -49,6 +73,8 @@ def run_docs_index(paths: AppPaths, roots: list[Path], collection: str, as_json:
         "mb_per_s": round(mb / report.seconds, 2) if report.seconds else None,
         "passages_per_s": round(report.passages / report.seconds, 1) if report.seconds else None,
         "unreadable": [{"path": p, "reason": r} for p, r in report.unreadable],
+        "vectors_added": vectors,
+        "embedding_seconds": round(embed_seconds, 3),
     }
     if as_json:
         print(json.dumps(data, ensure_ascii=False))
@@ -66,7 +92,9 @@ def run_docs_index(paths: AppPaths, roots: list[Path], collection: str, as_json:
     return 0 if usable else 1
 
 
-def run_docs_search(paths: AppPaths, collection: str, query: str, top: int, as_json: bool) -> int:
+def run_docs_search(
+    paths: AppPaths, collection: str, query: str, top: int, as_json: bool, embedding_model: Path | None = None
+) -> int:
     try:
         index = DocumentIndex(documents_path(paths.data))
     except DocumentIndexError as exc:
@@ -76,7 +104,10 @@ def run_docs_search(paths: AppPaths, collection: str, query: str, top: int, as_j
         if index.collection_id(collection) is None:
             print(printable(f"fara-desktop docs search: there is no collection {collection!r}"), file=sys.stderr)
             return 1
-        hits = index.search([collection], query, top)
+        embedder = _embedder(embedding_model, "search")
+        hits = hybrid_search(index, [collection], query, embedder, top)
+        if embedder is not None:
+            embedder.close()
     finally:
         index.close()
     if as_json:

@@ -24,7 +24,7 @@ FILE_TYPES = {
     37: "TQ2_0", 38: "MXFP4_MOE",
 }  # fmt: skip
 _INSTRUCT_HINTS = re.compile(r"instruct|chat|\bit\b|-it[-.]|assistant|\brl\b", re.IGNORECASE)
-CACHE_VERSION = 4
+CACHE_VERSION = 5
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,7 @@ class ModelMetadata:
     file_bytes: int
     weights_bytes: int
     instruct: bool
+    embedding: bool = False  # a sentence embedder (document search), not a chat model
 
     @property
     def bits_per_weight(self) -> float:
@@ -124,7 +125,19 @@ def metadata_from_header(
         file_bytes=header.file_bytes + extra,
         weights_bytes=header.tensor_bytes + extra,
         instruct=has_template or bool(_INSTRUCT_HINTS.search(hint_text)),
+        embedding=is_embedding_architecture(header.architecture, header.arch_int("pooling_type", 0, 16)),
     )
+
+
+# Encoder architectures llama.cpp runs for sentence embeddings (bge, e5, all-MiniLM, nomic-embed, jina, …).
+EMBEDDING_ARCHITECTURES = frozenset(
+    {"bert", "nomic-bert", "nomic-bert-moe", "jina-bert-v2", "jina-bert-v3", "modern-bert", "neo-bert", "t5encoder"}
+)
+
+
+def is_embedding_architecture(architecture: str, pooling_type: int | None = None) -> bool:
+    """An embedder: an encoder architecture, or a decoder converted with a pooling type (Qwen3-Embedding)."""
+    return architecture in EMBEDDING_ARCHITECTURES or bool(pooling_type)
 
 
 class MetadataCache:

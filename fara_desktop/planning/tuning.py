@@ -264,6 +264,8 @@ def choose_model(
     """Rank models that fit: chat-ready first, then quality, then speed. Returns (best, all ranked)."""
     ranked: list[tuple[tuple[float, ...], Recommendation]] = []
     for meta in models:
+        if meta.embedding:  # a sentence embedder cannot chat: it serves document search
+            continue
         n_ctx = min(MIN_CONTEXT * 2, meta.context_length or MIN_CONTEXT * 2)
         verdict = fit_verdict(meta, n_ctx, available, total)
         speed = expected_tokens_per_second(meta, bandwidth)

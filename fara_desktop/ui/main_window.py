@@ -234,6 +234,7 @@ class MainWindow(QMainWindow):
         chat.branchCreated.connect(conversations.open_conversation)
         self.chat_view.sourceRequested.connect(self.show_source)
         chat.chatChanged.connect(self.documents.show_chat_choice)
+        self.startup.planReady.connect(self.documents.use_plan)
         self.thinking_box.toggled.connect(chat.set_thinking)
         self.chat_view.empty_state.openModelRequested.connect(self.choose_model_file)
         self.chat_view.empty_state.addFolderRequested.connect(self.add_models_folder)

@@ -127,6 +127,79 @@ def write_tiny_model(
     return path
 
 
+def write_bert_embedder(
+    path: Path,
+    n_embd: int = 64,
+    n_layer: int = 2,
+    n_head: int = 4,
+    n_ff: int = 128,
+    n_vocab: int = 0,
+    context_length: int = 512,
+    seed: int = 0,
+) -> Path:
+    """A BERT-family sentence embedder (mean pooling, WordPiece vocabulary) with random weights, as llama.cpp runs
+    bge, e5 and all-MiniLM. ``n_vocab`` pads the vocabulary to a real model's size (30,522 for bge-small)."""
+    rng = np.random.default_rng(seed)
+    words = ["the", "pump", "valve", "pressure", "water", "dry", "store", "chapter", "manual", "log", "server"]
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [chr(c) for c in range(33, 127)]
+    tokens += ["##" + chr(c) for c in range(97, 123)] + words
+    tokens += [f"[unused{i}]" for i in range(max(0, n_vocab - len(tokens)))]
+    writer = gguf.GGUFWriter(str(path), "bert")
+    writer.add_name("Random BERT embedder")
+    writer.add_context_length(context_length)
+    writer.add_embedding_length(n_embd)
+    writer.add_block_count(n_layer)
+    writer.add_feed_forward_length(n_ff)
+    writer.add_head_count(n_head)
+    writer.add_layer_norm_eps(1e-12)
+    writer.add_causal_attention(False)
+    writer.add_pooling_type(gguf.PoolingType.MEAN)
+    writer.add_token_type_count(2)
+    writer.add_file_type(0)
+    writer.add_tokenizer_model("bert")
+    writer.add_token_list(tokens)  # every token once: llama.cpp aborts the process on a duplicate
+    writer.add_token_types([3, 2, 3, 3, 3] + [1] * (len(tokens) - 5))
+    writer.add_token_scores([0.0] * len(tokens))
+    writer.add_unk_token_id(1)
+    writer.add_pad_token_id(0)
+    writer.add_bos_token_id(2)
+    writer.add_eos_token_id(3)
+    writer.add_sep_token_id(3)
+
+    def weight(*shape: int) -> np.ndarray:
+        return (rng.standard_normal(shape) * 0.05).astype(np.float32)
+
+    def ones(n: int) -> np.ndarray:
+        return np.ones(n, dtype=np.float32)
+
+    def zeros(n: int) -> np.ndarray:
+        return np.zeros(n, dtype=np.float32)
+
+    writer.add_tensor("token_embd.weight", weight(len(tokens), n_embd))
+    writer.add_tensor("token_types.weight", weight(2, n_embd))
+    writer.add_tensor("position_embd.weight", weight(context_length, n_embd))
+    writer.add_tensor("token_embd_norm.weight", ones(n_embd))
+    writer.add_tensor("token_embd_norm.bias", zeros(n_embd))
+    for i in range(n_layer):
+        blk = f"blk.{i}"
+        for name in ("attn_q", "attn_k", "attn_v", "attn_output"):
+            writer.add_tensor(f"{blk}.{name}.weight", weight(n_embd, n_embd))
+            writer.add_tensor(f"{blk}.{name}.bias", zeros(n_embd))
+        writer.add_tensor(f"{blk}.attn_output_norm.weight", ones(n_embd))
+        writer.add_tensor(f"{blk}.attn_output_norm.bias", zeros(n_embd))
+        writer.add_tensor(f"{blk}.ffn_up.weight", weight(n_ff, n_embd))
+        writer.add_tensor(f"{blk}.ffn_up.bias", zeros(n_ff))
+        writer.add_tensor(f"{blk}.ffn_down.weight", weight(n_embd, n_ff))
+        writer.add_tensor(f"{blk}.ffn_down.bias", zeros(n_embd))
+        writer.add_tensor(f"{blk}.layer_output_norm.weight", ones(n_embd))
+        writer.add_tensor(f"{blk}.layer_output_norm.bias", zeros(n_embd))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
 def write_truncated_copy(source: Path, target: Path, keep_bytes: int) -> Path:
     with open(source, "rb") as handle:
         target.write_bytes(handle.read(keep_bytes))

@@ -16,8 +16,12 @@ from fara_desktop.chats.storage import Source
 from fara_desktop.documents.grounding import ground, passage_budget
 from fara_desktop.documents.index import DocumentIndex, DocumentIndexError, documents_path
 from fara_desktop.documents.indexer import IndexProgress, IndexReport, index_collection, lower_this_threads_priority
+from fara_desktop.documents.semantic import embed_collection, hybrid_search
+from fara_desktop.engine.embedder import Embedder
 from fara_desktop.engine.types import ChatMessage
+from fara_desktop.errors import FaraError
 from fara_desktop.paths import AppPaths
+from fara_desktop.planning.planner import StartupPlan
 from fara_desktop.ui.controllers.chat_controller import ChatController
 from fara_desktop.ui.widgets.documents_panel import DocumentsPanel
 from fara_desktop.ui.widgets.plain_text import plain_message_box
@@ -26,8 +30,9 @@ log = logging.getLogger(__name__)
 
 TOP_PASSAGES = 8
 LEXICAL_NOTE = (
-    "Retrieval is lexical (SQLite FTS5, BM25): instant, no model needed. Semantic search needs an embedding model "
-    "(a GGUF such as nomic-embed-text or bge-small), which is not built in yet."
+    "Retrieval is lexical (SQLite FTS5, BM25): instant, no model needed. For semantic search as well, put an "
+    "embedding GGUF (bge-small, e5, all-MiniLM, nomic-embed-text) in a models folder: it is found like any model, "
+    "and passages get vectors in the background."
 )
 
 
@@ -45,6 +50,7 @@ class DocumentsController(QObject):
 
     progressed = Signal(str, object)  # (collection, IndexProgress), from the indexing thread
     finished = Signal(str, object)  # (collection, IndexReport or Exception)
+    embedding = Signal(str, int, int, float)  # (collection, passages done, of, per second), from the thread
 
     def __init__(self, screen: DocumentsScreen, dialog_parent: QWidget, chat: ChatController) -> None:
         super().__init__()
@@ -60,8 +66,12 @@ class DocumentsController(QObject):
         self._stop = threading.Event()
         self._scan: threading.Thread | None = None
         self._queue: list[tuple[str, list[Path]]] = []
+        self.embedding_model: Path | None = None  # an embedding GGUF found among the models
+        self._embedder: Embedder | None = None
+        self._embedder_lock = threading.Lock()
         self.progressed.connect(lambda name, state: screen.documents_panel.show_progress(name, state))
         self.finished.connect(self._scan_finished)
+        self.embedding.connect(screen.documents_panel.show_embedding)
         panel = screen.documents_panel
         panel.addFolderRequested.connect(self.add_folder)
         panel.addFilesRequested.connect(self.add_files)
@@ -80,11 +90,39 @@ class DocumentsController(QObject):
     def collection_names(self) -> list[str]:
         return [c.name for c in self.index.collections()] if self.index else []
 
+    def use_plan(self, plan: StartupPlan) -> None:
+        """The start-up scan found the models: an embedding model among them turns on semantic search."""
+        found = next((Path(m.path) for m in plan.scan.usable if m.metadata and m.metadata.embedding), None)
+        if found != self.embedding_model:
+            self.embedding_model = found
+            if found is not None:
+                for name in self.collection_names():  # vectors for what was indexed before
+                    self.index_paths(name, [])
+            self.refresh()
+
+    def embedder(self) -> Embedder | None:
+        """The embedding model, loaded on first use (shared by the indexing thread and the queries; it locks)."""
+        with self._embedder_lock:
+            if self._embedder is None and self.embedding_model is not None:
+                try:
+                    self._embedder = Embedder(self.embedding_model)
+                except FaraError as exc:
+                    log.warning("The embedding model could not be loaded: %s", exc)
+                    self.embedding_model = None
+            return self._embedder
+
+    def retrieval_note(self) -> str:
+        if self.embedding_model is None:
+            return LEXICAL_NOTE
+        return f"Retrieval is lexical (FTS5, BM25) and semantic ({self.embedding_model.name}), fused by rank."
+
     def refresh(self) -> None:
         if self.index is None:
             return
         collections = self.index.collections()
-        self.screen.documents_panel.show_collections(collections, LEXICAL_NOTE)
+        self.screen.documents_panel.show_collections(
+            collections, self.retrieval_note(), semantic=self.embedding_model is not None
+        )
         for summary in collections:
             if summary.unreadable:
                 cid = self.index.collection_id(summary.name)
@@ -143,13 +181,19 @@ class DocumentsController(QObject):
         try:
             index = DocumentIndex(documents_path(self.screen.paths.data))
             try:
+                replying = lambda: self.chat.current_request is not None  # noqa: E731 - a reply is being written
                 report = index_collection(
                     index, name, paths,
                     on_progress=lambda state: self.progressed.emit(name, state),
-                    pause=self.pause,
-                    yield_to=lambda: self.chat.current_request is not None,  # a reply is being generated
-                    should_stop=self._stop.is_set,
+                    pause=self.pause, yield_to=replying, should_stop=self._stop.is_set,
                 )  # fmt: skip
+                embedder = self.embedder() if self.embedding_model is not None else None
+                if embedder is not None:
+                    embed_collection(
+                        index, name, embedder,
+                        on_progress=lambda state: self.embedding.emit(name, state.done, state.total, state.per_second),
+                        pause=self.pause, yield_to=replying, should_stop=self._stop.is_set,
+                    )  # fmt: skip
             finally:
                 index.close()
         except Exception as exc:
@@ -179,6 +223,9 @@ class DocumentsController(QObject):
         if self.index is not None:
             self.index.close()
             self.index = None
+        if self._embedder is not None:
+            self._embedder.close()
+            self._embedder = None
 
     # ------------------------------------------------------------------ chats
 
@@ -213,7 +260,8 @@ class DocumentsController(QObject):
         names = [n for n in self.chat.session.collections if n in set(self.collection_names())]
         if not names or self.index is None or not messages or messages[-1].role != "user":
             return messages, ()
-        hits = self.index.search(names, messages[-1].content, TOP_PASSAGES)
+        embedder = self.embedder() if self.embedding_model is not None else None
+        hits = hybrid_search(self.index, names, messages[-1].content, embedder, TOP_PASSAGES)
         info = self.chat.model_info
         n_ctx = info.n_ctx if info else 0
         history = sum(len(m.content) for m in messages)

@@ -98,7 +98,7 @@ class DocumentsPanel(QWidget):
         self.pause_button.setText("Resume" if paused else "Pause")
         self.pauseToggled.emit(paused)
 
-    def show_collections(self, collections: list[CollectionSummary], retrieval: str) -> None:
+    def show_collections(self, collections: list[CollectionSummary], retrieval: str, semantic: bool = False) -> None:
         current = self.list.currentItem().data(Qt.ItemDataRole.UserRole) if self.list.currentItem() else None
         self.list.clear()
         for summary in collections:
@@ -118,7 +118,7 @@ class DocumentsPanel(QWidget):
         if not collections:
             self.status.setText("Add a folder; chats can answer from it.")
         elif not self.progress.isVisible():
-            self.status.setText("Search: lexical (no embedding model)")
+            self.status.setText("Search: lexical + semantic" if semantic else "Search: lexical (no embedding model)")
 
     def show_unreadable(self, name: str, unreadable: list[tuple[str, str]]) -> None:
         for row in range(self.list.count()):
@@ -139,6 +139,16 @@ class DocumentsPanel(QWidget):
             f"Indexing {name}: {progress.files_done:,} of {progress.files_total:,} files · "
             f"{progress.passages:,} passages{eta}"
         )
+
+    def show_embedding(self, name: str, done: int, total: int, per_second: float) -> None:
+        """The second stage: vectors for semantic search, after the collection is already searchable."""
+        self.progress.show()
+        self.pause_button.show()
+        self.progress.setRange(0, max(total, 1))
+        self.progress.setValue(done)
+        left = (total - done) / per_second if per_second > 0 else None
+        eta = f" · {format_duration(left)}" if left is not None and done >= 16 else ""
+        self.status.setText(f"{name}: semantic vectors for {done:,} of {total:,} passages{eta} (searchable already)")
 
     def show_idle(self, text: str) -> None:
         self.progress.hide()

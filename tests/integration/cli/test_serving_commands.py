@@ -99,6 +99,20 @@ def test_docs_index_and_search_from_a_terminal(fara_home, tmp_path):
         capture_output=True, text=True, env=env, timeout=60,
     )  # fmt: skip
     assert text.returncode == 0 and "server.log (lines" in text.stdout
+    from tests.helpers.gguf_factory import write_bert_embedder
+
+    embedder = write_bert_embedder(tmp_path / "bge-tiny.gguf")
+    semantic = subprocess.run(
+        [sys.executable, "-m", "fara_desktop", "docs", "index", str(tmp_path / "manuals"), "--collection", "manuals",
+         "--json", "--embedding-model", str(embedder)], capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert semantic.returncode == 0, semantic.stderr
+    assert json.loads(semantic.stdout)["vectors_added"] == report["passages"]
+    fused = subprocess.run(
+        [sys.executable, "-m", "fara_desktop", "docs", "search", "--collection", "manuals", "--json",
+         "--embedding-model", str(embedder), "aquamarine valve"], capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert fused.returncode == 0 and any(h["path"].endswith("manual.pdf") for h in json.loads(fused.stdout))
     missing = subprocess.run(
         [sys.executable, "-m", "fara_desktop", "docs", "search", "--collection", "nope", "x"],
         capture_output=True, text=True, env=env, timeout=60,

@@ -43,3 +43,31 @@ def test_the_real_model_answers_from_a_collection_with_citations(qtbot, smollm2_
     stored = win.store.messages(win.session.conversation_id)[-1]
     assert stored.sources[0].page == 2 and stored.sources[0].path.endswith("manual.pdf")
     win.close()
+
+
+def test_an_embedding_model_adds_semantic_vectors_in_the_background(qtbot, tmp_path):
+    from fara_desktop.documents.index import DocumentIndex, documents_path
+    from tests.helpers.fakes import FakeBackend
+    from tests.helpers.gguf_factory import write_bert_embedder
+
+    write_mixed_folder(tmp_path / "manuals")
+    win = MainWindow(backend=FakeBackend())
+    qtbot.addWidget(win)
+    win.show()
+    with qtbot.waitSignal(win.modelLoaded, timeout=5000):
+        win.load_model("fake.gguf")
+    win.documents.embedding_model = write_bert_embedder(tmp_path / "bge-tiny.gguf")
+    with qtbot.waitSignal(win.documents.finished, timeout=120000):
+        win.documents.index_paths("manuals", [tmp_path / "manuals"])
+    assert win.documents_panel.status.text() == "Search: lexical + semantic"
+    embedder = win.documents.embedder()
+    index = DocumentIndex(documents_path(win.paths.data))
+    (summary,) = index.collections()
+    assert index.vector_count("manuals", embedder.name) == summary.passages
+    index.close()
+    win.documents.use_collection("manuals", True)
+    win.composer.setPlainText("Which valve controls the pressure?")
+    with qtbot.waitSignal(win.replyFinished, timeout=10000):
+        win.send_button.click()
+    assert any(b.text().startswith("[1]") for b in win.chat_view.messages()[-1].source_buttons)
+    win.close()
