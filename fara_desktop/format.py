@@ -49,3 +49,14 @@ def format_duration(seconds: float | None) -> str:
     if seconds < 5400:
         return f"{seconds / 60:.0f} min left"
     return f"{seconds / 3600:.1f} h left"
+
+
+def format_location(path: str, page: int | None, line_start: int | None, line_end: int | None) -> str:
+    """Where a passage is, as a citation says it: ``manual.pdf, page 2``, ``server.log, lines 240–260``."""
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    if page is not None:
+        return f"{name}, page {page}"
+    if line_start is not None:
+        end = f"–{line_end}" if line_end and line_end != line_start else ""
+        return f"{name}, line{'s' if end else ''} {line_start}{end}"
+    return name

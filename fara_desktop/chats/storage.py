@@ -30,6 +30,7 @@ from fara_desktop.chats.export_format import (
 )
 from fara_desktop.chats.tree import MessageTree
 from fara_desktop.errors import FaraError
+from fara_desktop.format import format_location
 
 log = logging.getLogger(__name__)
 
@@ -118,13 +119,7 @@ class Source:
 
     @property
     def where(self) -> str:
-        name = Path(self.path).name
-        if self.page is not None:
-            return f"{name}, page {self.page}"
-        if self.line_start is not None:
-            end = f"–{self.line_end}" if self.line_end and self.line_end != self.line_start else ""
-            return f"{name}, line{'s' if end else ''} {self.line_start}{end}"
-        return name
+        return format_location(self.path, self.page, self.line_start, self.line_end)
 
 
 MAX_SOURCES = 50

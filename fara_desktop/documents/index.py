@@ -20,6 +20,7 @@ import numpy as np
 
 from fara_desktop.documents.passages import Passage
 from fara_desktop.errors import FaraError
+from fara_desktop.format import format_location
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS collections (
@@ -120,13 +121,7 @@ class Hit:
 
     @property
     def where(self) -> str:
-        name = Path(self.path).name
-        if self.page is not None:
-            return f"{name}, page {self.page}"
-        if self.line_start is not None:
-            end = f"–{self.line_end}" if self.line_end and self.line_end != self.line_start else ""
-            return f"{name}, line{'s' if end else ''} {self.line_start}{end}"
-        return name
+        return format_location(self.path, self.page, self.line_start, self.line_end)
 
 
 def fts_query(text: str) -> str | None:
