@@ -57,4 +57,5 @@ class Backend(Protocol):
         should_cancel: Callable[[], bool],
         on_text: Callable[[str], None],
         conversation: Hashable | None = None,
+        on_prompt_progress: Callable[[int, int], None] | None = None,
     ) -> ReplyResult: ...

@@ -55,6 +55,7 @@ class LlamaBackend:
         self._abort_cb: Any = None  # keeps the ctypes callback alive while llama.cpp holds it
         self.kv_states = KVStateCache()
         self._kv_owner: Hashable | None = None  # the conversation whose tokens are in the context now
+        self._prompt_report: Callable[[], None] | None = None  # set while a long prompt is read
 
     # ------------------------------------------------------------------ loading
 
@@ -199,8 +200,30 @@ class LlamaBackend:
         import llama_cpp
 
         assert self._llm is not None
-        self._abort_cb = llama_cpp.ggml_abort_callback(lambda _data: bool(self._should_abort()))
+        self._abort_cb = llama_cpp.ggml_abort_callback(lambda _data: self._abort_check())
         llama_cpp.llama_set_abort_callback(self._llm.ctx, self._abort_cb, None)
+
+    def _abort_check(self) -> bool:
+        """Called by llama.cpp while it computes (on this thread): the place to say how far a long prompt is."""
+        report = self._prompt_report
+        if report is not None:
+            report()
+        return bool(self._should_abort())
+
+    @staticmethod
+    def _prompt_reporter(
+        llm: Llama, reused: int, total: int, on_progress: Callable[[int, int], None]
+    ) -> Callable[[], None]:
+        """Reports the tokens read so far each time a batch completes (``n_tokens`` grows batch by batch)."""
+        last = [-1]
+
+        def report() -> None:
+            done = max(0, min(llm.n_tokens - reused, total))
+            if done != last[0]:
+                last[0] = done
+                on_progress(done, total)
+
+        return report
 
     # ------------------------------------------------------------------ prompts
 
@@ -300,6 +323,7 @@ class LlamaBackend:
         should_cancel: Callable[[], bool],
         on_text: Callable[[str], None],
         conversation: Hashable | None = None,
+        on_prompt_progress: Callable[[int, int], None] | None = None,
     ) -> ReplyResult:
         import llama_cpp
 
@@ -321,6 +345,9 @@ class LlamaBackend:
         started = time.perf_counter()
         first_token_at: float | None = None
         self._should_abort = should_cancel
+        to_read = len(tokens) - reused
+        if on_prompt_progress is not None and to_read > llm.n_batch:
+            self._prompt_report = self._prompt_reporter(llm, reused, to_read, on_prompt_progress)
         generator = llm.generate(
             tokens,
             top_k=sampling.top_k,
@@ -339,6 +366,7 @@ class LlamaBackend:
                     first_token_at = time.perf_counter()
                     # The abort callback is for prompt processing; per token the loop checks by itself.
                     self._should_abort = _never
+                    self._prompt_report = None
                 if should_cancel():
                     finish = "cancelled"
                     break
@@ -364,6 +392,7 @@ class LlamaBackend:
         finally:
             generator.close()
             self._should_abort = _never
+            self._prompt_report = None
         if finish != "cancelled":
             tail = stream.flush()
             if tail:

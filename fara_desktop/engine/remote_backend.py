@@ -314,6 +314,7 @@ class RemoteBackend:
         should_cancel: Callable[[], bool],
         on_text: Callable[[str], None],
         conversation: Hashable | None = None,
+        on_prompt_progress: Callable[[int, int], None] | None = None,  # a server does not say
     ) -> ReplyResult:
         model, client = self._model, self._client
         if model is None or client is None:

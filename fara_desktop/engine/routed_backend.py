@@ -57,5 +57,6 @@ class RoutedBackend:
         should_cancel: Callable[[], bool],
         on_text: Callable[[str], None],
         conversation: Hashable | None = None,
+        on_prompt_progress: Callable[[int, int], None] | None = None,
     ) -> ReplyResult:
-        return self._active.reply(prompt, sampling, should_cancel, on_text, conversation)
+        return self._active.reply(prompt, sampling, should_cancel, on_text, conversation, on_prompt_progress)

@@ -199,6 +199,15 @@ class PromptAdjusted:
 
 
 @dataclass(frozen=True)
+class PromptProgress:
+    """How much of a long prompt llama.cpp has read (batch by batch), so a long paste shows progress."""
+
+    request_id: int
+    done: int
+    total: int
+
+
+@dataclass(frozen=True)
 class TokenText:
     """New reply text; ``tokens`` is how many tokens it covers (pieces are batched, see ``TokenBatcher``)."""
 
@@ -241,6 +250,7 @@ Event = (
     | GenerationStarted
     | HistoryTrimmed
     | PromptAdjusted
+    | PromptProgress
     | TokenText
     | Finished
     | Cancelled

@@ -35,6 +35,7 @@ from fara_desktop.engine.types import (
     ModelSource,
     ModelUnloaded,
     PromptAdjusted,
+    PromptProgress,
     RemoteModel,
     SamplingParams,
     Shutdown,
@@ -306,6 +307,7 @@ class InferenceWorker:
                     should_cancel=should_cancel,
                     on_text=channels.add,
                     conversation=command.conversation,
+                    on_prompt_progress=lambda done, total: self._emit(PromptProgress(request_id, done, total)),
                 )
             finally:
                 channels.finish()

@@ -24,6 +24,7 @@ class FakeBackend:
         self.prompts: list[list[ChatMessage]] = []
         self.thinking: list[bool] = []  # the chat's thinking switch, per request
         self.thinking_switch = False  # what the fake model's template supports
+        self.prompt_batches = 0  # report reading a long prompt in this many batches of 512 tokens
 
     @property
     def info(self) -> ModelInfo | None:
@@ -75,7 +76,13 @@ class FakeBackend:
         should_cancel: Callable[[], bool],
         on_text: Callable[[str], None],
         conversation: object = None,
+        on_prompt_progress: Callable[[int, int], None] | None = None,
     ) -> ReplyResult:
+        if on_prompt_progress is not None and self.prompt_batches:
+            for batch in range(1, self.prompt_batches + 1):
+                if self.gate is not None:
+                    self.gate.acquire()
+                on_prompt_progress(batch * 512, self.prompt_batches * 512)
         sent: list[str] = []
         reason = "stop"
         for word in self.words:

@@ -7,6 +7,7 @@ only reaches the signals, never the chat on screen.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -34,10 +35,12 @@ from fara_desktop.engine.types import (
     ModelSource,
     ModelUnloaded,
     PromptAdjusted,
+    PromptProgress,
     RemoteModel,
     SamplingParams,
     TokenText,
 )
+from fara_desktop.format import format_duration
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.ui.engine_bridge import EngineBridge
 from fara_desktop.ui.widgets.chat_view import ChatView, ShownMessage, footer_for, thinking_seconds
@@ -96,6 +99,7 @@ class ChatController(QObject):
         self._adjusted: set[int | None] = set()  # chats already told how their prompt was adapted to the template
         self._save_problem_shown = False
         self._reasoning_shown: bool | None = None  # which part of the current reply the status line names
+        self._reading_since: tuple[float, int] | None = None  # when a long prompt's progress began, and where
         self._retry_timer = QTimer(self)
         self._retry_timer.setInterval(SAVE_RETRY_MS)
         self._retry_timer.timeout.connect(self.retry_saving)
@@ -106,6 +110,7 @@ class ChatController(QObject):
             Cancelled: self._on_cancelled,
             Failed: self._on_failed,
             PromptAdjusted: self._on_prompt_adjusted,
+            PromptProgress: self._on_prompt_progress,
             HistoryTrimmed: self._on_history_trimmed,
             ModelLoading: self._on_model_loading,
             ModelLoaded: self._on_model_loaded,
@@ -291,6 +296,7 @@ class ChatController(QObject):
     def _on_generation_started(self, event: GenerationStarted) -> None:
         if event.request_id == self.current_request:
             self._reasoning_shown = None
+            self._reading_since = None
             self.screen.set_status("Reading the conversation…")
 
     def _on_finished(self, event: Finished) -> None:
@@ -310,6 +316,18 @@ class ChatController(QObject):
             self.screen.show_notice(event.message, "error")
             self.screen.set_status("The reply failed — you can send again or change the model")
         self.replyFailed.emit(event.message)
+
+    def _on_prompt_progress(self, event: PromptProgress) -> None:
+        """A long prompt: how much of it the model has read, and about how long the rest will take."""
+        if event.request_id != self.current_request:
+            return
+        now = time.monotonic()
+        if self._reading_since is None or event.done <= 0:
+            self._reading_since = (now, event.done)
+        started, first = self._reading_since
+        rate = (event.done - first) / (now - started) if now > started and event.done > first else 0.0
+        left = f" · about {format_duration((event.total - event.done) / rate)}" if rate > 0 else ""
+        self.screen.set_status(f"Reading your message: {event.done:,} of {event.total:,} tokens{left}")
 
     def _on_prompt_adjusted(self, event: PromptAdjusted) -> None:
         if event.request_id == self.current_request and self.session.conversation_id not in self._adjusted:

@@ -379,3 +379,23 @@ def test_a_branch_reuses_the_kv_state_of_the_history_it_shares(smollm2_path):
     print(f"\nbranch: {branch.prompt_tokens} prompt tokens, {branch.prompt_tokens_evaluated} read")
     assert branch.prompt_tokens > 1000 and branch.prompt_tokens_evaluated < 200
     backend.unload()
+
+
+@pytest.mark.real_model
+def test_a_long_prompt_reports_how_much_has_been_read(worker, event_log, smollm2_path):
+    from fara_desktop.engine.types import PromptProgress
+
+    load(worker, event_log, smollm2_path, LoadParams(n_ctx=4096, n_batch=64, n_ubatch=64, prefault=False))
+    long_text = " ".join(f"Item {i} is a sentence about the weather in town number {i}." for i in range(60))
+    request = worker.generate([SYSTEM, ChatMessage("user", long_text)], SamplingParams(temperature=0, max_tokens=4))
+    progress: list[PromptProgress] = []
+    while True:
+        event = event_log.next_of(PromptProgress, Finished)
+        if isinstance(event, Finished):
+            break
+        assert event.request_id == request
+        progress.append(event)
+    done = [p.done for p in progress]
+    print(f"\nprompt of {event.stats.prompt_tokens_evaluated} tokens read in batches of 64: progress {done}")
+    assert len(progress) >= 5 and done == sorted(done) and len(set(done)) == len(done)
+    assert all(p.total == event.stats.prompt_tokens_evaluated for p in progress) and done[-1] <= progress[-1].total

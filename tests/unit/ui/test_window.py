@@ -263,3 +263,19 @@ def test_the_newest_start_up_plan_wins_not_the_slowest(qtbot, monkeypatch: pytes
 
     qtbot.waitUntil(lambda: not BackgroundCall._running)
     assert applied == ["plan 1"]
+
+
+def test_a_long_prompt_shows_how_much_is_read_and_the_time_left(window, qtbot):
+    gate = threading.Semaphore(0)
+    backend = FakeBackend(words=["Done"], gate=gate)
+    backend.prompt_batches = 4
+    win = window(backend)
+    win.composer.setPlainText("A very long paste")
+    win.send_button.click()
+    gate.release(2)
+    qtbot.waitUntil(lambda: win.status_label.text().startswith("Reading your message: 1,024 of 2,048 tokens"),
+                    timeout=5000)  # fmt: skip
+    gate.release(1)
+    qtbot.waitUntil(lambda: "1,536 of 2,048 tokens · about" in win.status_label.text(), timeout=5000)
+    with qtbot.waitSignal(win.replyFinished, timeout=5000):
+        gate.release(10)
