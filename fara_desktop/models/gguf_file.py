@@ -176,6 +176,36 @@ class _Reader:
         self.offset = offset
         self._need(0)
 
+    def token_list(self, value_type: int) -> Any:
+        """The vocabulary, walked once: every token must be there once. llama.cpp asserts it and, on a duplicate,
+        aborts the whole process (GGML_ASSERT in llama-vocab.cpp) — a stranger's file would take the app down."""
+        if value_type != _ARRAY:
+            return self.value(value_type, _KEEP_STRING)
+        start = self.offset
+        element_type = self.unpack("<I")
+        length = self.unpack("<Q")
+        if element_type != _STRING or length > _MAX_ARRAY:
+            self.offset = start
+            return self.value(value_type, _KEEP_STRING)
+        unpack, data, offset, size = self._u64.unpack_from, self._data, self.offset, self._size
+        seen: set[bytes] = set()
+        for _ in range(length):
+            if offset + 8 > size:
+                break
+            end = offset + 8 + unpack(data, offset)[0]
+            token = data[offset + 8 : end]
+            if token in seen:
+                shown = token[:40].decode("utf-8", errors="replace")
+                raise NotAGGUFError(
+                    f"{self._path.name} is damaged: its vocabulary lists the token {shown!r} twice, and llama.cpp "
+                    "would stop the whole app loading it."
+                )
+            seen.add(token)
+            offset = end
+        self.offset = offset
+        self._need(0)
+        return GGUFArraySummary(element_type, length)
+
     def scalar_or_string(self, value_type: int, keep: int = _KEEP_STRING) -> Any:
         if value_type in _SCALARS:
             return self.unpack(_SCALARS[value_type])
@@ -270,7 +300,10 @@ def _parse(path: Path, data: mmap.mmap, version: int, file_bytes: int) -> GGUFHe
     metadata: dict[str, Any] = {}
     for _ in range(kv_count):
         key = reader.key()
-        metadata[key] = reader.value(reader.unpack("<I"), _KEEP_WHOLE.get(key, _KEEP_STRING))
+        if key == "tokenizer.ggml.tokens":
+            metadata[key] = reader.token_list(reader.unpack("<I"))
+        else:
+            metadata[key] = reader.value(reader.unpack("<I"), _KEEP_WHOLE.get(key, _KEEP_STRING))
     names: list[str] = []
     parameters = 0
     for _ in range(tensor_count):

@@ -136,6 +136,7 @@ def write_bert_embedder(
     n_vocab: int = 0,
     context_length: int = 512,
     seed: int = 0,
+    extra_tokens: tuple[str, ...] = (),
 ) -> Path:
     """A BERT-family sentence embedder (mean pooling, WordPiece vocabulary) with random weights, as llama.cpp runs
     bge, e5 and all-MiniLM. ``n_vocab`` pads the vocabulary to a real model's size (30,522 for bge-small)."""
@@ -144,6 +145,7 @@ def write_bert_embedder(
     tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [chr(c) for c in range(33, 127)]
     tokens += ["##" + chr(c) for c in range(97, 123)] + words
     tokens += [f"[unused{i}]" for i in range(max(0, n_vocab - len(tokens)))]
+    tokens += list(extra_tokens)  # a test's hostile additions (a duplicate makes llama.cpp abort the process)
     writer = gguf.GGUFWriter(str(path), "bert")
     writer.add_name("Random BERT embedder")
     writer.add_context_length(context_length)
@@ -157,7 +159,7 @@ def write_bert_embedder(
     writer.add_token_type_count(2)
     writer.add_file_type(0)
     writer.add_tokenizer_model("bert")
-    writer.add_token_list(tokens)  # every token once: llama.cpp aborts the process on a duplicate
+    writer.add_token_list(tokens)
     writer.add_token_types([3, 2, 3, 3, 3] + [1] * (len(tokens) - 5))
     writer.add_token_scores([0.0] * len(tokens))
     writer.add_unk_token_id(1)

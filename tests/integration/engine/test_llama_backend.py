@@ -399,3 +399,18 @@ def test_a_long_prompt_reports_how_much_has_been_read(worker, event_log, smollm2
     print(f"\nprompt of {event.stats.prompt_tokens_evaluated} tokens read in batches of 64: progress {done}")
     assert len(progress) >= 5 and done == sorted(done) and len(set(done)) == len(done)
     assert all(p.total == event.stats.prompt_tokens_evaluated for p in progress) and done[-1] <= progress[-1].total
+
+
+def test_a_vocabulary_with_a_duplicate_token_is_refused_before_llama_cpp_aborts(worker, event_log, tmp_path):
+    """llama.cpp asserts every token is unique and aborts the whole process otherwise (found with a hand-made BERT
+    vocabulary); the header reader refuses such a file first, so the app only says the file is damaged."""
+    from fara_desktop.engine.types import ModelLoadFailed as LoadFailed
+    from tests.helpers.gguf_factory import write_bert_embedder
+
+    good = write_bert_embedder(tmp_path / "good.gguf")
+    bad = write_bert_embedder(tmp_path / "duplicate-token.gguf", extra_tokens=("pump",))
+    worker.load_model(bad)
+    failed = event_log.next_of(ModelLoaded, LoadFailed)
+    assert isinstance(failed, LoadFailed) and "lists the token 'pump' twice" in failed.message
+    worker.load_model(good)  # the thread (and the process) is still there
+    assert isinstance(event_log.next_of(ModelLoaded, LoadFailed), (ModelLoaded, LoadFailed))

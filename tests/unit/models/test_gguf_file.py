@@ -148,3 +148,14 @@ def test_a_fifo_as_ollama_manifest_and_a_digest_that_climbs_out_are_refused(tmp_
     problems = sorted(m.problem or "" for m in result.models)
     assert any("invalid digest" in p for p in problems)
     assert any("not a regular file" in p for p in problems)
+
+
+def test_a_vocabulary_that_lists_a_token_twice_is_refused(tmp_path: Path):
+    from fara_desktop.errors import NotAGGUFError
+    from fara_desktop.models.gguf_file import read_gguf_header
+    from tests.helpers.gguf_factory import write_bert_embedder
+
+    bad = write_bert_embedder(tmp_path / "dup.gguf", extra_tokens=("[CLS]",))
+    with pytest.raises(NotAGGUFError, match=r"lists the token '\[CLS\]' twice"):
+        read_gguf_header(bad)
+    assert read_gguf_header(write_bert_embedder(tmp_path / "good.gguf")).metadata["tokenizer.ggml.tokens"].length > 100
