@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,26 @@ def app_path_in_child(
     }
 
 
+STAGES = 7
+
+
+class _Progress:
+    """One line per stage on stderr, with the time so far: a benchmark that runs for minutes is never silent."""
+
+    def __init__(self, stages: int) -> None:
+        self.stages = stages
+        self.number = 0
+        self.started = time.perf_counter()
+
+    def __call__(self, stage: str) -> None:
+        self.number += 1
+        elapsed = time.perf_counter() - self.started
+        print(f"bench: [{self.number}/{self.stages}] {stage}… ({elapsed:.0f} s so far)", file=sys.stderr, flush=True)
+
+    def done(self) -> None:
+        print(f"bench: done in {time.perf_counter() - self.started:.0f} s", file=sys.stderr, flush=True)
+
+
 def run_benchmark(model: Path | None, as_json: bool, quick: bool, paths: AppPaths) -> int:
     """Measure everything, print a table (and JSON with ``as_json``)."""
 
@@ -79,6 +100,7 @@ def run_benchmark(model: Path | None, as_json: bool, quick: bool, paths: AppPath
         print("fara-desktop bench: no model given and the embedded model is not installed", flush=True)
         return 2
     repeats, pp, gen = (1, 128, 32) if quick else (3, 512, 256)
+    step = _Progress(STAGES)
     meta = model_metadata(model)
     hardware = detect_hardware()
     memory = psutil.virtual_memory()
@@ -110,6 +132,7 @@ def run_benchmark(model: Path | None, as_json: bool, quick: bool, paths: AppPath
         },
     }
 
+    step("the library's defaults")
     default = RawEngine(model, n_ctx)  # the library's own defaults for everything else
     default_pp = median_of(repeats, lambda: default.prompt_tok_per_s(pp))
     default_gen = median_of(repeats, lambda: default.gen_tok_per_s(gen))
@@ -129,10 +152,12 @@ def run_benchmark(model: Path | None, as_json: bool, quick: bool, paths: AppPath
             n_ubatch=tuned.n_ubatch,
         )
 
+    step("the tuned engine")
     raw = tuned_engine()
     tuned_pp = median_of(repeats, lambda: raw.prompt_tok_per_s(pp))
     tuned_gen = median_of(repeats, lambda: raw.gen_tok_per_s(gen))
     decode_only = median_of(repeats, lambda: raw.decode_tok_per_s(gen))
+    step("a sweep over thread counts")
     sweep = sweep_threads(
         raw, list(range(1, hardware.logical_cores + 1)) if not quick else thread_candidates(hardware), repeats, pp, gen
     )
@@ -143,6 +168,7 @@ def run_benchmark(model: Path | None, as_json: bool, quick: bool, paths: AppPath
         bench_paths = AppPaths(
             Path(home) / "data", Path(home) / "config", Path(home) / "cache", Path(home) / "logs"
         ).ensure()
+        step("the app's path (the real window)")
         app = app_path_in_child(model, params, bench_paths, repeats, gen)
         # The raw engine again, right after the app: this shared machine's speed drifts by ±10 % within minutes,
         # so the app is compared with raw runs taken on both sides of it.
@@ -150,9 +176,12 @@ def run_benchmark(model: Path | None, as_json: bool, quick: bool, paths: AppPath
         tuned_gen_after = median_of(repeats, lambda: raw.gen_tok_per_s(gen))
         raw.close()
         raw_around_app = Figure(tuned_gen.runs + tuned_gen_after.runs)
+        step("multi-turn chats and KV reuse")
         turns = multi_turn(model, params, repeats)
+        step("start-up and memory")
         starts = [startup(model, Path(home) / "startup") for _ in range(1 if quick else 2)]
     warm = starts[-1]
+    step("memory bandwidth")
     bandwidth = bandwidth_figures(repeats)
     bound = bandwidth["read"] / meta.weights_bytes
     estimate = estimate_memory(meta, tuned.n_ctx, tuned.kv_type)  # the app loads at the tuned context
@@ -206,6 +235,7 @@ def run_benchmark(model: Path | None, as_json: bool, quick: bool, paths: AppPath
             "estimate_vs_rss_ratio": estimate.total / loaded_increase if loaded_increase > 0 else None,
         }
     )
+    step.done()
     if as_json:
         print(json.dumps(out, indent=2), flush=True)
     else:

@@ -30,6 +30,9 @@ def test_quick_benchmark_prints_every_headline_figure(fara_home, smollm2_path):
         env=env,
     )
     assert result.returncode == 0, result.stderr[-3000:]
+    stages = [line for line in result.stderr.splitlines() if line.startswith("bench: [")]
+    assert [line.split("]")[0] for line in stages] == [f"bench: [{n}/7" for n in range(1, 8)], result.stderr[-2000:]
+    assert result.stderr.rstrip().splitlines()[-1].startswith("bench: done in")
     data = json.loads(result.stdout[result.stdout.index("{") :])
     for key in HEADLINE_KEYS:
         assert isinstance(data[key], float) and data[key] > 0, key
