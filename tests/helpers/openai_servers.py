@@ -8,15 +8,14 @@
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
-import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -132,6 +131,13 @@ def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                 server.seen.client_gone.set()
             self.close_connection = True
 
+        def _client_leaves_within(self, seconds: float) -> bool:
+            """Wait for the client's socket to become readable (it closed) for at most ``seconds``."""
+            import select
+
+            readable, _, _ = select.select([self.connection], [], [], seconds)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+
         def _client_left(self) -> bool:
             import select
 
@@ -166,12 +172,9 @@ def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                     return  # the connection closes mid-reply
                 for _ in range(script.garbage_lines):
                     self.wfile.write(b"garbage without a colon\n")
-                if script.word_interval and number:
-                    for _ in range(max(1, int(script.word_interval / 0.02))):
-                        time.sleep(0.02)  # a slow server's pace, not synchronisation
-                        if self._client_left():
-                            server.seen.client_gone.set()
-                            return
+                if script.word_interval and number and self._client_leaves_within(script.word_interval):
+                    server.seen.client_gone.set()  # a slow server's pace, cut short when the client goes
+                    return
                 self._send(self._delta(content=word))
             self._send(
                 {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
@@ -204,22 +207,29 @@ class LlamaCppServer:
             "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(n_ctx), "--n_threads", "2",
         ]  # fmt: skip
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        self._log = tempfile.TemporaryFile()  # noqa: SIM115 - a pipe nobody reads would fill and stall the server
-        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=self._log, env=env)
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True, errors="replace"
+        )
+        self.log: collections.deque[str] = collections.deque(maxlen=200)
+        self._ready = threading.Event()
+        self._reader = threading.Thread(target=self._read_log, daemon=True)  # a pipe nobody reads would fill up
+        self._reader.start()
+
+    def _read_log(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.log.append(line)
+            if "Uvicorn running on" in line:  # uvicorn says so once it accepts connections
+                self._ready.set()
+        self._ready.set()  # the process ended: wait_ready looks at why
 
     def wait_ready(self, timeout: float = 120.0) -> LlamaCppServer:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                self._log.seek(0)
-                raise RuntimeError(f"llama_cpp.server exited: {self._log.read().decode()[-2000:]}")
-            try:
-                if httpx.get(f"{self.base_url}/models", timeout=1.0).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)  # polling the server's readiness, with a deadline
-        raise TimeoutError("llama_cpp.server did not start")
+        if not self._ready.wait(timeout):
+            raise TimeoutError("llama_cpp.server did not start")
+        if self.process.poll() is not None:
+            raise RuntimeError("llama_cpp.server exited: " + "".join(self.log)[-2000:])
+        assert httpx.get(f"{self.base_url}/models", timeout=10.0).status_code == 200
+        return self
 
     def kill(self) -> None:
         if self.process.poll() is None:
@@ -233,4 +243,6 @@ class LlamaCppServer:
                 self.process.wait(10)
             except subprocess.TimeoutExpired:
                 self.kill()
-        self._log.close()
+        self._reader.join(10)
+        if self.process.stderr is not None:
+            self.process.stderr.close()
