@@ -142,3 +142,13 @@ def window(qtbot):
         return win
 
     return make
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Real-size models take gigabytes and minutes to build: they run when asked (FARA_REAL_SIZE=1), not in CI."""
+    if os.environ.get("FARA_REAL_SIZE") == "1":
+        return
+    skip = pytest.mark.skip(reason="real-size model test: set FARA_REAL_SIZE=1 to run it")
+    for item in items:
+        if "real_size" in item.keywords:
+            item.add_marker(skip)

@@ -66,6 +66,25 @@ def load_ggml_cpu_library() -> None:
         log.info("CPU backend: %s", loaded_ggml_cpu_variant() or "unknown variant")
 
 
+_REPACKS: list[bool] = []
+
+
+def weights_are_repacked() -> bool:
+    """Whether this llama.cpp build repacks weights for its faster CPU kernels (``REPACK = 1`` in its system
+    info: x86 with AVX2, ARM with dotprod/i8mm). Then a memory-mapped model keeps its file pages resident *and* a
+    repacked copy in anonymous memory (measured at 1.7B, Q4_K_M, 4k context: 2.68 GB with mmap, 1.93 GB without)."""
+    if not _REPACKS:
+        try:
+            import llama_cpp
+
+            load_ggml_cpu_library()
+            info = llama_cpp.llama_print_system_info().decode(errors="replace")
+            _REPACKS.append("REPACK = 1" in info)
+        except Exception:  # no llama.cpp to ask: assume the common case of a recent x86 build
+            _REPACKS.append(True)
+    return _REPACKS[0]
+
+
 def loaded_ggml_cpu_variant() -> str | None:
     """Which CPU variant ggml picked (``haswell``, ``zen4`` ...), from the libraries mapped into this process
     (Linux only); None for native builds or where it cannot be told."""

@@ -13,6 +13,7 @@ import psutil
 from fara_desktop.errors import NotAGGUFError
 from fara_desktop.machine.bandwidth import measure_read_bandwidth
 from fara_desktop.machine.hardware import HardwareProfile, detect_hardware
+from fara_desktop.machine.llama_build import weights_are_repacked
 from fara_desktop.machine.measurements import MachineCache
 from fara_desktop.models import packaged
 from fara_desktop.models.discovery import DiscoveredModel, ScanResult, packaged_models_dir, scan_models
@@ -74,6 +75,7 @@ def tuned_for(model: DiscoveredModel, hardware: HardwareProfile, cache: MachineC
         memory.total,
         calibrated_threads=cache.threads(hardware, size_class(model.metadata)),
         on_battery=hardware.on_battery,
+        repacks_weights=weights_are_repacked(),
     )
 
 
@@ -152,7 +154,9 @@ def decide_load(plan: StartupPlan, params: LoadParams | None) -> LoadDecision:
     if model is None or params is None or model.metadata is None:
         return LoadDecision(params, None, None)
     n_ctx = params.context_for(model.metadata.context_length)
-    return LoadDecision(params, estimate_memory(model.metadata, n_ctx, params.kv_type), fit_refusal(model, params))
+    doubled = params.use_mmap and weights_are_repacked()
+    estimate = estimate_memory(model.metadata, n_ctx, params.kv_type, mapped_and_repacked=doubled)
+    return LoadDecision(params, estimate, fit_refusal(model, params))
 
 
 def remember_calibration(paths: AppPaths, plan: StartupPlan, tok_per_s: dict[int, float], best: int) -> None:

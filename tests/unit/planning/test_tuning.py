@@ -117,3 +117,12 @@ def test_a_model_too_slow_for_this_machine_loses_to_a_fast_one():
     small = replace(LLAMA_8B, path="/m/small.gguf", parameters=1_000_000_000, weights_bytes=700_000_000)
     best, _ = choose_model([small, LLAMA_8B], 12 * GIB, 16 * GIB, bandwidth=20e9)  # 8B: ~2.4 tok/s here
     assert best is not None and best.path == small.path
+
+
+def test_a_build_that_repacks_weights_reads_the_file_instead_of_mapping_it():
+    mapped = tune(LLAMA_8B, 4, 8, 12 * GIB, 16 * GIB)
+    read = tune(LLAMA_8B, 4, 8, 12 * GIB, 16 * GIB, repacks_weights=True)
+    assert mapped.use_mmap and not read.use_mmap and "repacks" in read.reasons["use_mmap"]
+    once = estimate_memory(LLAMA_8B, 4096)
+    twice = estimate_memory(LLAMA_8B, 4096, mapped_and_repacked=True)
+    assert twice.total - once.total == LLAMA_8B.weights_bytes

@@ -1,0 +1,172 @@
+"""GGUF models of real models' exact shapes with random weights, for measuring what real sizes do on this machine.
+
+Speed, memory and load behaviour depend on tensor shapes and quantization types, not on weight values. The
+tokenizer and chat template are copied from a real GGUF we have (SmolLM2's for the llama and qwen2 shapes); the
+tensors are streamed with gguf's ``GGUFWriter`` as Q8_0 blocks written as raw bytes (a fixed f16 scale and random
+int8 values: no 7 GB array in memory), then re-quantized by llama.cpp's own quantizer (``llama_model_quantize``).
+Files go to a cache outside the repository (``FARA_SHAPES_CACHE``, default ``~/.cache/fara-desktop-shapes``) and
+are reused between runs; they are never committed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import gguf
+import numpy as np
+
+Q8_BLOCK = 32
+Q8_BYTES = 34  # an f16 scale and 32 int8 values
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A released model's architecture and sizes (its vocabulary is the donor tokenizer's)."""
+
+    name: str
+    architecture: str
+    n_embd: int
+    n_layer: int
+    n_head: int
+    n_head_kv: int
+    n_ff: int
+    context_length: int
+    rope_base: float
+    tied_embeddings: bool
+    head_dim: int | None = None
+
+    @property
+    def dim(self) -> int:
+        return self.head_dim or self.n_embd // self.n_head
+
+
+SHAPES = {
+    "smollm2-1.7b": Shape("SmolLM2-1.7B shape", "llama", 2048, 24, 32, 32, 8192, 8192, 130000.0, True),
+    "llama-3.1-8b": Shape("Llama-3.1-8B shape", "llama", 4096, 32, 32, 8, 14336, 131072, 500000.0, False),
+    "qwen2.5-7b": Shape("Qwen2.5-7B shape", "qwen2", 3584, 28, 28, 4, 18944, 32768, 1000000.0, False),
+}
+
+
+def cache_dir() -> Path:
+    folder = Path(os.environ.get("FARA_SHAPES_CACHE", Path.home() / ".cache" / "fara-desktop-shapes"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _q8_0(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
+    """Q8_0 blocks as raw bytes: each block an f16 scale (about 0.02 / 127, so weights are ~N(0, 0.02)) then 32 int8."""
+    blocks = rows * cols // Q8_BLOCK
+    raw = np.empty((blocks, Q8_BYTES), dtype=np.uint8)
+    raw[:, :2] = np.frombuffer(np.float16(0.02 / 64).tobytes(), dtype=np.uint8)
+    raw[:, 2:] = rng.integers(-64, 64, size=(blocks, Q8_BLOCK), dtype=np.int8).view(np.uint8)
+    return raw.reshape(rows, cols // Q8_BLOCK * Q8_BYTES)
+
+
+def _copy_tokenizer(writer: gguf.GGUFWriter, donor: Path) -> int:
+    """Every ``tokenizer.*`` key of the donor, as it is; returns the vocabulary size."""
+    reader = gguf.GGUFReader(str(donor))
+    n_vocab = 0
+    for field in reader.fields.values():
+        if not field.name.startswith("tokenizer."):
+            continue
+        vtype = field.types[0]
+        value = field.contents()
+        sub = field.types[1] if vtype == gguf.GGUFValueType.ARRAY and len(field.types) > 1 else None
+        writer.add_key_value(field.name, value, vtype, sub_type=sub)
+        if field.name == "tokenizer.ggml.tokens":
+            n_vocab = len(value)
+    return n_vocab
+
+
+def write_shape_q8(shape: Shape, donor: Path, path: Path, seed: int = 0) -> Path:
+    rng = np.random.default_rng(seed)
+    writer = gguf.GGUFWriter(str(path), shape.architecture)
+    writer.add_name(shape.name)
+    writer.add_context_length(shape.context_length)
+    writer.add_embedding_length(shape.n_embd)
+    writer.add_block_count(shape.n_layer)
+    writer.add_feed_forward_length(shape.n_ff)
+    writer.add_head_count(shape.n_head)
+    writer.add_head_count_kv(shape.n_head_kv)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_rope_freq_base(shape.rope_base)
+    writer.add_file_type(gguf.LlamaFileType.MOSTLY_Q8_0)
+    n_vocab = _copy_tokenizer(writer, donor)
+    q, kv = shape.n_head * shape.dim, shape.n_head_kv * shape.dim
+    Dims = tuple[int, int] | tuple[int]
+    tensors: list[tuple[str, Dims, bool]] = [("token_embd.weight", (n_vocab, shape.n_embd), True)]
+    tensors.append(("output_norm.weight", (shape.n_embd,), False))
+    if not shape.tied_embeddings:
+        tensors.append(("output.weight", (n_vocab, shape.n_embd), True))
+    for i in range(shape.n_layer):
+        blk = f"blk.{i}"
+        tensors += [
+            (f"{blk}.attn_norm.weight", (shape.n_embd,), False),
+            (f"{blk}.attn_q.weight", (q, shape.n_embd), True),
+            (f"{blk}.attn_k.weight", (kv, shape.n_embd), True),
+            (f"{blk}.attn_v.weight", (kv, shape.n_embd), True),
+            (f"{blk}.attn_output.weight", (shape.n_embd, q), True),
+            (f"{blk}.ffn_norm.weight", (shape.n_embd,), False),
+            (f"{blk}.ffn_gate.weight", (shape.n_ff, shape.n_embd), True),
+            (f"{blk}.ffn_up.weight", (shape.n_ff, shape.n_embd), True),
+            (f"{blk}.ffn_down.weight", (shape.n_embd, shape.n_ff), True),
+        ]
+        if shape.architecture == "qwen2":
+            tensors += [(f"{blk}.attn_q.bias", (q,), False), (f"{blk}.attn_k.bias", (kv,), False),
+                        (f"{blk}.attn_v.bias", (kv,), False)]  # fmt: skip
+    for name, dims, quantized in tensors:
+        if quantized:
+            rows, cols = dims  # type: ignore[misc]
+            nbytes = rows * cols // Q8_BLOCK * Q8_BYTES
+            q8 = gguf.GGMLQuantizationType.Q8_0
+            writer.add_tensor_info(name, (rows, nbytes // rows), np.dtype(np.uint8), nbytes, raw_dtype=q8)
+        else:
+            writer.add_tensor_info(name, dims, np.dtype(np.float32), 4 * dims[0])
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    for name, dims, quantized in tensors:
+        if quantized:
+            writer.write_tensor_data(_q8_0(rng, *dims))  # type: ignore[misc]
+        elif name.endswith(".bias"):
+            writer.write_tensor_data(np.zeros(dims, dtype=np.float32))
+        else:
+            writer.write_tensor_data(np.ones(dims, dtype=np.float32))
+    writer.close()
+    return path
+
+
+def quantize(source: Path, target: Path, file_type: int) -> Path:
+    """llama.cpp's own quantizer, as llama-cpp-python exposes it."""
+    import llama_cpp
+
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = file_type
+    params.allow_requantize = True
+    params.nthread = 0
+    tmp = target.with_suffix(".partial")
+    status = llama_cpp.llama_model_quantize(str(source).encode(), str(tmp).encode(), ctypes.byref(params))
+    if status != 0:
+        raise RuntimeError(f"llama_model_quantize failed ({status})")
+    tmp.replace(target)
+    return target
+
+
+Q4_K_M = 15  # LLAMA_FTYPE_MOSTLY_Q4_K_M
+
+
+def real_shape_model(key: str, donor: Path, file_type: int = Q4_K_M, label: str = "Q4_K_M") -> Path:
+    """The cached model of ``SHAPES[key]`` at ``file_type``; made once (Q8_0 first, then quantized)."""
+    shape = SHAPES[key]
+    target = cache_dir() / f"{key}-{label}.gguf"
+    if target.exists():
+        return target
+    q8 = cache_dir() / f"{key}-Q8_0.gguf"
+    if not q8.exists():
+        partial = q8.with_suffix(".partial")
+        write_shape_q8(shape, donor, partial)
+        partial.replace(q8)
+    return quantize(q8, target, file_type)
