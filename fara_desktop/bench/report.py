@@ -29,6 +29,7 @@ from fara_desktop.bench.runner import (
     sweep_threads,
 )
 from fara_desktop.machine.hardware import detect_hardware
+from fara_desktop.machine.llama_build import weights_are_repacked
 from fara_desktop.machine.measurements import MachineCache
 from fara_desktop.models.packaged import embedded_default_model
 from fara_desktop.paths import AppPaths
@@ -112,6 +113,7 @@ def run_benchmark(model: Path | None, as_json: bool, quick: bool, paths: AppPath
         memory.available,
         memory.total,
         cache.threads(hardware, size_class(meta)),
+        repacks_weights=weights_are_repacked(),
     )
     n_ctx = min(tuned.n_ctx, 4096)
     params = replace(tuned.load_params(), n_ctx=n_ctx, prefault=False)

@@ -11,11 +11,12 @@ import psutil
 
 from fara_desktop.format import format_size
 from fara_desktop.machine.hardware import detect_hardware
+from fara_desktop.machine.llama_build import weights_are_repacked
 from fara_desktop.machine.measurements import MachineCache
 from fara_desktop.models.discovery import scan_models
 from fara_desktop.paths import AppPaths
 from fara_desktop.planning.planner import bandwidth
-from fara_desktop.planning.tuning import choose_model, size_class, tune
+from fara_desktop.planning.tuning import choose_model, fit_verdict, size_class, tune
 from fara_desktop.settings import load_settings
 from fara_desktop.untrusted import printable
 
@@ -89,12 +90,17 @@ def models_report(paths: AppPaths, as_json: bool = False) -> int:
                 memory.available,
                 memory.total,
                 cache.threads(profile, size_class(model.metadata)),
+                repacks_weights=weights_are_repacked(),
             )
+            # One figure, for the context it will load with (not the 4k the ranking compares models at).
+            n_ctx = tuned.load_params().context_for(model.metadata.context_length)
+            verdict = fit_verdict(model.metadata, n_ctx, memory.available, memory.total, tuned.kv_type)
             entry["fit"] = {
-                "verdict": rec.verdict.verdict,
-                "message": rec.verdict.message,
-                "suggestions": rec.verdict.suggestions,
-                "estimate_bytes": rec.verdict.estimate.total,
+                "verdict": verdict.verdict,
+                "message": verdict.message,
+                "suggestions": verdict.suggestions,
+                "estimate_bytes": verdict.estimate.total,
+                "n_ctx": n_ctx,
             }
             entry["expected_tok_per_s"] = round(rec.expected_tok_per_s, 1)
             entry["tuned"] = {k: v for k, v in asdict(tuned).items() if k != "reasons"}
