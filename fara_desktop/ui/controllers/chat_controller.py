@@ -350,6 +350,7 @@ class ChatController(QObject):
         self.model_info = event.info
         self.screen.load_progress.hide()
         self.screen.hardware_panel.show_model(event.info)
+        self.screen.chat_view.empty_state.set_privacy(event.info.server)
         self.sync_thinking_switch()
         self.screen.set_status(f"Ready · {event.info.name} loaded in {event.info.load_seconds:.1f} s")
         self.modelLoaded.emit(event.info)

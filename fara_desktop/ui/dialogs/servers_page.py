@@ -84,6 +84,7 @@ class ServersPage(QWidget):
         layout.addWidget(self.server_list, 1)
         layout.addLayout(add_row)
         layout.addLayout(buttons)
+        layout.addWidget(plain_label("Models of the chosen server (double-click one to chat with it):"))
         layout.addWidget(self.model_list, 1)
         layout.addWidget(self.use_button, 0, Qt.AlignmentFlag.AlignLeft)
         layout.addWidget(self.status)

@@ -58,6 +58,9 @@ def footer_for(message: StoredMessage) -> str:
     return " · ".join(parts)
 
 
+LOCAL_PRIVACY = "Everything runs on this computer. Nothing you type leaves it."
+
+
 class EmptyState(QFrame):
     """What an empty chat shows: a welcome, or (first run, no model) what was searched and what to do."""
 
@@ -94,12 +97,21 @@ class EmptyState(QFrame):
         for button in (self.get_button, self.open_button, self.folder_button):
             layout.addWidget(button, 0, Qt.AlignmentFlag.AlignHCenter)
         layout.addStretch(1)
+        self.privacy = LOCAL_PRIVACY
         self.show_welcome()
+
+    def set_privacy(self, server: str | None) -> None:
+        """Where chats go: this computer, or the server whose model is in use (the welcome must not promise more)."""
+        self.privacy = LOCAL_PRIVACY if server is None else (
+            f"Your messages go to the server {server}, which runs the model; they are kept on this computer too."
+        )  # fmt: skip
+        if not self.property("problem"):
+            self.body.setText(self.privacy)
 
     def show_welcome(self) -> None:
         self.setProperty("problem", False)
         self.heading.setText("Ask anything")
-        self.body.setText("Everything runs on this computer. Nothing you type leaves it.")
+        self.body.setText(self.privacy)
         self.get_button.hide()
         self.open_button.hide()
         self.folder_button.hide()

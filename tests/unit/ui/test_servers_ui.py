@@ -43,6 +43,7 @@ def test_add_a_server_list_its_models_and_chat_with_one(qtbot):
         info = loaded.args[0]
         assert (info.name, info.server) == ("qwen2.5-7b", "gpu-box")
         assert win.hardware_panel.value("Name") == "qwen2.5-7b (on gpu-box)"
+        assert "go to the server gpu-box" in win.chat_view.empty_state.body.text()  # not "nothing leaves"
         win.composer.setPlainText("Hello?")
         with qtbot.waitSignal(win.replyFinished, timeout=5000):
             win.send_button.click()
