@@ -13,6 +13,10 @@ class ModelLoadError(FaraError):
     """llama.cpp refused to load the file (unsupported architecture, damaged tensors, out of memory)."""
 
 
+class LoadCancelledError(ModelLoadError):
+    """The user stopped a model while it loaded; no model is loaded."""
+
+
 class NoModelLoadedError(FaraError):
     """A reply was requested before any model finished loading."""
 

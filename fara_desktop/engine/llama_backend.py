@@ -18,12 +18,14 @@ from fara_desktop.engine.chat_format import ChatFormatter, RenderedPrompt, forma
 from fara_desktop.engine.control_tokens import ControlTokenText
 from fara_desktop.engine.errors import (
     GenerationError,
+    LoadCancelledError,
     ModelFileNotFoundError,
     ModelLoadError,
     NoModelLoadedError,
     PromptTooLongError,
 )
 from fara_desktop.engine.kv_states import KVStateCache, common_prefix
+from fara_desktop.engine.llama_progress import load_progress
 from fara_desktop.engine.llama_state import cached_prefix, restore_sequence, snapshot_sequence, start_prefault
 from fara_desktop.engine.text_stream import TextStream
 from fara_desktop.engine.types import ChatMessage, GenerationStats, ModelInfo, ModelSource, RemoteModel, SamplingParams
@@ -63,7 +65,9 @@ class LlamaBackend:
     def info(self) -> ModelInfo | None:
         return self._info
 
-    def load(self, path: ModelSource, params: LoadParams) -> ModelInfo:
+    def load(
+        self, path: ModelSource, params: LoadParams, on_progress: Callable[[float], bool] | None = None
+    ) -> ModelInfo:
         if isinstance(path, RemoteModel):
             raise ModelLoadError("A server's model is not loaded by llama.cpp here.")
         self.unload()
@@ -85,22 +89,26 @@ class LlamaBackend:
         kv_type = GGML_TYPE_IDS[params.kv_type]
         flash_attn = params.flash_attn or params.kv_type != "f16"  # a quantized V cache needs flash attention
         started = time.perf_counter()
+        stopped: list[bool] = []
         try:
-            llm = Llama(
-                model_path=str(path),
-                n_ctx=n_ctx,
-                n_threads=threads,
-                n_threads_batch=threads_batch,
-                n_batch=params.n_batch,
-                n_ubatch=params.n_ubatch,
-                use_mmap=params.use_mmap,
-                use_mlock=params.use_mlock,
-                flash_attn=flash_attn,
-                type_k=kv_type,
-                type_v=kv_type,
-                verbose=False,
-            )
+            with load_progress(on_progress, stopped):
+                llm = Llama(
+                    model_path=str(path),
+                    n_ctx=n_ctx,
+                    n_threads=threads,
+                    n_threads_batch=threads_batch,
+                    n_batch=params.n_batch,
+                    n_ubatch=params.n_ubatch,
+                    use_mmap=params.use_mmap,
+                    use_mlock=params.use_mlock,
+                    flash_attn=flash_attn,
+                    type_k=kv_type,
+                    type_v=kv_type,
+                    verbose=False,
+                )
         except (ValueError, RuntimeError, OSError) as exc:
+            if stopped:
+                raise LoadCancelledError(f"Loading {path.name} was stopped; no model is loaded.") from exc
             raise ModelLoadError(
                 f"llama.cpp could not load {path.name}: the file is damaged, its architecture "
                 f"({header.architecture}) is not supported by this llama.cpp build, or there is not enough "

@@ -259,7 +259,9 @@ class RemoteBackend:
     def info(self) -> ModelInfo | None:
         return self._info
 
-    def load(self, path: ModelSource, params: LoadParams) -> ModelInfo:
+    def load(
+        self, path: ModelSource, params: LoadParams, on_progress: Callable[[float], bool] | None = None
+    ) -> ModelInfo:
         if not isinstance(path, RemoteModel):
             raise ModelLoadError("The remote backend loads only a server's model.")
         started = time.perf_counter()

@@ -26,9 +26,11 @@ class RoutedBackend:
     def info(self) -> ModelInfo | None:
         return self._active.info
 
-    def load(self, path: ModelSource, params: LoadParams) -> ModelInfo:
+    def load(
+        self, path: ModelSource, params: LoadParams, on_progress: Callable[[float], bool] | None = None
+    ) -> ModelInfo:
         chosen = self.remote if isinstance(path, RemoteModel) else self.local
-        info = chosen.load(path, params)  # the model in use stays usable when this one fails to load
+        info = chosen.load(path, params, on_progress)  # the model in use stays usable when this one fails to load
         other = self.local if chosen is self.remote else self.remote
         if other.info is not None:
             other.unload()

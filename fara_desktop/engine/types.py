@@ -69,6 +69,7 @@ class SamplingParams:
 class LoadModel:
     path: ModelSource
     params: LoadParams = field(default_factory=LoadParams)
+    load_id: int = 0
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,14 @@ class GenerationStats:
 @dataclass(frozen=True)
 class ModelLoading:
     path: ModelSource
+
+
+@dataclass(frozen=True)
+class LoadProgress:
+    """How far llama.cpp has read (and repacked) the weights, 0.0–1.0."""
+
+    path: ModelSource
+    fraction: float
 
 
 @dataclass(frozen=True)
@@ -243,6 +252,7 @@ class Failed:
 
 Event = (
     ModelLoading
+    | LoadProgress
     | ModelLoaded
     | ModelLoadFailed
     | ModelUnloaded

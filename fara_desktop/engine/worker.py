@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from fara_desktop.engine.backend import Backend
-from fara_desktop.engine.errors import RequestCancelled
+from fara_desktop.engine.errors import LoadCancelledError, RequestCancelled
 from fara_desktop.engine.llama_backend import LlamaBackend
 from fara_desktop.engine.reasoning import ReasoningSplitter, ReasoningSyntax, split_reasoning
 from fara_desktop.engine.remote_backend import RemoteBackend
@@ -29,6 +29,7 @@ from fara_desktop.engine.types import (
     GenerationStarted,
     HistoryTrimmed,
     LoadModel,
+    LoadProgress,
     ModelLoaded,
     ModelLoadFailed,
     ModelLoading,
@@ -47,6 +48,7 @@ from fara_desktop.errors import FaraError
 from fara_desktop.planning.params import LoadParams
 
 log = logging.getLogger(__name__)
+PROGRESS_STEP = 0.01  # report loading in steps of 1 %: llama.cpp calls back for every tensor
 
 EventSink = Callable[[Event], None]
 
@@ -157,6 +159,8 @@ class InferenceWorker:
         self._cancelled: set[int] = set()  # and these, one by one (a local API client that went away)
         self._sinks: dict[int, EventSink] = {}  # requests whose events go elsewhere than ``on_event``
         self._stopping = False
+        self._last_load_id = 0
+        self._load_cancel_below = 0  # every load with a smaller id is stopped
 
     # ------------------------------------------------------------------ public, any thread
 
@@ -170,7 +174,16 @@ class InferenceWorker:
 
     def load_model(self, path: ModelSource | str, params: LoadParams | None = None) -> None:
         source = path if isinstance(path, RemoteModel) else Path(path)
-        self._commands.put(LoadModel(source, params or LoadParams()))
+        with self._lock:
+            self._last_load_id += 1
+            load_id = self._last_load_id
+        self._commands.put(LoadModel(source, params or LoadParams(), load_id))
+
+    def cancel_load(self) -> None:
+        """Stop the model being loaded (and any load already queued); the load ends with ``ModelLoadFailed``
+        (``LoadCancelledError``) and no model is loaded. Harmless when nothing loads."""
+        with self._lock:
+            self._load_cancel_below = self._last_load_id + 1
 
     def generate(
         self,
@@ -262,8 +275,20 @@ class InferenceWorker:
 
     def _load(self, command: LoadModel) -> None:
         self._emit(ModelLoading(command.path))
+        reported = [-1.0]
+
+        def on_progress(fraction: float) -> bool:
+            if self._stopping or command.load_id < self._load_cancel_below:
+                return False
+            if fraction - reported[0] >= PROGRESS_STEP or (fraction >= 1.0 > reported[0]):
+                reported[0] = fraction
+                self._emit(LoadProgress(command.path, fraction))
+            return True
+
         try:
-            info = self._backend.load(command.path, command.params)
+            if not on_progress(0.0):
+                raise LoadCancelledError("Loading was stopped before it began; no model is loaded.")
+            info = self._backend.load(command.path, command.params, on_progress)
         except FaraError as exc:
             self._emit(ModelLoadFailed(command.path, str(exc), type(exc).__name__))
             return

@@ -37,6 +37,10 @@ class EngineBridge(QObject):
         """Queue a reply; returns its request id (events of this reply carry it)."""
         return self.worker.generate(messages, sampling, conversation, thinking)
 
+    def cancel_load(self) -> None:
+        """Stop the model being loaded."""
+        self.worker.cancel_load()
+
     def cancel(self) -> None:
         """Stop the reply in progress within one token (sets the worker's flag directly, not through the queue)."""
         self.worker.cancel()

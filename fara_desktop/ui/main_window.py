@@ -207,15 +207,20 @@ class MainWindow(QMainWindow):
         self.load_progress = QProgressBar()
         self.load_progress.setObjectName("loadProgress")
         self.load_progress.setAccessibleName("Model loading")
-        self.load_progress.setRange(0, 0)  # llama.cpp reports no progress: a busy indicator
+        self.load_progress.setRange(0, 0)  # busy until llama.cpp reports how far it has read
         self.load_progress.setMaximumWidth(160)
         self.load_progress.hide()
+        self.stop_loading_button = QPushButton("Stop loading")
+        self.stop_loading_button.setObjectName("stopLoadingButton")
+        self.stop_loading_button.setToolTip("Stop loading this model (no model will be loaded)")
+        self.stop_loading_button.hide()
         self.api_label = plain_label()
         self.api_label.setObjectName("apiLabel")
         self.api_label.hide()
         self.statusBar().addWidget(self.status_label, 1)
         self.statusBar().addPermanentWidget(self.api_label)
         self.statusBar().addPermanentWidget(self.load_progress)
+        self.statusBar().addPermanentWidget(self.stop_loading_button)
         self.composer.setFocus()
 
     def _connect(self) -> None:
@@ -243,6 +248,7 @@ class MainWindow(QMainWindow):
         self.composer.stopRequested.connect(chat.stop)
         self.send_button.clicked.connect(chat.send)
         self.stop_button.clicked.connect(chat.stop)
+        self.stop_loading_button.clicked.connect(chat.stop_loading)
         self._build_menus()
 
     def _action(self, menu: Any, text: str, slot: Callable[[], Any], shortcut: Any = None) -> QAction:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from fara_desktop.engine.backend import PreparedPrompt, ReplyResult
 from fara_desktop.engine.chat_format import RenderedPrompt
-from fara_desktop.engine.errors import NoModelLoadedError
+from fara_desktop.engine.errors import LoadCancelledError, NoModelLoadedError
 from fara_desktop.engine.types import ChatMessage, GenerationStats, ModelInfo, SamplingParams
 from fara_desktop.planning.params import LoadParams
 
@@ -25,12 +25,19 @@ class FakeBackend:
         self.thinking: list[bool] = []  # the chat's thinking switch, per request
         self.thinking_switch = False  # what the fake model's template supports
         self.prompt_batches = 0  # report reading a long prompt in this many batches of 512 tokens
+        self.load_steps = 0  # report loading in this many steps, each waiting for ``load_gate`` when set
+        self.load_gate: threading.Semaphore | None = None
 
     @property
     def info(self) -> ModelInfo | None:
         return self._info
 
-    def load(self, path: Path, params: LoadParams) -> ModelInfo:
+    def load(self, path: Path, params: LoadParams, on_progress: Callable[[float], bool] | None = None) -> ModelInfo:
+        for step in range(1, self.load_steps + 1):  # a scripted load that reports progress and can be stopped
+            if self.load_gate is not None:
+                self.load_gate.acquire()
+            if on_progress is not None and not on_progress(step / self.load_steps):
+                raise LoadCancelledError("Loading was stopped.")
         self._info = ModelInfo(
             path,
             "Fake model",

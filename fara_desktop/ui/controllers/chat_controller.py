@@ -28,6 +28,7 @@ from fara_desktop.engine.types import (
     GenerationStarted,
     GenerationStats,
     HistoryTrimmed,
+    LoadProgress,
     ModelInfo,
     ModelLoaded,
     ModelLoadFailed,
@@ -63,6 +64,7 @@ class ChatScreen(Protocol):
     stop_button: QPushButton
     thinking_box: QCheckBox
     load_progress: QProgressBar
+    stop_loading_button: QPushButton
 
     def set_status(self, text: str) -> None: ...
     def show_notice(self, text: str, role: str = "notice") -> None: ...
@@ -99,6 +101,7 @@ class ChatController(QObject):
         self._adjusted: set[int | None] = set()  # chats already told how their prompt was adapted to the template
         self._save_problem_shown = False
         self._reasoning_shown: bool | None = None  # which part of the current reply the status line names
+        self._loading_since = 0.0
         self._reading_since: tuple[float, int] | None = None  # when a long prompt's progress began, and where
         self._retry_timer = QTimer(self)
         self._retry_timer.setInterval(SAVE_RETRY_MS)
@@ -113,6 +116,7 @@ class ChatController(QObject):
             PromptProgress: self._on_prompt_progress,
             HistoryTrimmed: self._on_history_trimmed,
             ModelLoading: self._on_model_loading,
+            LoadProgress: self._on_load_progress,
             ModelLoaded: self._on_model_loaded,
             ModelLoadFailed: self._on_model_load_failed,
             ModelUnloaded: self._on_model_unloaded,
@@ -341,14 +345,39 @@ class ChatController(QObject):
             "the model does not see them any more (they stay here)"
         )
 
+    def stop_loading(self) -> None:
+        self.bridge.cancel_load()
+        self.screen.stop_loading_button.setEnabled(False)
+        self.screen.set_status("Stopping the load…")
+
+    def _show_loading(self, visible: bool) -> None:
+        self.screen.load_progress.setVisible(visible)
+        self.screen.stop_loading_button.setVisible(visible)
+        self.screen.stop_loading_button.setEnabled(visible)
+
     def _on_model_loading(self, event: ModelLoading) -> None:
         self.screen.hardware_panel.show_model_loading(event.path.name)
-        self.screen.load_progress.show()
+        self.screen.load_progress.setRange(0, 0)
+        self._show_loading(True)
+        self._loading_since = time.monotonic()
         self.screen.set_status(f"Loading {event.path.name}…")
+
+    def _on_load_progress(self, event: LoadProgress) -> None:
+        bar = self.screen.load_progress
+        if bar.maximum() == 0:
+            bar.setRange(0, 100)
+        bar.setValue(int(event.fraction * 100))
+        if not self.screen.stop_loading_button.isEnabled():
+            return  # "Stopping the load…" stays until llama.cpp has stopped
+        elapsed = time.monotonic() - self._loading_since
+        left = ""
+        if 0.05 <= event.fraction < 1.0 and elapsed >= 1.0:
+            left = f" · about {format_duration(elapsed * (1 - event.fraction) / event.fraction)}"
+        self.screen.set_status(f"Loading {event.path.name}: {event.fraction:.0%}{left}")
 
     def _on_model_loaded(self, event: ModelLoaded) -> None:
         self.model_info = event.info
-        self.screen.load_progress.hide()
+        self._show_loading(False)
         self.screen.hardware_panel.show_model(event.info)
         self.screen.chat_view.empty_state.set_privacy(event.info.server)
         self.sync_thinking_switch()
@@ -357,8 +386,13 @@ class ChatController(QObject):
 
     def _on_model_load_failed(self, event: ModelLoadFailed) -> None:
         self.model_info = None
-        self.screen.load_progress.hide()
+        self._show_loading(False)
         self.screen.hardware_panel.show_model(None)
+        if event.error_type == "LoadCancelledError":
+            self.screen.show_notice(f"{event.message} Choose a model in Settings ▸ Models to chat.")
+            self.screen.set_status("Loading stopped · no model loaded")
+            self.modelLoadFailed.emit(event.message)
+            return
         self.screen.show_notice(f"Could not load the model. {event.message}", "error")
         self.screen.set_status("No model loaded")
         self.modelLoadFailed.emit(event.message)

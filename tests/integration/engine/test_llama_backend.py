@@ -414,3 +414,38 @@ def test_a_vocabulary_with_a_duplicate_token_is_refused_before_llama_cpp_aborts(
     assert isinstance(failed, LoadFailed) and "lists the token 'pump' twice" in failed.message
     worker.load_model(good)  # the thread (and the process) is still there
     assert isinstance(event_log.next_of(ModelLoaded, LoadFailed), (ModelLoaded, LoadFailed))
+
+
+def test_loading_reports_progress_from_llama_cpp(worker, event_log, smollm2_path):
+    from fara_desktop.engine.types import LoadProgress
+
+    load(worker, event_log, smollm2_path, LoadParams(prefault=False))
+    fractions = [e.fraction for _, e in event_log.of(LoadProgress)]
+    assert len(fractions) >= 5, fractions  # llama.cpp calls back tensor by tensor
+    assert fractions == sorted(fractions) and fractions[0] == 0.0 and fractions[-1] == 1.0
+
+
+def test_a_load_stopped_halfway_leaves_no_model_and_the_next_load_works(event_log, smollm2_path):
+    from fara_desktop.engine.types import LoadProgress
+
+    worker: InferenceWorker
+    stops: list[float] = []
+
+    def sink(event: object) -> None:
+        event_log(event)
+        if isinstance(event, LoadProgress) and 0.2 < event.fraction < 1.0 and not stops:
+            stops.append(event.fraction)
+            worker.cancel_load()  # from the inference thread, inside llama.cpp's callback: as a click would land
+
+    worker = InferenceWorker(sink).start()
+    try:
+        worker.load_model(smollm2_path, LoadParams(use_mmap=False, prefault=False))
+        failed = event_log.next_of(ModelLoaded, ModelLoadFailed)
+        assert isinstance(failed, ModelLoadFailed), failed
+        assert failed.error_type == "LoadCancelledError" and "stopped" in failed.message
+        assert max(e.fraction for _, e in event_log.of(LoadProgress)) < 1.0
+        worker.generate([ChatMessage("user", "Hi")], GREEDY)
+        assert event_log.next_of(Finished, Failed).error_type == "NoModelLoadedError"
+        assert load(worker, event_log, smollm2_path).info.architecture == "llama"
+    finally:
+        assert worker.shutdown(timeout=30)

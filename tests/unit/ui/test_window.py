@@ -279,3 +279,26 @@ def test_a_long_prompt_shows_how_much_is_read_and_the_time_left(window, qtbot):
     qtbot.waitUntil(lambda: "1,536 of 2,048 tokens · about" in win.status_label.text(), timeout=5000)
     with qtbot.waitSignal(win.replyFinished, timeout=5000):
         gate.release(10)
+
+
+def test_loading_shows_how_far_it_is_and_stop_loading_leaves_no_model(window, qtbot):
+    win = window()  # the fake model is loaded; now a big one starts loading
+    gate = threading.Semaphore(0)
+    backend = win.bridge.worker._backend
+    backend.load_steps, backend.load_gate = 10, gate
+    win.load_model(Path("big-model.gguf"))
+    qtbot.waitUntil(win.stop_loading_button.isVisible, timeout=5000)
+    gate.release(3)
+    qtbot.waitUntil(lambda: win.load_progress.value() == 30, timeout=5000)
+    assert win.load_progress.maximum() == 100 and win.load_progress.isVisible()
+    assert win.status_label.text().startswith("Loading big-model.gguf: 30%")
+    with qtbot.waitSignal(win.modelLoadFailed, timeout=5000):
+        win.stop_loading_button.click()
+        assert win.status_label.text() == "Stopping the load…"
+        gate.release(1)  # the next progress report is answered "stop"
+    assert not win.load_progress.isVisible() and not win.stop_loading_button.isVisible()
+    assert win.status_label.text() == "Loading stopped · no model loaded"
+    assert win.chat.model_info is None
+    with qtbot.waitSignal(win.modelLoaded, timeout=5000):  # and a model loads again afterwards
+        backend.load_steps = 0
+        win.load_model(Path("fake.gguf"))
