@@ -15,8 +15,9 @@ from fara_desktop.machine.llama_build import weights_are_repacked
 from fara_desktop.machine.measurements import MachineCache
 from fara_desktop.models.discovery import scan_models
 from fara_desktop.paths import AppPaths
+from fara_desktop.planning.cost import MachineFacts, cost_here
 from fara_desktop.planning.planner import bandwidth
-from fara_desktop.planning.tuning import choose_model, fit_verdict, size_class, tune
+from fara_desktop.planning.tuning import choose_model, fit_verdict, size_class
 from fara_desktop.settings import load_settings
 from fara_desktop.untrusted import printable
 
@@ -76,22 +77,19 @@ def models_report(paths: AppPaths, as_json: bool = False) -> int:
     cache = MachineCache.of_app(paths)
     memory = psutil.virtual_memory()
     usable = [m.metadata for m in scan.usable if m.metadata]
-    best, ranked = choose_model(usable, memory.available, memory.total, bandwidth(profile, cache))
+    speed = bandwidth(profile, cache)
+    best, ranked = choose_model(usable, memory.available, memory.total, speed)
     by_path = {rec.path: rec for rec in ranked}
     entries: list[dict[str, Any]] = []
     for model in scan.models:
         entry: dict[str, Any] = model.to_json()
         rec = by_path.get(model.path)
         if rec is not None and model.metadata is not None:
-            tuned = tune(
-                model.metadata,
-                profile.physical_cores,
-                profile.usable_cores,
-                memory.available,
-                memory.total,
-                cache.threads(profile, size_class(model.metadata)),
-                repacks_weights=weights_are_repacked(),
-            )
+            calibrated = cache.threads(profile, size_class(model.metadata))
+            facts = MachineFacts(profile.physical_cores, profile.usable_cores, memory.available, memory.total, speed,
+                                 weights_are_repacked(), calibrated)  # fmt: skip
+            cost = cost_here(model.metadata, facts)
+            tuned = cost.tuned
             # One figure, for the context it will load with (not the 4k the ranking compares models at).
             n_ctx = tuned.load_params().context_for(model.metadata.context_length)
             verdict = fit_verdict(model.metadata, n_ctx, memory.available, memory.total, tuned.kv_type)
@@ -103,6 +101,8 @@ def models_report(paths: AppPaths, as_json: bool = False) -> int:
                 "n_ctx": n_ctx,
             }
             entry["expected_tok_per_s"] = round(rec.expected_tok_per_s, 1)
+            entry["typical_prompt_s"] = round(cost.typical_prompt_s, 1)
+            entry["cost_here"] = cost.summary()
             entry["tuned"] = {k: v for k, v in asdict(tuned).items() if k != "reasons"}
             entry["recommended"] = best is not None and best.path == model.path
         entries.append(entry)
@@ -131,6 +131,7 @@ def models_report(paths: AppPaths, as_json: bool = False) -> int:
             f"{meta['quantization']}, {format_size(meta['file_bytes'])}, context {meta['context_length']}, "
             f"{'chat template' if meta['has_chat_template'] else 'no chat template'}\n"
             f"      {fit['verdict']}: {fit['message']}; ~{entry['expected_tok_per_s']} tok/s expected\n"
+            f"      here it {entry['cost_here']}\n"
             f"      {entry['path']}"
         )
     if best:

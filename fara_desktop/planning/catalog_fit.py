@@ -11,9 +11,11 @@ from typing import Any
 import psutil
 
 from fara_desktop.machine.hardware import detect_hardware
+from fara_desktop.machine.llama_build import weights_are_repacked
 from fara_desktop.machine.measurements import MachineCache
 from fara_desktop.models.catalog import CatalogEntry, CatalogQuant, load_catalog, option_key
 from fara_desktop.models.discovery import scan_models
+from fara_desktop.planning.cost import CostHere, MachineFacts, cost_here
 from fara_desktop.planning.planner import bandwidth
 from fara_desktop.planning.tuning import COMFORTABLE_TOK_PER_S, FitVerdict, choose_model
 
@@ -28,6 +30,12 @@ class CatalogOption:
     expected_tok_per_s: float
     installed: Path | None
     recommended: bool
+    cost: CostHere
+
+    @property
+    def memory_bytes(self) -> int:
+        """The memory figure to show: at the context the model would be loaded with here."""
+        return self.cost.memory.total
 
     @property
     def key(self) -> str:
@@ -54,6 +62,14 @@ class CatalogOption:
                 "n_ctx": self.verdict.estimate.n_ctx,
             },
             "expected_tok_per_s": round(self.expected_tok_per_s, 1),
+            "cost_here": {
+                "memory_bytes": self.cost.memory.total,
+                "n_ctx": self.cost.memory.n_ctx,
+                "kv_type": self.cost.memory.kv_type,
+                "gen_tok_per_s": round(self.cost.gen_tok_per_s, 1),
+                "typical_prompt_s": round(self.cost.typical_prompt_s, 1),
+                "summary": self.cost.summary(),
+            },
             "installed": str(self.installed) if self.installed else None,
             "recommended": self.recommended,
         }
@@ -76,6 +92,7 @@ def assess_catalog(
     total: int,
     bandwidth: float,
     installed_files: Iterable[Path] = (),
+    facts: MachineFacts | None = None,
 ) -> CatalogAssessment:
     """Judge each option as the model chooser would judge the file; the recommendation is the best quality that
     fits comfortably with a useful context at a usable speed (the same ranking as for models on disk)."""
@@ -84,6 +101,7 @@ def assess_catalog(
     best, ranked = choose_model(list(metas.values()), available, total, bandwidth, COMFORTABLE_TOK_PER_S)
     by_key = {rec.path: rec for rec in ranked}
     on_disk = {path.name.lower(): path for path in installed_files}
+    facts = facts or MachineFacts(None, 1, available, total, bandwidth)
     options = []
     for entry, quant in pairs:
         rec = by_key[option_key(entry, quant)]
@@ -95,6 +113,7 @@ def assess_catalog(
                 rec.expected_tok_per_s,
                 on_disk.get(quant.file_name.lower()),
                 best is not None and rec.path == best.path,
+                cost_here(metas[option_key(entry, quant)], facts),
             )
         )
     chosen = next((option for option in options if option.recommended), None)
@@ -107,6 +126,9 @@ def assess_catalog_here(models_dir: Path, cache_dir: Path, extra_folders: Iterab
     scan = scan_models(models_dir, cache_dir, list(extra_folders))
     memory = psutil.virtual_memory()
     profile = detect_hardware(probe_build=False)
-    speed = bandwidth(profile, MachineCache(cache_dir / MachineCache.FILE_NAME))
+    cache = MachineCache(cache_dir / MachineCache.FILE_NAME)
+    speed = bandwidth(profile, cache)
     installed = [Path(model.path) for model in scan.usable]
-    return assess_catalog(load_catalog(), memory.available, memory.total, speed, installed)
+    facts = MachineFacts(profile.physical_cores, profile.usable_cores, memory.available, memory.total, speed,
+                         weights_are_repacked())  # fmt: skip
+    return assess_catalog(load_catalog(), memory.available, memory.total, speed, installed, facts)

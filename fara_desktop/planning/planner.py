@@ -5,7 +5,7 @@ Qt-free; the GUI runs ``plan_startup`` on a background thread and the CLI calls 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import psutil
@@ -19,6 +19,7 @@ from fara_desktop.models import packaged
 from fara_desktop.models.discovery import DiscoveredModel, ScanResult, packaged_models_dir, scan_models
 from fara_desktop.models.metadata import MetadataCache
 from fara_desktop.paths import AppPaths
+from fara_desktop.planning.cost import CostHere, MachineFacts, cost_here
 from fara_desktop.planning.params import LoadParams, TunedParams
 from fara_desktop.planning.tuning import (
     MemoryEstimate,
@@ -43,6 +44,7 @@ class StartupPlan:
     tuned: TunedParams | None
     reason: str
     needs_calibration: bool
+    costs: dict[str, CostHere] = field(default_factory=dict)  # by model path: what each would cost here
 
 
 def thread_candidates(hardware: HardwareProfile) -> list[int]:
@@ -87,9 +89,17 @@ def plan_startup(
     cache = MachineCache.of_app(paths)
     memory = psutil.virtual_memory()
     usable = scan.usable
-    best, ranked = choose_model(
-        [m.metadata for m in usable if m.metadata], memory.available, memory.total, bandwidth(hardware, cache)
-    )
+    speed = bandwidth(hardware, cache)
+    best, ranked = choose_model([m.metadata for m in usable if m.metadata], memory.available, memory.total, speed)
+    facts = MachineFacts(hardware.physical_cores, hardware.usable_cores, memory.available, memory.total, speed,
+                         weights_are_repacked())  # fmt: skip
+    costs = {
+        m.path: cost_here(
+            m.metadata, replace(facts, calibrated_threads=cache.threads(hardware, size_class(m.metadata)))
+        )
+        for m in usable
+        if m.metadata and not m.metadata.embedding
+    }
     chosen: DiscoveredModel | None = None
     reason = ""
     if preferred is not None:
@@ -103,7 +113,7 @@ def plan_startup(
     needs_calibration = bool(
         tuned and chosen and chosen.metadata and cache.threads(hardware, size_class(chosen.metadata)) is None
     )
-    return StartupPlan(hardware, scan, chosen, best, ranked, tuned, reason, needs_calibration)
+    return StartupPlan(hardware, scan, chosen, best, ranked, tuned, reason, needs_calibration, costs)
 
 
 def _describe_file(path: Path, paths: AppPaths) -> DiscoveredModel:

@@ -215,8 +215,8 @@ class GetModelsDialog(QDialog):
             [
                 label,
                 f"≈ {format_size(option.quant.estimated_bytes)}",
-                f"{VERDICT_LABELS[kind]} · needs ≈ {format_size(verdict.estimate.total)} "
-                f"({verdict.estimate.n_ctx // 1024}k context)",
+                f"{VERDICT_LABELS[kind]} · needs ≈ {format_size(option.memory_bytes)} "
+                f"({option.cost.memory.n_ctx // 1024}k context)",
                 f"≈ {option.expected_tok_per_s:.0f} tokens/s",
                 option.entry.license,
                 "",
@@ -229,8 +229,9 @@ class GetModelsDialog(QDialog):
             for column in range(len(COLUMNS)):
                 item.setBackground(column, QColor(RECOMMENDED_BACKGROUND))
             self.recommended_item = item
-        speed_note = f"about {option.expected_tok_per_s:.0f} tokens/s expected on this machine"
-        item.setToolTip(2, plain_tooltip("\n".join([verdict.message, speed_note, *verdict.suggestions])))
+        here = f"On this machine it {option.cost.summary()}."
+        item.setToolTip(2, plain_tooltip("\n".join([here, verdict.message, *verdict.suggestions])))
+        item.setToolTip(3, plain_tooltip(here))
         if option.installed:
             button = QPushButton("Installed ✓")
             button.setEnabled(False)

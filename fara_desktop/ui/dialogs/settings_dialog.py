@@ -204,17 +204,27 @@ class SettingsDialog(QDialog):
             for column, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setData(Qt.ItemDataRole.UserRole, model.path)
-                item.setToolTip(plain_tooltip(rec.reason if rec else (model.problem or model.path)))
+                item.setToolTip(plain_tooltip(self._model_note(model.path, rec.reason if rec else None)
+                                              or model.problem or model.path))  # fmt: skip
                 if not model.usable:
                     item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsSelectable)
                     item.setForeground(Qt.GlobalColor.gray)
                 self.models.setItem(row, column, item)
 
+    def _model_note(self, path: str, reason: str | None) -> str | None:
+        """What the model would cost here (memory at the context it would load with, reply speed, the wait for
+        a 1,000-token message) and why it ranks where it does."""
+        cost = self._plan.costs.get(path) if self._plan else None
+        parts = [f"Here it {cost.summary()}." if cost else None, reason]
+        return "\n".join(part for part in parts if part) or None
+
     def _use_selected(self) -> None:
         items = self.models.selectedItems()
         if items:
             self._chosen = items[0].data(Qt.ItemDataRole.UserRole)
-            self.status.setText(f"Will load {Path(self._chosen).name}")
+            cost = self._plan.costs.get(self._chosen) if self._plan else None
+            self.status.setText(f"Will load {Path(self._chosen).name}" + (f": {cost.summary()}" if cost else ""))
+            self.status.setWordWrap(True)
 
     def _add_file(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Add a GGUF model", str(Path.home()), "GGUF models (*.gguf)")
