@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "bench":
         from fara_desktop.bench.report import run_benchmark
 
-        return run_benchmark(args.bench_model, args.json, args.quick, paths)
+        return run_benchmark(args.bench_model, args.json, args.quick, paths, args.bench_sections)
     if args.command == "export":
         from fara_desktop.cli.commands import run_export
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QEventLoop, QObject, QTimer
+from PySide6.QtCore import QEvent, QEventLoop, QObject, QTimer
 
-from fara_desktop.bench.runner import Figure
+from fara_desktop.bench.runner import PROMPT_TEXT, Figure
 from fara_desktop.engine.types import Finished, SamplingParams, TokenText
 from fara_desktop.paths import AppPaths
 from fara_desktop.planning.params import LoadParams
@@ -52,6 +53,21 @@ class StallMonitor(QObject):
         self._last = now
 
 
+class FirstPaint(QObject):
+    """Calls ``then`` once, right after the window's first paint has been handled."""
+
+    def __init__(self, window: QObject, then: Callable[[], None]) -> None:
+        super().__init__(window)
+        self._then: Callable[[], None] | None = then
+        window.installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if self._then is not None and event.type() == QEvent.Type.Paint:
+            then, self._then = self._then, None
+            QTimer.singleShot(0, then)
+        return False
+
+
 def _wait(signal: object, timeout_s: float = 600) -> None:
     loop = QEventLoop()
     signal.connect(loop.quit)  # type: ignore[attr-defined]
@@ -59,8 +75,19 @@ def _wait(signal: object, timeout_s: float = 600) -> None:
     loop.exec()
 
 
-def app_path(model: Path, params: LoadParams, paths: AppPaths, repeats: int, gen_tokens: int) -> dict[str, Any]:
-    """Greedy generation of ``gen_tokens`` through window → queue → worker → Qt signals → chat view."""
+def _long_message(tokens: int) -> str:
+    """About ``tokens`` tokens of prose (a token is about four characters of English)."""
+    text = "Summarise this text. " + PROMPT_TEXT * (tokens * 4 // len(PROMPT_TEXT) + 1)
+    return text[: tokens * 4]
+
+
+def app_path(
+    model: Path, params: LoadParams, paths: AppPaths, repeats: int, gen_tokens: int, long_prompt_tokens: int = 0
+) -> dict[str, Any]:
+    """Greedy generation of ``gen_tokens`` through window → queue → worker → Qt signals → chat view; the event
+    loop watched while the model loads, while a long message is read, and while a reply streams."""
+    import psutil
+
     sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=gen_tokens, ignore_eos=True)
     window = MainWindow(sampling=sampling, paths=paths, settings=Settings())
     window.show()
@@ -68,11 +95,22 @@ def app_path(model: Path, params: LoadParams, paths: AppPaths, repeats: int, gen
     settle.setSingleShot(True)
     settle.start(300)
     _wait(settle.timeout)
+    process = psutil.Process()
+    rss_before = process.memory_info().rss
     monitor = StallMonitor()
     monitor.start()
     window.load_model(model, params)
     _wait(window.modelLoaded)
     stall_load = monitor.stop()
+    rss_loaded = process.memory_info().rss
+    stall_prompt = 0.0
+    if long_prompt_tokens:
+        window.new_chat()
+        window.composer.setPlainText(_long_message(long_prompt_tokens))
+        monitor.start()
+        window.send_button.click()
+        _wait(window.replyFinished)
+        stall_prompt = monitor.stop()
     speeds = Figure()
     stalls = Figure()
     first: list[float] = []
@@ -102,7 +140,14 @@ def app_path(model: Path, params: LoadParams, paths: AppPaths, repeats: int, gen
         tokens = finished[0].stats.completion_tokens if finished else 0
         speeds.runs.append((tokens - 1) / (ended - first[0]) if first and tokens > 1 else 0.0)
     window.close()
-    return {"gen": speeds, "stall_load_ms": stall_load, "stall_stream_ms": max(stalls.runs, default=0.0)}
+    return {
+        "gen": speeds,
+        "stall_load_ms": stall_load,
+        "stall_prompt_ms": stall_prompt,
+        "stall_stream_ms": max(stalls.runs, default=0.0),
+        "rss_before_bytes": rss_before,
+        "rss_loaded_bytes": rss_loaded,
+    }
 
 
 def app_path_main(spec_json: str) -> None:
@@ -112,34 +157,37 @@ def app_path_main(spec_json: str) -> None:
     create_application()
     home = Path(spec["home"])
     paths = AppPaths(home / "data", home / "config", home / "cache", home / "logs").ensure()
-    result = app_path(Path(spec["model"]), LoadParams(**spec["params"]), paths, spec["repeats"], spec["gen_tokens"])
-    print(
-        json.dumps(
-            {
-                "gen": result["gen"].runs,
-                "stall_load_ms": result["stall_load_ms"],
-                "stall_stream_ms": result["stall_stream_ms"],
-            }
-        ),
-        flush=True,
+    result = app_path(
+        Path(spec["model"]),
+        LoadParams(**spec["params"]),
+        paths,
+        spec["repeats"],
+        spec["gen_tokens"],
+        spec.get("long_prompt_tokens", 0),
     )
+    print(json.dumps({**result, "gen": result["gen"].runs}), flush=True)
 
 
 def report_startup(window: MainWindow) -> None:
-    """Print when the window was shown and the model ready (seconds since the process
-    started) with the RSS at both moments, then quit."""
+    """Print when the window was shown and the model ready (seconds since the process started), the RSS at both
+    moments and the event loop's longest stall in between, then quit."""
     import psutil
     from PySide6.QtWidgets import QApplication
 
     process = psutil.Process()
     started = process.create_time()
     report: dict[str, float] = {}
+    monitor = StallMonitor()
+    monitor.setParent(window)
 
     def shown() -> None:
         report["window_shown_s"] = time.time() - started
         report["rss_no_model_bytes"] = process.memory_info().rss
 
+    painted = FirstPaint(window, monitor.start)  # stalls count once the user can see the window: after its first paint
+
     def ready(_info: object) -> None:
+        report["stall_startup_ms"] = monitor.stop()
         report["model_ready_s"] = time.time() - started
         report["rss_model_loaded_bytes"] = process.memory_info().rss
         print(json.dumps(report), flush=True)
@@ -147,6 +195,7 @@ def report_startup(window: MainWindow) -> None:
 
     QTimer.singleShot(0, shown)  # runs on the first turn of the event loop, right after the window is shown
     window.modelLoaded.connect(ready)
+    window.setProperty("benchFirstPaint", painted)  # keep the filter alive with the window
 
 
 def startup_main(argv: list[str]) -> int:

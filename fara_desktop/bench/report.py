@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -18,28 +19,40 @@ from typing import Any
 
 import psutil
 
+from fara_desktop.atomic_files import write_text_atomically
+from fara_desktop.bench.cold_probe import MODES as COLD_MODES
+from fara_desktop.bench.plan import SECTION_HELP, SECTIONS, default_sections, plan_for
 from fara_desktop.bench.runner import (
     Figure,
     RawEngine,
     bandwidth_figures,
+    cold_start_in_child,
     median_of,
+    memory_in_child,
     model_metadata,
     multi_turn,
     startup,
-    sweep_threads,
 )
+from fara_desktop.bench.sweep import EngineConfig, run_sweep, sweep_configs
+from fara_desktop.machine.bandwidth import measure_read_bandwidth
 from fara_desktop.machine.hardware import detect_hardware
 from fara_desktop.machine.llama_build import weights_are_repacked
-from fara_desktop.machine.measurements import MachineCache
+from fara_desktop.machine.measurements import MachineCache, machine_key
 from fara_desktop.models.packaged import embedded_default_model
 from fara_desktop.paths import AppPaths
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.planning.planner import thread_candidates
-from fara_desktop.planning.tuning import estimate_memory, size_class, tune
+from fara_desktop.planning.tuning import (
+    expected_prompt_tokens_per_second,
+    expected_tokens_per_second,
+    size_class,
+    tune,
+)
+from fara_desktop.regular_files import read_regular_text
 
 
 def app_path_in_child(
-    model: Path, params: LoadParams, paths: AppPaths, repeats: int, gen_tokens: int
+    model: Path, params: LoadParams, paths: AppPaths, repeats: int, gen_tokens: int, long_prompt_tokens: int = 0
 ) -> dict[str, Any]:
     """Run ``app_path`` in a fresh process, as the real app runs: measured in this process after the raw
     engine, generation on the worker thread was ~20 % slower (the main thread's idle OpenMP team stays behind),
@@ -52,6 +65,7 @@ def app_path_in_child(
             "home": str(paths.data.parent),
             "repeats": repeats,
             "gen_tokens": gen_tokens,
+            "long_prompt_tokens": long_prompt_tokens,
         }
     )
     env = {**os.environ, "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen")}
@@ -59,21 +73,14 @@ def app_path_in_child(
         [sys.executable, "-m", "fara_desktop.bench.qt_probe", "app-path", spec],
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=1800,
         env=env,
     )
     lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
     if result.returncode != 0 or not lines:
         raise RuntimeError(f"the app-path benchmark failed: {result.stderr[-800:]}")
-    data = json.loads(lines[-1])
-    return {
-        "gen": Figure(data["gen"]),
-        "stall_load_ms": data["stall_load_ms"],
-        "stall_stream_ms": data["stall_stream_ms"],
-    }
-
-
-STAGES = 7
+    data: dict[str, Any] = json.loads(lines[-1])
+    return {**data, "gen": Figure(data["gen"])}
 
 
 class _Progress:
@@ -89,215 +96,387 @@ class _Progress:
         elapsed = time.perf_counter() - self.started
         print(f"bench: [{self.number}/{self.stages}] {stage}… ({elapsed:.0f} s so far)", file=sys.stderr, flush=True)
 
+    def note(self, text: str) -> None:
+        print(f"bench: {text}", file=sys.stderr, flush=True)
+
     def done(self) -> None:
         print(f"bench: done in {time.perf_counter() - self.started:.0f} s", file=sys.stderr, flush=True)
 
 
-def run_benchmark(model: Path | None, as_json: bool, quick: bool, paths: AppPaths) -> int:
-    """Measure everything, print a table (and JSON with ``as_json``)."""
+STAGE_TITLES = {
+    "bandwidth": "memory bandwidth",
+    "engine": "the engine: tuned vs defaults vs a sweep of settings",
+    "app": "the app's path (the real window)",
+    "memory": "memory: estimate vs what loads take",
+    "startup": "start-up",
+    "turns": "multi-turn chats and KV reuse",
+    "cold": "cold start (the file evicted from the page cache)",
+}
+
+
+class Benchmark:
+    """The sections of ``fara-desktop bench`` on one model; each adds its figures to ``out``."""
+
+    def __init__(self, model: Path, paths: AppPaths, quick: bool) -> None:
+        self.model = model
+        self.paths = paths
+        self.quick = quick
+        self.meta = model_metadata(model)
+        self.hardware = detect_hardware()
+        memory = psutil.virtual_memory()
+        cache = MachineCache.of_app(paths)
+        self.repacks = weights_are_repacked()
+        self.tuned = tune(
+            self.meta,
+            self.hardware.physical_cores,
+            self.hardware.usable_cores,
+            memory.available,
+            memory.total,
+            cache.threads(self.hardware, size_class(self.meta)),
+            repacks_weights=self.repacks,
+        )
+        self.n_ctx = min(self.tuned.n_ctx, 4096)
+        self.params = replace(self.tuned.load_params(), n_ctx=self.n_ctx, prefault=False)
+        self.bandwidth = cache.bandwidth(self.hardware) or measure_read_bandwidth()
+        self.plan = plan_for(self.meta, self.bandwidth, self.tuned.n_threads, quick)
+        self.out: dict[str, Any] = {
+            "model": str(model),
+            "model_name": self.meta.name,
+            "model_bytes": model.stat().st_size,
+            "quantization": self.meta.quantization,
+            "parameters": self.meta.parameters,
+            "cpu": self.hardware.cpu_name,
+            "machine": machine_key(self.hardware),
+            "cores": {"physical": self.hardware.physical_cores, "logical": self.hardware.logical_cores},
+            "llama_build_repacks_weights": self.repacks,
+            "repeats": self.plan.repeats,
+            "pp_tokens": self.plan.pp_tokens,
+            "gen_tokens": self.plan.gen_tokens,
+            "tuned": {
+                "n_threads": self.tuned.n_threads,
+                "n_threads_batch": self.tuned.n_threads_batch,
+                "n_batch": self.tuned.n_batch,
+                "n_ctx": self.n_ctx,
+                "n_ctx_tuned": self.tuned.n_ctx,
+                "kv_type": self.tuned.kv_type,
+                "flash_attn": self.tuned.flash_attn,
+                "use_mmap": self.tuned.use_mmap,
+            },
+        }
+        self._raw: RawEngine | None = None
+
+    # ------------------------------------------------------------------ sections
+
+    def bandwidth_section(self) -> None:
+        first, second = bandwidth_figures(self.plan.repeats), bandwidth_figures(self.plan.repeats)
+        self.bandwidth = statistics.median([first["read"], second["read"]])
+        self.out["bandwidth_bytes_per_s"] = {"read": self.bandwidth, "copy": max(first["copy"], second["copy"])}
+        self.out["bandwidth_runs_bytes_per_s"] = [first["read"], second["read"]]
+        self.out["read_bandwidth_gb_per_s"] = self.bandwidth / 1e9
+        self.out["bandwidth_repeat_ratio"] = max(first["read"], second["read"]) / min(first["read"], second["read"])
+
+    def _raw_engine(self) -> RawEngine:
+        if self._raw is None:
+            self._raw = RawEngine(
+                self.model,
+                self.n_ctx,
+                n_threads=self.tuned.n_threads,
+                n_threads_batch=self.tuned.n_threads_batch,
+                n_batch=self.tuned.n_batch,
+                n_ubatch=self.tuned.n_ubatch,
+                use_mmap=self.tuned.use_mmap,
+            )
+        return self._raw
+
+    def engine_section(self) -> None:
+        raw = self._raw_engine()
+        tuned = EngineConfig(
+            self.tuned.n_threads,
+            self.tuned.n_threads_batch,
+            self.tuned.n_batch,
+            self.tuned.n_ubatch,
+            self.tuned.kv_type,
+            self.tuned.flash_attn,
+        )
+        cpus = os.cpu_count() or 1
+        default = EngineConfig(max(cpus // 2, 1), cpus, 512, 512, "f16", False)  # llama-cpp-python's Llama()
+        counts = thread_candidates(self.hardware)
+        configs = sweep_configs(tuned, default, counts)
+        prompt = raw.tokens[: self.plan.pp_tokens]
+        sweep = run_sweep(
+            raw.llm.model, self.n_ctx, configs, prompt, self.plan.gen_tokens, self.plan.pp_rounds, self.plan.gen_rounds
+        )
+        best_gen, best_pp = sweep.best("gen"), sweep.best("pp")
+        by_threads = {c.n_threads: c for c in configs if c.n_threads == c.n_threads_batch and c.n_batch == tuned.n_batch
+                      and c.kv_type == tuned.kv_type and c.flash_attn == tuned.flash_attn}  # fmt: skip
+        best_threads = max(by_threads, key=lambda t: statistics.median(sweep.gen[by_threads[t]]))
+        predicted_gen = expected_tokens_per_second(self.meta, self.bandwidth)
+        predicted_pp = expected_prompt_tokens_per_second(self.meta, tuned.n_threads_batch)
+        measured_gen, measured_pp = statistics.median(sweep.gen[tuned]), statistics.median(sweep.pp[tuned])
+        roofline = self.bandwidth / self.meta.weights_bytes
+        self.out["library_default_threads"] = {
+            "n_threads": default.n_threads,
+            "n_threads_batch": default.n_threads_batch,
+        }
+        self.out["raw"] = {
+            "default": {"pp_tok_per_s": Figure(sweep.pp[default]).to_json(),
+                        "gen_tok_per_s": Figure(sweep.gen[default]).to_json()},
+            "tuned": {"pp_tok_per_s": Figure(sweep.pp[tuned]).to_json(),
+                      "gen_tok_per_s": Figure(sweep.gen[tuned]).to_json()},
+            "sweep": {str(t): {"pp_tok_per_s": Figure(sweep.pp[c]).to_json(),
+                               "gen_tok_per_s": Figure(sweep.gen[c]).to_json()} for t, c in by_threads.items()},
+        }  # fmt: skip
+        self.out["sweep"] = sweep.to_json()
+        self.out["sweep_best"] = {"gen": best_gen.label, "pp": best_pp.label}
+        self.out.update(
+            {
+                "decode_only_tok_per_s": Figure(sweep.gen[tuned]).to_json(),
+                "tuned_vs_default_gen_ratio": sweep.ratio("gen", tuned, default),
+                "tuned_vs_default_pp_ratio": sweep.ratio("pp", tuned, default),
+                "tuned_vs_best_sweep_gen_ratio": sweep.ratio("gen", tuned, best_gen),
+                "tuned_vs_best_sweep_pp_ratio": sweep.ratio("pp", tuned, best_pp),
+                "best_sweep_threads": best_threads,
+                "roofline_tok_per_s": roofline,
+                "roofline_fraction": measured_gen / roofline,
+                "predicted": {
+                    "gen_tok_per_s": predicted_gen,
+                    "pp_tok_per_s": predicted_pp,
+                    "gen_measured_over_predicted": measured_gen / predicted_gen if predicted_gen else None,
+                    "pp_measured_over_predicted": measured_pp / predicted_pp if predicted_pp else None,
+                    "bandwidth_bytes_per_s": self.bandwidth,
+                },
+            }
+        )
+
+    def app_section(self) -> None:
+        raw = self._raw_engine()
+        repeats, gen = self.plan.repeats, self.plan.gen_tokens
+        before = median_of(repeats, lambda: raw.gen_tok_per_s(gen))
+        with tempfile.TemporaryDirectory(prefix="fara-bench-") as home:
+            app = app_path_in_child(self.model, self.params, _scratch_paths(Path(home)), repeats, gen,
+                                    self.plan.long_prompt_tokens)  # fmt: skip
+        # The raw engine again, right after the app (the machine drifts): the app is compared with both sides.
+        after = median_of(repeats, lambda: raw.gen_tok_per_s(gen))
+        around = Figure(before.runs + after.runs)
+        stalls = {
+            "loading": app["stall_load_ms"],
+            "prompt": app["stall_prompt_ms"],
+            "streaming": app["stall_stream_ms"],
+        }
+        self.out["raw"] = {**self.out.get("raw", {}), "tuned_with_sampling": {"gen_tok_per_s": before.to_json()},
+                           "tuned_after_app": {"gen_tok_per_s": after.to_json()}}  # fmt: skip
+        self.out["app"] = {"gen_tok_per_s": app["gen"].to_json()}
+        self.out["app_vs_raw_gen_ratio"] = app["gen"].median / around.median
+        self.out["app_vs_raw_before_gen_ratio"] = app["gen"].median / before.median
+        self.out["max_event_loop_stall_ms"] = max(stalls.values())
+        self.out["event_loop_stall_ms"] = stalls
+        self.out["long_prompt_tokens"] = self.plan.long_prompt_tokens
+        self.out["app_rss_increase_bytes"] = app["rss_loaded_bytes"] - app["rss_before_bytes"]
+
+    def memory_section(self) -> None:
+        cases = [(4096, "f16"), (self.tuned.n_ctx, self.tuned.kv_type), (4096, "q8_0")]
+        if self.quick:
+            cases = cases[1:2]
+        seen, results = set(), []
+        for n_ctx, kv in cases:
+            if (n_ctx, kv) in seen:
+                continue
+            seen.add((n_ctx, kv))
+            results.append(memory_in_child(self.model, n_ctx, kv, self.tuned.use_mmap))
+        tuned = next(r for r in results if r["n_ctx"] == self.tuned.n_ctx and r["kv_type"] == self.tuned.kv_type)
+        self.out["memory_cases"] = results
+        self.out["memory"] = {**self.out.get("memory", {}), "model_rss_increase_bytes": tuned["increase"],
+                              "estimate_bytes": tuned["estimate"], "n_ctx": tuned["n_ctx"]}  # fmt: skip
+        self.out["estimate_vs_rss_ratio"] = tuned["ratio"]
+
+    def startup_section(self) -> None:
+        with tempfile.TemporaryDirectory(prefix="fara-bench-") as home:
+            runs = 1 if self.quick or self.plan.big else 2
+            starts = [startup(self.model, Path(home) / "startup") for _ in range(runs)]
+        warm = starts[-1]
+        self.out["startup"] = warm
+        self.out["window_shown_s"] = warm["window_shown_s"]
+        self.out["model_ready_s"] = warm["model_ready_s"]
+        self.out["memory"] = {**self.out.get("memory", {}), "rss_no_model_bytes": warm["rss_no_model_bytes"],
+                              "rss_model_loaded_bytes": warm["rss_model_loaded_bytes"]}  # fmt: skip
+
+    def turns_section(self) -> None:
+        turns = multi_turn(self.model, self.params, self.plan.repeats)
+        ttft = {label: {str(t): f.median for t, f in turns[label].items()} for label in ("reuse", "fresh")}
+        switch = turns["switch_back"]
+        self.out["ttft_s"] = ttft
+        self.out["switch_back"] = {
+            "history_tokens": switch["history_tokens"],
+            "restored_ttft_s": switch["restored"].to_json(),
+            "reread_ttft_s": switch["reread"].to_json(),
+        }
+        self.out["ttft_turn8_over_turn1"] = ttft["reuse"]["8"] / ttft["reuse"]["1"]
+        self.out["ttft_turn8_no_reuse_over_reuse"] = ttft["fresh"]["8"] / ttft["reuse"]["8"]
+        self.out["switch_back_ttft_ratio"] = switch["restored"].median / switch["reread"].median
+
+    def cold_section(self) -> None:
+        self.close()  # nothing of ours may keep the file's pages
+        runs: dict[str, list[dict[str, Any]]] = {mode: [] for mode in COLD_MODES}
+        for _ in range(1 if self.quick or self.plan.big else 2):
+            for mode in COLD_MODES:
+                runs[mode].append(cold_start_in_child(self.model, min(self.n_ctx, 2048), mode))
+        medians = {mode: statistics.median(r["first_token_s"] for r in rs) for mode, rs in runs.items()}
+        default_mode = "read" if not self.tuned.use_mmap else "mapped"
+        self.out["cold_start"] = {"runs": runs, "first_token_s": medians, "default_mode": default_mode,
+                                  "fastest_mode": min(medians, key=lambda m: medians[m])}  # fmt: skip
+
+    def close(self) -> None:
+        if self._raw is not None:
+            self._raw.close()
+            self._raw = None
+
+
+def _scratch_paths(home: Path) -> AppPaths:
+    return AppPaths(home / "data", home / "config", home / "cache", home / "logs").ensure()
+
+
+def save_result(paths: AppPaths, out: dict[str, Any]) -> Path:
+    """Keep the figures with the machine and model they belong to, so a later run can be compared."""
+    folder = paths.data / "benchmarks"
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    target = folder / f"{stamp}-{Path(out['model']).stem[:60]}.json"
+    write_text_atomically(target, json.dumps(out, indent=2), 0o644)
+    return target
+
+
+def previous_result(paths: AppPaths, out: dict[str, Any]) -> dict[str, Any] | None:
+    """The latest saved run on this machine with this model file (same path and size)."""
+    folder = paths.data / "benchmarks"
+    candidates = sorted(folder.glob("*.json"), reverse=True) if folder.is_dir() else []
+    for file in candidates:
+        try:
+            data = json.loads(read_regular_text(file, 4 << 20))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and all(data.get(k) == out[k] for k in ("machine", "model", "model_bytes")):
+            return data
+    return None
+
+
+COMPARED = (
+    "read_bandwidth_gb_per_s",
+    "app_vs_raw_gen_ratio",
+    "tuned_vs_default_gen_ratio",
+    "roofline_fraction",
+    "estimate_vs_rss_ratio",
+    "max_event_loop_stall_ms",
+)
+
+
+def run_benchmark(
+    model: Path | None, as_json: bool, quick: bool, paths: AppPaths, sections: list[str] | None = None
+) -> int:
+    """Measure the chosen sections (default: all that suit the model's size), print a table (or JSON), and save
+    the figures."""
 
     model = model or embedded_default_model()
     if model is None:
         print("fara-desktop bench: no model given and the embedded model is not installed", flush=True)
         return 2
-    repeats, pp, gen = (1, 128, 32) if quick else (3, 512, 256)
-    step = _Progress(STAGES)
-    meta = model_metadata(model)
-    hardware = detect_hardware()
-    memory = psutil.virtual_memory()
-    cache = MachineCache.of_app(paths)
-    tuned = tune(
-        meta,
-        hardware.physical_cores,
-        hardware.usable_cores,
-        memory.available,
-        memory.total,
-        cache.threads(hardware, size_class(meta)),
-        repacks_weights=weights_are_repacked(),
+    unknown = [section for section in sections or [] if section not in SECTIONS]
+    if unknown:
+        listing = "\n".join(f"  {name:10} {text}" for name, text in SECTION_HELP.items())
+        print(f"fara-desktop bench: the sections are\n{listing}", flush=True)
+        return 0 if unknown == ["help"] else 2
+    bench = Benchmark(model, paths, quick)
+    chosen = sections or default_sections(bench.plan)
+    ordered = [section for section in SECTIONS if section in chosen]
+    step = _Progress(len(ordered))
+    skipped = [section for section in SECTIONS if section not in ordered]
+    step.note(
+        f"{bench.meta.name}: runs of {bench.plan.gen_tokens} generated and {bench.plan.pp_tokens} prompt "
+        f"tokens; sections {', '.join(ordered)}" + (f" (not run: {', '.join(skipped)})" if skipped else "")
     )
-    n_ctx = min(tuned.n_ctx, 4096)
-    params = replace(tuned.load_params(), n_ctx=n_ctx, prefault=False)
-    out: dict[str, Any] = {
-        "model": str(model),
-        "model_name": meta.name,
-        "cpu": hardware.cpu_name,
-        "cores": {"physical": hardware.physical_cores, "logical": hardware.logical_cores},
-        "repeats": repeats,
-        "pp_tokens": pp,
-        "gen_tokens": gen,
-        "tuned": {
-            "n_threads": tuned.n_threads,
-            "n_threads_batch": tuned.n_threads_batch,
-            "n_batch": tuned.n_batch,
-            "n_ctx": n_ctx,
-            "kv_type": tuned.kv_type,
-        },
-    }
-
-    step("the library's defaults")
-    default = RawEngine(model, n_ctx)  # the library's own defaults for everything else
-    default_pp = median_of(repeats, lambda: default.prompt_tok_per_s(pp))
-    default_gen = median_of(repeats, lambda: default.gen_tok_per_s(gen))
-    out["library_default_threads"] = {
-        "n_threads": default.llm.n_threads,
-        "n_threads_batch": default.llm.n_threads_batch,
-    }
-    default.close()
-
-    def tuned_engine() -> RawEngine:
-        return RawEngine(
-            model,
-            n_ctx,
-            n_threads=tuned.n_threads,
-            n_threads_batch=tuned.n_threads_batch,
-            n_batch=tuned.n_batch,
-            n_ubatch=tuned.n_ubatch,
-        )
-
-    step("the tuned engine")
-    raw = tuned_engine()
-    tuned_pp = median_of(repeats, lambda: raw.prompt_tok_per_s(pp))
-    tuned_gen = median_of(repeats, lambda: raw.gen_tok_per_s(gen))
-    decode_only = median_of(repeats, lambda: raw.decode_tok_per_s(gen))
-    step("a sweep over thread counts")
-    sweep = sweep_threads(
-        raw, list(range(1, hardware.logical_cores + 1)) if not quick else thread_candidates(hardware), repeats, pp, gen
-    )
-    raw.close()
-    best_threads = max(sweep, key=lambda t: sweep[t]["gen"].median)
-
-    with tempfile.TemporaryDirectory(prefix="fara-bench-") as home:
-        bench_paths = AppPaths(
-            Path(home) / "data", Path(home) / "config", Path(home) / "cache", Path(home) / "logs"
-        ).ensure()
-        step("the app's path (the real window)")
-        app = app_path_in_child(model, params, bench_paths, repeats, gen)
-        # The raw engine again, right after the app: this shared machine's speed drifts by ±10 % within minutes,
-        # so the app is compared with raw runs taken on both sides of it.
-        raw = tuned_engine()
-        tuned_gen_after = median_of(repeats, lambda: raw.gen_tok_per_s(gen))
-        raw.close()
-        raw_around_app = Figure(tuned_gen.runs + tuned_gen_after.runs)
-        step("multi-turn chats and KV reuse")
-        turns = multi_turn(model, params, repeats)
-        step("start-up and memory")
-        starts = [startup(model, Path(home) / "startup") for _ in range(1 if quick else 2)]
-    warm = starts[-1]
-    step("memory bandwidth")
-    bandwidth = bandwidth_figures(repeats)
-    bound = bandwidth["read"] / meta.weights_bytes
-    estimate = estimate_memory(meta, tuned.n_ctx, tuned.kv_type)  # the app loads at the tuned context
-    loaded_increase = warm["rss_model_loaded_bytes"] - warm["rss_no_model_bytes"]
-
-    ttft = {label: {str(t): f.median for t, f in turns[label].items()} for label in ("reuse", "fresh")}
-    switch = turns["switch_back"]
-    out.update(
-        {
-            "raw": {
-                "default": {"pp_tok_per_s": default_pp.to_json(), "gen_tok_per_s": default_gen.to_json()},
-                "tuned": {"pp_tok_per_s": tuned_pp.to_json(), "gen_tok_per_s": tuned_gen.to_json()},
-                "tuned_after_app": {"gen_tok_per_s": tuned_gen_after.to_json()},
-                "sweep": {
-                    str(t): {"pp_tok_per_s": v["pp"].to_json(), "gen_tok_per_s": v["gen"].to_json()}
-                    for t, v in sweep.items()
-                },
-            },
-            "app": {"gen_tok_per_s": app["gen"].to_json()},
-            "decode_only_tok_per_s": decode_only.to_json(),
-            "ttft_s": ttft,
-            "switch_back": {
-                "history_tokens": switch["history_tokens"],
-                "restored_ttft_s": switch["restored"].to_json(),
-                "reread_ttft_s": switch["reread"].to_json(),
-            },
-            "startup": warm,
-            "memory": {
-                "rss_no_model_bytes": warm["rss_no_model_bytes"],
-                "rss_model_loaded_bytes": warm["rss_model_loaded_bytes"],
-                "model_rss_increase_bytes": loaded_increase,
-                "estimate_bytes": estimate.total,
-            },
-            "bandwidth_bytes_per_s": bandwidth,
-            "roofline_tok_per_s": bound,
-            # headline figures
-            "app_vs_raw_gen_ratio": app["gen"].median / raw_around_app.median,
-            "app_vs_raw_before_gen_ratio": app["gen"].median / tuned_gen.median,
-            "tuned_vs_default_gen_ratio": tuned_gen.median / default_gen.median,
-            "tuned_vs_default_pp_ratio": tuned_pp.median / default_pp.median,
-            "tuned_vs_best_sweep_gen_ratio": tuned_gen.median / sweep[best_threads]["gen"].median,
-            "best_sweep_threads": best_threads,
-            "ttft_turn8_over_turn1": ttft["reuse"]["8"] / ttft["reuse"]["1"],
-            "ttft_turn8_no_reuse_over_reuse": ttft["fresh"]["8"] / ttft["reuse"]["8"],
-            "switch_back_ttft_ratio": switch["restored"].median / switch["reread"].median,
-            "max_event_loop_stall_ms": max(app["stall_load_ms"], app["stall_stream_ms"]),
-            "event_loop_stall_ms": {"loading": app["stall_load_ms"], "streaming": app["stall_stream_ms"]},
-            "window_shown_s": warm["window_shown_s"],
-            "model_ready_s": warm["model_ready_s"],
-            "roofline_fraction": tuned_gen.median / bound,
-            "estimate_vs_rss_ratio": estimate.total / loaded_increase if loaded_increase > 0 else None,
-        }
-    )
+    bench.out["sections"] = ordered
+    try:
+        for section in ordered:
+            step(STAGE_TITLES[section])
+            getattr(bench, f"{section}_section")()
+    finally:
+        bench.close()
+    out = bench.out
+    previous = previous_result(paths, out)
+    saved = save_result(paths, out)
+    step.note(f"figures saved to {saved}")
+    if previous:
+        for key in COMPARED:
+            if isinstance(out.get(key), (int, float)) and isinstance(previous.get(key), (int, float)):
+                step.note(f"{key}: {previous[key]:.3f} last time, {out[key]:.3f} now")
     step.done()
     if as_json:
         print(json.dumps(out, indent=2), flush=True)
     else:
-        print(_table(out, tuned_pp, tuned_gen, default_pp, default_gen, sweep, app["gen"]), flush=True)
+        print(_table(out), flush=True)
     return 0
 
 
-def _table(
-    out: dict[str, Any],
-    tuned_pp: Figure,
-    tuned_gen: Figure,
-    default_pp: Figure,
-    default_gen: Figure,
-    sweep: dict[int, dict[str, Figure]],
-    app_gen: Figure,
-) -> str:
-    mib = 1024 * 1024
+def _row(what: str, figure: str) -> str:
+    return f"{what:62} {figure}"
+
+
+def _table(out: dict[str, Any]) -> str:
+    """The figures the sections measured, one per line (a section not run leaves its lines out)."""
+    mib, gb = 1024 * 1024, 1e9
     rows = [
-        f"Fara Desktop benchmark — {out['model_name']} on {out['cpu']} "
-        f"({out['cores']['physical']} cores), medians of {out['repeats']} runs (spread in brackets)",
+        f"Fara Desktop benchmark — {out['model_name']} ({out['quantization']}, {out['model_bytes'] / gb:.2f} GB) on "
+        f"{out['cpu']} ({out['cores']['physical']} cores); medians, [spread]",
         "",
-        f"{'what':58} {'figure':>24}",
-        f"{'raw, library defaults: prompt tok/s':58} {default_pp.median:>10.1f} [{default_pp.spread()}]",
-        f"{'raw, library defaults: generation tok/s':58} {default_gen.median:>10.1f} [{default_gen.spread()}]",
-        f"{'raw, Fara tuned: prompt tok/s':58} {tuned_pp.median:>10.1f} [{tuned_pp.spread()}]",
-        f"{'raw, Fara tuned: generation tok/s':58} {tuned_gen.median:>10.1f} [{tuned_gen.spread()}]",
     ]
-    for threads, figures in sweep.items():
+    if "bandwidth_runs_bytes_per_s" in out:
+        runs = out["bandwidth_runs_bytes_per_s"]
+        rows.append(_row("memory read bandwidth, two probes (GB/s)", f"{runs[0] / gb:.1f} / {runs[1] / gb:.1f}"))
+    if "sweep" in out:
+        rows.append(_row("settings (interleaved runs)", "prompt tok/s   generation tok/s"))
+        for entry in out["sweep"]:
+            pp, gen = entry["pp_tok_per_s"], entry["gen_tok_per_s"]
+            rows.append(_row(f"  {entry['label']}", f"{pp['median']:10.1f}   {gen['median']:10.2f}"))
+        rows += [
+            _row("tuned / llama-cpp-python defaults: generation, prompt",
+                 f"{out['tuned_vs_default_gen_ratio']:.3f}, {out['tuned_vs_default_pp_ratio']:.3f}"),
+            _row("tuned / best of the sweep: generation, prompt",
+                 f"{out['tuned_vs_best_sweep_gen_ratio']:.3f}, {out['tuned_vs_best_sweep_pp_ratio']:.3f}"),
+            _row("predicted generation tok/s (measured / predicted)",
+                 f"{out['predicted']['gen_tok_per_s']:.2f} ({out['predicted']['gen_measured_over_predicted']:.2f})"),
+            _row("predicted prompt tok/s (measured / predicted)",
+                 f"{out['predicted']['pp_tok_per_s']:.1f} ({out['predicted']['pp_measured_over_predicted']:.2f})"),
+            _row("generation roofline (tok/s) and fraction reached",
+                 f"{out['roofline_tok_per_s']:.1f} / {out['roofline_fraction']:.2f}"),
+        ]  # fmt: skip
+    if "app" in out:
+        app = out["app"]["gen_tok_per_s"]
+        stalls = out["event_loop_stall_ms"]
+        rows += [
+            _row("app path (window → queue → worker → Qt → chat view) tok/s", f"{app['median']:.2f} {app['runs']}"),
+            _row("app / raw engine with sampling (raw runs around it)", f"{out['app_vs_raw_gen_ratio']:.3f}"),
+            _row(f"longest event-loop stall: load / {out['long_prompt_tokens']}-token prompt / stream (ms)",
+                 f"{stalls['loading']:.0f} / {stalls['prompt']:.0f} / {stalls['streaming']:.0f}"),
+        ]  # fmt: skip
+    for case in out.get("memory_cases", []):
         rows.append(
-            f"{f'raw, {threads} thread(s): prompt / generation tok/s':58} "
-            f"{figures['pp'].median:>10.1f} / {figures['gen'].median:.1f}"
-        )
-    rows += [
-        f"{'app path (worker → queue → Qt → chat view): generation tok/s':58} {app_gen.median:>10.1f} "
-        f"[{app_gen.spread()}]",
-        f"{'raw, Fara tuned, again right after the app: generation':58} "
-        f"{out['raw']['tuned_after_app']['gen_tok_per_s']['median']:>10.1f}",
-        f"{'app / raw generation (same parameters, raw runs around it)':58} {out['app_vs_raw_gen_ratio']:>10.3f}",
-        f"{'tuned / default: generation, prompt':58} {out['tuned_vs_default_gen_ratio']:>10.3f}, "
-        f"{out['tuned_vs_default_pp_ratio']:.3f}",
-        f"{'tuned / best thread count in the sweep (generation)':58} {out['tuned_vs_best_sweep_gen_ratio']:>10.3f}",
-        f"{'TTFT turns 1 / 4 / 8 with reuse (ms)':58} "
-        + " / ".join(f"{out['ttft_s']['reuse'][t] * 1000:.0f}" for t in ("1", "4", "8")),
-        f"{'TTFT turns 1 / 4 / 8, fresh context each turn (ms)':58} "
-        + " / ".join(f"{out['ttft_s']['fresh'][t] * 1000:.0f}" for t in ("1", "4", "8")),
-        f"{'TTFT turn 8 / turn 1 (reuse)':58} {out['ttft_turn8_over_turn1']:>10.2f}",
-        f"{'switch back to a ' + str(out['switch_back']['history_tokens']) + '-token chat: snapshot / re-read':58} "
-        f"{out['switch_back_ttft_ratio']:>10.3f}",
-        f"{'longest event-loop stall: loading / streaming (ms)':58} "
-        f"{out['event_loop_stall_ms']['loading']:>10.1f} / {out['event_loop_stall_ms']['streaming']:.1f}",
-        f"{'window shown / model ready after launch (s)':58} {out['window_shown_s']:>10.2f} / "
-        f"{out['model_ready_s']:.2f}",
-        f"{'RSS without model / with model (MiB)':58} {out['memory']['rss_no_model_bytes'] / mib:>10.0f} / "
-        f"{out['memory']['rss_model_loaded_bytes'] / mib:.0f}",
-        f"{'model RSS increase vs fit estimate (MiB)':58} "
-        f"{out['memory']['model_rss_increase_bytes'] / mib:>10.0f} / {out['memory']['estimate_bytes'] / mib:.0f}",
-        f"{'memory bandwidth read / copy (GB/s)':58} {out['bandwidth_bytes_per_s']['read'] / 1e9:>10.1f} / "
-        f"{out['bandwidth_bytes_per_s']['copy'] / 1e9:.1f}",
-        f"{'generation roofline (tok/s) and fraction reached':58} {out['roofline_tok_per_s']:>10.0f} / "
-        f"{out['roofline_fraction']:.2f}",
-        f"{'llama_decode alone, one token at a time (tok/s)':58} {out['decode_only_tok_per_s']['median']:>10.1f}",
-    ]
+            _row(f"memory at {case['n_ctx']:,} ctx, {case['kv_type']} KV: measured / estimate (MiB)",
+                 f"{case['increase'] / mib:.0f} / {case['estimate'] / mib:.0f} = {case['ratio']:.3f}")
+        )  # fmt: skip
+    if "startup" in out:
+        rows.append(_row("window shown / model ready after launch (s)",
+                         f"{out['window_shown_s']:.2f} / {out['model_ready_s']:.2f}"))  # fmt: skip
+    if "ttft_s" in out:
+        rows += [
+            _row("TTFT turns 1 / 4 / 8 with reuse (ms)",
+                 " / ".join(f"{out['ttft_s']['reuse'][t] * 1000:.0f}" for t in ("1", "4", "8"))),
+            _row("TTFT turns 1 / 4 / 8, fresh context each turn (ms)",
+                 " / ".join(f"{out['ttft_s']['fresh'][t] * 1000:.0f}" for t in ("1", "4", "8"))),
+            _row(f"switch back to a {out['switch_back']['history_tokens']}-token chat: snapshot / re-read",
+                 f"{out['switch_back_ttft_ratio']:.3f}"),
+        ]  # fmt: skip
+    if "cold_start" in out:
+        cold = out["cold_start"]
+        rows.append(_row("cold start to first token: " + " / ".join(cold["first_token_s"]) + " (s)",
+                         " / ".join(f"{v:.1f}" for v in cold["first_token_s"].values())
+                         + f"  (default: {cold['default_mode']})"))  # fmt: skip
     return "\n".join(rows)

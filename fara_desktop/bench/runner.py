@@ -204,3 +204,35 @@ def bandwidth_figures(repeats: int) -> dict[str, float]:
         np.copyto(target, source)
         best = min(best, time.perf_counter() - start)
     return {"read": read, "copy": 2 * source.nbytes / best}
+
+
+def _child_json(args: list[str], timeout: float, what: str) -> dict[str, Any]:
+    result = subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, timeout=timeout)
+    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
+    if result.returncode != 0 or not lines:
+        raise RuntimeError(f"{what} failed: {result.stderr[-800:]}")
+    report: dict[str, Any] = json.loads(lines[-1])
+    return report
+
+
+def memory_in_child(model: Path, n_ctx: int, kv_type: str, use_mmap: bool) -> dict[str, Any]:
+    """The RSS a load adds (file-backed and anonymous) beside the app's estimate, in a fresh process."""
+    args = ["fara_desktop.bench.memory_probe", str(model), str(n_ctx), kv_type, "1" if use_mmap else "0"]
+    return _child_json(args, 900, "the memory probe")
+
+
+def evict_from_page_cache(path: Path) -> None:
+    """Ask the kernel to drop the file's cached pages (``posix_fadvise(DONTNEED)``): the next read goes to disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def cold_start_in_child(model: Path, n_ctx: int, mode: str) -> dict[str, Any]:
+    """Evict the model file, then load it in a fresh process (``mode``: read, mapped or pre-read) and time the load
+    and the first token."""
+    evict_from_page_cache(model)
+    return _child_json(["fara_desktop.bench.cold_probe", str(model), str(n_ctx), mode], 1800, "the cold-start probe")

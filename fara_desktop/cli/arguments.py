@@ -38,6 +38,14 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--model", type=Path, dest="bench_model", help="GGUF model (default: the embedded model)")
     bench.add_argument("--json", action="store_true", help="print JSON instead of a table")
     bench.add_argument("--quick", action="store_true", help="one run of short tests (checks that it works)")
+    bench.add_argument(
+        "--section",
+        action="append",
+        dest="bench_sections",
+        metavar="NAME",
+        help="run only this section; repeat for several (`--section help` lists them). Default: all that suit the "
+        "model's size",
+    )
     export = sub.add_parser("export", help="write every conversation to files (one per conversation)")
     export.add_argument("--format", choices=["md", "json", "both"], default="both", help="file format")
     export.add_argument("--out", type=Path, default=Path("fara-export"), help="folder to write to")

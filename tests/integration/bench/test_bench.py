@@ -31,9 +31,13 @@ def test_quick_benchmark_prints_every_headline_figure(fara_home, smollm2_path):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     stages = [line for line in result.stderr.splitlines() if line.startswith("bench: [")]
-    assert [line.split("]")[0] for line in stages] == [f"bench: [{n}/7" for n in range(1, 8)], result.stderr[-2000:]
+    # a 135M model is fast: every section but the cold start (which evicts the file) runs by default
+    assert [line.split("]")[0] for line in stages] == [f"bench: [{n}/6" for n in range(1, 7)], result.stderr[-2000:]
     assert result.stderr.rstrip().splitlines()[-1].startswith("bench: done in")
     data = json.loads(result.stdout[result.stdout.index("{") :])
+    assert data["sections"] == ["bandwidth", "engine", "app", "memory", "startup", "turns"]
+    saved = list((fara_home / "data" / "benchmarks").glob("*.json"))
+    assert len(saved) == 1 and json.loads(saved[0].read_text())["machine"] == data["machine"]
     for key in HEADLINE_KEYS:
         assert isinstance(data[key], float) and data[key] > 0, key
     assert 0.1 < data["app_vs_raw_gen_ratio"] < 2
@@ -42,3 +46,30 @@ def test_quick_benchmark_prints_every_headline_figure(fara_home, smollm2_path):
     assert 0 < data["roofline_fraction"] < 1.5
     assert data["memory"]["rss_model_loaded_bytes"] > data["memory"]["rss_no_model_bytes"]
     assert set(data["ttft_s"]["reuse"]) == {"1", "4", "8"}
+    labels = [entry["label"] for entry in data["sweep"]]
+    assert len(labels) == len(set(labels)) >= 5  # threads, batch, flash attention and KV type each varied
+    assert all(entry["gen_tok_per_s"]["median"] > 0 for entry in data["sweep"])
+    assert set(data["event_loop_stall_ms"]) == {"loading", "prompt", "streaming"}
+    assert 0.5 < data["estimate_vs_rss_ratio"] < 2
+
+
+def test_one_section_runs_alone_and_a_second_run_is_compared_with_the_first(fara_home, smollm2_path):
+    env = {**os.environ, "FARA_HOME": str(fara_home)}
+    command = [sys.executable, "-m", "fara_desktop", "bench", "--quick", "--json", "--section", "bandwidth"]
+    runs = [subprocess.run(command, capture_output=True, text=True, timeout=300, env=env) for _ in range(2)]
+    for run in runs:
+        assert run.returncode == 0, run.stderr[-2000:]
+    data = json.loads(runs[1].stdout[runs[1].stdout.index("{") :])
+    assert data["sections"] == ["bandwidth"] and "sweep" not in data
+    assert len(data["bandwidth_runs_bytes_per_s"]) == 2
+    assert "bench: [1/1] memory bandwidth" in runs[0].stderr
+    assert "last time" not in runs[0].stderr
+    assert "bench: read_bandwidth_gb_per_s: " in runs[1].stderr and " last time, " in runs[1].stderr
+
+
+def test_an_unknown_section_is_refused_with_the_list(fara_home):
+    env = {**os.environ, "FARA_HOME": str(fara_home)}
+    result = subprocess.run([sys.executable, "-m", "fara_desktop", "bench", "--section", "everything"],
+                            capture_output=True, text=True, timeout=120, env=env)  # fmt: skip
+    assert result.returncode == 2
+    assert "cold" in result.stdout and "engine" in result.stdout

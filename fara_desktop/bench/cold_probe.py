@@ -1,0 +1,51 @@
+"""Run in a child process right after the model file was evicted from the page cache: load it as the app would in
+one of three ways and print the seconds to a loaded model and to the first token — one JSON line.
+
+``python -m fara_desktop.bench.cold_probe MODEL N_CTX MODE`` with MODE ``read`` (llama.cpp reads the file),
+``mapped`` (mmap, pages faulted in as llama.cpp touches them) or ``pre-read`` (the file read sequentially first
+with ``POSIX_FADV_SEQUENTIAL``/``WILLNEED``, then mapped).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+MODES = ("read", "mapped", "pre-read")
+
+
+def pre_read(path: Path) -> None:
+    with open(path, "rb", buffering=0) as handle:
+        os.posix_fadvise(handle.fileno(), 0, 0, os.POSIX_FADV_SEQUENTIAL)
+        os.posix_fadvise(handle.fileno(), 0, 0, os.POSIX_FADV_WILLNEED)
+        while handle.read(16 << 20):
+            pass
+
+
+def main(argv: list[str]) -> None:
+    from fara_desktop.engine.llama_backend import LlamaBackend
+    from fara_desktop.engine.types import ChatMessage, SamplingParams
+    from fara_desktop.planning.params import LoadParams
+
+    path, n_ctx, mode = Path(argv[0]), int(argv[1]), argv[2]
+    if mode not in MODES:
+        raise SystemExit(f"mode must be one of {', '.join(MODES)}")
+    started = time.perf_counter()
+    if mode == "pre-read":
+        pre_read(path)
+    read = time.perf_counter()
+    backend = LlamaBackend()
+    backend.load(path, LoadParams(n_ctx=n_ctx, use_mmap=mode != "read", prefault=False))
+    loaded = time.perf_counter()
+    prompt = backend.prepare([ChatMessage("user", "Hello!")], 8)
+    backend.reply(prompt, SamplingParams(temperature=0.0, max_tokens=1), lambda: False, lambda _t: None)
+    first = time.perf_counter()
+    print(json.dumps({"mode": mode, "pre_read_s": read - started, "loaded_s": loaded - started,
+                      "first_token_s": first - started}))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

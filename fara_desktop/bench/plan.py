@@ -1,0 +1,71 @@
+"""How much to measure: the benchmark scales its runs with what each costs on this machine for this model.
+
+A 135M model generates 60 tokens a second here and an 8B model 5; the same run lengths would take ten times
+longer at 8B for no better figure. Each run aims at a few seconds of work, and the slow sections that say nothing
+new at size (multi-turn chats re-read whole histories) run only when asked for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fara_desktop.models.metadata import ModelMetadata
+from fara_desktop.planning.tuning import expected_prompt_tokens_per_second, expected_tokens_per_second
+
+SECTIONS = ("bandwidth", "engine", "app", "memory", "startup", "turns", "cold")
+SECTION_HELP = {
+    "bandwidth": "the machine's memory read bandwidth, probed twice",
+    "engine": "tuned settings vs llama-cpp-python's defaults vs a sweep over threads, batch, KV type and flash "
+    "attention (interleaved, paired ratios), and predicted vs measured speed",
+    "app": "generation through the real window vs the raw engine, and the event loop's longest stalls while the "
+    "model loads, reads a long prompt and streams",
+    "memory": "the memory estimate vs the RSS a load adds, at 4k and the tuned context, f16 and q8_0 KV",
+    "startup": "the real app launched: window shown, model ready, RSS",
+    "turns": "time to first token over an 8-turn chat with and without KV reuse, and switching chats back",
+    "cold": "start-up with the model file evicted from the page cache, read vs mapped vs pre-read",
+}
+SLOW_AT_SIZE = frozenset({"turns", "cold"})  # not run by default when generation is predicted below 20 tok/s
+BIG_MODEL_TOK_PER_S = 20.0
+
+
+@dataclass(frozen=True)
+class BenchPlan:
+    """Run lengths and counts for one model on this machine."""
+
+    gen_tokens: int
+    pp_tokens: int
+    pp_rounds: int
+    gen_rounds: int
+    repeats: int  # of the app-path and raw-engine runs
+    long_prompt_tokens: int  # the prompt whose reading the event-loop probe watches
+    predicted_gen_tok_per_s: float
+    predicted_pp_tok_per_s: float
+
+    @property
+    def big(self) -> bool:
+        return self.predicted_gen_tok_per_s < BIG_MODEL_TOK_PER_S
+
+
+def _clamp(value: float, low: int, high: int) -> int:
+    return int(max(low, min(high, value)))
+
+
+def plan_for(meta: ModelMetadata, bandwidth: float, threads: int, quick: bool) -> BenchPlan:
+    gen_speed = expected_tokens_per_second(meta, bandwidth)
+    pp_speed = expected_prompt_tokens_per_second(meta, threads)
+    if quick:
+        return BenchPlan(16, 64, 1, 1, 1, 128, gen_speed, pp_speed)
+    return BenchPlan(
+        gen_tokens=_clamp(3.0 * gen_speed, 16, 256) // 8 * 8,
+        pp_tokens=_clamp(5.0 * pp_speed, 64, 512) // 32 * 32,
+        pp_rounds=3,
+        gen_rounds=5,
+        repeats=3 if gen_speed >= BIG_MODEL_TOK_PER_S else 2,
+        long_prompt_tokens=_clamp(8.0 * pp_speed, 128, 1500) // 32 * 32,
+        predicted_gen_tok_per_s=gen_speed,
+        predicted_pp_tok_per_s=pp_speed,
+    )
+
+
+def default_sections(plan: BenchPlan) -> list[str]:
+    return [section for section in SECTIONS if not (plan.big and section in SLOW_AT_SIZE) and section != "cold"]
