@@ -2,8 +2,9 @@
 one of three ways and print the seconds to a loaded model and to the first token — one JSON line.
 
 ``python -m fara_desktop.bench.cold_probe MODEL N_CTX MODE`` with MODE ``read`` (llama.cpp reads the file),
-``mapped`` (mmap, pages faulted in as llama.cpp touches them) or ``pre-read`` (the file read sequentially first
-with ``POSIX_FADV_SEQUENTIAL``/``WILLNEED``, then mapped).
+``read-ahead`` (the same, while the engine's prefault thread reads the file ahead into the page cache), ``mapped``
+(mmap, pages faulted in as llama.cpp touches them) or ``pre-read`` (the file read sequentially first with
+``POSIX_FADV_SEQUENTIAL``/``WILLNEED``, then mapped).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-MODES = ("read", "mapped", "pre-read")
+MODES = ("read", "read-ahead", "mapped", "pre-read")
 
 
 def pre_read(path: Path) -> None:
@@ -38,7 +39,8 @@ def main(argv: list[str]) -> None:
         pre_read(path)
     read = time.perf_counter()
     backend = LlamaBackend()
-    backend.load(path, LoadParams(n_ctx=n_ctx, use_mmap=mode != "read", prefault=False))
+    # "read-ahead" is the engine's own prefault on a load that reads the file (the app's default on such builds)
+    backend.load(path, LoadParams(n_ctx=n_ctx, use_mmap=mode in ("mapped", "pre-read"), prefault=mode == "read-ahead"))
     loaded = time.perf_counter()
     prompt = backend.prepare([ChatMessage("user", "Hello!")], 8)
     backend.reply(prompt, SamplingParams(temperature=0.0, max_tokens=1), lambda: False, lambda _t: None)
