@@ -13,7 +13,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,19 +104,6 @@ class RawEngine:
 
     def close(self) -> None:
         self.llm.close()
-
-
-def sweep_threads(
-    engine: RawEngine, counts: Sequence[int], repeats: int, pp: int, gen: int
-) -> dict[int, dict[str, Figure]]:
-    results: dict[int, dict[str, Figure]] = {}
-    for threads in counts:
-        engine.set_threads(threads, threads)
-        results[threads] = {
-            "pp": median_of(repeats, lambda: engine.prompt_tok_per_s(pp)),
-            "gen": median_of(repeats, lambda: engine.gen_tok_per_s(gen)),
-        }
-    return results
 
 
 def _conversation(turns: int) -> list[ChatMessage]:

@@ -250,11 +250,11 @@ def tune(
 # ---------------------------------------------------------------------- choosing a model
 
 
-# Fitted at real size with the benchmark's interleaved sweep (2 threads, Q4_K_M, random weights of real shapes):
-# SmolLM2-1.7B 15.3 tok/s and Llama-3.1-8B 4.87 tok/s at 34.5 and 31.7 GB/s probed read bandwidth. The 8B reads
-# its weights at 0.69 of the probe; the per-layer cost (graph and thread hand-offs) is what holds the 1.7B lower.
-GENERATION_BANDWIDTH_EFFICIENCY = 0.7
-PER_LAYER_OVERHEAD_S = 0.0006
+# Fitted at real size (2 threads, random weights of real shapes, Q4_K_M) against interleaved measurements:
+# SmolLM2-1.7B 15.4 tok/s, Llama-3.1-8B 4.87, Qwen2.5-7B 4.42 and Gemma-3-1B 22.9, at 29.6-34.5 GB/s of probed
+# read bandwidth. Reading the weights at 0.65 of the probe plus 0.4 ms a layer puts each within 0.87-1.16.
+GENERATION_BANDWIDTH_EFFICIENCY = 0.65
+PER_LAYER_OVERHEAD_S = 0.0004
 
 
 def expected_tokens_per_second(
@@ -269,7 +269,9 @@ def expected_tokens_per_second(
     return 1.0 / seconds
 
 
-PROMPT_FLOPS_PER_THREAD = 90e9  # measured with Q4_K_M at 1.7B (85 GFLOP/s a thread) and 8B (99) on an AVX2 EPYC
+# measured with Q4_K_M on an AVX2 EPYC: 85-99 GFLOP/s a thread at 1.7B, 7B and 8B; Gemma-3-1B, whose 1152-wide
+# rows fall back to q5_0/q8_0, reads at 0.74 of this
+PROMPT_FLOPS_PER_THREAD = 90e9
 
 
 def expected_prompt_tokens_per_second(meta: ModelMetadata, threads: int) -> float:
