@@ -46,12 +46,12 @@ class CostHere:
         return TYPICAL_PROMPT_TOKENS / self.prompt_tok_per_s if self.prompt_tok_per_s > 0 else float("inf")
 
     def summary(self) -> str:
-        """One line, e.g. "needs about 3.5 GB with an 8,192-token context · about 13 tokens/s · a 1,000-token
+        """One line, e.g. "needs about 3.5 GB with a context of 8,192 tokens · about 13 tokens/s · a 1,000-token
         message is read in about 20 s"."""
         wait = self.typical_prompt_s
         wait_text = f"about {wait:.0f} s" if wait >= 1.5 else "about a second" if wait >= 0.5 else "under a second"
         return (
-            f"needs about {format_size(self.memory.total)} with a {self.memory.n_ctx:,}-token context · "
+            f"needs about {format_size(self.memory.total)} with a context of {self.memory.n_ctx:,} tokens · "
             f"about {self.gen_tok_per_s:.0f} tokens/s · a {TYPICAL_PROMPT_TOKENS:,}-token message is read in "
             f"{wait_text}"
         )

@@ -29,7 +29,7 @@ def test_the_summary_names_memory_context_speed_and_the_wait_for_a_long_message(
     expected_wait = 1000 / expected_prompt_tokens_per_second(LLAMA_8B, 2)
     assert abs(cost.typical_prompt_s - expected_wait) < 1e-9 and 60 < expected_wait < 120  # ~89 s for 8B on 2 cores
     summary = cost.summary()
-    assert summary.startswith("needs about ") and "8,192-token context" in summary
+    assert summary.startswith("needs about ") and "with a context of 8,192 tokens" in summary
     assert f"about {cost.gen_tok_per_s:.0f} tokens/s" in summary
     assert f"a 1,000-token message is read in about {expected_wait:.0f} s" in summary
 
