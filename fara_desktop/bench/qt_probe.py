@@ -11,17 +11,17 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QEvent, QEventLoop, QObject, QTimer
+from PySide6.QtCore import QEventLoop, QObject, QTimer
 
 from fara_desktop.bench.runner import PROMPT_TEXT, Figure
 from fara_desktop.engine.types import Finished, SamplingParams, TokenText
 from fara_desktop.paths import AppPaths
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.settings import Settings
+from fara_desktop.ui.after_paint import AfterPaint
 from fara_desktop.ui.main_window import MainWindow
 
 TICK_MS = 5
@@ -51,21 +51,6 @@ class StallMonitor(QObject):
         now = time.perf_counter()
         self.max_stall_ms = max(self.max_stall_ms, (now - self._last) * 1000 - TICK_MS)
         self._last = now
-
-
-class FirstPaint(QObject):
-    """Calls ``then`` once, right after the window's first paint has been handled."""
-
-    def __init__(self, window: QObject, then: Callable[[], None]) -> None:
-        super().__init__(window)
-        self._then: Callable[[], None] | None = then
-        window.installEventFilter(self)
-
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if self._then is not None and event.type() == QEvent.Type.Paint:
-            then, self._then = self._then, None
-            QTimer.singleShot(0, then)
-        return False
 
 
 def _wait(signal: object, timeout_s: float = 600) -> None:
@@ -184,7 +169,8 @@ def report_startup(window: MainWindow) -> None:
         report["window_shown_s"] = time.time() - started
         report["rss_no_model_bytes"] = process.memory_info().rss
 
-    painted = FirstPaint(window, monitor.start)  # stalls count once the user can see the window: after its first paint
+    # stalls count once the user can see the window: after its first paint
+    painted = AfterPaint(window, monitor.start, fallback_ms=None)
 
     def ready(_info: object) -> None:
         report["stall_startup_ms"] = monitor.stop()

@@ -445,6 +445,7 @@ class MainWindow(QMainWindow):
         self.bridge.cancel()
         self.bridge.shutdown(timeout=10.0)
         self.bridge.engine_event.disconnect(self._on_engine_event)
+        self.chat.settle_pending_reply()
         self.session.close()
         self.store.close()
         super().closeEvent(event)

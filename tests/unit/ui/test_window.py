@@ -8,8 +8,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel
+from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtWidgets import QLabel, QWidget
 
 from fara_desktop.ui.main_window import MainWindow
 from tests.helpers.fakes import FakeBackend
@@ -302,3 +302,106 @@ def test_loading_shows_how_far_it_is_and_stop_loading_leaves_no_model(window, qt
     with qtbot.waitSignal(win.modelLoaded, timeout=5000):  # and a model loads again afterwards
         backend.load_steps = 0
         win.load_model(Path("fake.gguf"))
+
+
+class _PaintSeen(QObject):
+    """Notes that a widget was painted."""
+
+    def __init__(self, widget: QWidget) -> None:
+        super().__init__(widget)
+        self.painted = False
+        widget.installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Paint:
+            self.painted = True
+        return False
+
+
+def test_the_engine_starts_only_after_the_users_message_is_painted(window, qtbot, monkeypatch):
+    """The reply's bubble and llama.cpp's threads wait for the user's message to be on screen: the GUI thread lays
+    it out and paints it without inference threads taking the CPU (the window stays live on a slow 2-core laptop)."""
+    win = window()
+    qtbot.waitExposed(win)
+    painted_when_started: list[bool] = []
+    watchers: list[_PaintSeen] = []
+    real_generate = win.bridge.generate
+
+    def generate(*args, **kwargs):
+        painted_when_started.append(watchers[0].painted)
+        return real_generate(*args, **kwargs)
+
+    monkeypatch.setattr(win.bridge, "generate", generate)
+    win.composer.setPlainText("Hello")
+    original_add = win.chat_view.add_message
+
+    def add_message(*args, **kwargs):
+        widget = original_add(*args, **kwargs)
+        watchers.append(_PaintSeen(widget))
+        return widget
+
+    monkeypatch.setattr(win.chat_view, "add_message", add_message)
+    with qtbot.waitSignal(win.replyFinished, timeout=5000):
+        win.send_button.click()
+        assert win.stop_button.isEnabled() and not win.send_button.isEnabled()  # busy at once
+        assert painted_when_started == []  # not started within the click
+    assert painted_when_started == [True]
+    assert [m.role for m in win.chat_view.messages()] == ["user", "assistant"]
+
+
+def test_stop_before_the_reply_begins_ends_it_as_stopped_without_the_engine(window, qtbot):
+    backend = FakeBackend()
+    win = window(backend)
+    win.composer.setPlainText("Never mind")
+    win.send_button.click()
+    with qtbot.waitSignal(win.replyCancelled, timeout=5000, raising=False):
+        win.stop_button.click()
+    assert backend.prompts == []  # the engine never saw it
+    assert win.send_button.isEnabled() and not win.stop_button.isEnabled()
+    assert [(m.role, m.status) for m in win.store.messages(win.session.conversation_id)] == [
+        ("user", "complete"),
+        ("assistant", "stopped"),
+    ]
+    assert win.chat_view.messages()[-1].footer.text().startswith("Stopped")
+    win.chat._begin_reply()  # the step that was waiting for the paint comes after all: it does nothing
+    assert backend.prompts == [] and len(win.chat_view.messages()) == 2 and win.send_button.isEnabled()
+
+
+def test_closing_the_window_before_the_reply_begins_keeps_it_as_stopped(qtbot):
+    backend = FakeBackend()
+    win = MainWindow(backend=backend)
+    qtbot.addWidget(win)
+    win.show()
+    with qtbot.waitSignal(win.modelLoaded, timeout=5000):
+        win.load_model(Path("fake.gguf"))
+    win.composer.setPlainText("Bye")
+    win.send_button.click()
+    conversation = win.session.conversation_id
+    store_path = win.store.path
+    win.close()
+    from fara_desktop.chats.storage import ConversationStore
+
+    store = ConversationStore(store_path)
+    stored = [(m.role, m.status) for m in store.messages(conversation)]
+    assert stored == [("user", "complete"), ("assistant", "stopped")]
+    store.close()
+    assert backend.prompts == []
+
+
+def test_a_reply_whose_row_cannot_be_saved_is_not_started_and_says_why(window, qtbot, monkeypatch):
+    from fara_desktop.chats.storage import StorageError
+
+    backend = FakeBackend()
+    win = window(backend)
+
+    def refused(*_args, **_kwargs):
+        raise StorageError("Could not save to conversations.sqlite3: disk I/O error")
+
+    monkeypatch.setattr(win.session, "begin_reply", refused)
+    win.composer.setPlainText("Hello?")
+    win.send_button.click()
+    assert win.send_button.isEnabled() and not win.stop_button.isEnabled()
+    notices = [m.text for m in win.chat_view.messages() if m.role == "error"]
+    assert notices and "could not be started" in notices[-1] and "disk I/O error" in notices[-1]
+    assert [m.text for m in win.chat_view.messages() if m.role == "user"] == ["Hello?"]
+    assert backend.prompts == []
