@@ -48,7 +48,7 @@ def test_stop_mid_reply(real_window, qtbot):
     win = real_window(SamplingParams(temperature=0.8, seed=3, max_tokens=4000, ignore_eos=True))
     win.composer.setPlainText("Tell me a long story about a lighthouse.")
     win.send_button.click()
-    qtbot.waitUntil(lambda: len(win.chat_view.streaming_message.text) > 40, timeout=60000)
+    qtbot.waitUntil(lambda: len(getattr(win.chat_view.streaming_message, "text", "")) > 40, timeout=60000)
     with qtbot.waitSignal(win.replyCancelled, timeout=10000) as cancelled:
         qtbot.mouseClick(win.stop_button, Qt.MouseButton.LeftButton)
     event = cancelled.args[0]
@@ -72,7 +72,7 @@ def test_ask_stop_regenerate_edit_restart(qtbot, smollm2_path):
     win.new_chat()
     win.composer.setPlainText("Tell me about lighthouses.")
     win.send_button.click()
-    qtbot.waitUntil(lambda: len(win.chat_view.streaming_message.text) > 30, timeout=60000)
+    qtbot.waitUntil(lambda: len(getattr(win.chat_view.streaming_message, "text", "")) > 30, timeout=60000)
     with qtbot.waitSignal(win.replyCancelled, timeout=10000):
         win.stop_button.click()
     stopped = win.chat_view.messages()[-1]

@@ -72,7 +72,7 @@ def test_a_chat_with_a_server_model_streams_stops_and_contacts_only_that_server(
         win.chat.sampling = SamplingParams(temperature=0.0, max_tokens=1500)
         win.composer.setPlainText("Write a very long story about a lighthouse keeper.")
         win.send_button.click()
-        qtbot.waitUntil(lambda: len(win.chat_view.streaming_message.text) > 20, timeout=30000)
+        qtbot.waitUntil(lambda: len(getattr(win.chat_view.streaming_message, "text", "")) > 20, timeout=30000)
         started = time.perf_counter()
         with qtbot.waitSignal(win.replyCancelled, timeout=5000):
             win.stop_button.click()
@@ -96,7 +96,7 @@ def test_a_server_killed_mid_reply_keeps_the_partial_reply_and_says_so(qtbot, sm
         win = _window(qtbot, server, max_tokens=1500)
         win.composer.setPlainText("Write a very long story about a lighthouse keeper.")
         win.send_button.click()
-        qtbot.waitUntil(lambda: len(win.chat_view.streaming_message.text) > 20, timeout=30000)
+        qtbot.waitUntil(lambda: len(getattr(win.chat_view.streaming_message, "text", "")) > 20, timeout=30000)
         with qtbot.waitSignal(win.replyFailed, timeout=10000) as failed:
             server.kill()
         assert "broke off" in failed.args[0]
@@ -132,12 +132,18 @@ def test_the_app_reads_a_server_as_fast_as_a_plain_client(qtbot, llama_server):
                     times.append(time.perf_counter())
         return (len(times) - 1) / (times[-1] - times[0])
 
-    app, plain = [], []
-    for _ in range(3):
-        app.append(through_app())
-        plain.append(direct())
-    ratio = statistics.median(app) / statistics.median(plain)
+    app, plain, ratios = [], [], []
+    for pair in range(5):  # the order alternates within pairs; the median of per-pair ratios survives drift
+        if pair % 2:
+            plain.append(direct())
+            app.append(through_app())
+        else:
+            app.append(through_app())
+            plain.append(direct())
+        ratios.append(app[-1] / plain[-1])
+    ratio = statistics.median(ratios)
+    runs = f"{[round(a, 1) for a in app]} / {[round(p, 1) for p in plain]}"
     print(f"\nserver model: app {statistics.median(app):.1f} tok/s, plain client {statistics.median(plain):.1f} tok/s, "
-          f"ratio {ratio:.3f} (runs {[round(a, 1) for a in app]} / {[round(p, 1) for p in plain]})")  # fmt: skip
+          f"median paired ratio {ratio:.3f} (runs {runs})")  # fmt: skip
     assert ratio >= 0.9  # the README's figure comes from this test; shared machines drift ±10 %
     win.close()
