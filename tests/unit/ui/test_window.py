@@ -367,13 +367,9 @@ def test_stop_before_the_reply_begins_ends_it_as_stopped_without_the_engine(wind
     assert backend.prompts == [] and len(win.chat_view.messages()) == 2 and win.send_button.isEnabled()
 
 
-def test_closing_the_window_before_the_reply_begins_keeps_it_as_stopped(qtbot):
+def test_closing_the_window_before_the_reply_begins_keeps_it_as_stopped(window):
     backend = FakeBackend()
-    win = MainWindow(backend=backend)
-    qtbot.addWidget(win)
-    win.show()
-    with qtbot.waitSignal(win.modelLoaded, timeout=5000):
-        win.load_model(Path("fake.gguf"))
+    win = window(backend)
     win.composer.setPlainText("Bye")
     win.send_button.click()
     conversation = win.session.conversation_id
