@@ -52,7 +52,7 @@ from fara_desktop.ui.widgets.message_widget import MessageWidget
 
 SAVE_RETRY_MS = 5000
 DEFERRED = 0  # request id of a message waiting for the start-up scan to pick a model
-PENDING = -1  # request id of a reply asked for whose bubble is made on the next turn of the event loop
+PENDING = -1  # request id of a reply whose bubble is made (and engine started) once the chat has been painted
 
 
 class ChatScreen(Protocol):
