@@ -46,6 +46,10 @@ def main(argv: list[str] | None = None) -> int:
         from fara_desktop.cli.commands import run_export
 
         return run_export(paths, args.out, args.format)
+    if args.command == "import":
+        from fara_desktop.cli.commands import run_import
+
+        return run_import(paths, args.files)
     if args.command in ("catalog", "download"):
         from fara_desktop.cli import downloads
 

@@ -15,7 +15,7 @@ def assets_dir() -> Path:
     frozen_root = getattr(sys, "_MEIPASS", None)
     if frozen_root:
         candidates.append(Path(frozen_root) / "fara_desktop" / "assets")
-    candidates += [_PACKAGE_DIR / "assets", _PACKAGE_DIR.parent / "assets"]
+    candidates.append(_PACKAGE_DIR / "assets")
     for candidate in candidates:
         if (candidate / "style.qss").is_file():
             return candidate

@@ -1,4 +1,4 @@
-"""Render assets/fara-desktop.svg into the PNG sizes desktops ask for, plus a Windows .ico and a macOS .icns.
+"""Render fara_desktop/assets/fara-desktop.svg into the PNG sizes desktops ask for, a Windows .ico and a macOS .icns.
 
 Run after changing the SVG:  .venv/bin/python packaging/make_icons.py   (needs Pillow for .ico/.icns)
 The outputs are committed so that neither installing nor freezing the app needs this script.
@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-ASSETS = ROOT / "assets"
+ASSETS = ROOT / "fara_desktop" / "assets"
 sys.path.insert(0, str(ROOT))
 
 from fara_desktop.resources import ICON_SIZES  # noqa: E402
@@ -52,4 +52,4 @@ if __name__ == "__main__":
     for path in render_pngs():
         print(path.relative_to(ROOT))
     write_ico_and_icns()
-    print("assets/icons/fara-desktop.ico, assets/icons/fara-desktop.icns")
+    print("fara_desktop/assets/icons/fara-desktop.ico, assets/icons/fara-desktop.icns")

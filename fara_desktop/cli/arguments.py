@@ -49,6 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
     export = sub.add_parser("export", help="write every conversation to files (one per conversation)")
     export.add_argument("--format", choices=["md", "json", "both"], default="both", help="file format")
     export.add_argument("--out", type=Path, default=Path("fara-export"), help="folder to write to")
+    chats_in = sub.add_parser(
+        "import", help="add the conversations of export files (ours, ChatGPT, Open WebUI, LM Studio) to your chats"
+    )
+    chats_in.add_argument("files", nargs="+", type=Path, help="the export files to read")
     catalog = sub.add_parser("catalog", help="models worth downloading, with what each means on this machine")
     catalog.add_argument("--json", action="store_true", help="machine-readable output")
     download = sub.add_parser("download", help="download a GGUF from the Hugging Face hub (verified by sha256)")

@@ -25,6 +25,33 @@ def run_export(paths: AppPaths, out: Path, format_choice: str) -> int:
     return 0
 
 
+def run_import(paths: AppPaths, files: list[Path]) -> int:
+    """Each file is imported whole or refused whole; one refused file does not stop the others."""
+    from fara_desktop.chats.export import import_conversations
+    from fara_desktop.chats.export_format import ImportRefusedError
+    from fara_desktop.chats.storage import ConversationStore, StorageError, database_path
+
+    try:
+        store = ConversationStore(database_path(paths.data))
+    except StorageError as exc:
+        print(printable(f"fara-desktop import: {exc}"), file=sys.stderr)
+        return 1
+    failed = 0
+    try:
+        for file in files:
+            try:
+                result = import_conversations(store, file)
+            except (ImportRefusedError, StorageError) as exc:
+                failed += 1
+                print(printable(f"fara-desktop import: {exc}"), file=sys.stderr)
+                continue
+            count = len(result.conversation_ids)
+            print(printable(f"{file.name}: {count} {'chat' if count == 1 else 'chats'} from {result.format_name}"))
+    finally:
+        store.close()
+    return 1 if failed else 0
+
+
 def run_desktop_entry(uninstall: bool) -> int:
     from fara_desktop.cli.desktop_entry import DesktopEntryError, install_desktop_entry, uninstall_desktop_entry
 

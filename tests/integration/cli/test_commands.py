@@ -143,11 +143,11 @@ def test_names_with_terminal_escapes_are_printed_clean(tmp_path: Path):
 
 
 def test_the_wheel_ships_every_asset():
-    """Every file under assets/ matches the package-data patterns that put it into the wheel."""
+    """Every file under fara_desktop/assets matches the package-data patterns that put it into the wheel."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     patterns = config["tool"]["setuptools"]["package-data"]["fara_desktop.assets"]
-    assert config["tool"]["setuptools"]["package-dir"]["fara_desktop.assets"] == "assets"
-    files = [p.relative_to(ROOT / "assets").as_posix() for p in (ROOT / "assets").rglob("*") if p.is_file()]
+    assets = ROOT / "fara_desktop" / "assets"
+    files = [p.relative_to(assets).as_posix() for p in assets.rglob("*") if p.is_file()]
     assert len(files) >= 14
     missing = [f for f in files if not any(fnmatch.fnmatch(f, pattern) for pattern in patterns)]
     assert missing == []

@@ -40,10 +40,11 @@ def xdotool(*args: str, timeout: float = 60) -> str:
     return result.stdout.strip()
 
 
-def launch(env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """Start the app as its launcher entry does and wait for its main window; returns the process and window id."""
+def launch(env: dict[str, str], log: Path, command: list[str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
+    """Start the app as its launcher entry does (or with ``command``) and wait for its main window; returns the
+    process and window id."""
     with open(log, "ab") as stderr:
-        process = subprocess.Popen(launch_command(), env=env, stderr=stderr)
+        process = subprocess.Popen(command or launch_command(), env=env, stderr=stderr)
     window = xdotool("search", "--sync", "--onlyvisible", "--name", "^Fara Desktop$").splitlines()[0]
     xdotool("windowfocus", "--sync", window)
     return process, window
@@ -59,9 +60,11 @@ def screenshot(path: Path, env: dict[str, str]) -> None:
                    timeout=60)  # fmt: skip
 
 
-def run_once(env: dict[str, str], log: Path, act: Callable[[], None], shot: Path) -> None:
+def run_once(
+    env: dict[str, str], log: Path, act: Callable[[], None], shot: Path, command: list[str] | None = None
+) -> None:
     """Launch, do ``act``, screenshot, quit with Ctrl+Q (exit status 0); the process never outlives the test."""
-    process, _window = launch(env, log)
+    process, _window = launch(env, log, command)
     try:
         act()
         screenshot(shot, env)
