@@ -72,6 +72,12 @@ def run_smoke(
     window.send_button.click()  # typed while the app is still choosing a model: it is sent once one is queued
     loop.exec()
     try:
+        from fara_desktop.ui.qt_health import refcount_problem
+
+        qt_problem = refcount_problem()
+        if qt_problem:
+            print(printable(f"fara-desktop smoke: {qt_problem}"), file=sys.stderr)
+            return 1
         if "finished" not in outcome:
             print(printable(f"fara-desktop smoke: {outcome.get('error', 'unknown failure')}"), file=sys.stderr)
             return 1
@@ -92,6 +98,7 @@ def run_smoke(
                     "ttft_s": round(event.stats.ttft_s, 4),
                     "gen_tok_per_s": round(event.stats.gen_tok_per_s, 2),
                     "finish_reason": event.finish_reason,
+                    "qt_refcounts": "sound",
                     "notices": [m.text for m in window.chat_view.messages() if m.role in ("error", "notice")],
                 },
                 ensure_ascii=False,
