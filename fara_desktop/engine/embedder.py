@@ -16,7 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from fara_desktop.engine.errors import ModelLoadError
+from fara_desktop.errors import NotAGGUFError
 from fara_desktop.machine.hardware import usable_cores
+from fara_desktop.models.gguf_checks import check_loadable
+from fara_desktop.models.gguf_file import read_gguf_header
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +33,10 @@ class Embedder:
         from llama_cpp import Llama
 
         self.path = path
+        try:
+            check_loadable(read_gguf_header(path))  # a stranger's embedder must not abort the app either
+        except NotAGGUFError as exc:
+            raise ModelLoadError(str(exc)) from exc
         try:
             self._llm = Llama(
                 model_path=str(path), embedding=True, n_ctx=MAX_TOKENS, n_batch=MAX_TOKENS, n_ubatch=MAX_TOKENS,

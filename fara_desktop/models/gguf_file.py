@@ -78,6 +78,16 @@ def _as_int(value: Any) -> int | None:
     return None
 
 
+@dataclass(frozen=True)
+class GGUFTensorInfo:
+    """One entry of the tensor directory: where a tensor's data lies and what shape and type it claims."""
+
+    name: str
+    shape: tuple[int, ...]
+    ggml_type: int
+    offset: int  # from the start of the tensor data
+
+
 @dataclass
 class GGUFHeader:
     """What a GGUF file says about itself, read in milliseconds."""
@@ -90,6 +100,8 @@ class GGUFHeader:
     file_bytes: int
     tensor_names: list[str] = field(default_factory=list)
     parameter_count: int = 0
+    tensors: list[GGUFTensorInfo] = field(default_factory=list)
+    alignment: int = _DEFAULT_ALIGNMENT
 
     @property
     def architecture(self) -> str:
@@ -305,17 +317,17 @@ def _parse(path: Path, data: mmap.mmap, version: int, file_bytes: int) -> GGUFHe
         else:
             metadata[key] = reader.value(reader.unpack("<I"), _KEEP_WHOLE.get(key, _KEEP_STRING))
     names: list[str] = []
+    tensors: list[GGUFTensorInfo] = []
     parameters = 0
     for _ in range(tensor_count):
-        names.append(reader.key())
+        name = reader.key()
+        names.append(name)
         n_dims = reader.unpack("<I")
         if n_dims > 8:
             raise NotAGGUFError(f"{path.name} is damaged: a tensor claims {n_dims} dimensions.")
-        elements = 1
-        for _ in range(n_dims):
-            elements *= reader.unpack("<Q")
-        parameters += elements
-        reader.skip(4 + 8)  # type, offset
+        shape = tuple(reader.unpack("<Q") for _ in range(n_dims))
+        parameters += math.prod(shape)  # Python integers: a hostile shape cannot overflow here
+        tensors.append(GGUFTensorInfo(name[:256], shape, reader.unpack("<I"), reader.unpack("<Q")))
     alignment = _alignment(path, metadata)
     data_start = -(-reader.offset // alignment) * alignment
     if tensor_count and data_start > file_bytes:
@@ -329,4 +341,6 @@ def _parse(path: Path, data: mmap.mmap, version: int, file_bytes: int) -> GGUFHe
         file_bytes=file_bytes,
         tensor_names=names,
         parameter_count=parameters,
+        tensors=tensors,
+        alignment=alignment,
     )

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from fara_desktop.atomic_files import save_cache_file
+from fara_desktop.models.gguf_checks import check_loadable
 from fara_desktop.models.gguf_file import GGUFArraySummary, GGUFHeader, read_gguf_header
 from fara_desktop.untrusted import one_line
 
@@ -24,7 +25,7 @@ FILE_TYPES = {
     37: "TQ2_0", 38: "MXFP4_MOE",
 }  # fmt: skip
 _INSTRUCT_HINTS = re.compile(r"instruct|chat|\bit\b|-it[-.]|assistant|\brl\b", re.IGNORECASE)
-CACHE_VERSION = 5
+CACHE_VERSION = 6  # 6: files are checked as llama.cpp will load them (gguf_checks)
 
 
 @dataclass(frozen=True)
@@ -174,6 +175,7 @@ class MetadataCache:
             except (TypeError, KeyError):
                 log.info("metadata cache entry for %s is damaged; reading the file again", path.name)
         header = read_gguf_header(header_path or path)
+        check_loadable(header)  # a file llama.cpp would refuse, or abort on, is never listed as usable
         if header_path is not None:
             header.path = path
         metadata = metadata_from_header(header, display_name, total_bytes)

@@ -248,3 +248,41 @@ def write_raw_gguf(path: Path, *pairs: bytes, architecture: str = "llama") -> Pa
     body = [kv_str("general.architecture", architecture), *pairs]
     path.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, len(body)) + b"".join(body))
     return path
+
+
+def rewrite_gguf(source: Path, target: Path, changes: dict[str, tuple[gguf.GGUFValueType, object]]) -> Path:
+    """A copy of ``source`` with some metadata values replaced (of any type, or added): a stranger's edit of a
+    real model. The tensors are copied as they are."""
+    reader = gguf.GGUFReader(str(source))
+    arch = str(reader.fields["general.architecture"].contents())
+    writer = gguf.GGUFWriter(str(target), arch)
+    for name, field in reader.fields.items():
+        if name.startswith("GGUF.") or name == "general.architecture" or name in changes:
+            continue
+        value_type = field.types[0]
+        sub_type = field.types[-1] if value_type == gguf.GGUFValueType.ARRAY else None
+        writer.add_key_value(name, field.contents(), value_type, sub_type=sub_type)
+    for name, (value_type, value) in changes.items():
+        writer.add_key_value(name, value, value_type)
+    for tensor in reader.tensors:
+        writer.add_tensor(tensor.name, tensor.data, raw_dtype=tensor.tensor_type)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return target
+
+
+def write_with_tensor_shape(source: Path, target: Path, tensor: str, shape: tuple[int, ...]) -> Path:
+    """A copy of ``source`` whose directory claims another shape for one tensor (the data stays as it was)."""
+    data = bytearray(source.read_bytes())
+    reader = gguf.GGUFReader(str(source))
+    info = next(t for t in reader.tensors if t.name == tensor)
+    field = info.field
+    # parts: name length, name, n_dims, dims, type, offset — dims is the fourth part
+    dims = field.parts[3]
+    start = field.offset + sum(p.nbytes for p in field.parts[:3])
+    assert len(shape) == len(dims)
+    data[start : start + 8 * len(shape)] = struct.pack(f"<{len(shape)}Q", *shape)
+    target.write_bytes(bytes(data))
+    return target

@@ -82,11 +82,19 @@ def test_each_odd_file_is_marked_unusable_and_the_good_model_is_still_found(tmp_
     for name in ("alignment-string.gguf", "alignment-not-power-of-two.gguf", "deep-arrays.gguf"):
         assert not by_name[name].usable and by_name[name].problem, name
     assert "array of arrays" in (by_name["deep-arrays.gguf"].problem or "")
-    # Wrong types in values we only display are ignored, not fatal: the file is judged by what llama.cpp needs.
-    assert by_name["file-type-string.gguf"].metadata.quantization == "unknown"
-    assert by_name["nan-context.gguf"].metadata.context_length is None
-    assert by_name["inf-heads.gguf"].metadata.n_head is None
-    assert by_name["name-is-a-list.gguf"].metadata.name == "name-is-a-list"
+    # A header with no weights was listed as usable (a NaN context, a string file type…): llama.cpp cannot load it.
+    for name in ("file-type-string.gguf", "nan-context.gguf", "inf-heads.gguf", "name-is-a-list.gguf"):
+        assert not by_name[name].usable and "holds no tensors" in (by_name[name].problem or ""), name
+    assert [m.path for m in result.usable] == [str(folder / "good.gguf")]
+
+
+def test_wrong_types_in_values_only_displayed_count_as_missing(tmp_path: Path):
+    for name in ("file-type-string.gguf", "nan-context.gguf", "inf-heads.gguf", "name-is-a-list.gguf"):
+        metadata = metadata_from_header(read_gguf_header(write_raw_gguf(tmp_path / name, *HOSTILE[name])))
+        assert metadata.quantization == "unknown" or name != "file-type-string.gguf"
+        assert metadata.context_length is None or name != "nan-context.gguf"
+        assert metadata.n_head is None or name != "inf-heads.gguf"
+        assert metadata.name == "name-is-a-list" or name != "name-is-a-list.gguf"
 
 
 def test_nested_wide_arrays_are_refused_without_multiplying_memory(tmp_path: Path):
