@@ -17,6 +17,7 @@ from fara_desktop.api_keys import LOCAL_API, ApiKeyStore
 from fara_desktop.engine.types import Event, ModelInfo, ModelLoaded, ModelLoadFailed
 from fara_desktop.engine.worker import InferenceWorker
 from fara_desktop.errors import FaraError
+from fara_desktop.models.load_record import LoadRecord
 from fara_desktop.paths import AppPaths
 from fara_desktop.planning.planner import decide_load, model_file, plan_startup
 from fara_desktop.serving.local_api import ApiServer, LocalApi
@@ -35,7 +36,7 @@ def run_serve(paths: AppPaths, model: Path | None, host: str, port: int, api_key
         print(printable(f"fara-desktop serve: {decision.refusal}"), file=sys.stderr)
         return 1
     events: queue.Queue[Event] = queue.Queue()
-    worker = InferenceWorker(events.put).start()
+    worker = InferenceWorker(events.put, load_record=LoadRecord(paths.data)).start()
     worker.load_model(model_file(plan.model, paths), decision.params)
     loaded: ModelInfo | None = None
     while loaded is None:

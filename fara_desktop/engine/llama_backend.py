@@ -5,6 +5,7 @@ Runs on the inference thread only; ``llama_cpp`` is imported lazily so the rest 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import logging
 import time
@@ -29,11 +30,15 @@ from fara_desktop.engine.llama_progress import load_progress
 from fara_desktop.engine.llama_state import cached_prefix, restore_sequence, snapshot_sequence, start_prefault
 from fara_desktop.engine.text_stream import TextStream
 from fara_desktop.engine.types import ChatMessage, GenerationStats, ModelInfo, ModelSource, RemoteModel, SamplingParams
+from fara_desktop.errors import FaraError
 from fara_desktop.machine.hardware import physical_cores, usable_cores
 from fara_desktop.machine.llama_build import load_ggml_cpu_library, route_llama_logs_to_logging
-from fara_desktop.models.gguf_file import read_gguf_header
+from fara_desktop.models.gguf_checks import check_loadable
+from fara_desktop.models.gguf_file import GGUFHeader, read_gguf_header
+from fara_desktop.models.load_record import LoadRecord
+from fara_desktop.models.metadata import metadata_from_header
 from fara_desktop.planning.params import LoadParams
-from fara_desktop.planning.tuning import default_threads
+from fara_desktop.planning.tuning import default_threads, fit_verdict
 from fara_desktop.untrusted import one_line
 
 if TYPE_CHECKING:
@@ -48,7 +53,9 @@ _PIECE_BUFFER = 256
 class LlamaBackend:
     """Owns one ``llama_cpp.Llama`` at a time; not thread-safe by design (the worker serialises calls)."""
 
-    def __init__(self) -> None:
+    def __init__(self, load_record: LoadRecord | None = None) -> None:
+        """``load_record``: where a load in progress is recorded, so a file that aborts llama.cpp (and the
+        process) is known at the next start and not loaded again (see ``models.load_record``)."""
         self._llm: Llama | None = None
         self._info: ModelInfo | None = None
         self._formatter: ChatFormatter | None = None
@@ -58,6 +65,8 @@ class LlamaBackend:
         self.kv_states = KVStateCache()
         self._kv_owner: Hashable | None = None  # the conversation whose tokens are in the context now
         self._prompt_report: Callable[[], None] | None = None  # set while a long prompt is read
+        self._load_record = load_record
+        self._loaded_as: tuple[Path, LoadParams] | None = None  # what to load again when a switch fails
 
     # ------------------------------------------------------------------ loading
 
@@ -68,24 +77,47 @@ class LlamaBackend:
     def load(
         self, path: ModelSource, params: LoadParams, on_progress: Callable[[float], bool] | None = None
     ) -> ModelInfo:
+        """Load ``path``; the model in use stays usable when this fails. It stays loaded while the new one loads
+        when both fit in memory; otherwise it is unloaded first and, when the new one fails, loaded again (the
+        failure's ``info`` then names it)."""
         if isinstance(path, RemoteModel):
             raise ModelLoadError("A server's model is not loaded by llama.cpp here.")
-        self.unload()
         path = Path(path)
         if not path.is_file():
             raise ModelFileNotFoundError(f"Model file not found: {path}")
+        header = read_gguf_header(path)
+        check_loadable(header)  # a file llama.cpp would abort on never reaches it
+        crash = self._load_record.crash_of(path) if self._load_record is not None else None
+        if crash is not None:
+            raise ModelLoadError(f"{path.name} was not loaded: {crash.reason}.")
+        if params.kv_type not in GGML_TYPE_IDS:
+            raise ModelLoadError(f"Unknown KV cache type {params.kv_type!r}; use one of {', '.join(GGML_TYPE_IDS)}.")
+        previous = self._loaded_as
+        keep_previous = previous is not None and self._fits_beside(header, params)
+        if not keep_previous:
+            self.unload()
+        try:
+            opened = self._open(path, header, params, on_progress)
+        except FaraError:
+            if previous is not None and not keep_previous:
+                self._reload(*previous)
+            raise
+        if keep_previous:
+            self.unload()
+        return self._install(*opened)
+
+    def _open(
+        self, path: Path, header: GGUFHeader, params: LoadParams, on_progress: Callable[[float], bool] | None
+    ) -> tuple[Llama, ChatFormatter, ModelInfo, LoadParams]:
         import llama_cpp
         from llama_cpp import Llama
 
         route_llama_logs_to_logging()
         load_ggml_cpu_library()
-        header = read_gguf_header(path)
         trained = header.arch_int("context_length", 1, 1 << 24) or 0
         n_ctx = params.context_for(trained)
         threads = params.n_threads or default_threads(physical_cores(), usable_cores())
         threads_batch = params.n_threads_batch or threads
-        if params.kv_type not in GGML_TYPE_IDS:
-            raise ModelLoadError(f"Unknown KV cache type {params.kv_type!r}; use one of {', '.join(GGML_TYPE_IDS)}.")
         kv_type = GGML_TYPE_IDS[params.kv_type]
         flash_attn = params.flash_attn or params.kv_type != "f16"  # a quantized V cache needs flash attention
         started = time.perf_counter()
@@ -95,8 +127,9 @@ class LlamaBackend:
             # came after 10.2 s instead of 27.3 s (measured with `fara-desktop bench --section cold`)
             start_prefault(path)
         stopped: list[bool] = []
+        record = self._load_record.loading(path) if self._load_record is not None else contextlib.nullcontext()
         try:
-            with load_progress(on_progress, stopped):
+            with record, load_progress(on_progress, stopped):
                 llm = Llama(
                     model_path=str(path),
                     n_ctx=n_ctx,
@@ -113,7 +146,7 @@ class LlamaBackend:
                 )
         except (ValueError, RuntimeError, OSError) as exc:
             if stopped:
-                raise LoadCancelledError(f"Loading {path.name} was stopped; no model is loaded.") from exc
+                raise LoadCancelledError(f"Loading {path.name} was stopped.") from exc
             raise ModelLoadError(
                 f"llama.cpp could not load {path.name}: the file is damaged, its architecture "
                 f"({header.architecture}) is not supported by this llama.cpp build, or there is not enough "
@@ -131,11 +164,7 @@ class LlamaBackend:
         except ModelLoadError:
             llm.close()
             raise
-        self._llm = llm
-        self._formatter = formatter
-        self._control_text = ControlTokenText.of(llm)
-        self._install_abort_callback()
-        self._info = ModelInfo(
+        info = ModelInfo(
             path=path,
             name=one_line(meta.get("general.name") or path.stem),
             architecture=architecture,
@@ -150,9 +179,40 @@ class LlamaBackend:
             file_bytes=path.stat().st_size,
             thinking_switch=formatter.thinking_switch,
         )
-        if params.use_mmap and params.prefault:
-            start_prefault(path)
-        return self._info
+        return llm, formatter, info, params
+
+    def _install(self, llm: Llama, formatter: ChatFormatter, info: ModelInfo, params: LoadParams) -> ModelInfo:
+        self._llm = llm
+        self._formatter = formatter
+        self._control_text = ControlTokenText.of(llm)
+        self._install_abort_callback()
+        self._info = info
+        self._loaded_as = (info.path, params) if isinstance(info.path, Path) else None
+        if params.use_mmap and params.prefault and isinstance(info.path, Path):
+            start_prefault(info.path)
+        return info
+
+    def _reload(self, path: Path, params: LoadParams) -> None:
+        """The model that was in use, back after a switch that failed; a failure here leaves no model."""
+        try:
+            header = read_gguf_header(path)
+            self._install(*self._open(path, header, params, None))
+            log.info("Loaded %s again after the switch away from it failed", one_line(path.name))
+        except FaraError as exc:
+            log.warning("Could not load %s again after a failed switch: %s", one_line(path.name), exc)
+
+    def _fits_beside(self, header: GGUFHeader, params: LoadParams) -> bool:
+        """Whether the new model fits in the memory left while the one in use stays loaded."""
+        import psutil
+
+        try:
+            metadata = metadata_from_header(header)
+        except FaraError:
+            return False
+        n_ctx = params.context_for(metadata.context_length)
+        memory = psutil.virtual_memory()
+        verdict = fit_verdict(metadata, n_ctx, memory.available, memory.total, params.kv_type)
+        return verdict.verdict == "fits"
 
     def calibrate_threads(self, candidates: Sequence[int], tokens: int = 48) -> dict[int, float]:
         """Generation tok/s at each thread count (greedy, from an empty cache); the fastest stays in use."""
@@ -185,6 +245,7 @@ class LlamaBackend:
         self._llm.close()
         self._llm = None
         self._info = None
+        self._loaded_as = None
         self.kv_states.clear()
         self._kv_owner = None
         self._formatter = None

@@ -169,6 +169,7 @@ class ModelLoadFailed:
     path: ModelSource
     message: str
     error_type: str
+    still_loaded: ModelInfo | None = None  # the model in use before, kept (or loaded again) after this failure
 
 
 @dataclass(frozen=True)

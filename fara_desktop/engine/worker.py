@@ -45,6 +45,7 @@ from fara_desktop.engine.types import (
     Unload,
 )
 from fara_desktop.errors import FaraError
+from fara_desktop.models.load_record import LoadRecord
 from fara_desktop.planning.params import LoadParams
 
 log = logging.getLogger(__name__)
@@ -148,9 +149,14 @@ class InferenceWorker:
     llama.cpp's prompt evaluation through its abort callback.
     """
 
-    def __init__(self, on_event: EventSink, backend: Backend | None = None) -> None:
+    def __init__(
+        self, on_event: EventSink, backend: Backend | None = None, load_record: LoadRecord | None = None
+    ) -> None:
+        """``load_record``: for the default backend, where llama.cpp's loads are recorded (crash-safe loading)."""
         self._emit_default = on_event
-        self._backend: Backend = backend if backend is not None else RoutedBackend(LlamaBackend(), RemoteBackend())
+        self._backend: Backend = (
+            backend if backend is not None else RoutedBackend(LlamaBackend(load_record), RemoteBackend())
+        )
         self._commands: queue.Queue[Command] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="fara-inference", daemon=True)
         self._lock = threading.Lock()
@@ -287,10 +293,10 @@ class InferenceWorker:
 
         try:
             if not on_progress(0.0):
-                raise LoadCancelledError("Loading was stopped before it began; no model is loaded.")
+                raise LoadCancelledError("Loading was stopped before it began.")
             info = self._backend.load(command.path, command.params, on_progress)
         except FaraError as exc:
-            self._emit(ModelLoadFailed(command.path, str(exc), type(exc).__name__))
+            self._emit(ModelLoadFailed(command.path, str(exc), type(exc).__name__, self._backend.info))
             return
         self._emit(ModelLoaded(info))
 
@@ -354,7 +360,7 @@ class InferenceWorker:
     def _report_unexpected(self, command: Command) -> None:
         message = "Something went wrong inside the engine; details are in the log file."
         if isinstance(command, LoadModel):
-            self._emit(ModelLoadFailed(command.path, message, "InternalError"))
+            self._emit(ModelLoadFailed(command.path, message, "InternalError", self._backend.info))
         elif isinstance(command, Generate):
             self._emit(Failed(command.request_id, message, "InternalError"))
 

@@ -17,6 +17,7 @@ from fara_desktop.machine.llama_build import weights_are_repacked
 from fara_desktop.machine.measurements import MachineCache
 from fara_desktop.models import packaged
 from fara_desktop.models.discovery import DiscoveredModel, ScanResult, packaged_models_dir, scan_models
+from fara_desktop.models.load_record import CrashedLoad, LoadRecord
 from fara_desktop.models.metadata import MetadataCache
 from fara_desktop.paths import AppPaths
 from fara_desktop.planning.cost import CostHere, MachineFacts, cost_here
@@ -45,6 +46,7 @@ class StartupPlan:
     reason: str
     needs_calibration: bool
     costs: dict[str, CostHere] = field(default_factory=dict)  # by model path: what each would cost here
+    crashed_now: list[CrashedLoad] = field(default_factory=list)  # loads that stopped the app last time
 
 
 def thread_candidates(hardware: HardwareProfile) -> list[int]:
@@ -85,7 +87,9 @@ def plan_startup(
     paths: AppPaths, preferred: Path | None = None, extra_folders: list[Path] | None = None
 ) -> StartupPlan:
     hardware = detect_hardware()
-    scan = scan_models(paths.models, paths.cache, extra_folders)
+    record = LoadRecord(paths.data)
+    crashed_now = record.collect_crashes()  # a load that never finished: that file is not loaded again
+    scan = without_crashed(scan_models(paths.models, paths.cache, extra_folders), record)
     cache = MachineCache.of_app(paths)
     memory = psutil.virtual_memory()
     usable = scan.usable
@@ -102,7 +106,13 @@ def plan_startup(
     }
     chosen: DiscoveredModel | None = None
     reason = ""
-    if preferred is not None:
+    crash = record.crash_of(preferred) if preferred is not None else None
+    if crash is not None and preferred is not None:
+        preferred = None
+        note = "the model you chose stopped the app while loading, so it is not loaded again"
+        reason = f"best for this machine: {best.reason} ({note})" if best is not None else note
+        chosen = next((m for m in usable if best is not None and m.path == best.path), None)
+    elif preferred is not None:
         chosen = next((m for m in usable if Path(m.path) == preferred), None)
         chosen = chosen or _describe_file(preferred, paths)
         reason = "chosen by you"
@@ -113,7 +123,19 @@ def plan_startup(
     needs_calibration = bool(
         tuned and chosen and chosen.metadata and cache.threads(hardware, size_class(chosen.metadata)) is None
     )
-    return StartupPlan(hardware, scan, chosen, best, ranked, tuned, reason, needs_calibration, costs)
+    return StartupPlan(hardware, scan, chosen, best, ranked, tuned, reason, needs_calibration, costs, crashed_now)
+
+
+def without_crashed(scan: ScanResult, record: LoadRecord) -> ScanResult:
+    """The scan with every model file that stopped the app while loading marked unusable, with the reason."""
+    crashed = record.crashed()
+    if not crashed:
+        return scan
+    models = []
+    for model in scan.models:
+        crash = record.crash_of(Path(model.path), crashed) if model.usable else None
+        models.append(replace(model, problem=crash.reason) if crash is not None else model)
+    return ScanResult(models, scan.searched)
 
 
 def _describe_file(path: Path, paths: AppPaths) -> DiscoveredModel:

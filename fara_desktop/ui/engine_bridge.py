@@ -9,6 +9,7 @@ from PySide6.QtCore import QObject, Signal
 from fara_desktop.engine.backend import Backend
 from fara_desktop.engine.types import ChatMessage, ModelSource, SamplingParams
 from fara_desktop.engine.worker import InferenceWorker
+from fara_desktop.models.load_record import LoadRecord
 from fara_desktop.planning.params import LoadParams
 
 
@@ -18,10 +19,12 @@ class EngineBridge(QObject):
 
     engine_event = Signal(object)  # not `event`: that would hide QObject.event, which Qt calls for every QEvent
 
-    def __init__(self, backend: Backend | None = None, parent: QObject | None = None) -> None:
+    def __init__(
+        self, backend: Backend | None = None, parent: QObject | None = None, load_record: LoadRecord | None = None
+    ) -> None:
         super().__init__(parent)
         # Signal.emit is thread-safe; Qt queues the call to slots of objects living on the GUI thread.
-        self.worker = InferenceWorker(self.engine_event.emit, backend)
+        self.worker = InferenceWorker(self.engine_event.emit, backend, load_record)
         self.worker.start()
 
     def load_model(self, path: ModelSource, params: LoadParams | None = None) -> None:

@@ -37,6 +37,7 @@ from fara_desktop.chats.session import ChatSession
 from fara_desktop.chats.storage import Source, open_store
 from fara_desktop.engine.backend import Backend
 from fara_desktop.engine.types import Event, ModelInfo, ModelSource, SamplingParams
+from fara_desktop.models.load_record import LoadRecord
 from fara_desktop.paths import AppPaths, app_paths
 from fara_desktop.planning.catalog_fit import assess_catalog_here
 from fara_desktop.planning.params import LoadParams
@@ -82,7 +83,7 @@ class MainWindow(QMainWindow):
         opened = open_store(self.paths.data)
         self.store = opened.store
         self.session = ChatSession(self.store)
-        self.bridge = EngineBridge(backend, self)
+        self.bridge = EngineBridge(backend, self, LoadRecord(self.paths.data))
         self._build()
         self.chat = ChatController(self, self.session, self.bridge, sampling or self.settings.sampling.params())
         self.startup = StartupController(self, self.chat, self.bridge)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from fara_desktop.engine.backend import PreparedPrompt, ReplyResult
 from fara_desktop.engine.chat_format import RenderedPrompt
-from fara_desktop.engine.errors import LoadCancelledError, NoModelLoadedError
+from fara_desktop.engine.errors import LoadCancelledError, ModelLoadError, NoModelLoadedError
 from fara_desktop.engine.types import ChatMessage, GenerationStats, ModelInfo, SamplingParams
 from fara_desktop.planning.params import LoadParams
 
@@ -38,6 +38,8 @@ class FakeBackend:
                 self.load_gate.acquire()
             if on_progress is not None and not on_progress(step / self.load_steps):
                 raise LoadCancelledError("Loading was stopped.")
+        if Path(path).name.startswith("broken"):  # refused, as llama.cpp refuses a damaged file: the model stays
+            raise ModelLoadError(f"llama.cpp could not load {Path(path).name}: the file is damaged.")
         self._info = ModelInfo(
             path,
             "Fake model",

@@ -250,9 +250,14 @@ def write_raw_gguf(path: Path, *pairs: bytes, architecture: str = "llama") -> Pa
     return path
 
 
-def rewrite_gguf(source: Path, target: Path, changes: dict[str, tuple[gguf.GGUFValueType, object]]) -> Path:
+def rewrite_gguf(
+    source: Path,
+    target: Path,
+    changes: dict[str, tuple[gguf.GGUFValueType, object]],
+    drop_tensors: tuple[str, ...] = (),
+) -> Path:
     """A copy of ``source`` with some metadata values replaced (of any type, or added): a stranger's edit of a
-    real model. The tensors are copied as they are."""
+    real model. The tensors are copied as they are, but for ``drop_tensors``."""
     reader = gguf.GGUFReader(str(source))
     arch = str(reader.fields["general.architecture"].contents())
     writer = gguf.GGUFWriter(str(target), arch)
@@ -265,7 +270,8 @@ def rewrite_gguf(source: Path, target: Path, changes: dict[str, tuple[gguf.GGUFV
     for name, (value_type, value) in changes.items():
         writer.add_key_value(name, value, value_type)
     for tensor in reader.tensors:
-        writer.add_tensor(tensor.name, tensor.data, raw_dtype=tensor.tensor_type)
+        if tensor.name not in drop_tensors:
+            writer.add_tensor(tensor.name, tensor.data, raw_dtype=tensor.tensor_type)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()

@@ -417,11 +417,21 @@ class ChatController(QObject):
         self.modelLoaded.emit(event.info)
 
     def _on_model_load_failed(self, event: ModelLoadFailed) -> None:
-        self.model_info = None
+        kept = event.still_loaded
+        self.model_info = kept
         self._show_loading(False)
-        self.screen.hardware_panel.show_model(None)
-        if event.error_type == "LoadCancelledError":
-            self.screen.show_notice(f"{event.message} Choose a model in Settings ▸ Models to chat.")
+        self.screen.hardware_panel.show_model(kept)
+        stopped = event.error_type == "LoadCancelledError"
+        if kept is not None:  # a switch that failed: the model in use stays (or was loaded again)
+            what = "Loading stopped" if stopped else "Could not load the model"
+            self.screen.show_notice(f"{what}. {event.message} Still chatting with {kept.name}.", "notice" if
+                                    stopped else "error")  # fmt: skip
+            self.screen.set_status(f"Ready · {kept.name} (the switch {'was stopped' if stopped else 'failed'})")
+            self.sync_thinking_switch()
+            self.modelLoadFailed.emit(event.message)
+            return
+        if stopped:
+            self.screen.show_notice(f"{event.message} No model is loaded: choose one in Settings ▸ Models to chat.")
             self.screen.set_status("Loading stopped · no model loaded")
             self.modelLoadFailed.emit(event.message)
             return

@@ -28,6 +28,7 @@ from fara_desktop.ui.controllers.chat_controller import ChatController
 from fara_desktop.ui.engine_bridge import EngineBridge
 from fara_desktop.ui.widgets.chat_view import ChatView
 from fara_desktop.ui.widgets.hardware_panel import HardwarePanel
+from fara_desktop.untrusted import one_line
 
 
 class StartupScreen(Protocol):
@@ -100,6 +101,15 @@ class StartupController(QObject):
         plan, path = result
         screen = self.screen
         self.plan = plan
+        for crash in plan.crashed_now:
+            crashed = Path(crash.path)
+            instead = f"Started with {plan.model.display_name} instead. " if plan.model is not None else ""
+            screen.show_notice(
+                f"Fara Desktop stopped last time while llama.cpp was loading {one_line(crashed.name)} (in "
+                f"{one_line(str(crashed.parent), 200)}): llama.cpp cannot handle this file. It will not be loaded "
+                f"again. {instead}Replace or delete the file; a changed file is tried again.",
+                "error",
+            )
         screen.hardware_panel.show_hardware(plan.hardware)
         remote = None if self._explicit else self.remote_choice()
         if remote is not None:

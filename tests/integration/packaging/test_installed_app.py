@@ -86,7 +86,9 @@ def _ask_and_stop(process: subprocess.Popen[str]) -> None:
     try:
         assert process.stdout is not None
         address = process.stdout.readline().strip()
-        assert address.startswith("http://127.0.0.1:") and address.endswith("/v1"), process.stderr.read() if process.poll() is not None else address
+        assert address.startswith("http://127.0.0.1:") and address.endswith("/v1"), (
+            process.stderr.read() if process.poll() is not None else address
+        )
         reply = httpx.post(
             f"{address}/chat/completions",
             json={"messages": [{"role": "user", "content": "Say hi"}], "max_tokens": 8, "temperature": 0},

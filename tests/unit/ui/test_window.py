@@ -281,7 +281,20 @@ def test_a_long_prompt_shows_how_much_is_read_and_the_time_left(window, qtbot):
         gate.release(10)
 
 
-def test_loading_shows_how_far_it_is_and_stop_loading_leaves_no_model(window, qtbot):
+def test_a_failed_switch_says_the_model_in_use_stays_and_it_still_answers(window, qtbot):
+    win = window()
+    with qtbot.waitSignal(win.modelLoadFailed, timeout=5000):
+        win.load_model(Path("broken.gguf"))
+    assert win.status_label.text() == "Ready · Fake model (the switch failed)"
+    assert win.chat.model_info is not None and win.chat.model_info.name == "Fake model"
+    notice = win.chat_view.messages()[-1]
+    assert notice.role == "error" and "broken.gguf" in notice.text and "Still chatting with Fake model" in notice.text
+    win.composer.setPlainText("Still there?")
+    with qtbot.waitSignal(win.replyFinished, timeout=5000):
+        win.send_button.click()
+
+
+def test_loading_shows_how_far_it_is_and_stop_loading_keeps_the_model_in_use(window, qtbot):
     win = window()  # the fake model is loaded; now a big one starts loading
     gate = threading.Semaphore(0)
     backend = win.bridge.worker._backend
@@ -297,8 +310,8 @@ def test_loading_shows_how_far_it_is_and_stop_loading_leaves_no_model(window, qt
         assert win.status_label.text() == "Stopping the load…"
         gate.release(1)  # the next progress report is answered "stop"
     assert not win.load_progress.isVisible() and not win.stop_loading_button.isVisible()
-    assert win.status_label.text() == "Loading stopped · no model loaded"
-    assert win.chat.model_info is None
+    assert win.status_label.text() == "Ready · Fake model (the switch was stopped)"
+    assert win.chat.model_info is not None and win.chat.model_info.name == "Fake model"
     with qtbot.waitSignal(win.modelLoaded, timeout=5000):  # and a model loads again afterwards
         backend.load_steps = 0
         win.load_model(Path("fake.gguf"))
