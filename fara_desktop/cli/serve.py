@@ -31,6 +31,9 @@ def run_serve(paths: AppPaths, model: Path | None, host: str, port: int, api_key
     if plan.model is None:
         print("fara-desktop serve: no model found; give one with --model PATH", file=sys.stderr)
         return 1
+    if model is not None and Path(plan.model.path) != model:  # the file asked for stopped the app before
+        print(printable(f"fara-desktop serve: {model.name} was not loaded: {plan.reason}"), file=sys.stderr)
+        return 1
     decision = decide_load(plan, settings.inference.apply(plan.tuned) if plan.tuned else None)
     if decision.refusal:
         print(printable(f"fara-desktop serve: {decision.refusal}"), file=sys.stderr)

@@ -71,8 +71,9 @@ def _integers(value: Any) -> list[int] | None:
     return [n for n in numbers if n is not None]
 
 
-def check_loadable(header: GGUFHeader) -> None:
-    """Raise ``UnloadableModelError`` with the reason when llama.cpp could not load this file safely."""
+def check_loadable(header: GGUFHeader, total_bytes: int | None = None) -> None:
+    """Raise ``UnloadableModelError`` with the reason when llama.cpp could not load this file safely.
+    ``total_bytes``: the whole model's size when the header's file is only its first chunk (a packaged model)."""
     name = header.path.name
 
     def refuse(reason: str) -> UnloadableModelError:
@@ -83,14 +84,13 @@ def check_loadable(header: GGUFHeader) -> None:
     architecture = header.metadata.get("general.architecture")
     if not isinstance(architecture, str) or not architecture.strip():
         raise refuse("it does not name its architecture (general.architecture)")
-    _check_tensors(header, refuse)
+    _check_tensors(header, header.tensor_bytes + max(0, (total_bytes or 0) - header.file_bytes), refuse)
     values = _check_hyperparameters(header, architecture, refuse)
     _check_layers(header, values.get("block_count"), refuse)
     _check_heads(values, refuse)
 
 
-def _check_tensors(header: GGUFHeader, refuse: Any) -> None:
-    data_bytes = header.tensor_bytes
+def _check_tensors(header: GGUFHeader, data_bytes: int, refuse: Any) -> None:
     seen: set[str] = set()
     total = 0
     for tensor in header.tensors:

@@ -175,7 +175,7 @@ class MetadataCache:
             except (TypeError, KeyError):
                 log.info("metadata cache entry for %s is damaged; reading the file again", path.name)
         header = read_gguf_header(header_path or path)
-        check_loadable(header)  # a file llama.cpp would refuse, or abort on, is never listed as usable
+        check_loadable(header, total_bytes)  # a file llama.cpp would refuse, or abort on, is never listed as usable
         if header_path is not None:
             header.path = path
         metadata = metadata_from_header(header, display_name, total_bytes)

@@ -26,6 +26,7 @@ from fara_desktop.settings import Settings
 from fara_desktop.ui.background import BackgroundCall
 from fara_desktop.ui.controllers.chat_controller import ChatController
 from fara_desktop.ui.engine_bridge import EngineBridge
+from fara_desktop.ui.qt_health import refcount_problem
 from fara_desktop.ui.widgets.chat_view import ChatView
 from fara_desktop.ui.widgets.hardware_panel import HardwarePanel
 from fara_desktop.untrusted import one_line
@@ -134,6 +135,9 @@ class StartupController(QObject):
                 self.chat.load_model(path, decision.params)
         self.chat.plan_settled()  # a message typed while we were looking is sent now
         self.planReady.emit(plan)
+        qt_problem = refcount_problem()
+        if qt_problem:  # this PySide6 would abort the app later in the session: say it while nothing is lost
+            screen.show_notice(qt_problem, "error")
         if self.store_problem:
             screen.show_notice(
                 f"{self.store_problem.rstrip('.')}. Chats are kept in a temporary database until you quit; "

@@ -29,7 +29,9 @@ def test_serve_prints_its_address_first_answers_the_openai_client_and_stops_on_s
             model="any", messages=[{"role": "user", "content": "Which planet do we live on?"}], temperature=0,
             max_tokens=24,
         )  # fmt: skip
-        assert "Earth" in reply.choices[0].message.content
+        # Not "Earth": the 135M model's greedy answer depends on the CPU's kernels (AVX2 machines say "Earth", an
+        # AVX-only one "Kepler-41B"); what this test checks is the path, not the model's knowledge.
+        assert reply.choices[0].message.content.strip() and reply.usage.completion_tokens > 0
         process.send_signal(signal.SIGTERM)
         assert process.wait(30) == 0
     finally:

@@ -71,6 +71,13 @@ def test_the_file_really_aborts_llama_cpp_without_the_checks(crashing_model: Pat
     assert not listed.usable and "stopped the app" in (listed.problem or "")
     again = plan_startup(paths, preferred=crashing_model, extra_folders=[crashing_model.parent])
     assert again.crashed_now == [] and again.model is not None and Path(again.model.path) != crashing_model
+    # Asked for by name in a terminal, it is refused with the reason rather than swapped for another model.
+    serve = run_child(WITHOUT_HEADER_CHECKS + (
+        "import sys\nfrom fara_desktop.main import main\n"
+        f"sys.exit(main(['serve', '--port', '0', '--model', {str(crashing_model)!r}]))\n"
+    ))  # fmt: skip
+    assert serve.returncode == 1 and "smollm2-edited.gguf was not loaded" in serve.stderr, serve.stderr[-2000:]
+    assert "stopped the app while loading" in serve.stderr
 
 
 def test_a_model_that_aborts_llama_cpp_no_longer_bricks_the_app(crashing_model: Path, tmp_path: Path):

@@ -234,17 +234,18 @@ def test_errors_become_events_and_the_thread_survives(worker, event_log, smollm2
     alien = write_gguf_with_unknown_architecture(tmp_path / "alien.gguf")
     worker.load_model(alien)
     failed_load = event_log.next_of(ModelLoadFailed)
-    assert failed_load.error_type == "ModelLoadError" and "could not load" in failed_load.message
+    assert failed_load.error_type == "UnloadableModelError" and "embedding_length is missing" in failed_load.message
 
     # A load that fails halfway (header and first tensors fine, the rest cut off) while a model is loaded.
     halfway = write_truncated_copy(smollm2_path, tmp_path / "halfway.gguf", smollm2_path.stat().st_size * 6 // 10)
     load(worker, event_log, smollm2_path)
     worker.load_model(halfway)
     failed_load = event_log.next_of(ModelLoadFailed)
-    assert failed_load.error_type in ("ModelLoadError", "NotAGGUFError"), failed_load
-    assert "truncated" in failed_load.message or "could not load" in failed_load.message
+    assert failed_load.error_type == "UnloadableModelError", failed_load  # refused from its tensor directory
+    assert "beyond the file" in failed_load.message and "incomplete" in failed_load.message
+    assert failed_load.still_loaded is not None and failed_load.still_loaded.path == smollm2_path
     worker.generate([SYSTEM, ChatMessage("user", "hi")], GREEDY)
-    assert event_log.next_of(Failed).error_type == "NoModelLoadedError"  # no half-loaded model is left behind
+    assert isinstance(event_log.next_of(Finished, Failed), Finished)  # the model in use was never unloaded
 
     load(worker, event_log, smollm2_path)  # retry with a good file
     worker.generate([SYSTEM, ChatMessage("user", "Say yes.")], GREEDY)
