@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         from fara_desktop.cli.serve import run_serve
 
-        return run_serve(paths, args.serve_model, args.host, args.port, args.serve_api_key)
+        return run_serve(paths, args.serve_model, args.host, args.port, args.serve_api_key, args.api_key_file)
     if args.command == "bench":
         from fara_desktop.bench.report import run_benchmark
 

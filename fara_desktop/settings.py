@@ -147,6 +147,8 @@ class LocalApiSettings:
     enabled: bool = False
     host: str = "127.0.0.1"
     port: int = 8765
+    allowed_origins: tuple[str, ...] = ()  # web pages that may use it (e.g. "http://localhost:3000"); none by default
+    relay_servers: tuple[str, ...] = ()  # servers (by name) whose models it may relay to; none by default
 
 
 @dataclass(frozen=True)
@@ -193,8 +195,10 @@ class Settings:
         api = _mapping(data.get("local_api"))
         host = api.get("host") if isinstance(api.get("host"), str) and 0 < len(api["host"]) <= 255 else "127.0.0.1"
         local_api = LocalApiSettings(
-            enabled=api.get("enabled") is True, host=str(host), port=int(_number(api.get("port"), 1, 65535, 8765))
-        )
+            enabled=api.get("enabled") is True, host=str(host), port=int(_number(api.get("port"), 1, 65535, 8765)),
+            allowed_origins=_short_strings(api.get("allowed_origins"), ("http://", "https://")),
+            relay_servers=tuple(n for n in _short_strings(api.get("relay_servers")) if settings_has(servers, n)),
+        )  # fmt: skip
         return cls(
             model_path=model_path if isinstance(model_path, str) else None,
             extra_model_folders=[f for f in folders if isinstance(f, str)] if isinstance(folders, list) else [],
@@ -206,6 +210,17 @@ class Settings:
             remote_model=remote_model,
             local_api=local_api,
         )
+
+
+def settings_has(servers: list[ServerEntry], name: str) -> bool:
+    return any(s.name == name for s in servers)
+
+
+def _short_strings(value: Any, prefixes: tuple[str, ...] = ("",)) -> tuple[str, ...]:
+    """A list of short, printable strings from the file (at most 50; anything else is dropped)."""
+    items = value if isinstance(value, list) else []
+    kept = [v for v in items if isinstance(v, str) and 0 < len(v) <= 200 and v.isprintable() and v.startswith(prefixes)]
+    return tuple(dict.fromkeys(kept))[:50]
 
 
 def _servers(value: Any) -> list[ServerEntry]:

@@ -7,9 +7,11 @@ freed, exit status 0).
 
 from __future__ import annotations
 
+import os
 import queue
 import signal
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from types import FrameType
 
@@ -20,12 +22,44 @@ from fara_desktop.errors import FaraError
 from fara_desktop.models.load_record import LoadRecord
 from fara_desktop.paths import AppPaths
 from fara_desktop.planning.planner import decide_load, model_file, plan_startup
+from fara_desktop.regular_files import read_regular_text
 from fara_desktop.serving.local_api import ApiServer, LocalApi
 from fara_desktop.settings import load_settings
 from fara_desktop.untrusted import printable
 
+KEY_ENV = "FARA_API_KEY"
+MAX_KEY_FILE_BYTES = 4096
 
-def run_serve(paths: AppPaths, model: Path | None, host: str, port: int, api_key: str | None) -> int:
+
+def serve_key(paths: AppPaths, given: str | None, key_file: Path | None, env: Mapping[str, str]) -> str | None:
+    """The key clients must send: from ``--api-key`` (with a warning), a file, ``FARA_API_KEY``, or the keychain
+    (the window's local API key). Raises ``FaraError`` when the file cannot be read or holds no key."""
+    if given:
+        print(
+            "fara-desktop serve: --api-key is visible to every user of this computer in the process list; "
+            f"prefer --api-key-file or {KEY_ENV}.",
+            file=sys.stderr,
+        )
+        return given
+    if key_file is not None:
+        try:
+            key = read_regular_text(key_file, MAX_KEY_FILE_BYTES).strip()
+        except (OSError, ValueError) as exc:
+            raise FaraError(f"cannot read the API key file {key_file.name}: {exc}") from exc
+        if not key or "\n" in key:
+            raise FaraError(f"the API key file {key_file.name} must hold the key on one line")
+        return key
+    return env.get(KEY_ENV) or ApiKeyStore(paths.config).get(LOCAL_API)
+
+
+def run_serve(
+    paths: AppPaths, model: Path | None, host: str, port: int, api_key: str | None, key_file: Path | None = None
+) -> int:
+    try:
+        key = serve_key(paths, api_key, key_file, os.environ)
+    except FaraError as exc:
+        print(printable(f"fara-desktop serve: {exc}"), file=sys.stderr)
+        return 1
     settings = load_settings(paths.config).settings
     plan = plan_startup(paths, model, [Path(f) for f in settings.extra_model_folders])
     if plan.model is None:
@@ -51,9 +85,10 @@ def run_serve(paths: AppPaths, model: Path | None, host: str, port: int, api_key
         if isinstance(event, ModelLoaded):
             loaded = event.info
     info = loaded
-    key = api_key or ApiKeyStore(paths.config).get(LOCAL_API)
+    api = LocalApi(worker, lambda: info, settings.sampling.params, key,
+                   allowed_origins=settings.local_api.allowed_origins)  # fmt: skip
     try:
-        server = ApiServer(LocalApi(worker, lambda: info, settings.sampling.params, key), host, port)
+        server = ApiServer(api, host, port)
     except FaraError as exc:
         print(printable(f"fara-desktop serve: {exc}"), file=sys.stderr)
         worker.shutdown()

@@ -23,9 +23,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from fara_desktop.engine.types import (
     Cancelled,
@@ -37,13 +40,16 @@ from fara_desktop.engine.types import (
     TokenText,
 )
 from fara_desktop.errors import FaraError
+from fara_desktop.serving.admission import admit, loopback_hosts
 from fara_desktop.serving.openai_format import (
     BadRequest,
     ChatRequest,
     chunk,
     completion,
     error_body,
+    model_id,
     parse_chat_request,
+    too_long,
     usage,
 )
 
@@ -51,6 +57,42 @@ log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+MAX_PENDING = 8  # API requests waiting for or using the model; more get 429 with Retry-After
+RETRY_AFTER_S = 5
+MAX_CONNECTIONS = 64
+MAX_HEADER_BYTES = 64 * 1024
+
+
+def raise_open_file_limit() -> None:
+    """The soft limit of open files up to the hard one (1,024 is common): a burst of connections is answered
+    with 503s, rather than accept() failing in a loop."""
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return
+    with contextlib.suppress(ValueError, OSError):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        wanted = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
+        if soft != resource.RLIM_INFINITY and soft < wanted:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+
+
+class AdmissionMiddleware:
+    """Refuses, before anything else runs, what a web page could send (see ``serving.admission``)."""
+
+    def __init__(self, app: ASGIApp, api: LocalApi) -> None:
+        self.app = app
+        self.api = api
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+            refusal = admit(headers, scope["method"], self.api.allowed_hosts, self.api.allowed_origins)
+            if refusal is not None:
+                kind = "invalid_request_error" if refusal.status == 415 else "permission_error"
+                await JSONResponse(error_body(refusal.message, kind), status_code=refusal.status)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 class ApiKeyRequired(FaraError):
@@ -73,22 +115,40 @@ class RequestQueue(Protocol):
 
 @dataclass
 class LocalApi:
-    """The Starlette application; ``on_activity`` hears how many API requests are waiting or running."""
+    """The Starlette application; ``on_activity`` hears how many API requests are waiting or running.
+
+    ``allowed_origins``: web pages (``Origin`` values) that may use the API; none by default. ``relay_servers``:
+    the servers (by the name the user gave them) whose models the API may relay to when the chat uses one; none by
+    default, so a page or program on this computer cannot spend the user's paid key. ``allowed_hosts`` is set by
+    ``ApiServer`` once it knows its port (None: any, when the API listens on the network behind a key)."""
 
     queue: RequestQueue
     model_info: Callable[[], ModelInfo | None]
     sampling: Callable[[], SamplingParams] = SamplingParams
     api_key: str | None = None
     on_activity: Callable[[int], None] | None = None
+    allowed_origins: tuple[str, ...] = ()
+    relay_servers: tuple[str, ...] = ()
+    max_pending: int = MAX_PENDING
 
     def __post_init__(self) -> None:
         self._active = 0
         self._lock = threading.Lock()
+        self.allowed_hosts: frozenset[str] | None = None
         self.app = Starlette(
             routes=[
                 Route("/v1/models", self.models, methods=["GET"]),
                 Route("/v1/chat/completions", self.chat_completions, methods=["POST"]),
-            ]
+            ],
+            middleware=[
+                Middleware(AdmissionMiddleware, api=self),  # outermost: refused requests go no further
+                Middleware(
+                    CORSMiddleware,
+                    allow_origins=list(self.allowed_origins),
+                    allow_methods=["GET", "POST"],
+                    allow_headers=["authorization", "content-type"],
+                ),
+            ],
         )
 
     # ------------------------------------------------------------------ endpoints
@@ -97,7 +157,7 @@ class LocalApi:
         if (refused := self._refuse_key(request)) is not None:
             return refused
         info = self.model_info()
-        data = [{"id": info.name, "object": "model", "created": 0, "owned_by": "fara-desktop"}] if info else []
+        data = [{"id": model_id(info), "object": "model", "created": 0, "owned_by": "fara-desktop"}] if info else []
         return JSONResponse({"object": "list", "data": data})
 
     async def chat_completions(self, request: Request) -> Response:
@@ -111,6 +171,19 @@ class LocalApi:
         info = self.model_info()
         if info is None:
             return JSONResponse(error_body("No model is loaded yet.", "server_error"), status_code=503)
+        if info.server is not None and info.server not in self.relay_servers:
+            return JSONResponse(error_body(
+                f"The chat uses a model of the server {info.server!r}; the local API relays to a server only when "
+                "you allow it for that server (local_api.relay_servers in settings.json).", "permission_error",
+            ), status_code=403)  # fmt: skip
+        if (too_much := too_long(chat, info.n_ctx)) is not None:
+            return JSONResponse(error_body(too_much, "invalid_request_error"), status_code=400)
+        if self._active >= self.max_pending:  # on the event loop's thread: no race with the increment below
+            return JSONResponse(
+                error_body(f"{self._active} requests are already waiting for the model; try again shortly.",
+                           "rate_limit_error"),
+                status_code=429, headers={"Retry-After": str(RETRY_AFTER_S)},
+            )  # fmt: skip
         events: asyncio.Queue[Event] = asyncio.Queue()
         loop = asyncio.get_running_loop()
 
@@ -123,11 +196,11 @@ class LocalApi:
         name = f"chatcmpl-fara-{request_id}"
         if chat.stream:
             return StreamingResponse(
-                self._stream(request_id, name, info.name, chat, events),
+                self._stream(request_id, name, model_id(info), chat, events),
                 media_type="text/event-stream",
                 headers={"Cache-Control": "no-cache"},
             )
-        return await self._complete(request, request_id, name, info.name, events)
+        return await self._complete(request, request_id, name, model_id(info), events)
 
     # ------------------------------------------------------------------ replies
 
@@ -240,7 +313,13 @@ class ApiServer:
             raise FaraError(f"The local API cannot listen on {host}:{port}: {exc.strerror or exc}.") from exc
         self._socket.listen(64)
         self.port = int(self._socket.getsockname()[1])
-        config = uvicorn.Config(api.app, log_level="warning", lifespan="off", access_log=False)
+        api.allowed_hosts = loopback_hosts(self.port) if host in LOCAL_HOSTS else None
+        raise_open_file_limit()
+        config = uvicorn.Config(
+            api.app, log_level="warning", lifespan="off", access_log=False,
+            limit_concurrency=MAX_CONNECTIONS,  # beyond this, 503 at once instead of file descriptors running out
+            timeout_keep_alive=5, h11_max_incomplete_event_size=MAX_HEADER_BYTES,
+        )  # fmt: skip
         self._server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
 

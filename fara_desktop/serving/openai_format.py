@@ -11,12 +11,18 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from fara_desktop.engine.types import ChatMessage, GenerationStats, SamplingParams
+from fara_desktop.engine.types import ChatMessage, GenerationStats, ModelInfo, RemoteModel, SamplingParams
 from fara_desktop.errors import FaraError
 
-MAX_MESSAGES = 10_000
+MAX_MESSAGES = 1_000
 MAX_TOKENS = 32_768
+MAX_CHARS_PER_TOKEN = 16  # no tokenizer packs more text into one token: more than this can never fit the context
 ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+HONOURED = {"model", "messages", "temperature", "top_p", "max_tokens", "max_completion_tokens", "seed", "stream",
+            "stream_options", "n", "user"}  # fmt: skip
+# Sent by many clients with a value that asks for nothing: accepted only with that value.
+NEUTRAL = {"frequency_penalty": 0, "presence_penalty": 0, "logprobs": False, "parallel_tool_calls": True,
+           "logit_bias": {}, "store": False}  # fmt: skip
 
 
 class BadRequest(FaraError):
@@ -45,8 +51,6 @@ def _number(body: dict[str, Any], key: str, low: float, high: float) -> float | 
 
 
 def _content(value: Any, where: str) -> str:
-    if isinstance(value, str):
-        return value
     if value is None:
         return ""
     if isinstance(value, list):
@@ -55,8 +59,41 @@ def _content(value: Any, where: str) -> str:
             if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
                 raise BadRequest(f"{where}: only text content is supported (no images, audio or files).")
             texts.append(part["text"])
-        return "".join(texts)
-    raise BadRequest(f"{where}: 'content' must be text.")
+        value = "".join(texts)
+    if not isinstance(value, str):
+        raise BadRequest(f"{where}: 'content' must be text.")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:  # JSON's \ud800 escapes decode to lone surrogates, which no tokenizer takes
+        raise BadRequest(f"{where}: the text holds a lone surrogate (\\u{ord(value[exc.start]):04x}), "
+                         "which is not Unicode text.") from exc  # fmt: skip
+    return value
+
+
+def unsupported_parameters(body: dict[str, Any]) -> list[str]:
+    """The request's parameters this server would not honour (a value that asks for nothing is fine)."""
+    return sorted(
+        key for key, value in body.items()
+        if key not in HONOURED and value is not None and not (key in NEUTRAL and value == NEUTRAL[key])
+    )  # fmt: skip
+
+
+def model_id(info: ModelInfo) -> str:
+    """A stable id for clients' configuration: a server's own id, or the model file's name without spaces (the
+    display name, with spaces, is for people)."""
+    if isinstance(info.path, RemoteModel):
+        return info.path.model
+    stem = info.path.stem if info.path is not None else info.name
+    return "-".join(stem.split()) or "model"
+
+
+def too_long(chat: ChatRequest, n_ctx: int) -> str | None:
+    """Why the request can never fit the model's context (refused at once, before it waits for the model)."""
+    chars = sum(len(m.content) for m in chat.messages)
+    if chars > n_ctx * MAX_CHARS_PER_TOKEN:
+        return (f"The messages hold {chars:,} characters, far more than the model's context of {n_ctx:,} tokens "
+                "can take; send less.")  # fmt: skip
+    return None
 
 
 def parse_chat_request(body: Any, defaults: SamplingParams) -> ChatRequest:
@@ -71,6 +108,9 @@ def parse_chat_request(body: Any, defaults: SamplingParams) -> ChatRequest:
         raise BadRequest("Tools and function calling are not supported by this server.")
     if body.get("n") not in (None, 1):
         raise BadRequest("Only one choice per request ('n': 1) is supported.")
+    unsupported = unsupported_parameters(body)
+    if unsupported:
+        raise BadRequest(f"Not supported by this server: {', '.join(repr(k[:40]) for k in unsupported[:20])}.")
     messages = []
     for number, raw in enumerate(raw_messages, start=1):
         where = f"messages[{number - 1}]"

@@ -92,6 +92,8 @@ class ServersController(QObject):
             lambda: self.chat.sampling,
             self.keys.get(LOCAL_API),
             on_activity=self.apiActivity.emit,
+            allowed_origins=settings.allowed_origins,
+            relay_servers=settings.relay_servers,
         )
         try:
             self.api = ApiServer(api, settings.host, settings.port)

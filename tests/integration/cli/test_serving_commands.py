@@ -53,6 +53,47 @@ def test_serve_beyond_this_computer_without_a_key_is_refused(fara_home, smollm2_
     assert result.returncode == 1 and "API key" in result.stderr and "Traceback" not in result.stderr
 
 
+def _serve_with_key(env: dict[str, str], *args: str) -> tuple[int, str, list[int]]:
+    """Start serve, ask /models without, with a wrong and with the right key ("k3y"); returns exit code, stderr,
+    statuses."""
+    import httpx
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fara_desktop", "serve", "--port", "0", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        address = process.stdout.readline().strip()  # type: ignore[union-attr]
+        statuses = [
+            httpx.get(f"{address}/models", headers=headers, timeout=30).status_code
+            for headers in ({}, {"authorization": "Bearer nope"}, {"authorization": "Bearer k3y"})
+        ]
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(30)
+        return code, process.stderr.read(), statuses  # type: ignore[union-attr]
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+
+
+@pytest.mark.real_model
+def test_serve_takes_its_key_from_the_environment_or_a_file_and_warns_about_argv(fara_home, smollm2_path, tmp_path):
+    base = {**os.environ, "FARA_HOME": str(fara_home)}
+    model = ("--model", str(smollm2_path))
+    code, stderr, statuses = _serve_with_key({**base, "FARA_API_KEY": "k3y"}, *model)
+    assert (code, statuses) == (0, [401, 401, 200]) and "process list" not in stderr
+    key_file = tmp_path / "key.txt"
+    key_file.write_text("k3y\n", encoding="utf-8")
+    code, stderr, statuses = _serve_with_key(base, "--api-key-file", str(key_file), *model)
+    assert (code, statuses) == (0, [401, 401, 200])
+    code, stderr, statuses = _serve_with_key(base, "--api-key", "k3y", *model)
+    assert statuses == [401, 401, 200] and "visible to every user of this computer" in stderr
+
+
 @pytest.mark.real_model
 def test_smoke_asks_a_server_model_through_the_gui_path(fara_home, smollm2_path):
     server = LlamaCppServer(smollm2_path).wait_ready()

@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.real_model, pytest.mark.slow]
 
 WITHOUT_HEADER_CHECKS = (
     "import fara_desktop.models.gguf_checks as checks\n"
-    "checks.check_loadable = lambda header: None  # a file that slips past the header checks\n"
+    "checks.check_loadable = lambda *args, **kwargs: None  # a file that slips past the header checks\n"
 )
 
 
@@ -61,7 +61,7 @@ def test_the_file_really_aborts_llama_cpp_without_the_checks(crashing_model: Pat
     # (the header checks stay off here too: this is the second layer on its own).
     from fara_desktop.models import metadata
 
-    monkeypatch.setattr(metadata, "check_loadable", lambda header: None)
+    monkeypatch.setattr(metadata, "check_loadable", lambda *args, **kwargs: None)
     paths = app_paths()
     plan = plan_startup(paths, preferred=crashing_model, extra_folders=[crashing_model.parent])
     assert [Path(c.path) for c in plan.crashed_now] == [crashing_model]

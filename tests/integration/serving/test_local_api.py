@@ -15,6 +15,7 @@ from fara_desktop.engine.types import ChatMessage, Finished, ModelLoaded, ModelL
 from fara_desktop.engine.worker import InferenceWorker
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.serving.local_api import ApiKeyRequired, ApiServer, LocalApi
+from fara_desktop.serving.openai_format import model_id
 
 PARAMS = LoadParams(n_ctx=2048, prefault=False)
 
@@ -48,7 +49,7 @@ def client(server: ApiServer, key: str = "unused") -> openai.OpenAI:
 def test_the_openai_client_gets_the_same_reply_streamed_or_not(served):
     server, _worker, info = served
     api = client(server)
-    assert [m.id for m in api.models.list().data] == [info.name]
+    assert [m.id for m in api.models.list().data] == [model_id(info)] and " " not in model_id(info)
     question = [{"role": "user", "content": "What is the capital of France?"}]
     whole = api.chat.completions.create(model=info.name, messages=question, temperature=0, max_tokens=24)
     text = whole.choices[0].message.content
@@ -72,8 +73,11 @@ def test_bad_requests_get_a_400_that_says_why(served):
         client(server).chat.completions.create(
             model=info.name, messages=[{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]
         )
-    reply = httpx.post(f"{server.address}/chat/completions", content=b"{not json", timeout=10)
+    reply = httpx.post(f"{server.address}/chat/completions", content=b"{not json", timeout=10,
+                       headers={"content-type": "application/json"})  # fmt: skip
     assert reply.status_code == 400 and "not JSON" in reply.json()["error"]["message"]
+    undeclared = httpx.post(f"{server.address}/chat/completions", content=b"{not json", timeout=10)
+    assert undeclared.status_code == 415  # only declared JSON is read (a web page's text/plain POST is not)
 
 
 @pytest.mark.real_model
@@ -107,7 +111,7 @@ def test_an_api_key_is_required_beyond_this_computer_and_checked(served):
     try:
         with pytest.raises(openai.AuthenticationError):
             client(guarded, "wrong").models.list()
-        assert client(guarded, "s3cret").models.list().data[0].id == info.name
+        assert client(guarded, "s3cret").models.list().data[0].id == model_id(info)
     finally:
         guarded.stop()
 
