@@ -7,7 +7,6 @@ page spending the user's server key all got completions (see issue 26)."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,36 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
-from fara_desktop.engine.types import Event, Finished, ModelInfo, RemoteModel, SamplingParams, TokenText
+from fara_desktop.engine.types import ModelInfo, RemoteModel
 from fara_desktop.serving.local_api import ApiServer, LocalApi
-
-
-class ScriptedQueue:
-    """Answers every request with "Hi" at once; ``hold`` keeps requests waiting instead."""
-
-    def __init__(self) -> None:
-        self.requests: list[Any] = []
-        self.hold = threading.Event()
-        self.cancelled: list[int] = []
-
-    def generate(self, messages: Any, sampling: SamplingParams | None = None, conversation: int | None = None,
-                 thinking: bool = True, on_event: Callable[[Event], None] | None = None) -> int:  # fmt: skip
-        self.requests.append(messages)
-        request_id = len(self.requests)
-        assert on_event is not None
-
-        def answer() -> None:
-            if self.hold.is_set():
-                return
-            on_event(TokenText(request_id, "Hi"))
-            on_event(Finished(request_id, "Hi", None, "stop"))  # type: ignore[arg-type]
-
-        threading.Thread(target=answer, daemon=True).start()
-        return request_id
-
-    def cancel_request(self, request_id: int) -> None:
-        self.cancelled.append(request_id)
-
+from tests.helpers.scripted_queue import ScriptedQueue
 
 LOCAL = ModelInfo(Path("/models/SmolLM2 135M Instruct.Q4_1.gguf"), "Smollm2 135M 8k Lc100K Mix1 Ep2", "llama", 2048,
                   8192, 2, 2, "f16", False, "gguf template", 0.1, 1)  # fmt: skip
