@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import queue
 import socket
 import ssl
@@ -38,6 +39,10 @@ from fara_desktop.untrusted import one_line
 log = logging.getLogger(__name__)
 
 MAX_REPLY_CHARS = 2_000_000  # a reply longer than this is cut (finish reason "length")
+MAX_QUEUED_CHUNKS = 256  # network reads waiting for the inference thread (a few MB at most)
+MAX_EVENTS_WITHOUT_TEXT = 10_000  # a server that streams only empty deltas is not answering
+MAX_COUNT = 1 << 31  # token counts a server reports beyond this are nonsense
+MAX_TOKENS_PER_S = 1_000_000
 MAX_LISTING_BYTES = 4 * 1024 * 1024
 MAX_ERROR_BYTES = 64 * 1024
 RETRY_STATUSES = (429, 500, 502, 503, 504)
@@ -196,11 +201,21 @@ def request_fields(sampling: SamplingParams) -> dict[str, Any]:
     return fields
 
 
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _count(value: Any, fallback: int) -> int:
+    """A token count a server sent, when it is a plausible one (``1e999`` parses as infinity: int() raises)."""
+    return int(value) if _finite(value) and 0 <= value <= MAX_COUNT else fallback
+
+
 class _Stream:
     """One streamed request on a helper thread; the inference thread reads its bytes from ``items``."""
 
     def __init__(self, client: httpx.Client, url: str, body: dict[str, Any], headers: dict[str, str]) -> None:
-        self.items: queue.Queue[tuple[str, Any]] = queue.Queue()
+        # Bounded: a server that sends faster than the reply is read waits on its socket instead of filling memory.
+        self.items: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=MAX_QUEUED_CHUNKS)
         self._stop = threading.Event()
         self._socket: socket.socket | None = None  # known from the moment it connects (httpcore's trace hook)
         self._lock = threading.Lock()
@@ -218,12 +233,21 @@ class _Stream:
                     self.items.put(("status", (response.status_code, _read_capped(response, MAX_ERROR_BYTES))))
                     return
                 for chunk in response.iter_raw():
-                    if self._stop.is_set():
+                    if not self._put(("bytes", chunk)):
                         return
-                    self.items.put(("bytes", chunk))
-            self.items.put(("end", None))
+            self._put(("end", None))
         except Exception as exc:  # handed to the inference thread, which decides what it means
-            self.items.put(("error", exc))
+            self._put(("error", exc))
+
+    def _put(self, item: tuple[str, Any]) -> bool:
+        """Hand ``item`` over, waiting while the queue is full; False once the reply was stopped."""
+        while not self._stop.is_set():
+            try:
+                self.items.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
 
     def _trace(self, event: str, info: dict[str, Any]) -> None:
         if event == "connection.connect_tcp.complete":
@@ -358,6 +382,7 @@ class _StreamReader:
         self.valid_events = 0
         self.bad_events = 0
         self.saw_done = False  # "data: [DONE]", or a choice with a finish reason: the reply is complete
+        self.events_without_text = 0
 
     def run(self, stream: _Stream, url: str) -> ReplyResult:
         done = False
@@ -425,8 +450,19 @@ class _StreamReader:
             self.valid_events += 1
             if isinstance(chunk.get("error"), (dict, str)):
                 raise self._broken(f"the server reported an error: {_server_message(json.dumps(chunk).encode())}")
+            text_before = self.length
             self._chunk(chunk)
+            self._idle_event(text_before)
         return False
+
+    def _idle_event(self, text_before: int) -> None:
+        """Counts events that carried no text; a server that sends only those forever is not answering."""
+        if self.length > text_before:
+            self.events_without_text = 0
+            return
+        self.events_without_text += 1
+        if self.events_without_text > MAX_EVENTS_WITHOUT_TEXT:
+            raise self._broken(f"the server sent more than {MAX_EVENTS_WITHOUT_TEXT:,} events in a row without text")
 
     def _chunk(self, chunk: dict[str, Any]) -> None:
         if isinstance(chunk.get("usage"), dict):
@@ -473,13 +509,12 @@ class _StreamReader:
             self._text("</think>")
         ended = time.perf_counter()
         first = self.first_token or ended
-        tokens = self.usage.get("completion_tokens")
-        completion = int(tokens) if isinstance(tokens, (int, float)) and tokens >= 0 else self.chunks
-        prompt_tokens = self.usage.get("prompt_tokens")
-        prompt = int(prompt_tokens) if isinstance(prompt_tokens, (int, float)) and prompt_tokens >= 0 else 0
-        rate = self.timings.get("predicted_per_second")
+        completion = _count(self.usage.get("completion_tokens"), self.chunks)
+        prompt = _count(self.usage.get("prompt_tokens"), 0)
+        rate: Any = self.timings.get("predicted_per_second")
         generating = max(ended - first, 1e-6)
-        speed = float(rate) if isinstance(rate, (int, float)) and rate > 0 else max(completion - 1, 0) / generating
+        measured = max(completion - 1, 0) / generating
+        speed = float(rate) if _finite(rate) and 0 < rate < MAX_TOKENS_PER_S else measured
         stats = GenerationStats(
             prompt_tokens=prompt, prompt_tokens_evaluated=prompt, completion_tokens=completion,
             ttft_s=first - self.started, prompt_tok_per_s=0.0, gen_tok_per_s=speed,

@@ -42,6 +42,9 @@ class Script:
     word_interval: float = 0.0  # wait this long between words (a slow server), or until the client leaves
     flood_chars: int = 0  # send this many characters of reply
     long_line_bytes: int = 0  # send one line this long, with no newline
+    unending_event_lines: int = 0  # send this many "data:" lines with no blank line between them
+    empty_deltas: int = 0  # send this many chunks with an empty delta before the words
+    usage_text: str | None = None  # the usage chunk's raw JSON (e.g. a count of 1e999)
 
 
 @dataclass
@@ -156,6 +159,16 @@ def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(b"data: " + b"x" * script.long_line_bytes)
                 self.wfile.flush()
                 return
+            if script.unending_event_lines:
+                line = b"data: " + json.dumps(self._delta(content="z" * 1000)).encode() + b"\n"
+                for _ in range(script.unending_event_lines):
+                    self.wfile.write(line)
+                self.wfile.flush()
+                return
+            if script.empty_deltas:
+                empty = b"data: " + json.dumps(self._delta()).encode() + b"\n\n"
+                for _ in range(script.empty_deltas // 100):
+                    self.wfile.write(empty * 100)
             if script.only_garbage:
                 for _ in range(5):
                     self.wfile.write(b"this is not an event stream\n\ndata: {not json}\n\n")
@@ -179,7 +192,10 @@ def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
             self._send(
                 {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
             )
-            if script.usage:
+            if script.usage_text is not None:
+                self.wfile.write(b'data: {"object": "chat.completion.chunk", "choices": [], "usage": '
+                                 + script.usage_text.encode() + b"}\n\n")  # fmt: skip
+            elif script.usage:
                 words = len(script.words)
                 counts = {"prompt_tokens": 7, "completion_tokens": words, "total_tokens": 7 + words}
                 self._send({"object": "chat.completion.chunk", "choices": [], "usage": counts})

@@ -205,6 +205,36 @@ def test_a_huge_reply_is_cut_and_a_huge_line_refused(worker, event_log, server):
     assert isinstance(failed, Failed) and "not a reply" in failed.message
 
 
+def test_an_event_that_never_ends_is_refused_not_buffered(worker, event_log, server):
+    """``data:`` lines with no blank line between them grew one event to 2 GiB of memory in 9 s."""
+    assert isinstance(load(worker, event_log, model_of(server)), ModelLoaded)
+    server.script.unending_event_lines = 20_000  # 20 MB in one event
+    failed, pieces = reply(worker, event_log)
+    assert isinstance(failed, Failed) and "event of more than 1024 KiB" in failed.message
+    assert pieces == []
+
+
+def test_endless_empty_deltas_end_the_reply_clearly(worker, event_log, server):
+    assert isinstance(load(worker, event_log, model_of(server)), ModelLoaded)
+    server.script.empty_deltas = 30_000
+    failed, _ = reply(worker, event_log)
+    assert isinstance(failed, Failed) and "events in a row without text" in failed.message
+    server.script.empty_deltas = 5_000  # many, but then words: a slow start, not a broken server
+    finished, _ = reply(worker, event_log)
+    assert isinstance(finished, Finished) and finished.text == "Hello from the server."
+
+
+@pytest.mark.parametrize("usage", ['{"completion_tokens": 1e999, "prompt_tokens": -1}', '{"completion_tokens": "5"}',
+                                   '{"completion_tokens": 1e308, "prompt_tokens": 1e20}'])  # fmt: skip
+def test_impossible_numbers_from_a_server_do_not_break_the_reply(worker, event_log, server, usage):
+    """``usage.completion_tokens: 1e999`` made the reply fail with an OverflowError."""
+    assert isinstance(load(worker, event_log, model_of(server)), ModelLoaded)
+    server.script.usage_text = usage
+    finished, _ = reply(worker, event_log)
+    assert isinstance(finished, Finished) and finished.text == "Hello from the server."
+    assert finished.stats.completion_tokens == 5 and finished.stats.prompt_tokens == 0  # counted here instead
+
+
 @pytest.mark.parametrize("phase", ["before the first token", "while streaming"])
 def test_stop_closes_the_stream_at_once(event_log, server, phase):
     worker = InferenceWorker(event_log, RemoteBackend(PATIENT)).start()
