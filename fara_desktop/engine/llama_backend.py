@@ -29,7 +29,15 @@ from fara_desktop.engine.kv_states import KVStateCache, common_prefix
 from fara_desktop.engine.llama_progress import load_progress
 from fara_desktop.engine.llama_state import cached_prefix, restore_sequence, snapshot_sequence, start_prefault
 from fara_desktop.engine.text_stream import TextStream
-from fara_desktop.engine.types import ChatMessage, GenerationStats, ModelInfo, ModelSource, RemoteModel, SamplingParams
+from fara_desktop.engine.types import (
+    ISOLATED,
+    ChatMessage,
+    GenerationStats,
+    ModelInfo,
+    ModelSource,
+    RemoteModel,
+    SamplingParams,
+)
 from fara_desktop.errors import FaraError
 from fara_desktop.machine.hardware import physical_cores, usable_cores
 from fara_desktop.machine.llama_build import load_ggml_cpu_library, route_llama_logs_to_logging
@@ -43,6 +51,7 @@ from fara_desktop.untrusted import one_line
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
+    from llama_cpp.llama_grammar import LlamaGrammar
 
 log = logging.getLogger(__name__)
 
@@ -377,12 +386,12 @@ class LlamaBackend:
     def _switch_kv(self, llm: Llama, conversation: Hashable | None, tokens: list[int]) -> None:
         """Keep the KV state of the conversation we leave; bring back the one we return to if it helps (or, for a
         conversation new to the cache, such as a branch, the one that shares most of its prompt)."""
-        if self._kv_owner is not None:
+        if self._kv_owner is not None and self._kv_owner is not ISOLATED:
             snapshot = snapshot_sequence(llm)
             if snapshot is not None:
                 self.kv_states.put(self._kv_owner, snapshot)
-        if conversation is None:
-            return  # a one-off request (the local API) reuses whatever prefix it shares, and is not kept
+        if conversation is None or conversation is ISOLATED:
+            return  # a one-off request reuses whatever prefix it shares (an isolated one none), and is not kept
         saved = self.kv_states.get(conversation) or self.kv_states.closest(tokens)
         if saved is None:
             return
@@ -406,9 +415,14 @@ class LlamaBackend:
         if conversation != self._kv_owner:  # a request of no conversation (the local API) also keeps the chat's
             self._switch_kv(llm, conversation, tokens)
         self._kv_owner = conversation
+        if conversation is ISOLATED:
+            # A local API client reads its whole prompt: reusing a prefix another client or a chat left in the
+            # context would tell it, by the time to the first token, what they had sent.
+            llm.reset()
         reused = cached_prefix(llm, tokens)
         max_tokens = sampling.max_tokens or info.n_ctx
-        stream = TextStream(prompt.rendered.stop)
+        stream = TextStream((*prompt.rendered.stop, *sampling.stop))
+        grammar = json_grammar(sampling.json_schema)
         vocab = llama_cpp.llama_model_get_vocab(llm.model)
         buffer = ctypes.create_string_buffer(_PIECE_BUFFER)
         if sampling.seed is not None:
@@ -433,6 +447,7 @@ class LlamaBackend:
             mirostat_tau=sampling.mirostat_tau,
             mirostat_eta=sampling.mirostat_eta,
             reset=True,
+            grammar=grammar,
         )
         try:
             for token in generator:
@@ -491,6 +506,20 @@ class LlamaBackend:
 
 def _never() -> bool:
     return False
+
+
+def json_grammar(schema: str | None) -> LlamaGrammar | None:
+    """llama.cpp's grammar for JSON output: any JSON object (``""``), or one that follows a JSON schema."""
+    if schema is None:
+        return None
+    from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar
+
+    try:
+        if not schema:
+            return LlamaGrammar.from_string(JSON_GBNF, verbose=False)
+        return LlamaGrammar.from_json_schema(schema, verbose=False)
+    except (ValueError, RuntimeError, KeyError, TypeError, RecursionError) as exc:
+        raise GenerationError(f"The JSON schema cannot be turned into a grammar: {one_line(str(exc), 200)}") from exc
 
 
 def _piece(llama_cpp: Any, vocab: Any, token: int, buffer: ctypes.Array[ctypes.c_char]) -> bytes:

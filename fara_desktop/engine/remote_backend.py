@@ -198,6 +198,13 @@ def request_fields(sampling: SamplingParams) -> dict[str, Any]:
         fields["max_tokens"] = sampling.max_tokens
     if sampling.seed is not None:
         fields["seed"] = sampling.seed
+    if sampling.stop:
+        fields["stop"] = list(sampling.stop)
+    if sampling.json_schema == "":
+        fields["response_format"] = {"type": "json_object"}
+    elif sampling.json_schema is not None:
+        schema = json.loads(sampling.json_schema)
+        fields["response_format"] = {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
     return fields
 
 

@@ -60,6 +60,21 @@ class SamplingParams:
     max_tokens: int | None = None
     # Test/benchmark knob: keep generating past end-of-turn tokens until max_tokens.
     ignore_eos: bool = False
+    stop: tuple[str, ...] = ()  # the reply ends before the first of these (never shown, even in part)
+    # JSON output, constrained by a grammar: None free text, "" any JSON object, else a JSON schema (as text)
+    json_schema: str | None = None
+
+
+class Isolated:
+    """The conversation of a request that must share no KV state with any other: a local API client's, whose time
+    to the first token would otherwise tell it what another client or a chat had sent."""
+
+    def __repr__(self) -> str:
+        return "ISOLATED"
+
+
+ISOLATED = Isolated()
+Conversation = int | Isolated | None  # None: a one-off request that may reuse whatever prefix it shares
 
 
 # ---------------------------------------------------------------- commands (GUI → worker)
@@ -77,7 +92,7 @@ class Generate:
     request_id: int
     messages: tuple[ChatMessage, ...]
     sampling: SamplingParams = field(default_factory=SamplingParams)
-    conversation: int | None = None  # lets the engine keep and restore this conversation's KV state
+    conversation: Conversation = None  # lets the engine keep and restore this conversation's KV state
     thinking: bool = True  # the chat's switch, for templates that can turn reasoning off
 
 

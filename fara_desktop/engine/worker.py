@@ -22,6 +22,7 @@ from fara_desktop.engine.types import (
     Cancelled,
     ChatMessage,
     Command,
+    Conversation,
     Event,
     Failed,
     Finished,
@@ -195,7 +196,7 @@ class InferenceWorker:
         self,
         messages: Sequence[ChatMessage],
         sampling: SamplingParams | None = None,
-        conversation: int | None = None,
+        conversation: Conversation = None,
         thinking: bool = True,
         on_event: EventSink | None = None,
     ) -> int:

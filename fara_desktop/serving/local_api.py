@@ -31,7 +31,9 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from fara_desktop.engine.types import (
+    ISOLATED,
     Cancelled,
+    Conversation,
     Event,
     Failed,
     Finished,
@@ -106,7 +108,7 @@ class RequestQueue(Protocol):
         self,
         messages: Any,
         sampling: SamplingParams | None = None,
-        conversation: int | None = None,
+        conversation: Conversation = None,
         thinking: bool = True,
         on_event: Callable[[Event], None] | None = None,
     ) -> int: ...
@@ -191,7 +193,8 @@ class LocalApi:
             with contextlib.suppress(RuntimeError):  # the server stopped while the request ran
                 loop.call_soon_threadsafe(events.put_nowait, event)
 
-        request_id = self.queue.generate(chat.messages, chat.sampling, None, True, deliver)
+        # ISOLATED: no KV state shared with another client or a chat (see ``engine.types.Isolated``)
+        request_id = self.queue.generate(chat.messages, chat.sampling, ISOLATED, True, deliver)
         self._activity(+1)
         name = f"chatcmpl-fara-{request_id}"
         if chat.stream:
@@ -200,7 +203,7 @@ class LocalApi:
                 media_type="text/event-stream",
                 headers={"Cache-Control": "no-cache"},
             )
-        return await self._complete(request, request_id, name, model_id(info), events)
+        return await self._complete(request, request_id, name, model_id(info), events, chat.wants_json)
 
     # ------------------------------------------------------------------ replies
 
@@ -232,7 +235,7 @@ class LocalApi:
             self._activity(-1)
 
     async def _complete(
-        self, request: Request, request_id: int, name: str, model: str, events: asyncio.Queue[Event]
+        self, request: Request, request_id: int, name: str, model: str, events: asyncio.Queue[Event], wants_json: bool
     ) -> Response:
         parts: list[str] = []
         reasoning: list[str] = []
@@ -249,6 +252,9 @@ class LocalApi:
                     (reasoning if event.reasoning else parts).append(event.text)
                 elif isinstance(event, Finished):
                     reason = "length" if event.finish_reason in ("length", "context") else "stop"
+                    if wants_json and reason == "stop" and not is_json(event.text):
+                        return JSONResponse(error_body("The model's reply is not valid JSON.", "server_error"),
+                                            status_code=500)  # fmt: skip
                     return JSONResponse(completion(name, model, event.text, event.reasoning, reason, event.stats))
                 elif isinstance(event, Cancelled):
                     return JSONResponse(completion(name, model, event.text, event.reasoning, "stop", event.stats))
@@ -288,6 +294,14 @@ class LocalApi:
             active = self._active
         if self.on_activity is not None:
             self.on_activity(active)
+
+
+def is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def _sse(data: dict[str, Any]) -> str:

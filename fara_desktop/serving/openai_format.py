@@ -6,6 +6,7 @@ several choices) is refused with a 400 that says so, rather than silently answer
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from dataclasses import dataclass
@@ -19,7 +20,9 @@ MAX_TOKENS = 32_768
 MAX_CHARS_PER_TOKEN = 16  # no tokenizer packs more text into one token: more than this can never fit the context
 ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
 HONOURED = {"model", "messages", "temperature", "top_p", "max_tokens", "max_completion_tokens", "seed", "stream",
-            "stream_options", "n", "user"}  # fmt: skip
+            "stream_options", "n", "user", "stop", "response_format"}  # fmt: skip
+MAX_STOPS = 4  # as OpenAI
+MAX_SCHEMA_BYTES = 64 * 1024
 # Sent by many clients with a value that asks for nothing: accepted only with that value.
 NEUTRAL = {"frequency_penalty": 0, "presence_penalty": 0, "logprobs": False, "parallel_tool_calls": True,
            "logit_bias": {}, "store": False}  # fmt: skip
@@ -37,6 +40,42 @@ class ChatRequest:
     sampling: SamplingParams
     stream: bool
     include_usage: bool
+
+    @property
+    def wants_json(self) -> bool:
+        return self.sampling.json_schema is not None
+
+
+def _stops(value: Any) -> tuple[str, ...]:
+    stops = [value] if isinstance(value, str) else value
+    if value is None:
+        return ()
+    if not isinstance(stops, list) or len(stops) > MAX_STOPS or not all(isinstance(s, str) for s in stops):
+        raise BadRequest(f"'stop' must be a string or a list of at most {MAX_STOPS} strings.")
+    if not all(0 < len(s) <= 200 for s in stops):
+        raise BadRequest("'stop': each string must hold 1 to 200 characters.")
+    return tuple(stops)
+
+
+def _json_schema(value: Any) -> str | None:
+    """``response_format`` as SamplingParams.json_schema: None (text), "" (any JSON object) or a schema."""
+    if value is None:
+        return None
+    kind = value.get("type") if isinstance(value, dict) else None
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        return ""
+    if kind == "json_schema":
+        spec = value.get("json_schema")
+        schema = spec.get("schema") if isinstance(spec, dict) else None
+        if not isinstance(schema, dict):
+            raise BadRequest("'response_format': a json_schema needs 'json_schema': {'schema': {...}}.")
+        text = json.dumps(schema)
+        if len(text) > MAX_SCHEMA_BYTES:
+            raise BadRequest(f"'response_format': the schema is larger than {MAX_SCHEMA_BYTES // 1024} KiB.")
+        return text
+    raise BadRequest("'response_format' must be of type text, json_object or json_schema.")
 
 
 def _number(body: dict[str, Any], key: str, low: float, high: float) -> float | None:
@@ -134,6 +173,7 @@ def parse_chat_request(body: Any, defaults: SamplingParams) -> ChatRequest:
         top_k=defaults.top_k, min_p=defaults.min_p, repeat_penalty=defaults.repeat_penalty,
         seed=seed if seed is not None else defaults.seed,
         max_tokens=limit if limit is not None else defaults.max_tokens,
+        stop=_stops(body.get("stop")), json_schema=_json_schema(body.get("response_format")),
     )  # fmt: skip
     stream = body.get("stream", False)
     if not isinstance(stream, bool):

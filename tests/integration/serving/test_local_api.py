@@ -4,6 +4,7 @@ that listening beyond this computer requires."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -11,7 +12,7 @@ import httpx
 import openai
 import pytest
 
-from fara_desktop.engine.types import ChatMessage, Finished, ModelLoaded, ModelLoadFailed, SamplingParams
+from fara_desktop.engine.types import ISOLATED, ChatMessage, Finished, ModelLoaded, ModelLoadFailed, SamplingParams
 from fara_desktop.engine.worker import InferenceWorker
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.serving.local_api import ApiKeyRequired, ApiServer, LocalApi
@@ -215,7 +216,8 @@ def test_time_to_first_token_added_by_the_local_api(served):
             if isinstance(event, Finished):
                 finished.set()
 
-        worker.generate(messages, SamplingParams(temperature=0.0, max_tokens=8), on_event=sink)
+        # Isolated as the API's requests are (each reads its whole prompt): like is compared with like.
+        worker.generate(messages, SamplingParams(temperature=0.0, max_tokens=8), ISOLATED, on_event=sink)
         assert finished.wait(60)
         return stamp[0] - started
 
@@ -238,3 +240,96 @@ def test_time_to_first_token_added_by_the_local_api(served):
     print(f"\ntime to first token: queue (GUI path) {statistics.median(queue_times) * 1000:.1f} ms, local API "
           f"{statistics.median(api_times) * 1000:.1f} ms: {added * 1000:.1f} ms added")  # fmt: skip
     assert added < 0.1
+
+
+@pytest.mark.real_model
+def test_stop_ends_the_reply_before_the_stop_string_streamed_or_not(served):
+    """``stop`` was ignored: the reply ran past it and ``finish_reason`` still said "stop"."""
+    server, _worker, _info = served
+    api = client(server)
+    question = [{"role": "user", "content": "Count from 1 to 10, separated by commas."}]
+    free = api.chat.completions.create(model="m", messages=question, temperature=0, max_tokens=48)
+    text = free.choices[0].message.content
+    words = text.split()
+    assert len(words) >= 4, text
+    stop = words[2]  # a string the free reply holds, not at its start
+    cut = text[: text.index(stop)]
+    stopped = api.chat.completions.create(model="m", messages=question, temperature=0, max_tokens=48, stop=[stop])
+    assert stopped.choices[0].message.content == cut and stopped.choices[0].finish_reason == "stop"
+    pieces = []
+    for chunk in api.chat.completions.create(model="m", messages=question, temperature=0, max_tokens=48,
+                                              stop=stop, stream=True):  # fmt: skip
+        if chunk.choices and chunk.choices[0].delta.content:
+            pieces.append(chunk.choices[0].delta.content)
+    assert "".join(pieces) == cut  # no part of the stop string ever reached the client
+
+
+@pytest.mark.real_model
+@pytest.mark.parametrize("stream", [False, True])
+def test_json_output_follows_the_schema(served, stream):
+    """``response_format`` was ignored and gave prose; now llama.cpp's grammar holds the model to the schema."""
+    server, _worker, _info = served
+    schema = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 24},
+              "sunny": {"type": "boolean"}}, "required": ["city", "sunny"], "additionalProperties": False}  # fmt: skip
+    response_format = {"type": "json_schema", "json_schema": {"name": "city", "schema": schema}}
+    options = {"model": "m", "temperature": 0, "max_tokens": 64, "response_format": response_format,
+               "messages": [{"role": "user", "content": "Name a sunny city, as JSON."}]}  # fmt: skip
+    if stream:
+        text = "".join(c.choices[0].delta.content or "" for c in client(server).chat.completions.create(
+            stream=True, **options) if c.choices)  # fmt: skip
+    else:
+        text = client(server).chat.completions.create(**options).choices[0].message.content
+    reply = json.loads(text)
+    assert set(reply) == {"city", "sunny"} and isinstance(reply["city"], str) and isinstance(reply["sunny"], bool)
+    anything = client(server).chat.completions.create(
+        model="m", temperature=0, max_tokens=64, response_format={"type": "json_object"},
+        messages=[{"role": "user", "content": "Describe a cat as JSON."}],
+    )  # fmt: skip
+    if anything.choices[0].finish_reason == "stop":
+        assert isinstance(json.loads(anything.choices[0].message.content), dict)
+
+
+@pytest.mark.real_model
+def test_a_client_cannot_tell_what_another_sent_from_the_cache(smollm2_path):
+    """Two clients shared the prompt cache: a right guess of another's prefix answered in 0.01 s, a wrong one in
+    23-30 s. Now every local API request reads its whole prompt (the GUI's chats keep theirs); measured as tokens
+    read, which is what the time follows."""
+    log = []
+    done = threading.Event()
+
+    def sink(event):
+        log.append(event)
+        if isinstance(event, (Finished, ModelLoaded, ModelLoadFailed)):
+            done.set()
+
+    worker = InferenceWorker(sink).start()
+    try:
+
+        def run(messages, conversation=None):
+            done.clear()
+            if conversation is None:  # as the local API sends it
+                worker.generate(messages, SamplingParams(temperature=0, max_tokens=2), ISOLATED, True, sink)
+            else:
+                worker.generate(messages, SamplingParams(temperature=0, max_tokens=2), conversation)
+            assert done.wait(120)
+            return log[-1]
+
+        done.clear()
+        worker.load_model(smollm2_path, PARAMS)
+        assert done.wait(60) and isinstance(log[-1], ModelLoaded)
+        secret = [ChatMessage("user", "My bank PIN is 4821 and my street is Rose Lane. " * 20)]
+        other = run(secret)  # one client's request (or a chat)
+        assert other.stats.prompt_tokens_evaluated == other.stats.prompt_tokens
+        right_guess = run(secret)
+        wrong_guess = run([ChatMessage("user", "My bank PIN is 9999 and my street is Elm Road. " * 20)])
+        assert right_guess.stats.prompt_tokens_evaluated == right_guess.stats.prompt_tokens
+        assert wrong_guess.stats.prompt_tokens_evaluated == wrong_guess.stats.prompt_tokens
+        chat = run(secret, conversation=7)  # the GUI's own chats still reuse their cache, turn after turn
+        again = run([*secret, ChatMessage("assistant", chat.text), ChatMessage("user", "Thanks")], conversation=7)
+        assert again.stats.prompt_tokens_evaluated < again.stats.prompt_tokens // 2
+        api_between = run(secret)
+        after = run([*secret, ChatMessage("assistant", chat.text), ChatMessage("user", "Thanks")], conversation=7)
+        assert api_between.stats.prompt_tokens_evaluated == api_between.stats.prompt_tokens
+        assert after.stats.prompt_tokens_evaluated < after.stats.prompt_tokens // 2  # restored after the API's turn
+    finally:
+        assert worker.shutdown(timeout=30)

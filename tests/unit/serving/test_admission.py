@@ -147,8 +147,10 @@ def test_requests_beyond_the_wait_queue_get_429_with_retry_after(serve):
     ("body", "reason"),
     [
         ({"messages": [{"role": "user", "content": "a\ud800b"}]}, "lone surrogate"),
-        ({**QUESTION, "stop": ["5"]}, "'stop'"),
-        ({**QUESTION, "response_format": {"type": "json_object"}, "logprobs": True}, "'logprobs', 'response_format'"),
+        ({**QUESTION, "logprobs": True, "top_logprobs": 2}, "'logprobs', 'top_logprobs'"),
+        ({**QUESTION, "stop": ["a", "b", "c", "d", "e"]}, "at most 4 strings"),
+        ({**QUESTION, "response_format": {"type": "xml"}}, "text, json_object or json_schema"),
+        ({**QUESTION, "response_format": {"type": "json_schema", "json_schema": {"name": "x"}}}, "needs"),
         ({"messages": [{"role": "user", "content": "x"}] * 1001}, "more than 1,000"),
         ({"messages": [{"role": "user", "content": "x" * (2048 * 16 + 1)}]}, "far more than the model's context"),
     ],
