@@ -11,19 +11,21 @@ import os
 import queue
 import signal
 import sys
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import FrameType
 
 from fara_desktop.api_keys import LOCAL_API, ApiKeyStore
+from fara_desktop.engine.embedder import Embedder
 from fara_desktop.engine.types import Event, ModelInfo, ModelLoaded, ModelLoadFailed
 from fara_desktop.engine.worker import InferenceWorker
 from fara_desktop.errors import FaraError
 from fara_desktop.models.load_record import LoadRecord
 from fara_desktop.paths import AppPaths
-from fara_desktop.planning.planner import decide_load, model_file, plan_startup
+from fara_desktop.planning.planner import StartupPlan, decide_load, model_file, plan_startup
 from fara_desktop.regular_files import read_regular_text
-from fara_desktop.serving.local_api import ApiServer, LocalApi
+from fara_desktop.serving.local_api import ApiServer, LocalApi, TextEmbedder
 from fara_desktop.settings import load_settings
 from fara_desktop.untrusted import printable
 
@@ -50,6 +52,21 @@ def serve_key(paths: AppPaths, given: str | None, key_file: Path | None, env: Ma
             raise FaraError(f"the API key file {key_file.name} must hold the key on one line")
         return key
     return env.get(KEY_ENV) or ApiKeyStore(paths.config).get(LOCAL_API)
+
+
+def lazy_embedder(plan: StartupPlan) -> Callable[[], TextEmbedder | None]:
+    """The embedding model the scan found (for /v1/embeddings), loaded on the first request that needs it."""
+    found = next((Path(m.path) for m in plan.scan.usable if m.metadata and m.metadata.embedding), None)
+    lock = threading.Lock()
+    loaded: list[Embedder] = []
+
+    def get() -> TextEmbedder | None:
+        with lock:
+            if not loaded and found is not None:
+                loaded.append(Embedder(found))  # a FaraError here is the request's 500, with the reason
+            return loaded[0] if loaded else None
+
+    return get
 
 
 def run_serve(
@@ -86,7 +103,7 @@ def run_serve(
             loaded = event.info
     info = loaded
     api = LocalApi(worker, lambda: info, settings.sampling.params, key,
-                   allowed_origins=settings.local_api.allowed_origins)  # fmt: skip
+                   allowed_origins=settings.local_api.allowed_origins, embedder=lazy_embedder(plan))  # fmt: skip
     try:
         server = ApiServer(api, host, port)
     except FaraError as exc:

@@ -12,6 +12,7 @@ Bound to 127.0.0.1 unless the user chooses another address, which then requires 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import ctypes
 import hmac
@@ -20,10 +21,12 @@ import logging
 import socket
 import sys
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
+import numpy as np
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
@@ -51,9 +54,11 @@ from fara_desktop.serving.openai_format import (
     ChatRequest,
     chunk,
     completion,
+    embeddings_body,
     error_body,
     model_id,
     parse_chat_request,
+    parse_embedding_request,
     too_long,
     usage,
 )
@@ -117,6 +122,21 @@ class ApiKeyRequired(FaraError):
     """The API was asked to listen beyond this computer without an API key."""
 
 
+class TextEmbedder(Protocol):
+    """What ``/v1/embeddings`` needs: the documents' embedding model (``engine.embedder.Embedder``)."""
+
+    name: str
+    path: Path
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+NO_EMBEDDER = (
+    "No embedding model is installed here. Put an embedding GGUF (bge, e5, all-MiniLM, nomic-embed) in a models "
+    "folder; it is found at the next start and used for documents and this endpoint."
+)
+
+
 class RequestQueue(Protocol):
     """What the API needs from the inference worker."""
 
@@ -148,6 +168,7 @@ class LocalApi:
     allowed_origins: tuple[str, ...] = ()
     relay_servers: tuple[str, ...] = ()
     max_pending: int = MAX_PENDING
+    embedder: Callable[[], TextEmbedder | None] = lambda: None  # loads it on first use: called off the event loop
 
     def __post_init__(self) -> None:
         self._active = 0
@@ -158,6 +179,7 @@ class LocalApi:
             routes=[
                 Route("/v1/models", self.models, methods=["GET"]),
                 Route("/v1/chat/completions", self.chat_completions, methods=["POST"]),
+                Route("/v1/embeddings", self.embeddings, methods=["POST"]),
             ],
             middleware=[
                 Middleware(AdmissionMiddleware, api=self),  # outermost: refused requests go no further
@@ -222,6 +244,33 @@ class LocalApi:
                 headers={"Cache-Control": "no-cache"},
             )
         return await self._complete(request, request_id, name, model_id(info), events, chat.wants_json)
+
+    async def embeddings(self, request: Request) -> Response:
+        """Vectors from the documents' embedding model, on a worker thread (the model and its lock are shared with
+        document indexing; the chat model's queue is not involved)."""
+        if (refused := self._refuse_key(request)) is not None:
+            return refused
+        if self._reading >= self.max_pending:
+            return self._busy()
+        self._reading += 1
+        try:
+            texts, as_base64 = parse_embedding_request(await self._json(request))
+            embedder = await asyncio.to_thread(self.embedder)
+            if embedder is None:
+                return JSONResponse(error_body(NO_EMBEDDER, "not_found_error"), status_code=404)
+            vectors = await asyncio.to_thread(embedder.embed, texts)
+        except BadRequest as exc:
+            return JSONResponse(error_body(str(exc)), status_code=400)
+        except FaraError as exc:
+            return JSONResponse(error_body(str(exc), "server_error"), status_code=500)
+        finally:
+            self._reading -= 1
+        model = "-".join(embedder.path.stem.split()) or "embedder"
+        rows = np.asarray(vectors, dtype="<f4")
+        encoded: list[list[float]] | list[str] = (
+            [base64.b64encode(row.tobytes()).decode("ascii") for row in rows] if as_base64 else rows.tolist()
+        )
+        return JSONResponse(embeddings_body(model, encoded))
 
     # ------------------------------------------------------------------ replies
 

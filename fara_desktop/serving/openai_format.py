@@ -210,3 +210,40 @@ def completion(
 
 def error_body(message: str, kind: str = "invalid_request_error") -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+
+
+MAX_EMBEDDING_INPUTS = 256
+MAX_EMBEDDING_CHARS = 32_768
+EMBEDDING_HONOURED = {"input", "model", "encoding_format", "user"}
+
+
+def parse_embedding_request(body: Any) -> tuple[list[str], bool]:
+    """The texts of an embeddings request and whether the vectors go back as base64 (what the ``openai`` client
+    asks for); token arrays, other encodings and ``dimensions`` are refused."""
+    if not isinstance(body, dict):
+        raise BadRequest("The request body must be a JSON object.")
+    unsupported = sorted(k for k, v in body.items() if k not in EMBEDDING_HONOURED and v is not None)
+    if unsupported:
+        raise BadRequest(f"Not supported by this server: {', '.join(repr(k[:40]) for k in unsupported[:20])}.")
+    if body.get("encoding_format") not in (None, "float", "base64"):
+        raise BadRequest("'encoding_format': only 'float' and 'base64' are supported.")
+    value = body.get("input")
+    texts = [value] if isinstance(value, str) else value
+    if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
+        raise BadRequest("'input' must be a string or a non-empty list of strings (token arrays are not supported).")
+    if len(texts) > MAX_EMBEDDING_INPUTS:
+        raise BadRequest(f"'input' has more than {MAX_EMBEDDING_INPUTS} texts.")
+    for number, text in enumerate(texts):
+        _content(text, f"input[{number}]")  # the Unicode check
+        if len(text) > MAX_EMBEDDING_CHARS:
+            raise BadRequest(f"input[{number}] is longer than {MAX_EMBEDDING_CHARS:,} characters.")
+    return texts, body.get("encoding_format") == "base64"
+
+
+def embeddings_body(model: str, vectors: list[list[float]] | list[str]) -> dict[str, Any]:
+    """``vectors``: lists of floats, or base64 strings of little-endian float32 (OpenAI's two encodings)."""
+    return {
+        "object": "list", "model": model,
+        "data": [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)],
+        "usage": {"prompt_tokens": 0, "total_tokens": 0},  # the embedder does not count them
+    }  # fmt: skip

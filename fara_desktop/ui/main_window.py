@@ -93,6 +93,7 @@ class MainWindow(QMainWindow):
         self.servers = ServersController(self, self.chat, self.api_keys)
         self.startup.remote_choice = self.servers.chosen_remote
         self.documents = DocumentsController(self, self, self.chat)
+        self.servers.embedder_source = self.documents.embedder
         self._connect()
         self.bridge.engine_event.connect(self._on_engine_event)
         # The signals tests, the smoke check and the benchmark wait on.

@@ -7,6 +7,7 @@ turned on in Settings.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 from PySide6.QtCore import QObject, Signal
@@ -16,7 +17,7 @@ from fara_desktop.api_keys import LOCAL_API, ApiKeyStore
 from fara_desktop.engine.remote_backend import is_local_host
 from fara_desktop.engine.types import ModelInfo, RemoteModel
 from fara_desktop.errors import FaraError
-from fara_desktop.serving.local_api import ApiServer, LocalApi
+from fara_desktop.serving.local_api import ApiServer, LocalApi, TextEmbedder
 from fara_desktop.settings import LocalApiSettings, RemoteChoice, Settings
 from fara_desktop.ui.controllers.chat_controller import ChatController
 
@@ -52,6 +53,8 @@ class ServersController(QObject):
         self.keys = keys
         self.api: ApiServer | None = None
         self._api_settings: LocalApiSettings | None = None
+        # the documents' embedding model, for /v1/embeddings (the window sets it; it locks and loads on first use)
+        self.embedder_source: Callable[[], TextEmbedder | None] = lambda: None
         self._warned: set[str] = set()
         self.apiActivity.connect(self._show_activity)
         chat.modelLoaded.connect(self._warn_if_unencrypted)
@@ -94,6 +97,7 @@ class ServersController(QObject):
             on_activity=self.apiActivity.emit,
             allowed_origins=settings.allowed_origins,
             relay_servers=settings.relay_servers,
+            embedder=lambda: self.embedder_source(),
         )
         try:
             self.api = ApiServer(api, settings.host, settings.port)

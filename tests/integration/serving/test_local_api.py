@@ -12,7 +12,15 @@ import httpx
 import openai
 import pytest
 
-from fara_desktop.engine.types import ISOLATED, ChatMessage, Finished, ModelLoaded, ModelLoadFailed, SamplingParams
+from fara_desktop.engine.types import (
+    ISOLATED,
+    ChatMessage,
+    Finished,
+    ModelInfo,
+    ModelLoaded,
+    ModelLoadFailed,
+    SamplingParams,
+)
 from fara_desktop.engine.worker import InferenceWorker
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.serving.local_api import ApiKeyRequired, ApiServer, LocalApi
@@ -333,3 +341,28 @@ def test_a_client_cannot_tell_what_another_sent_from_the_cache(smollm2_path):
         assert after.stats.prompt_tokens_evaluated < after.stats.prompt_tokens // 2  # restored after the API's turn
     finally:
         assert worker.shutdown(timeout=30)
+
+
+def test_embeddings_come_from_the_documents_embedding_model(tmp_path):
+    """/v1/embeddings answered 404 although the app holds an embedding model for documents."""
+    import numpy as np
+
+    from fara_desktop.engine.embedder import Embedder
+    from tests.helpers.gguf_factory import write_bert_embedder
+    from tests.helpers.scripted_queue import ScriptedQueue
+
+    embedder = Embedder(write_bert_embedder(tmp_path / "mini-embedder.gguf"), threads=1)
+    info = ModelInfo(tmp_path / "chat.gguf", "Chat", "llama", 2048, 2048, 2, 2, "f16", False, "gguf", 0.1, 1)
+    server = ApiServer(LocalApi(ScriptedQueue(), lambda: info, embedder=lambda: embedder))
+    server.start()
+    try:
+        api = client(server)
+        reply = api.embeddings.create(model="any", input=["the cat sat", "a dog"])
+        vectors = np.array([d.embedding for d in reply.data])
+        assert vectors.shape == (2, embedder.dimensions) and reply.model == "mini-embedder"
+        assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-3)
+        same = api.embeddings.create(model="any", input="the cat sat", encoding_format="float").data[0].embedding
+        assert np.allclose(same, vectors[0], atol=1e-4)  # the same vector as floats and as base64
+    finally:
+        server.stop()
+        embedder.close()

@@ -173,3 +173,13 @@ def test_models_have_stable_ids_without_spaces(serve):
     listed = httpx.get(f"{server.address}/models", timeout=10).json()["data"]
     assert [m["id"] for m in listed] == ["SmolLM2-135M-Instruct.Q4_1"]
     assert post(server).json()["model"] == "SmolLM2-135M-Instruct.Q4_1"
+
+
+def test_embeddings_without_an_embedding_model_say_how_to_get_one(serve):
+    server, _queue = serve()
+    reply = httpx.post(f"{server.address}/embeddings", json={"input": "hello", "model": "x"}, timeout=10)
+    assert reply.status_code == 404 and "embedding GGUF" in reply.json()["error"]["message"]
+    for body, reason in (({"input": [1, 2, 3]}, "token arrays"), ({"input": "x", "dimensions": 8}, "'dimensions'"),
+                         ({"input": "x", "encoding_format": "int8"}, "only 'float' and 'base64'")):  # fmt: skip
+        refused = httpx.post(f"{server.address}/embeddings", json=body, timeout=10)
+        assert refused.status_code == 400 and reason in refused.json()["error"]["message"]
