@@ -56,6 +56,10 @@ class Backend(Protocol):
         should_cancel: Callable[[], bool] | None = None,
         thinking: bool = True,
     ) -> PreparedPrompt: ...
+    def prepare_raw(self, text: str, reply_reserve: int) -> PreparedPrompt:
+        """``text`` as the prompt itself, without a chat template (control-token text stays text)."""
+        ...
+
     def reply(
         self,
         prompt: PreparedPrompt,

@@ -329,6 +329,16 @@ class LlamaBackend:
         quiet = self._control_text.neutralize
         return [ChatMessage(m.role, quiet(m.content), quiet(m.reasoning) if m.reasoning else "") for m in messages]
 
+    def prepare_raw(self, text: str, reply_reserve: int) -> PreparedPrompt:
+        llm, _, info = self._require()
+        tokens = llm.tokenize(text.encode("utf-8"), add_bos=True, special=False)
+        room = info.n_ctx - reply_reserve
+        if len(tokens) > room:
+            raise PromptTooLongError(
+                f"The prompt is {len(tokens):,} tokens; with room for the reply the context holds {room:,}."
+            )
+        return PreparedPrompt(tokens, RenderedPrompt(text, True, ()), 0, 1)
+
     def prepare(
         self,
         messages: Sequence[ChatMessage],

@@ -30,7 +30,7 @@ import httpx
 
 from fara_desktop.engine.backend import PreparedPrompt, ReplyResult
 from fara_desktop.engine.chat_format import RenderedPrompt
-from fara_desktop.engine.errors import ModelLoadError, NoModelLoadedError, RemoteServerError
+from fara_desktop.engine.errors import GenerationError, ModelLoadError, NoModelLoadedError, RemoteServerError
 from fara_desktop.engine.sse import SSEDecoder, SSELineTooLong
 from fara_desktop.engine.types import ChatMessage, GenerationStats, ModelInfo, ModelSource, RemoteModel, SamplingParams
 from fara_desktop.planning.params import LoadParams
@@ -339,6 +339,9 @@ class RemoteBackend:
         # The server applies its own template and context limits; the answer goes back, never the reasoning.
         turns = tuple(ChatMessage(m.role, m.content) for m in messages)
         return PreparedPrompt([], RenderedPrompt("", False, ()), 0, len(messages), turns)
+
+    def prepare_raw(self, text: str, reply_reserve: int) -> PreparedPrompt:
+        raise GenerationError("Completing raw text is done with a model on this computer, not relayed to a server.")
 
     def reply(
         self,

@@ -52,6 +52,9 @@ class RoutedBackend:
     ) -> PreparedPrompt:
         return self._active.prepare(messages, reply_reserve, should_cancel, thinking)
 
+    def prepare_raw(self, text: str, reply_reserve: int) -> PreparedPrompt:
+        return self._active.prepare_raw(text, reply_reserve)
+
     def reply(
         self,
         prompt: PreparedPrompt,

@@ -94,6 +94,7 @@ class Generate:
     sampling: SamplingParams = field(default_factory=SamplingParams)
     conversation: Conversation = None  # lets the engine keep and restore this conversation's KV state
     thinking: bool = True  # the chat's switch, for templates that can turn reasoning off
+    raw: bool = False  # the one message's text is the prompt itself, no chat template (the API's /v1/completions)
 
 
 @dataclass(frozen=True)

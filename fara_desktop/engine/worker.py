@@ -199,6 +199,7 @@ class InferenceWorker:
         conversation: Conversation = None,
         thinking: bool = True,
         on_event: EventSink | None = None,
+        raw: bool = False,
     ) -> int:
         """Queue a reply; its events go to ``on_event`` when given (a local API request), else to the worker's sink.
         Requests run one at a time in the order they were queued."""
@@ -207,7 +208,9 @@ class InferenceWorker:
             request_id = self._last_request_id
             if on_event is not None:
                 self._sinks[request_id] = on_event
-        self._commands.put(Generate(request_id, tuple(messages), sampling or SamplingParams(), conversation, thinking))
+        self._commands.put(
+            Generate(request_id, tuple(messages), sampling or SamplingParams(), conversation, thinking, raw)
+        )
         return request_id
 
     def cancel(self) -> None:
@@ -324,9 +327,11 @@ class InferenceWorker:
         try:
             info = self._backend.info
             n_ctx = info.n_ctx if info else 0
-            prompt = self._backend.prepare(
-                command.messages, reply_reserve(command.sampling, n_ctx), should_cancel, command.thinking
-            )
+            reserve = reply_reserve(command.sampling, n_ctx)
+            if command.raw:
+                prompt = self._backend.prepare_raw(command.messages[0].content, reserve)
+            else:
+                prompt = self._backend.prepare(command.messages, reserve, should_cancel, command.thinking)
             if prompt.dropped_messages:
                 self._emit(HistoryTrimmed(request_id, prompt.dropped_messages, prompt.kept_messages))
             if prompt.rendered.note:

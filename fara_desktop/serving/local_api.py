@@ -58,7 +58,10 @@ from fara_desktop.serving.openai_format import (
     error_body,
     model_id,
     parse_chat_request,
+    parse_completion_request,
     parse_embedding_request,
+    text_chunk,
+    text_completion,
     too_long,
     usage,
 )
@@ -147,6 +150,7 @@ class RequestQueue(Protocol):
         conversation: Conversation = None,
         thinking: bool = True,
         on_event: Callable[[Event], None] | None = None,
+        raw: bool = False,
     ) -> int: ...
     def cancel_request(self, request_id: int) -> None: ...
 
@@ -179,6 +183,7 @@ class LocalApi:
             routes=[
                 Route("/v1/models", self.models, methods=["GET"]),
                 Route("/v1/chat/completions", self.chat_completions, methods=["POST"]),
+                Route("/v1/completions", self.completions, methods=["POST"]),
                 Route("/v1/embeddings", self.embeddings, methods=["POST"]),
             ],
             middleware=[
@@ -202,13 +207,20 @@ class LocalApi:
         return JSONResponse({"object": "list", "data": data})
 
     async def chat_completions(self, request: Request) -> Response:
+        return await self._generate(request, parse_chat_request)
+
+    async def completions(self, request: Request) -> Response:
+        """The legacy text endpoint: the prompt as it is, without the chat template."""
+        return await self._generate(request, parse_completion_request)
+
+    async def _generate(self, request: Request, parse: Callable[[Any, SamplingParams], ChatRequest]) -> Response:
         if (refused := self._refuse_key(request)) is not None:
             return refused
         if self._reading >= self.max_pending:  # bodies being read are held in memory: bounded before reading
             return self._busy()
         self._reading += 1
         try:
-            chat = parse_chat_request(await self._json(request), self.sampling())
+            chat = parse(await self._json(request), self.sampling())
         except BadRequest as exc:
             return JSONResponse(error_body(str(exc)), status_code=400)
         finally:
@@ -234,16 +246,16 @@ class LocalApi:
                 loop.call_soon_threadsafe(events.put_nowait, event)
 
         # ISOLATED: no KV state shared with another client or a chat (see ``engine.types.Isolated``)
-        request_id = self.queue.generate(chat.messages, chat.sampling, ISOLATED, True, deliver)
+        request_id = self.queue.generate(chat.messages, chat.sampling, ISOLATED, True, deliver, raw=chat.raw)
         self._activity(+1)
-        name = f"chatcmpl-fara-{request_id}"
+        name = f"{'cmpl' if chat.raw else 'chatcmpl'}-fara-{request_id}"
         if chat.stream:
             return StreamingResponse(
                 self._stream(request_id, name, model_id(info), chat, events),
                 media_type="text/event-stream",
                 headers={"Cache-Control": "no-cache"},
             )
-        return await self._complete(request, request_id, name, model_id(info), events, chat.wants_json)
+        return await self._complete(request, request_id, name, model_id(info), events, chat)
 
     async def embeddings(self, request: Request) -> Response:
         """Vectors from the documents' embedding model, on a worker thread (the model and its lock are shared with
@@ -279,18 +291,24 @@ class LocalApi:
     ) -> AsyncIterator[str]:
         done = False
         try:
-            yield _sse(chunk(name, model, {"role": "assistant", "content": ""}))
+            if not chat.raw:
+                yield _sse(chunk(name, model, {"role": "assistant", "content": ""}))
             while not done:
                 event = await events.get()
                 if isinstance(event, TokenText):
-                    field = "reasoning_content" if event.reasoning else "content"
-                    yield _sse(chunk(name, model, {field: event.text}))
+                    if chat.raw:
+                        yield _sse(text_chunk(name, model, event.text))
+                    else:
+                        field = "reasoning_content" if event.reasoning else "content"
+                        yield _sse(chunk(name, model, {field: event.text}))
                 elif isinstance(event, (Finished, Cancelled)):
                     done = True
                     reason = event.finish_reason if isinstance(event, Finished) else "stop"
-                    yield _sse(chunk(name, model, {}, "length" if reason in ("length", "context") else "stop"))
+                    finish = "length" if reason in ("length", "context") else "stop"
+                    yield _sse(text_chunk(name, model, "", finish) if chat.raw else chunk(name, model, {}, finish))
                     if chat.include_usage:
-                        yield _sse({"id": name, "object": "chat.completion.chunk", "model": model, "choices": [],
+                        kind = "text_completion" if chat.raw else "chat.completion.chunk"
+                        yield _sse({"id": name, "object": kind, "model": model, "choices": [],
                                     "usage": usage(event.stats)})  # fmt: skip
                 elif isinstance(event, Failed):
                     done = True
@@ -302,7 +320,7 @@ class LocalApi:
             self._activity(-1)
 
     async def _complete(
-        self, request: Request, request_id: int, name: str, model: str, events: asyncio.Queue[Event], wants_json: bool
+        self, request: Request, request_id: int, name: str, model: str, events: asyncio.Queue[Event], chat: ChatRequest
     ) -> Response:
         parts: list[str] = []
         reasoning: list[str] = []
@@ -317,14 +335,15 @@ class LocalApi:
                     continue
                 if isinstance(event, TokenText):
                     (reasoning if event.reasoning else parts).append(event.text)
-                elif isinstance(event, Finished):
-                    reason = "length" if event.finish_reason in ("length", "context") else "stop"
-                    if wants_json and reason == "stop" and not is_json(event.text):
+                elif isinstance(event, (Finished, Cancelled)):
+                    ended = event.finish_reason if isinstance(event, Finished) else "stop"
+                    reason = "length" if ended in ("length", "context") else "stop"
+                    if chat.wants_json and reason == "stop" and not is_json(event.text):
                         return JSONResponse(error_body("The model's reply is not valid JSON.", "server_error"),
                                             status_code=500)  # fmt: skip
+                    if chat.raw:
+                        return JSONResponse(text_completion(name, model, event.text, reason, event.stats))
                     return JSONResponse(completion(name, model, event.text, event.reasoning, reason, event.stats))
-                elif isinstance(event, Cancelled):
-                    return JSONResponse(completion(name, model, event.text, event.reasoning, "stop", event.stats))
                 elif isinstance(event, Failed):
                     return JSONResponse(error_body(event.message, "server_error"), status_code=500)
         finally:

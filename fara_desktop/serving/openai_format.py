@@ -40,6 +40,7 @@ class ChatRequest:
     sampling: SamplingParams
     stream: bool
     include_usage: bool
+    raw: bool = False  # a /v1/completions request: the one message is the prompt, no chat template
 
     @property
     def wants_json(self) -> bool:
@@ -181,6 +182,51 @@ def parse_chat_request(body: Any, defaults: SamplingParams) -> ChatRequest:
     options = body.get("stream_options")
     include_usage = isinstance(options, dict) and options.get("include_usage") is True
     return ChatRequest(tuple(messages), sampling, stream, include_usage)
+
+
+COMPLETION_HONOURED = {"model", "prompt", "temperature", "top_p", "max_tokens", "seed", "stream", "stream_options",
+                       "n", "user", "stop", "echo", "best_of"}  # fmt: skip
+COMPLETION_DEFAULT_MAX_TOKENS = 16  # as OpenAI's legacy endpoint
+
+
+def parse_completion_request(body: Any, defaults: SamplingParams) -> ChatRequest:
+    """A /v1/completions request (the legacy text endpoint): one prompt, no chat template."""
+    if not isinstance(body, dict):
+        raise BadRequest("The request body must be a JSON object.")
+    unsupported = sorted(
+        key for key, value in body.items()
+        if key not in COMPLETION_HONOURED and value is not None and not (key in NEUTRAL and value == NEUTRAL[key])
+    )  # fmt: skip
+    if unsupported:
+        raise BadRequest(f"Not supported by this server: {', '.join(repr(k[:40]) for k in unsupported[:20])}.")
+    prompt = body.get("prompt")
+    if isinstance(prompt, list) and len(prompt) == 1:
+        prompt = prompt[0]
+    if not isinstance(prompt, str) or not prompt:
+        raise BadRequest("'prompt' must be one non-empty string (several prompts or token arrays are not supported).")
+    for key, honoured_value in (("n", 1), ("best_of", 1), ("echo", False)):
+        if body.get(key) not in (None, honoured_value):
+            raise BadRequest(f"'{key}': only {json.dumps(honoured_value)} is supported.")
+    limit = body.get("max_tokens", COMPLETION_DEFAULT_MAX_TOKENS)
+    chat = parse_chat_request(
+        {"messages": [{"role": "user", "content": prompt}], "max_tokens": limit,
+         **{k: body[k] for k in ("temperature", "top_p", "seed", "stream", "stream_options", "stop") if k in body}},
+        defaults,
+    )  # fmt: skip
+    return ChatRequest(chat.messages, chat.sampling, chat.stream, chat.include_usage, raw=True)
+
+
+def text_chunk(request_id: str, model: str, text: str, finish: str | None = None) -> dict[str, Any]:
+    return {
+        "id": request_id, "object": "text_completion", "created": int(time.time()), "model": model,
+        "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": finish}],
+    }  # fmt: skip
+
+
+def text_completion(
+    request_id: str, model: str, text: str, finish: str, stats: GenerationStats | None
+) -> dict[str, Any]:
+    return {**text_chunk(request_id, model, text, finish), "usage": usage(stats)}
 
 
 def usage(stats: GenerationStats | None) -> dict[str, int]:

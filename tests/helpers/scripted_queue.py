@@ -18,7 +18,8 @@ class ScriptedQueue:
         self.cancelled: list[int] = []
 
     def generate(self, messages: Any, sampling: SamplingParams | None = None, conversation: int | None = None,
-                 thinking: bool = True, on_event: Callable[[Event], None] | None = None) -> int:  # fmt: skip
+                 thinking: bool = True, on_event: Callable[[Event], None] | None = None,
+                 raw: bool = False) -> int:  # fmt: skip
         self.requests.append(messages)
         request_id = len(self.requests)
         assert on_event is not None

@@ -366,3 +366,24 @@ def test_embeddings_come_from_the_documents_embedding_model(tmp_path):
     finally:
         server.stop()
         embedder.close()
+
+
+@pytest.mark.real_model
+def test_completions_continue_the_prompt_itself_streamed_or_not(served):
+    """/v1/completions answered 404; now it continues the text as written, without the chat template."""
+    server, _worker, _info = served
+    with client(server) as api:
+        _complete_three_ways(api)
+
+
+def _complete_three_ways(api: openai.OpenAI) -> None:
+    prompt = "The three primary colours are red, yellow and"
+    whole = api.completions.create(model="m", prompt=prompt, temperature=0, max_tokens=8)
+    text = whole.choices[0].text
+    assert text.strip() and whole.usage.prompt_tokens < 20  # no template around it (a chat turn adds ~20 tokens)
+    streamed = "".join(c.choices[0].text for c in api.completions.create(
+        model="m", prompt=prompt, temperature=0, max_tokens=8, stream=True) if c.choices)  # fmt: skip
+    assert streamed == text
+    first_word = text.split()[0]
+    stopped = api.completions.create(model="m", prompt=prompt, temperature=0, max_tokens=8, stop=[first_word])
+    assert stopped.choices[0].text == text[: text.index(first_word)] and stopped.choices[0].finish_reason == "stop"

@@ -183,3 +183,27 @@ def test_embeddings_without_an_embedding_model_say_how_to_get_one(serve):
                          ({"input": "x", "encoding_format": "int8"}, "only 'float' and 'base64'")):  # fmt: skip
         refused = httpx.post(f"{server.address}/embeddings", json=body, timeout=10)
         assert refused.status_code == 400 and reason in refused.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ({"prompt": ["one", "two"]}, "one non-empty string"),
+        ({"prompt": [1, 2, 3]}, "one non-empty string"),
+        ({"prompt": "x", "echo": True}, "'echo'"),
+        ({"prompt": "x", "suffix": "y"}, "'suffix'"),
+        ({"prompt": "x", "logprobs": 3}, "'logprobs'"),
+    ],
+)
+def test_completions_refuse_what_they_cannot_honour(serve, body, reason):
+    server, queue = serve()
+    reply = httpx.post(f"{server.address}/completions", json=body, timeout=10)
+    assert reply.status_code == 400 and reason in reply.json()["error"]["message"]
+    assert queue.requests == []
+
+
+def test_completions_have_the_legacy_shape(serve):
+    server, _queue = serve()
+    reply = httpx.post(f"{server.address}/completions", json={"prompt": "Once upon a time"}, timeout=10).json()
+    assert reply["object"] == "text_completion" and reply["choices"][0]["text"] == "Hi"
+    assert reply["choices"][0]["finish_reason"] == "stop" and reply["id"].startswith("cmpl-")
