@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from fara_desktop.engine.chat_format import RenderedPrompt
-from fara_desktop.engine.types import ChatMessage, GenerationStats, ModelInfo, ModelSource, SamplingParams
+from fara_desktop.engine.types import ChatMessage, GenerationStats, ModelInfo, ModelSource, SamplingParams, TokenLogprob
 from fara_desktop.planning.params import LoadParams
 
 
@@ -33,6 +33,7 @@ class ReplyResult:
     text: str
     stats: GenerationStats
     finish_reason: Literal["stop", "length", "context", "cancelled"]
+    logprobs: tuple[TokenLogprob, ...] = ()
 
 
 class Backend(Protocol):

@@ -37,6 +37,7 @@ from fara_desktop.engine.types import (
     ModelSource,
     RemoteModel,
     SamplingParams,
+    TokenLogprob,
 )
 from fara_desktop.errors import FaraError
 from fara_desktop.machine.hardware import physical_cores, usable_cores
@@ -439,6 +440,7 @@ class LlamaBackend:
             llm.set_seed(sampling.seed)
 
         completion = 0
+        logprobs: list[TokenLogprob] = []
         finish: Literal["stop", "length", "context", "cancelled"] = "stop"
         started = time.perf_counter()
         first_token_at: float | None = None
@@ -472,7 +474,10 @@ class LlamaBackend:
                 if not sampling.ignore_eos and llama_cpp.llama_vocab_is_eog(vocab, token):
                     break
                 completion += 1
-                text = stream.feed(_piece(llama_cpp, vocab, token, buffer))
+                piece = _piece(llama_cpp, vocab, token, buffer)
+                if sampling.logprobs is not None:
+                    logprobs.append(token_logprob(llm, vocab, token, piece, sampling.logprobs))
+                text = stream.feed(piece)
                 if text:
                     on_text(text)
                 if stream.stopped:
@@ -511,7 +516,35 @@ class LlamaBackend:
             n_ctx=info.n_ctx,
             total_s=ended - started,
         )
-        return ReplyResult(stream.text, stats, finish)
+        return ReplyResult(stream.text, stats, finish, within(tuple(logprobs), len(stream.text.encode("utf-8"))))
+
+
+def token_logprob(llm: Llama, vocab: Any, token: int, piece: bytes, top: int) -> TokenLogprob:
+    """The sampled token's log probability under the model (its raw distribution, before temperature and the
+    other samplers) and the ``top`` likeliest tokens, from the logits llama.cpp computed for this step."""
+    import llama_cpp
+    import numpy as np
+
+    logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),))
+    shifted = logits.astype(np.float64) - float(logits.max())
+    log_probs = shifted - np.log(np.exp(shifted).sum())
+    best = np.argpartition(-log_probs, top)[:top] if top else np.array([], dtype=int)
+    best = best[np.argsort(-log_probs[best])]
+    buffer = ctypes.create_string_buffer(_PIECE_BUFFER)
+    alternatives = tuple((_piece(llama_cpp, vocab, int(t), buffer), float(log_probs[t])) for t in best)
+    return TokenLogprob(piece, float(log_probs[token]), alternatives)
+
+
+def within(logprobs: tuple[TokenLogprob, ...], length: int) -> tuple[TokenLogprob, ...]:
+    """The entries of the tokens whose bytes lie within the reply's first ``length`` bytes (a stop string cut the
+    rest, and it is never shown)."""
+    kept, used = [], 0
+    for entry in logprobs:
+        if used >= length:
+            break
+        kept.append(entry)
+        used += len(entry.token)
+    return tuple(kept)
 
 
 def _never() -> bool:

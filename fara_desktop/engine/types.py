@@ -63,6 +63,7 @@ class SamplingParams:
     stop: tuple[str, ...] = ()  # the reply ends before the first of these (never shown, even in part)
     # JSON output, constrained by a grammar: None free text, "" any JSON object, else a JSON schema (as text)
     json_schema: str | None = None
+    logprobs: int | None = None  # None: none; N: each token's log probability and the N likeliest (0 to 20)
 
 
 class Isolated:
@@ -143,6 +144,16 @@ class ModelInfo:
     @property
     def remote(self) -> bool:
         return self.server is not None
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """One generated token's text (bytes: a token may hold part of a character), its log probability under the
+    model, and the likeliest alternatives at that step."""
+
+    token: bytes
+    logprob: float
+    top: tuple[tuple[bytes, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -250,6 +261,7 @@ class Finished:
     stats: GenerationStats
     finish_reason: Literal["stop", "length", "context"]
     reasoning: str = ""
+    logprobs: tuple[TokenLogprob, ...] = ()  # when the request asked for them (the local API)
 
 
 @dataclass(frozen=True)

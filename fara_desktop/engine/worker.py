@@ -361,7 +361,7 @@ class InferenceWorker:
         if result.finish_reason == "cancelled":
             self._emit(Cancelled(request_id, answer, stats, reasoning.strip()))
         else:
-            self._emit(Finished(request_id, answer, stats, result.finish_reason, reasoning.strip()))
+            self._emit(Finished(request_id, answer, stats, result.finish_reason, reasoning.strip(), result.logprobs))
 
     def _report_unexpected(self, command: Command) -> None:
         message = "Something went wrong inside the engine; details are in the log file."

@@ -56,6 +56,7 @@ from fara_desktop.serving.openai_format import (
     completion,
     embeddings_body,
     error_body,
+    logprobs_body,
     model_id,
     parse_chat_request,
     parse_completion_request,
@@ -234,6 +235,9 @@ class LocalApi:
                 f"The chat uses a model of the server {info.server!r}; the local API relays to a server only when "
                 "you allow it for that server (local_api.relay_servers in settings.json).", "permission_error",
             ), status_code=403)  # fmt: skip
+        if info.server is not None and chat.sampling.logprobs is not None:
+            return JSONResponse(error_body("'logprobs' are given for a model on this computer, not a server's."),
+                                status_code=400)  # fmt: skip
         if (too_much := too_long(chat, info.n_ctx)) is not None:
             return JSONResponse(error_body(too_much, "invalid_request_error"), status_code=400)
         if self._active >= self.max_pending:  # on the event loop's thread: no race with the increment below
@@ -343,7 +347,11 @@ class LocalApi:
                                             status_code=500)  # fmt: skip
                     if chat.raw:
                         return JSONResponse(text_completion(name, model, event.text, reason, event.stats))
-                    return JSONResponse(completion(name, model, event.text, event.reasoning, reason, event.stats))
+                    scores = None
+                    if chat.sampling.logprobs is not None and isinstance(event, Finished):
+                        scores = logprobs_body(event.logprobs)
+                    return JSONResponse(completion(name, model, event.text, event.reasoning, reason, event.stats,
+                                                   scores))  # fmt: skip
                 elif isinstance(event, Failed):
                     return JSONResponse(error_body(event.message, "server_error"), status_code=500)
         finally:

@@ -9,10 +9,18 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
-from fara_desktop.engine.types import ChatMessage, GenerationStats, ModelInfo, RemoteModel, SamplingParams
+from fara_desktop.engine.types import (
+    ChatMessage,
+    GenerationStats,
+    ModelInfo,
+    RemoteModel,
+    SamplingParams,
+    TokenLogprob,
+)
 from fara_desktop.errors import FaraError
 
 MAX_MESSAGES = 1_000
@@ -20,8 +28,9 @@ MAX_TOKENS = 32_768
 MAX_CHARS_PER_TOKEN = 16  # no tokenizer packs more text into one token: more than this can never fit the context
 ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
 HONOURED = {"model", "messages", "temperature", "top_p", "max_tokens", "max_completion_tokens", "seed", "stream",
-            "stream_options", "n", "user", "stop", "response_format"}  # fmt: skip
+            "stream_options", "n", "user", "stop", "response_format", "logprobs", "top_logprobs"}  # fmt: skip
 MAX_STOPS = 4  # as OpenAI
+MAX_TOP_LOGPROBS = 20  # as OpenAI
 MAX_SCHEMA_BYTES = 64 * 1024
 # Sent by many clients with a value that asks for nothing: accepted only with that value.
 NEUTRAL = {"frequency_penalty": 0, "presence_penalty": 0, "logprobs": False, "parallel_tool_calls": True,
@@ -56,6 +65,32 @@ def _stops(value: Any) -> tuple[str, ...]:
     if not all(0 < len(s) <= 200 for s in stops):
         raise BadRequest("'stop': each string must hold 1 to 200 characters.")
     return tuple(stops)
+
+
+def _logprobs(body: dict[str, Any], stream: bool) -> int | None:
+    """SamplingParams.logprobs from ``logprobs`` and ``top_logprobs`` (None: not asked for)."""
+    wanted, top = body.get("logprobs"), body.get("top_logprobs")
+    if wanted not in (None, True, False):
+        raise BadRequest("'logprobs' must be true or false.")
+    if top is not None and (isinstance(top, bool) or not isinstance(top, int) or not 0 <= top <= MAX_TOP_LOGPROBS):
+        raise BadRequest(f"'top_logprobs' must be a whole number from 0 to {MAX_TOP_LOGPROBS}.")
+    if not wanted:
+        if top:
+            raise BadRequest("'top_logprobs' needs 'logprobs': true.")
+        return None
+    if stream:
+        raise BadRequest("'logprobs' are given with replies that are not streamed ('stream': false).")
+    return top or 0
+
+
+def logprobs_body(entries: Sequence[TokenLogprob]) -> dict[str, Any]:
+    """OpenAI's ``choices[0].logprobs`` of a chat completion."""
+
+    def one(token: bytes, logprob: float) -> dict[str, Any]:
+        return {"token": token.decode("utf-8", errors="replace"), "logprob": logprob, "bytes": list(token)}
+
+    return {"content": [{**one(e.token, e.logprob), "top_logprobs": [one(t, lp) for t, lp in e.top]}
+                        for e in entries], "refusal": None}  # fmt: skip
 
 
 def _json_schema(value: Any) -> str | None:
@@ -179,6 +214,7 @@ def parse_chat_request(body: Any, defaults: SamplingParams) -> ChatRequest:
     stream = body.get("stream", False)
     if not isinstance(stream, bool):
         raise BadRequest("'stream' must be true or false.")
+    sampling = replace(sampling, logprobs=_logprobs(body, stream))
     options = body.get("stream_options")
     include_usage = isinstance(options, dict) and options.get("include_usage") is True
     return ChatRequest(tuple(messages), sampling, stream, include_usage)
@@ -243,14 +279,16 @@ def chunk(request_id: str, model: str, delta: dict[str, Any], finish: str | None
 
 
 def completion(
-    request_id: str, model: str, text: str, reasoning: str, finish: str, stats: GenerationStats | None
-) -> dict[str, Any]:
+    request_id: str, model: str, text: str, reasoning: str, finish: str, stats: GenerationStats | None,
+    logprobs: dict[str, Any] | None = None,
+) -> dict[str, Any]:  # fmt: skip
     message: dict[str, Any] = {"role": "assistant", "content": text}
     if reasoning:
         message["reasoning_content"] = reasoning
     return {
         "id": request_id, "object": "chat.completion", "created": int(time.time()), "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage(stats),
+        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": logprobs}],
+        "usage": usage(stats),
     }  # fmt: skip
 
 

@@ -387,3 +387,23 @@ def _complete_three_ways(api: openai.OpenAI) -> None:
     first_word = text.split()[0]
     stopped = api.completions.create(model="m", prompt=prompt, temperature=0, max_tokens=8, stop=[first_word])
     assert stopped.choices[0].text == text[: text.index(first_word)] and stopped.choices[0].finish_reason == "stop"
+
+
+@pytest.mark.real_model
+def test_logprobs_give_each_tokens_probability_and_the_likeliest_others(served):
+    """``logprobs`` was ignored."""
+    server, _worker, _info = served
+    with client(server) as api:
+        reply = api.chat.completions.create(model="m", temperature=0, max_tokens=12, logprobs=True, top_logprobs=3,
+                                            messages=[{"role": "user", "content": "Name three fruits."}])  # fmt: skip
+    choice = reply.choices[0]
+    entries = choice.logprobs.content
+    assert 0 < len(entries) <= reply.usage.completion_tokens
+    assert (
+        b"".join(bytes(e.bytes) for e in entries).decode("utf-8", errors="replace").strip()
+        == choice.message.content.strip()
+    )
+    for entry in entries:
+        assert entry.logprob <= 0 and len(entry.top_logprobs) == 3
+        tops = [t.logprob for t in entry.top_logprobs]
+        assert tops == sorted(tops, reverse=True) and entry.logprob <= tops[0] + 1e-6

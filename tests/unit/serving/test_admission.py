@@ -147,7 +147,10 @@ def test_requests_beyond_the_wait_queue_get_429_with_retry_after(serve):
     ("body", "reason"),
     [
         ({"messages": [{"role": "user", "content": "a\ud800b"}]}, "lone surrogate"),
-        ({**QUESTION, "logprobs": True, "top_logprobs": 2}, "'logprobs', 'top_logprobs'"),
+        ({**QUESTION, "logprobs": True, "stream": True}, "not streamed"),
+        ({**QUESTION, "logprobs": True, "top_logprobs": 21}, "from 0 to 20"),
+        ({**QUESTION, "top_logprobs": 2}, "needs 'logprobs': true"),
+        ({**QUESTION, "tools": [{"type": "function"}], "logit_bias": {"5": 1}}, "not supported"),
         ({**QUESTION, "stop": ["a", "b", "c", "d", "e"]}, "at most 4 strings"),
         ({**QUESTION, "response_format": {"type": "xml"}}, "text, json_object or json_schema"),
         ({**QUESTION, "response_format": {"type": "json_schema", "json_schema": {"name": "x"}}}, "needs"),
