@@ -218,7 +218,7 @@ def settings_has(servers: list[ServerEntry], name: str) -> bool:
 
 def _short_strings(value: Any, prefixes: tuple[str, ...] = ("",)) -> tuple[str, ...]:
     """A list of short, printable strings from the file (at most 50; anything else is dropped)."""
-    items = value if isinstance(value, list) else []
+    items = value if isinstance(value, (list, tuple)) else []
     kept = [v for v in items if isinstance(v, str) and 0 < len(v) <= 200 and v.isprintable() and v.startswith(prefixes)]
     return tuple(dict.fromkeys(kept))[:50]
 

@@ -53,7 +53,7 @@ def admit(
         return Refusal(
             403,
             "Requests from web pages are refused. To let a page use the local API, add its origin to the allowed "
-            "origins (local_api.allowed_origins in settings.json).",
+            "origins (Settings ▸ Servers ▸ Local API ▸ Web pages allowed).",
         )
     if method == "POST":
         media = headers.get("content-type", "").split(";", 1)[0].strip().lower()

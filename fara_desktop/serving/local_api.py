@@ -233,7 +233,7 @@ class LocalApi:
         if info.server is not None and info.server not in self.relay_servers:
             return JSONResponse(error_body(
                 f"The chat uses a model of the server {info.server!r}; the local API relays to a server only when "
-                "you allow it for that server (local_api.relay_servers in settings.json).", "permission_error",
+                "you allow it (Settings ▸ Servers ▸ Local API ▸ May relay to servers).", "permission_error",
             ), status_code=403)  # fmt: skip
         if info.server is not None and chat.sampling.logprobs is not None:
             return JSONResponse(error_body("'logprobs' are given for a model on this computer, not a server's."),

@@ -200,6 +200,18 @@ class ServersPage(QWidget):
         self.api_key = QLineEdit()
         self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
         self.api_key.setPlaceholderText("key stored" if self.keys.get(LOCAL_API) else "needed beyond this computer")
+        self.api_origins = QLineEdit(", ".join(api.allowed_origins))
+        self.api_origins.setPlaceholderText("none (web pages cannot use it)")
+        self.api_origins.setToolTip(
+            "Web pages allowed to use the local API, e.g. http://localhost:3000 (comma-separated). Any other page "
+            "open in your browser is refused."
+        )
+        self.api_relay = QLineEdit(", ".join(api.relay_servers))
+        self.api_relay.setPlaceholderText("none")
+        self.api_relay.setToolTip(
+            "Servers (by the names above) whose models the local API may use when the chat uses one; their API "
+            "keys are then spent by the apps that call the local API (comma-separated)."
+        )
         self.api_note = plain_label()
         self.api_note.setWordWrap(True)
         self.api_host.textChanged.connect(lambda _t: self._api_note())
@@ -208,6 +220,8 @@ class ServersPage(QWidget):
         form.addRow("Address", self.api_host)
         form.addRow("Port", self.api_port)
         form.addRow("API key", self.api_key)
+        form.addRow("Web pages allowed", self.api_origins)
+        form.addRow("May relay to servers", self.api_relay)
         form.addRow(self.api_note)
         self._api_note()
         return group
@@ -224,7 +238,14 @@ class ServersPage(QWidget):
 
     def api_settings(self) -> LocalApiSettings:
         host = self.api_host.text().strip() or "127.0.0.1"
-        return LocalApiSettings(self.api_enabled.isChecked(), host[:255], self.api_port.value())
+        origins = [o.strip().rstrip("/") for o in self.api_origins.text().split(",")]
+        names = {s.name for s in self.servers}
+        relay = [n.strip() for n in self.api_relay.text().split(",")]
+        return LocalApiSettings(
+            self.api_enabled.isChecked(), host[:255], self.api_port.value(),
+            allowed_origins=tuple(dict.fromkeys(o for o in origins if o.startswith(("http://", "https://")))),
+            relay_servers=tuple(dict.fromkeys(n for n in relay if n in names)),
+        )  # fmt: skip
 
     def api_key_change(self) -> str | None:
         """A new key for the local API typed here, or None when the field was left empty (keep the stored one)."""

@@ -14,6 +14,16 @@ import pytest
 from tests.helpers.openai_servers import LlamaCppServer
 
 
+def end(process: subprocess.Popen[str]) -> None:
+    """The server process never outlives its test, and its pipes are closed."""
+    if process.poll() is None:
+        process.kill()
+        process.wait(10)
+    for stream in (process.stdout, process.stderr):
+        if stream is not None:
+            stream.close()
+
+
 @pytest.mark.real_model
 def test_serve_prints_its_address_first_answers_the_openai_client_and_stops_on_sigterm(fara_home, smollm2_path):
     env = {**os.environ, "FARA_HOME": str(fara_home), "PYTHONUNBUFFERED": "1"}
@@ -35,12 +45,7 @@ def test_serve_prints_its_address_first_answers_the_openai_client_and_stops_on_s
         process.send_signal(signal.SIGTERM)
         assert process.wait(30) == 0
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
-        for stream in (process.stdout, process.stderr):
-            if stream is not None:
-                stream.close()
+        end(process)
 
 
 @pytest.mark.real_model
@@ -72,12 +77,7 @@ def _serve_with_key(env: dict[str, str], *args: str) -> tuple[int, str, list[int
         code = process.wait(30)
         return code, process.stderr.read(), statuses  # type: ignore[union-attr]
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
-        for stream in (process.stdout, process.stderr):
-            if stream is not None:
-                stream.close()
+        end(process)
 
 
 @pytest.mark.real_model

@@ -47,6 +47,16 @@ def post(server: ApiServer, body: Any = QUESTION, **headers: str) -> httpx.Respo
                       headers={"content-type": "application/json", **headers})  # fmt: skip
 
 
+def preflight_from(server: ApiServer, page: str) -> httpx.Response:
+    """The CORS preflight a browser sends before a page's JSON POST."""
+    headers = {
+        "origin": page,
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "content-type",
+    }
+    return httpx.options(f"{server.address}/chat/completions", timeout=10, headers=headers)
+
+
 def test_programs_on_this_computer_get_answers(serve):
     server, queue = serve()
     for host in (f"127.0.0.1:{server.port}", f"localhost:{server.port}"):
@@ -75,15 +85,7 @@ def test_a_web_page_cannot_use_it_simple_or_preflighted(serve):
     assert simple.status_code == 403 and "access-control-allow-origin" not in simple.headers
     as_json = post(server, origin=page)
     assert as_json.status_code == 403
-    preflight = httpx.options(
-        f"{server.address}/chat/completions",
-        timeout=10,
-        headers={
-            "origin": page,
-            "access-control-request-method": "POST",
-            "access-control-request-headers": "content-type",
-        },
-    )
+    preflight = preflight_from(server, page)
     assert preflight.status_code == 403 and "access-control-allow-origin" not in preflight.headers
     assert queue.requests == []
 
@@ -99,15 +101,7 @@ def test_a_body_that_is_not_declared_json_is_refused(serve):
 def test_an_origin_the_user_allowed_gets_cors_answers(serve):
     page = "http://localhost:3000"
     server, _queue = serve(allowed_origins=(page,))
-    preflight = httpx.options(
-        f"{server.address}/chat/completions",
-        timeout=10,
-        headers={
-            "origin": page,
-            "access-control-request-method": "POST",
-            "access-control-request-headers": "content-type",
-        },
-    )
+    preflight = preflight_from(server, page)
     assert preflight.status_code == 200 and preflight.headers["access-control-allow-origin"] == page
     reply = post(server, origin=page)
     assert reply.status_code == 200 and reply.headers["access-control-allow-origin"] == page

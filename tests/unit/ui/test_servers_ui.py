@@ -99,3 +99,24 @@ def test_the_window_shows_the_local_api_and_a_request_that_waits_its_turn(qtbot)
     win.servers.apply_api_settings(LocalApiSettings(enabled=False))
     assert not win.api_label.isVisibleTo(win)
     win.close()
+
+
+def test_the_servers_page_edits_which_pages_and_servers_the_local_api_admits(qtbot):
+    """The local API's allowed web pages and relay servers are set on the page, kept when the dialog saves, and
+    anything that is not an http(s) origin or a known server is dropped."""
+    from fara_desktop.api_keys import ApiKeyStore
+    from fara_desktop.settings import ServerEntry, Settings
+    from fara_desktop.ui.dialogs.servers_page import ServersPage
+
+    settings = Settings(servers=[ServerEntry("cloud", "https://api.example/v1")],
+                        local_api=LocalApiSettings(allowed_origins=("http://localhost:3000",)))  # fmt: skip
+    page = ServersPage(settings, ApiKeyStore(app_paths().ensure().config))
+    qtbot.addWidget(page)
+    assert page.api_settings().allowed_origins == ("http://localhost:3000",)  # nothing is lost on OK
+    page.api_origins.setText("http://localhost:3000/, javascript:alert(1), https://notes.example")
+    page.api_relay.setText("cloud, nowhere")
+    edited = page.api_settings()
+    assert edited.allowed_origins == ("http://localhost:3000", "https://notes.example")
+    assert edited.relay_servers == ("cloud",)
+    saved = json.loads(json.dumps({**settings.to_json(), "local_api": edited.__dict__}))  # as settings.json holds it
+    assert Settings.from_json(saved).local_api == edited
