@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from typing import Any
 
 import httpx
 import openai
@@ -254,7 +255,11 @@ def test_time_to_first_token_added_by_the_local_api(served):
 def test_stop_ends_the_reply_before_the_stop_string_streamed_or_not(served):
     """``stop`` was ignored: the reply ran past it and ``finish_reason`` still said "stop"."""
     server, _worker, _info = served
-    api = client(server)
+    with client(server) as api:
+        _stop_three_ways(api)
+
+
+def _stop_three_ways(api: openai.OpenAI) -> None:
     question = [{"role": "user", "content": "Count from 1 to 10, separated by commas."}]
     free = api.chat.completions.create(model="m", messages=question, temperature=0, max_tokens=48)
     text = free.choices[0].message.content
@@ -282,14 +287,19 @@ def test_json_output_follows_the_schema(served, stream):
     response_format = {"type": "json_schema", "json_schema": {"name": "city", "schema": schema}}
     options = {"model": "m", "temperature": 0, "max_tokens": 64, "response_format": response_format,
                "messages": [{"role": "user", "content": "Name a sunny city, as JSON."}]}  # fmt: skip
+    with client(server) as api:
+        _json_two_ways(api, options, stream)
+
+
+def _json_two_ways(api: openai.OpenAI, options: dict, stream: bool) -> None:
     if stream:
-        text = "".join(c.choices[0].delta.content or "" for c in client(server).chat.completions.create(
+        text = "".join(c.choices[0].delta.content or "" for c in api.chat.completions.create(
             stream=True, **options) if c.choices)  # fmt: skip
     else:
-        text = client(server).chat.completions.create(**options).choices[0].message.content
+        text = api.chat.completions.create(**options).choices[0].message.content
     reply = json.loads(text)
     assert set(reply) == {"city", "sunny"} and isinstance(reply["city"], str) and isinstance(reply["sunny"], bool)
-    anything = client(server).chat.completions.create(
+    anything = api.chat.completions.create(
         model="m", temperature=0, max_tokens=64, response_format={"type": "json_object"},
         messages=[{"role": "user", "content": "Describe a cat as JSON."}],
     )  # fmt: skip
@@ -345,8 +355,6 @@ def test_a_client_cannot_tell_what_another_sent_from_the_cache(smollm2_path):
 
 def test_embeddings_come_from_the_documents_embedding_model(tmp_path):
     """/v1/embeddings answered 404 although the app holds an embedding model for documents."""
-    import numpy as np
-
     from fara_desktop.engine.embedder import Embedder
     from tests.helpers.gguf_factory import write_bert_embedder
     from tests.helpers.scripted_queue import ScriptedQueue
@@ -356,16 +364,22 @@ def test_embeddings_come_from_the_documents_embedding_model(tmp_path):
     server = ApiServer(LocalApi(ScriptedQueue(), lambda: info, embedder=lambda: embedder))
     server.start()
     try:
-        api = client(server)
-        reply = api.embeddings.create(model="any", input=["the cat sat", "a dog"])
-        vectors = np.array([d.embedding for d in reply.data])
-        assert vectors.shape == (2, embedder.dimensions) and reply.model == "mini-embedder"
-        assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-3)
-        same = api.embeddings.create(model="any", input="the cat sat", encoding_format="float").data[0].embedding
-        assert np.allclose(same, vectors[0], atol=1e-4)  # the same vector as floats and as base64
+        with client(server) as api:
+            _embed_two_ways(api, embedder)
     finally:
         server.stop()
         embedder.close()
+
+
+def _embed_two_ways(api: openai.OpenAI, embedder: Any) -> None:
+    import numpy as np
+
+    reply = api.embeddings.create(model="any", input=["the cat sat", "a dog"])
+    vectors = np.array([d.embedding for d in reply.data])
+    assert vectors.shape == (2, embedder.dimensions) and reply.model == "mini-embedder"
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-3)
+    same = api.embeddings.create(model="any", input="the cat sat", encoding_format="float").data[0].embedding
+    assert np.allclose(same, vectors[0], atol=1e-4)  # the same vector as floats and as base64
 
 
 @pytest.mark.real_model
