@@ -133,7 +133,7 @@ def test_the_installed_app_imports_a_chatgpt_export(installed_app: InstalledApp,
 
 @pytest.mark.skipif(shutil.which("xdotool") is None, reason="xdotool is not installed (.ci/run installs it)")
 def test_the_installed_app_answers_a_question_typed_into_its_x11_window(installed_app: InstalledApp, tmp_path: Path):
-    from tests.integration.ui.test_x11_launch import QUESTION, rows, run_once, wait_until, xdotool
+    from tests.integration.ui.test_x11_launch import QUESTION, ask_and_wait, rows, run_once
 
     if os.environ.get("QT_QPA_PLATFORM") != "xcb" or not os.environ.get("DISPLAY"):
         pytest.skip("needs the Xvfb screen pytest-xvfb starts (.ci/run installs Xvfb)")
@@ -141,15 +141,6 @@ def test_the_installed_app_answers_a_question_typed_into_its_x11_window(installe
     database = Path(env["FARA_HOME"]) / "data" / "conversations.sqlite3"
     messages = "SELECT role, content, status FROM messages ORDER BY position"
 
-    def ask() -> None:
-        xdotool("type", "--delay", "15", QUESTION)
-        xdotool("key", "Return")
-        finished = wait_until(
-            lambda: [r for r in rows(database, messages) if r[0] == "assistant" and r[2] == "complete"],
-            timeout=240,
-            what="the reply to be written",
-        )
-        assert finished[0][1].strip()
-
-    run_once(env, tmp_path / "stderr.txt", ask, tmp_path / "installed-x11.png", [str(installed_app.command)])
+    run_once(env, tmp_path / "stderr.txt", lambda: ask_and_wait(database), tmp_path / "installed-x11.png",
+             [str(installed_app.command)])  # fmt: skip
     assert rows(database, messages)[0][:2] == ("user", QUESTION)

@@ -82,22 +82,25 @@ def rows(database: Path, query: str) -> list[tuple[object, ...]]:
         return db.execute(query).fetchall()
 
 
+def ask_and_wait(database: Path) -> None:
+    """Type the question with real key events, press Enter, and wait until the reply is saved complete."""
+    xdotool("type", "--delay", "15", QUESTION)
+    xdotool("key", "Return")
+    query = "SELECT role, content, status FROM messages ORDER BY position"
+    finished = wait_until(
+        lambda: [r for r in rows(database, query) if r[0] == "assistant" and r[2] == "complete"],
+        timeout=240,
+        what="the reply to be written",
+    )
+    assert finished[0][1].strip()
+
+
 def test_launch_type_quit_and_find_the_chat_again(x11_env: dict[str, str], tmp_path: Path):
     database = Path(x11_env["FARA_HOME"]) / "data" / "conversations.sqlite3"
     messages = "SELECT role, content, status, created_at FROM messages ORDER BY position"
     log = tmp_path / "stderr.txt"
 
-    def ask() -> None:
-        xdotool("type", "--delay", "15", QUESTION)
-        xdotool("key", "Return")
-        finished = wait_until(
-            lambda: [r for r in rows(database, messages) if r[0] == "assistant" and r[2] == "complete"],
-            timeout=240,
-            what="the reply to be written",
-        )
-        assert finished[0][1].strip()
-
-    run_once(x11_env, log, ask, tmp_path / "x11-reply.png")
+    run_once(x11_env, log, lambda: ask_and_wait(database), tmp_path / "x11-reply.png")
     before = rows(database, messages)
     assert before[0][:2] == ("user", QUESTION)
     run_once(x11_env, log, lambda: None, tmp_path / "x11-relaunched.png")
