@@ -6,6 +6,7 @@ Each branch imports what it needs when it runs, so `fara-desktop models` never l
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import sys
 from pathlib import Path
@@ -16,6 +17,9 @@ from fara_desktop.paths import app_paths
 
 
 def main(argv: list[str] | None = None) -> int:
+    # The document reader's sandbox is a child process started by multiprocessing; a frozen build must let the
+    # child run it instead of opening another window.
+    multiprocessing.freeze_support()
     # A windowed build on Windows (console=False) has no standard streams; printing must not crash it.
     if sys.stdout is None:
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115

@@ -7,6 +7,7 @@ not a regular file, and reads at most a stated number of bytes.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -16,10 +17,24 @@ class NotARegularFileError(OSError):
     """The path exists but is a pipe, device, socket or folder, or is larger than the caller allows."""
 
 
-def open_regular(path: Path | str) -> int:
-    """A read-only descriptor for ``path`` if it is a regular file (O_NONBLOCK: a FIFO does not wait)."""
+class LinkRefusedError(NotARegularFileError):
+    """The path is a symbolic link where a file was listed (it was swapped for one after it was listed)."""
+
+
+def open_regular(path: Path | str, follow_links: bool = True) -> int:
+    """A read-only descriptor for ``path`` if it is a regular file (O_NONBLOCK: a FIFO does not wait).
+    ``follow_links=False``: a symbolic link is refused (``O_NOFOLLOW``) rather than followed somewhere else."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
-    fd = os.open(path, flags)
+    if not follow_links:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+        if not hasattr(os, "O_NOFOLLOW") and os.path.islink(path):  # Windows: checked, not atomic
+            raise LinkRefusedError(f"{Path(path).name} is a link")
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if not follow_links and exc.errno == errno.ELOOP:
+            raise LinkRefusedError(f"{Path(path).name} is a link") from exc
+        raise
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise NotARegularFileError(f"{Path(path).name} is not a regular file (a pipe, device or socket)")

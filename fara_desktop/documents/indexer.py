@@ -12,15 +12,33 @@ import contextlib
 import hashlib
 import logging
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fara_desktop.documents.extract import UnreadableFile, sections, supported
+from fara_desktop.documents.extract import (
+    MAX_PARSED_BYTES,
+    MB,
+    UnreadableFile,
+    read_document,
+    size_limit,
+    supported,
+    text_budget,
+)
 from fara_desktop.documents.index import DocumentIndex, FileRecord
-from fara_desktop.documents.passages import passages
+from fara_desktop.documents.passages import Passage
+from fara_desktop.regular_files import LinkRefusedError, NotARegularFileError, open_regular
+from fara_desktop.sandbox import (
+    Budget,
+    BudgetExceededError,
+    Sandbox,
+    SandboxFailedError,
+    SandboxStoppedError,
+    allowed_classes,
+)
 
 log = logging.getLogger(__name__)
 
@@ -68,28 +86,51 @@ def lower_this_threads_priority() -> None:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
 
 
-def candidate_files(roots: Sequence[Path]) -> Iterator[Path]:
-    """Regular files under ``roots`` that a parser reads (a FIFO or a device is never opened; hidden folders,
-    version control and virtual environments are skipped; symlinks are not followed out of a folder)."""
+def candidate_files(roots: Sequence[Path]) -> Iterator[tuple[Path, os.stat_result]]:
+    """Regular files under ``roots`` that a parser reads, with what ``lstat`` found when they were listed (a FIFO,
+    a device or a link is never listed; hidden folders, version control and virtual environments are skipped)."""
     for root in roots:
         if root.is_file():
             if supported(root):
-                yield root
+                with contextlib.suppress(OSError):
+                    yield root, root.stat()  # a file the user chose (a link they chose is followed)
             continue
         for folder, dirs, files in os.walk(root, followlinks=False):
             dirs[:] = sorted(d for d in dirs if d not in SKIPPED_FOLDERS and not d.startswith("."))
             for name in sorted(files):
                 path = Path(folder) / name
-                if supported(path) and not name.startswith(".") and path.is_file() and not path.is_symlink():
-                    yield path
+                if not supported(path) or name.startswith("."):
+                    continue
+                try:
+                    listed = os.lstat(path)
+                except OSError:
+                    continue
+                if stat.S_ISREG(listed.st_mode):
+                    yield path, listed
 
 
-def sha256_of(path: Path) -> str:
+def sha256_of(path: Path, limit: int) -> str:
+    """The hash of the first ``limit`` bytes of a regular file (a link or a FIFO in its place is refused)."""
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
+    fd = open_regular(path, follow_links=False)
+    try:
+        left = limit
+        while left > 0 and (block := os.read(fd, min(1 << 20, left))):
             digest.update(block)
+            left -= len(block)
+    finally:
+        os.close(fd)
     return digest.hexdigest()
+
+
+def document_budget(size: int) -> Budget:
+    """What reading one file of ``size`` bytes may cost: generous for real documents (a 300-page PDF takes a few
+    seconds of CPU and a few hundred MB), far below what the hostile ones in the tests cost."""
+    return Budget(
+        cpu_seconds=min(600.0, 30.0 + 2.0 * size / MB),
+        memory_bytes=1024 * MB + 2 * min(size, MAX_PARSED_BYTES),
+        output_bytes=4 * text_budget(size) + 64 * MB,
+    )
 
 
 def index_collection(
@@ -100,9 +141,11 @@ def index_collection(
     pause: threading.Event | None = None,
     yield_to: Callable[[], bool] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    budget_for: Callable[[int], Budget] = document_budget,
 ) -> IndexReport:
     """Add ``roots`` to the collection ``name`` (created if new) and bring it up to date with all its roots.
-    ``pause``: while set, the scan waits; ``yield_to()``: while true (a reply is being generated), it waits too."""
+    ``pause``: while set, the scan waits; ``yield_to()``: while true (a reply is being generated), it waits too.
+    Each file is read in a sandboxed child process within ``budget_for(its size)``."""
     started = time.perf_counter()
     collection = index.collection_id(name, create=True)
     assert collection is not None
@@ -113,9 +156,10 @@ def index_collection(
     progress = IndexProgress(files_total=len(found))
     report = IndexReport(name)
     seen: set[str] = set()
-    with index.batch() as commit:
+    reading = _Reading(Sandbox(nice=READER_NICE), budget_for, should_stop)
+    with reading.sandbox, index.batch() as commit:
         finished = _scan(index, collection, found, known, seen, report, progress, commit, on_progress, pause,
-                         yield_to, should_stop)  # fmt: skip
+                         yield_to, reading)  # fmt: skip
         if finished:
             gone = [p for p in known if p not in seen]
             if gone:
@@ -133,7 +177,7 @@ COMMIT_EVERY_S = 0.5
 def _scan(
     index: DocumentIndex,
     collection: int,
-    found: list[Path],
+    found: list[tuple[Path, os.stat_result]],
     known: dict[str, FileRecord],
     seen: set[str],
     report: IndexReport,
@@ -142,11 +186,12 @@ def _scan(
     on_progress: Callable[[IndexProgress], None] | None,
     pause: threading.Event | None,
     yield_to: Callable[[], bool] | None,
-    should_stop: Callable[[], bool] | None,
+    reading: _Reading,
 ) -> bool:
     """True when every file was looked at (only then are files that disappeared forgotten)."""
+    should_stop = reading.should_stop
     last_commit = time.perf_counter()
-    for path in found:
+    for path, stat_at_listing in found:
         if _must_wait(pause, yield_to):
             commit()  # what is done is visible while the scan waits
             _wait_while(pause, yield_to, should_stop)
@@ -157,18 +202,15 @@ def _scan(
             break
         key = str(path)
         seen.add(key)
-        try:
-            stat = path.stat()
-        except OSError:
-            continue  # gone since the walk
+        listed = stat_at_listing
         record = known.get(key)
-        if record is not None and record.size == stat.st_size and record.mtime_ns == stat.st_mtime_ns:
+        if record is not None and record.size == listed.st_size and record.mtime_ns == listed.st_mtime_ns:
             report.unchanged += 1
-        elif record is not None and record.size == stat.st_size and record.sha256 and _same_hash(path, record.sha256):
-            index.touch_file(record.id, stat.st_mtime_ns)
+        elif record is not None and record.size == listed.st_size and record.sha256 and _same_hash(path, record):
+            index.touch_file(record.id, listed.st_mtime_ns)
             report.unchanged += 1
-        else:
-            _index_file(index, collection, path, stat, report)
+        elif not _index_file(index, collection, path, listed, report, reading):
+            return False
         progress.files_done += 1
         progress.passages = report.passages
         progress.bytes_read = report.bytes_read
@@ -180,33 +222,74 @@ def _scan(
     return True
 
 
-def _same_hash(path: Path, expected: str) -> bool:
+def _same_hash(path: Path, record: FileRecord) -> bool:
     try:
-        return sha256_of(path) == expected
+        return sha256_of(path, record.size) == record.sha256
     except OSError:
         return False
 
 
-def _index_file(index: DocumentIndex, collection: int, path: Path, stat: os.stat_result, report: IndexReport) -> None:
-    problem: str | None = None
-    found = []
+READER_NICE = 10  # the reader process gives way to the window and to llama.cpp, like the indexing thread
+
+
+@dataclass
+class _Reading:
+    """How files are read in one scan: the sandbox, each file's budget, and the caller's stop."""
+
+    sandbox: Sandbox
+    budget_for: Callable[[int], Budget]
+    should_stop: Callable[[], bool] | None
+
+
+def read_passages(reading: _Reading, path: Path, listed_size: int) -> tuple[list[Passage], str, int]:
+    """(passages, sha256, bytes read) of one file: opened once, without following a link, refused unless it is a
+    regular file, and read (in the sandbox) to at most the size it had when it was listed."""
+    suffix = path.suffix.lower()
+    if listed_size > size_limit(suffix):
+        raise UnreadableFile(f"larger than {size_limit(suffix) // MB} MB")
     try:
-        digest = sha256_of(path)
-        found = list(passages(sections(path)))
+        fd = open_regular(path, follow_links=False)
+    except LinkRefusedError as exc:
+        raise UnreadableFile("is a link now (it was a file when listed); links are not followed") from exc
+    except NotARegularFileError as exc:
+        raise UnreadableFile("is not a regular file now (a pipe, device or socket took its place)") from exc
+    except OSError as exc:
+        raise UnreadableFile(f"cannot be opened ({exc.strerror or exc})") from exc
+    found: list[Passage] = []
+    try:
+        digest, bytes_read = reading.sandbox.run(
+            read_document, fd, (suffix, listed_size, text_budget(listed_size)), reading.budget_for(listed_size),
+            allowed=PASSAGE_CLASSES, on_item=found.extend, should_stop=reading.should_stop, refusal=UnreadableFile,
+        )  # fmt: skip
+    except (BudgetExceededError, SandboxFailedError) as exc:
+        raise UnreadableFile(str(exc)) from exc
+    finally:
+        os.close(fd)
+    return found, digest, bytes_read
+
+
+PASSAGE_CLASSES = allowed_classes(Passage)
+
+
+def _index_file(
+    index: DocumentIndex, collection: int, path: Path, listed: os.stat_result, report: IndexReport, reading: _Reading
+) -> bool:
+    """False when the scan was stopped while the file was read (nothing is stored for it)."""
+    problem: str | None = None
+    found: list[Passage] = []
+    digest: str | None = None
+    bytes_read = 0
+    try:
+        found, digest, bytes_read = read_passages(reading, path, listed.st_size)
+    except SandboxStoppedError:
+        return False
     except UnreadableFile as exc:
         problem = str(exc)
-        digest = None
-    except OSError as exc:
-        problem = f"cannot be read ({exc.strerror or exc})"
-        digest = None
-    except Exception as exc:  # a parser's bug on a hostile file must not stop the collection
-        log.warning("A parser failed on a file (%s)", type(exc).__name__)
-        problem = f"could not be read ({type(exc).__name__})"
-        digest = None
-    index.replace_file(collection, str(path), stat.st_size, stat.st_mtime_ns, digest, found, problem)
+    index.replace_file(collection, str(path), listed.st_size, listed.st_mtime_ns, digest, found, problem)
     report.indexed += 1
     report.passages += len(found)
-    report.bytes_read += stat.st_size if problem is None else 0
+    report.bytes_read += bytes_read
+    return True
 
 
 def _must_wait(pause: threading.Event | None, yield_to: Callable[[], bool] | None) -> bool:

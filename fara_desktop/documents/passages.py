@@ -1,53 +1,113 @@
 """Cutting extracted text into passages: about ``TARGET_CHARS`` each (≈ 200 tokens), ending at a line break where
-possible, each knowing its page or its first and last line, so a citation points at the right place."""
+possible, each knowing its page or its first and last line, so a citation points at the right place.
+
+Text arrives in pieces of any size (a block of a file, a page, a paragraph); the cutter keeps only the passage
+being built and the line being read, so its time and memory are linear in the text however long a line is (a
+minified script is one line of megabytes).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from fara_desktop.documents.extract import Section
-
 TARGET_CHARS = 800
 MAX_CHARS = 1600
 
 
 @dataclass(frozen=True)
+class Section:
+    """A run of text and where it starts: ``page`` (PDF, 1-based) or ``line`` (1-based line of a text file)."""
+
+    text: str
+    page: int | None = None
+    line: int | None = None
+
+
+@dataclass(frozen=True)
 class Passage:
+    """A piece of a document small enough for a prompt, and where it is."""
+
     text: str
     page: int | None
     line_start: int | None
     line_end: int | None
 
 
+class PassageCutter:
+    """Passages of text fed in pieces; ``line``: the number of the first line (None: a page without lines)."""
+
+    def __init__(self, page: int | None = None, line: int | None = None) -> None:
+        self._page = page
+        self._line = line  # the line being read
+        self._first = line  # the first line of the passage being built
+        self._lines: list[str] = []  # complete lines of the passage being built
+        self._size = 0
+        self._partial: list[str] = []  # the line being read, not yet ended
+        self._partial_size = 0
+
+    def feed(self, text: str) -> Iterator[Passage]:
+        start = 0
+        while start < len(text):
+            end = text.find("\n", start)
+            if end < 0:
+                self._add_partial(text[start:])
+                yield from self._cut_long_line()
+                return
+            self._add_partial(text[start : end + 1])
+            yield from self._cut_long_line()
+            yield from self._end_line()
+            start = end + 1
+
+    def finish(self) -> Iterator[Passage]:
+        if self._partial_size:
+            yield from self._end_line()
+        if self._lines and "".join(self._lines).strip():
+            yield self._passage(self._previous_line())
+        self._lines, self._size = [], 0
+
+    def _add_partial(self, piece: str) -> None:
+        self._partial.append(piece)
+        self._partial_size += len(piece)
+
+    def _previous_line(self) -> int | None:
+        return self._line - 1 if self._line is not None else None
+
+    def _passage(self, last: int | None) -> Passage:
+        return Passage("".join(self._lines).strip(), self._page, self._first, last)
+
+    def _cut_long_line(self) -> Iterator[Passage]:
+        """A line longer than ``MAX_CHARS`` becomes passages of ``TARGET_CHARS`` as it arrives (what is kept of
+        it stays under ``MAX_CHARS``, so each piece is joined once)."""
+        if self._partial_size <= MAX_CHARS:
+            return
+        if self._lines:
+            yield self._passage(self._previous_line())
+            self._lines, self._size, self._first = [], 0, self._line
+        joined = "".join(self._partial)
+        position = 0
+        while len(joined) - position > MAX_CHARS:
+            head = joined[position : position + TARGET_CHARS].strip()
+            if head:
+                yield Passage(head, self._page, self._line, self._line)
+            position += TARGET_CHARS
+        rest = joined[position:]
+        self._partial, self._partial_size = [rest], len(rest)
+
+    def _end_line(self) -> Iterator[Passage]:
+        line = "".join(self._partial)
+        self._partial, self._partial_size = [], 0
+        self._lines.append(line)
+        self._size += len(line)
+        if self._size >= TARGET_CHARS:
+            yield self._passage(self._line)
+            self._lines, self._size = [], 0
+            self._first = self._line + 1 if self._line is not None else None
+        self._line = self._line + 1 if self._line is not None else None
+
+
 def passages(sections: Iterable[Section]) -> Iterator[Passage]:
     for section in sections:
-        yield from _cut(section)
-
-
-def _cut(section: Section) -> Iterator[Passage]:
-    lines = section.text.splitlines(keepends=True)
-    buffer: list[str] = []
-    size = 0
-    first_line = section.line
-    line = section.line
-    for text in lines:
-        while len(text) > MAX_CHARS:  # one enormous line (minified code, a PDF page without breaks)
-            head, text = text[:TARGET_CHARS], text[TARGET_CHARS:]
-            if buffer:
-                yield _passage(buffer, section.page, first_line, line - 1 if line is not None else None)
-                buffer, size, first_line = [], 0, line
-            yield Passage(head.strip(), section.page, line, line)
-        buffer.append(text)
-        size += len(text)
-        if size >= TARGET_CHARS:
-            yield _passage(buffer, section.page, first_line, line)
-            buffer, size = [], 0
-            first_line = line + 1 if line is not None else None
-        line = line + 1 if line is not None else None
-    if buffer and "".join(buffer).strip():
-        yield _passage(buffer, section.page, first_line, line - 1 if line is not None else None)
-
-
-def _passage(buffer: list[str], page: int | None, first: int | None, last: int | None) -> Passage:
-    return Passage("".join(buffer).strip(), page, first, last)
+        cutter = PassageCutter(section.page, section.line)
+        yield from cutter.feed(section.text)
+        yield from cutter.finish()

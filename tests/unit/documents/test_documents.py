@@ -114,3 +114,42 @@ def test_a_collection_reports_what_it_holds(index, tmp_path):
     assert index._db.execute("SELECT COUNT(*) FROM passages").fetchone()[0] == 0
     assert index._db.execute("SELECT COUNT(*) FROM passages_fts").fetchone()[0] == 0
     json.dumps([s.__dict__ for s in index.collections()])
+
+
+def test_passages_do_not_depend_on_how_the_text_arrives():
+    import random
+
+    from fara_desktop.documents.passages import PassageCutter
+
+    rng = random.Random(7)
+    text = "".join(("x" * rng.choice([3, 50, 900, 5000])) + ("\n" if rng.random() < 0.8 else "") for _ in range(400))
+
+    def cut(pieces: list[str]) -> list:
+        cutter = PassageCutter(line=1)
+        found = [p for piece in pieces for p in cutter.feed(piece)]
+        return found + list(cutter.finish())
+
+    whole = cut([text])
+    cuts = sorted(rng.sample(range(len(text)), 300))
+    pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+    assert cut(pieces) == whole
+    assert all(len(p.text) <= 1600 for p in whole)
+    assert "".join(p.text for p in whole).replace("\n", "") == text.replace("\n", "")
+
+
+def test_cutting_one_long_line_takes_linear_time():
+    """16 MB of one line costs about 4 times 4 MB (it cost 16 times: the rest was copied at every cut)."""
+    from fara_desktop.documents.passages import PassageCutter
+
+    def seconds(size: int) -> float:
+        best = float("inf")
+        for _ in range(3):
+            started = time.perf_counter()
+            cutter = PassageCutter(line=1)
+            for _passage in cutter.feed("a" * size):
+                pass
+            best = min(best, time.perf_counter() - started)
+        return best
+
+    ratio = seconds(16 * 1024 * 1024) / seconds(4 * 1024 * 1024)
+    assert ratio < 8, f"16 MB took {ratio:.1f} times as long as 4 MB"

@@ -1,0 +1,87 @@
+"""The sandbox that reads files from outside: each budget is kept (memory, processor time, output), a crash or a
+bug costs one job and the next job runs, Stop ends a job at once, and what comes back is only what is allowed."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from fara_desktop.errors import FaraError
+from fara_desktop.sandbox import (
+    Budget,
+    BudgetExceededError,
+    Sandbox,
+    SandboxFailedError,
+    SandboxStoppedError,
+)
+from tests.helpers import sandbox_jobs as jobs
+
+MB = 1024 * 1024
+SMALL = Budget(cpu_seconds=2.0, memory_bytes=300 * MB, output_bytes=4 * MB)
+
+
+class Refused(FaraError):
+    pass
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    with Sandbox() as box:
+        yield box
+
+
+def test_a_job_runs_in_the_child_and_sends_items_back(sandbox):
+    items: list[str] = []
+    assert sandbox.run(jobs.echo, None, ("hello",), SMALL, on_item=items.append) == "hello"
+    assert items == ["HELLO"]
+
+
+def test_the_descriptor_reaches_the_child(sandbox, tmp_path):
+    path = tmp_path / "data.bin"
+    path.write_bytes(b"0123456789")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert sandbox.run(jobs.read_descriptor, fd, (4,), SMALL) == b"0123"
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize(
+    ("job", "resource"), [(jobs.hoard_memory, "memory"), (jobs.spin, "cpu"), (jobs.flood, "output")]
+)
+def test_each_budget_is_kept_and_the_next_job_runs(sandbox, job, resource):
+    with pytest.raises(BudgetExceededError) as caught:
+        sandbox.run(job, None, (), SMALL, on_item=lambda item: None)
+    assert caught.value.resource == resource
+    assert sandbox.run(jobs.echo, None, ("next",), SMALL) == "next"
+
+
+def test_a_crash_a_bug_and_a_refusal_cost_one_job(sandbox):
+    with pytest.raises(SandboxFailedError):
+        sandbox.run(jobs.crash, None, (), SMALL)
+    with pytest.raises(SandboxFailedError, match="ZeroDivisionError"):
+        sandbox.run(jobs.buggy, None, (), SMALL)
+    with pytest.raises(Refused, match="not welcome"):
+        sandbox.run(jobs.refuse, None, (), SMALL, refusal=Refused)
+    assert sandbox.run(jobs.echo, None, ("after",), SMALL) == "after"
+
+
+def test_only_allowed_classes_come_back(sandbox, capfd):
+    with pytest.raises(SandboxFailedError):
+        sandbox.run(jobs.smuggle, None, (), SMALL)
+    assert "pwned" not in capfd.readouterr().out
+
+
+def test_stop_ends_a_job_that_waits(sandbox):
+    asked = threading.Event()
+
+    def should_stop() -> bool:
+        asked.set()
+        return True
+
+    with pytest.raises(SandboxStoppedError):
+        sandbox.run(jobs.wait_forever, None, (), SMALL, should_stop=should_stop)
+    assert asked.is_set()
+    assert sandbox.run(jobs.echo, None, ("again",), SMALL) == "again"
