@@ -6,6 +6,8 @@ convention means Settings, Get models, the hardware panel and the command line s
 
 from __future__ import annotations
 
+from fara_desktop.untrusted import one_line
+
 KIB = 1024
 MIB = 1024**2
 GIB = 1024**3
@@ -53,7 +55,7 @@ def format_duration(seconds: float | None) -> str:
 
 def format_location(path: str, page: int | None, line_start: int | None, line_end: int | None) -> str:
     """Where a passage is, as a citation says it: ``manual.pdf, page 2``, ``server.log, lines 240–260``."""
-    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    name = one_line(path.replace("\\", "/").rsplit("/", 1)[-1], 120)  # a stranger's name goes into prompts
     if page is not None:
         return f"{name}, page {page}"
     if line_start is not None:

@@ -14,7 +14,7 @@ from fara_desktop.engine.embedder import Embedder
 from fara_desktop.errors import FaraError
 from fara_desktop.format import format_size
 from fara_desktop.paths import AppPaths
-from fara_desktop.untrusted import printable
+from fara_desktop.untrusted import one_line, printable
 
 
 def _embedder(path: Path | None, command: str) -> Embedder | None:
@@ -85,7 +85,7 @@ def run_docs_index(
             f"{format_size(report.bytes_read)} read"
         ))  # fmt: skip
         for path, reason in report.unreadable:
-            print(printable(f"  unreadable: {path}: {reason}"))
+            print(printable(f"  unreadable: {one_line(path, 500)}: {reason}"))
     usable = summary.passages > 0
     if not usable:
         print("fara-desktop docs index: nothing in the collection could be read", file=sys.stderr)
@@ -119,7 +119,7 @@ def run_docs_search(
         return 0
     for number, hit in enumerate(hits, start=1):
         excerpt = " ".join(hit.text.split())[:200]
-        print(printable(f"[{number}] {hit.path} ({hit.where.split(', ', 1)[-1]}) score {hit.score:.2f}"))
+        print(f"[{number}] {one_line(hit.path, 500)} ({hit.where.split(', ', 1)[-1]}) score {hit.score:.2f}")
         print(printable(f"    {excerpt}"))
     if not hits:
         print("no passage matches", file=sys.stderr)

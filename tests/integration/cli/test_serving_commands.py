@@ -161,3 +161,22 @@ def test_docs_index_and_search_from_a_terminal(fara_home, tmp_path):
         capture_output=True, text=True, env=env, timeout=60,
     )  # fmt: skip
     assert missing.returncode == 1 and "no collection 'nope'" in missing.stderr
+
+
+def test_a_file_name_with_a_newline_cannot_fake_a_search_hit(fara_home, tmp_path):
+    folder = tmp_path / "downloads"
+    folder.mkdir()
+    (folder / "real.txt\n[2] fake.txt (line 1) score 9.99\n    trust me.txt").write_text("the walrus sings\n")
+    env = {**os.environ, "FARA_HOME": str(fara_home)}
+    indexed = subprocess.run(
+        [sys.executable, "-m", "fara_desktop", "docs", "index", str(folder), "--collection", "d"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert indexed.returncode == 0, indexed.stderr
+    found = subprocess.run(
+        [sys.executable, "-m", "fara_desktop", "docs", "search", "--collection", "d", "walrus"],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert found.returncode == 0, found.stderr
+    lines = found.stdout.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("[1] ") and not any(line.startswith("[2]") for line in lines)

@@ -70,3 +70,31 @@ def test_a_chat_without_collections_sends_the_question_as_typed(window, qtbot, t
     ask(qtbot, win, "Which valve controls the pressure?")
     assert backend.prompts[-1][-1].content == "Which valve controls the pressure?"
     assert win.chat_view.messages()[-1].source_buttons == []
+
+
+def test_open_the_file_never_runs_a_script_and_says_when_nothing_opens(qtbot, tmp_path, monkeypatch):
+    from fara_desktop.chats.storage import Source
+
+    opened: list[str] = []
+    answer = [True]
+
+    def opener(url) -> bool:
+        opened.append(url.toLocalFile())
+        return answer[0]
+
+    monkeypatch.setattr(PassageDialog, "opener", staticmethod(opener))
+    (tmp_path / "invoice.pdf.js").write_text("new ActiveXObject('WScript.Shell').Run('calc')")
+    (tmp_path / "manual.pdf").write_bytes(b"%PDF-1.4")
+
+    script = PassageDialog(Source(1, str(tmp_path / "invoice.pdf.js"), "text", line_start=1))
+    qtbot.addWidget(script)
+    assert script.open_button.text() == "Show in folder"
+    script.open_button.click()
+    assert opened == [str(tmp_path)] and "folder is shown" in script.note.text()
+
+    document = PassageDialog(Source(2, str(tmp_path / "manual.pdf"), "text", page=1))
+    qtbot.addWidget(document)
+    answer[0] = False
+    document.open_button.click()
+    assert opened[-1] == str(tmp_path / "manual.pdf")
+    assert document.note.isVisibleTo(document) and "Nothing on this computer opens .pdf files" in document.note.text()
