@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from fara_desktop.atomic_files import write_text_atomically
-from fara_desktop.chats.export_format import ImportRefusedError
-from fara_desktop.chats.imports import read_conversations
-from fara_desktop.chats.storage import ConversationStore
-from fara_desktop.regular_files import read_regular_text
+from fara_desktop.chats.export_format import ImportedConversation, ImportedMessage, ImportRefusedError
+from fara_desktop.chats.imports import read_import_file
+from fara_desktop.chats.storage import ConversationStore, ImportOutcome
+from fara_desktop.errors import FaraError
+from fara_desktop.regular_files import open_regular
+from fara_desktop.sandbox import Budget, BudgetExceededError, Sandbox, SandboxFailedError, allowed_classes
+from fara_desktop.untrusted import one_line
 
 FORMATS = ("md", "json")
 
@@ -22,15 +26,27 @@ def file_stem(conversation_id: int, title: str) -> str:
     return f"{conversation_id:04d}-{slug}"
 
 
+class ExportStoppedError(FaraError):
+    """Export was stopped; the files written before the stop are complete (each is written atomically)."""
+
+
 def export_conversations(
-    store: ConversationStore, out_dir: Path, formats: Iterable[str] = FORMATS, ids: Iterable[int] | None = None
+    store: ConversationStore,
+    out_dir: Path,
+    formats: Iterable[str] = FORMATS,
+    ids: Iterable[int] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> list[Path]:
+    """One file per conversation and format. ``on_progress(done, total)`` after each conversation;
+    ``should_stop()`` is asked between conversations (raises ``ExportStoppedError`` with the files written)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     wanted = set(ids) if ids is not None else None
+    chosen = [c for c in store.conversations() if wanted is None or c.id in wanted]
     written: list[Path] = []
-    for summary in store.conversations():
-        if wanted is not None and summary.id not in wanted:
-            continue
+    for done, summary in enumerate(chosen, start=1):
+        if should_stop is not None and should_stop():
+            raise ExportStoppedError(f"Export stopped after {len(written):,} files.")
         stem = file_stem(summary.id, summary.title)
         for fmt in formats:
             path = out_dir / f"{stem}.{fmt}"
@@ -41,39 +57,88 @@ def export_conversations(
             else:
                 raise ValueError(f"unknown export format {fmt!r}")
             written.append(path)
+        if on_progress is not None:
+            on_progress(done, len(chosen))
     return written
 
 
-MAX_IMPORT_BYTES = 512 * 1024 * 1024
+MB = 1024 * 1024
+MAX_IMPORT_BYTES = 512 * MB
+
+
+def import_budget(size: int) -> Budget:
+    """What reading an import of ``size`` bytes may cost: about 8 bytes of memory per byte of JSON (its Python
+    objects), a minute of processor time and more for large files."""
+    return Budget(
+        cpu_seconds=60.0 + 2.0 * size / MB, memory_bytes=1024 * MB + 8 * size, output_bytes=8 * size + 64 * MB
+    )
 
 
 @dataclass(frozen=True)
 class ImportResult:
-    """What an import added: the format it was read as and the new conversations' ids."""
+    """What an import did: the format it was read as and what became of each conversation in it."""
 
     format_name: str
-    conversation_ids: list[int]
+    outcomes: list[ImportOutcome]
+
+    @property
+    def conversation_ids(self) -> list[int]:
+        """The chats this file added or updated, in file order."""
+        return [o.conversation_id for o in self.outcomes if o.action != "skipped"]
+
+    def count(self, action: str) -> int:
+        return sum(1 for o in self.outcomes if o.action == action)
+
+    def summary(self) -> str:
+        """``2 chats added, 1 updated, 5 already imported (skipped)``."""
+        added, updated, skipped = self.count("added"), self.count("updated"), self.count("skipped")
+        parts = [f"{added} {'chat' if added == 1 else 'chats'} added"]
+        if updated:
+            parts.append(f"{updated} updated (changed since the last import)")
+        if skipped:
+            parts.append(f"{skipped} already imported (skipped)")
+        return ", ".join(parts)
 
 
-def import_conversations(store: ConversationStore, path: Path) -> ImportResult:
-    """Every conversation in the file, or none. Raises ``ImportRefusedError`` (unreadable, not JSON, not a format
-    we know, invalid) or ``StorageError`` (cannot be saved)."""
+IMPORT_CLASSES = allowed_classes(ImportedConversation, ImportedMessage)
+
+
+def import_conversations(
+    store: ConversationStore,
+    path: Path,
+    should_stop: Callable[[], bool] | None = None,
+    budget_for: Callable[[int], Budget] = import_budget,
+) -> ImportResult:
+    """Every conversation in the file, or none; one seen before is skipped or updated (``import_or_update``).
+    The file is opened once (no link followed, nothing but a regular file) and parsed in the sandbox within
+    ``budget_for(its size)``. Raises ``ImportRefusedError`` (unreadable, not JSON, not a format we know, invalid,
+    over budget), ``StorageError`` (cannot be saved) or ``SandboxStoppedError`` (``should_stop``)."""
+    name = one_line(path.name, 120)
     try:
-        data = json.loads(read_regular_text(path, MAX_IMPORT_BYTES))
-    except RecursionError as exc:
-        raise ImportRefusedError(f"{path.name} is nested too deeply to be a conversation.") from exc
-    except (OSError, ValueError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ImportRefusedError(f"{path.name} could not be read as JSON: {reason[:200]}") from exc
+        fd = open_regular(path, follow_links=False)
+    except OSError as exc:
+        reason = exc.strerror if exc.strerror else str(exc)
+        raise ImportRefusedError(f"{name} could not be read: {one_line(reason)}") from exc
     try:
-        format_name, conversations = read_conversations(data)
-    except RecursionError as exc:
-        raise ImportRefusedError(f"{path.name} is nested too deeply to be a conversation.") from exc
+        size = os.fstat(fd).st_size
+        if size > MAX_IMPORT_BYTES:
+            raise ImportRefusedError(f"{name} is larger than {MAX_IMPORT_BYTES // MB} MB.")
+        with Sandbox() as sandbox:
+            format_name, conversations = sandbox.run(
+                read_import_file, fd, (MAX_IMPORT_BYTES,), budget_for(size), allowed=IMPORT_CLASSES,
+                should_stop=should_stop, refusal=ImportRefusedError,
+            )  # fmt: skip
+    except (BudgetExceededError, SandboxFailedError) as exc:
+        raise ImportRefusedError(f"{name} was not imported: reading it {exc}.") from exc
+    except ImportRefusedError as exc:
+        raise ImportRefusedError(f"{name}: {exc}") from exc
+    finally:
+        os.close(fd)
     if not conversations:
-        raise ImportRefusedError(f"{path.name} holds no conversation.")
-    return ImportResult(format_name, store.import_conversations(conversations))
+        raise ImportRefusedError(f"{name} holds no conversation.")
+    return ImportResult(format_name, store.import_or_update(conversations))
 
 
 def import_conversation(store: ConversationStore, path: Path) -> int:
     """The first conversation of an import (see ``import_conversations``)."""
-    return import_conversations(store, path).conversation_ids[0]
+    return import_conversations(store, path).outcomes[0].conversation_id

@@ -8,9 +8,11 @@ of finite numbers) are not what JSON Schema's types express.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, get_args
 
 from fara_desktop.errors import FaraError
@@ -59,6 +61,26 @@ class ImportedConversation:
     messages: list[ImportedMessage]
     leaf: int | None = None  # index of the message that ends the branch shown; None: the last one
     thinking: bool = True
+    # Which conversation of which app this is ("chatgpt:<id>"), so importing the same file again is recognised;
+    # for a file that names none, a digest of its title, start and first message.
+    source_id: str | None = None
+
+
+def _digest(parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, ensure_ascii=False, sort_keys=True).encode()).hexdigest()
+
+
+def content_source_id(conversation: ImportedConversation) -> str:
+    first = conversation.messages[0].content[:2000] if conversation.messages else ""
+    return "content:" + _digest([conversation.title, conversation.created_at, first])[:40]
+
+
+def content_digest(conversation: ImportedConversation) -> str:
+    """What a conversation holds, as one hash: equal for the same conversation imported twice."""
+    return _digest([
+        conversation.title, conversation.system_prompt, conversation.leaf, conversation.thinking,
+        [[m.role, m.content, m.reasoning, m.status, m.model, m.parent, m.created_at] for m in conversation.messages],
+    ])  # fmt: skip
 
 
 def checked_text(value: Any, where: str, limit: int, default: str | None = None) -> str:
@@ -153,7 +175,8 @@ def validate_export(data: Any) -> ImportedConversation:
     thinking = data.get("thinking", True)
     if not isinstance(thinking, bool):
         raise ImportRefusedError("The conversation's thinking switch is not true or false.")
-    return ImportedConversation(
+    declared_source = data.get("source_id")
+    conversation = ImportedConversation(
         title=checked_text(data.get("title"), "The title", MAX_TITLE_CHARS, "Imported chat").strip() or "Imported chat",
         system_prompt=checked_text(data.get("system_prompt"), "The system prompt", MAX_CONTENT_CHARS, ""),
         created_at=created,
@@ -162,6 +185,9 @@ def validate_export(data: Any) -> ImportedConversation:
         leaf=index_of_key[_plain_key(current)] if branching and current is not None else None,
         thinking=thinking,
     )
+    if isinstance(declared_source, str) and 0 < len(declared_source) <= MAX_KEY_CHARS:
+        return replace(conversation, source_id=declared_source)
+    return replace(conversation, source_id=content_source_id(conversation))
 
 
 MAX_KEY_CHARS = 200

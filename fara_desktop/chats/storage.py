@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from fara_desktop.chats.export_format import (
     EXPORT_FORMAT,
@@ -26,6 +26,7 @@ from fara_desktop.chats.export_format import (
     ImportedConversation,
     ImportedMessage,
     MessageStatus,
+    content_digest,
     validate_export,
 )
 from fara_desktop.chats.tree import MessageTree
@@ -80,6 +81,14 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE conversations ADD COLUMN collections TEXT NOT NULL DEFAULT '[]';
     ALTER TABLE messages ADD COLUMN sources TEXT NOT NULL DEFAULT '[]';
+    """,
+    # 4: imports are recognised when the same file comes again: the conversation's id in the app it came from,
+    # a digest of what was imported, and its update time then (a later one: the user continued it here)
+    """
+    ALTER TABLE conversations ADD COLUMN source_id TEXT;
+    ALTER TABLE conversations ADD COLUMN source_digest TEXT;
+    ALTER TABLE conversations ADD COLUMN source_updated_at REAL;
+    CREATE INDEX conversations_by_source ON conversations(source_id);
     """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -445,19 +454,31 @@ class ConversationStore:
 
     def branch_off(self, conversation_id: int, up_to: Sequence[int], title: str) -> int:
         """A new conversation holding copies of the messages ``up_to`` (a branch, first to last): "Branch from
-        here". The original is not changed."""
+        here", with each reply's citations and the chat's collections. The original is not changed."""
         summary = self.conversation(conversation_id)
         if summary is None:
             raise StorageError(f"There is no conversation {conversation_id}.")
         by_id = {m.id: m for m in self.messages(conversation_id)}
+        originals = [by_id[i] for i in up_to if i in by_id]
         copied = [
             ImportedMessage(m.role, m.content, "stopped" if m.status == "streaming" else m.status, m.model, m.stats,
                             m.created_at, m.updated_at, parent=index - 1 if index else None, reasoning=m.reasoning)
-            for index, m in enumerate(by_id[i] for i in up_to if i in by_id)
+            for index, m in enumerate(originals)
         ]  # fmt: skip
         now = time.time()
         branch = ImportedConversation(title, summary.system_prompt, now, now, copied, thinking=summary.thinking)
-        return self.import_conversations([branch])[0]
+        with self.transaction() as db:
+            new_id, row_ids = self._insert_conversation(db, branch)
+            db.executemany(
+                "UPDATE messages SET sources = (SELECT sources FROM messages WHERE id = ?) WHERE id = ?",
+                [(original.id, copy) for original, copy in zip(originals, row_ids, strict=True)],
+            )
+            db.execute(
+                "UPDATE conversations SET collections = (SELECT collections FROM conversations WHERE id = ?) "
+                "WHERE id = ?",
+                (conversation_id, new_id),
+            )
+        return new_id
 
     # ------------------------------------------------------------------ export / import
 
@@ -470,9 +491,11 @@ class ConversationStore:
         tree = MessageTree(messages)
         key = {m.id: number for number, m in enumerate(messages)}
         leaf = tree.path_to(summary.leaf_id)
+        source = self._db.execute("SELECT source_id FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
         return {
             "format": EXPORT_FORMAT,
             "version": 2,
+            **({"source_id": source[0]} if source and source[0] else {}),
             "title": summary.title,
             "system_prompt": summary.system_prompt,
             "created_at": summary.created_at,
@@ -513,34 +536,76 @@ class ConversationStore:
         return self.import_conversations([validate_export(data)])[0]
 
     def import_conversations(self, conversations: Sequence[ImportedConversation]) -> list[int]:
-        """Write validated conversations, all in one transaction: all of them or none."""
-        ids: list[int] = []
+        """Write validated conversations as new ones, all in one transaction: all of them or none."""
+        with self.transaction() as db:
+            return [self._insert_conversation(db, conversation)[0] for conversation in conversations]
+
+    def import_or_update(self, conversations: Sequence[ImportedConversation]) -> list[ImportOutcome]:
+        """Like ``import_conversations``, but a conversation imported before (same ``source_id``) is skipped when
+        it is the same, updated in place when it changed at its source and not here, and added as a new chat
+        when it changed in both places (what the user wrote here is never replaced)."""
+        outcomes: list[ImportOutcome] = []
         with self.transaction() as db:
             for conversation in conversations:
-                cursor = db.execute(
-                    """INSERT INTO conversations (title, system_prompt, created_at, updated_at, thinking)
-                       VALUES (?, ?, ?, ?, ?)""",
-                    (conversation.title, conversation.system_prompt, conversation.created_at,
-                     conversation.updated_at, int(conversation.thinking)),
-                )  # fmt: skip
-                conversation_id = int(cursor.lastrowid or 0)
-                row_ids: list[int] = []
-                for position, m in enumerate(conversation.messages):
-                    parent = row_ids[m.parent] if m.parent is not None else None
-                    cursor = db.execute(
-                        """INSERT INTO messages (conversation_id, position, role, content, status, model, stats,
-                           created_at, updated_at, parent_id, reasoning) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                        (conversation_id, position, m.role, m.content, m.status, m.model,
-                         json.dumps(m.stats) if m.stats else None, m.created_at, m.updated_at, parent, m.reasoning),
-                    )  # fmt: skip
-                    row_ids.append(int(cursor.lastrowid or 0))
-                leaf = conversation.leaf if conversation.leaf is not None else len(row_ids) - 1
-                db.execute(
-                    "UPDATE conversations SET leaf_id = ? WHERE id = ?",
-                    (row_ids[leaf] if row_ids else None, conversation_id),
-                )
-                ids.append(conversation_id)
-        return ids
+                digest = content_digest(conversation)
+                earlier = None
+                if conversation.source_id:
+                    earlier = db.execute(
+                        """SELECT id, source_digest, source_updated_at, updated_at FROM conversations
+                           WHERE source_id = ? ORDER BY id DESC LIMIT 1""",
+                        (conversation.source_id,),
+                    ).fetchone()
+                if earlier is not None and earlier[1] == digest:
+                    outcomes.append(ImportOutcome(int(earlier[0]), "skipped"))
+                    continue
+                if earlier is not None and earlier[2] == earlier[3]:
+                    db.execute("DELETE FROM messages WHERE conversation_id = ?", (earlier[0],))
+                    self._write_conversation(db, int(earlier[0]), conversation, digest)
+                    outcomes.append(ImportOutcome(int(earlier[0]), "updated"))
+                    continue
+                conversation_id, _rows = self._insert_conversation(db, conversation, digest)
+                outcomes.append(ImportOutcome(conversation_id, "added"))
+        return outcomes
+
+    def _insert_conversation(
+        self, db: sqlite3.Connection, conversation: ImportedConversation, digest: str | None = None
+    ) -> tuple[int, list[int]]:
+        cursor = db.execute("INSERT INTO conversations (title, created_at, updated_at) VALUES ('', 0, 0)")
+        conversation_id = int(cursor.lastrowid or 0)
+        return conversation_id, self._write_conversation(db, conversation_id, conversation, digest)
+
+    def _write_conversation(
+        self, db: sqlite3.Connection, conversation_id: int, conversation: ImportedConversation, digest: str | None
+    ) -> list[int]:
+        """The conversation's fields and messages into the (empty) conversation ``conversation_id``."""
+        row_ids: list[int] = []
+        for position, m in enumerate(conversation.messages):
+            parent = row_ids[m.parent] if m.parent is not None else None
+            cursor = db.execute(
+                """INSERT INTO messages (conversation_id, position, role, content, status, model, stats,
+                   created_at, updated_at, parent_id, reasoning) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (conversation_id, position, m.role, m.content, m.status, m.model,
+                 json.dumps(m.stats) if m.stats else None, m.created_at, m.updated_at, parent, m.reasoning),
+            )  # fmt: skip
+            row_ids.append(int(cursor.lastrowid or 0))
+        leaf = conversation.leaf if conversation.leaf is not None else len(row_ids) - 1
+        db.execute(
+            """UPDATE conversations SET title = ?, system_prompt = ?, created_at = ?, updated_at = ?, thinking = ?,
+               leaf_id = ?, source_id = ?, source_digest = ?, source_updated_at = ? WHERE id = ?""",
+            (conversation.title, conversation.system_prompt, conversation.created_at, conversation.updated_at,
+             int(conversation.thinking), row_ids[leaf] if row_ids else None,
+             conversation.source_id if digest is not None else None, digest,
+             conversation.updated_at if digest is not None else None, conversation_id),
+        )  # fmt: skip
+        return row_ids
+
+
+@dataclass(frozen=True)
+class ImportOutcome:
+    """What became of one imported conversation: ``added``, ``updated`` (in place) or ``skipped`` (already here)."""
+
+    conversation_id: int
+    action: Literal["added", "updated", "skipped"]
 
 
 def database_path(data_dir: Path) -> Path:

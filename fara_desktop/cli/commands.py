@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from fara_desktop.paths import AppPaths
-from fara_desktop.untrusted import printable
+from fara_desktop.untrusted import one_line, printable
 
 
 def run_export(paths: AppPaths, out: Path, format_choice: str) -> int:
@@ -45,8 +45,7 @@ def run_import(paths: AppPaths, files: list[Path]) -> int:
                 failed += 1
                 print(printable(f"fara-desktop import: {exc}"), file=sys.stderr)
                 continue
-            count = len(result.conversation_ids)
-            print(printable(f"{file.name}: {count} {'chat' if count == 1 else 'chats'} from {result.format_name}"))
+            print(printable(f"{one_line(file.name)}: {result.summary()} from {result.format_name}"))
     finally:
         store.close()
     return 1 if failed else 0

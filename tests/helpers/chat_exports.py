@@ -37,7 +37,7 @@ def chatgpt_conversation(title="Trip to Lisbon", current="a2"):
     }  # fmt: skip
     mapping["a2"]["message"]["content"]["parts"] = ["Walk along ", {"asset_pointer": "file-service://x"}, "the Douro."]
     return {"title": title, "create_time": T0, "update_time": T0 + 12, "mapping": mapping, "current_node": current,
-            "conversation_id": "c1", "id": "c1", "default_model_slug": "gpt-4o"}  # fmt: skip
+            "conversation_id": f"c-{title}", "id": f"c-{title}", "default_model_slug": "gpt-4o"}  # fmt: skip
 
 
 WEBUI_REPLY = (

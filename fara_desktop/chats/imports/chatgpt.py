@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fara_desktop.chats.export_format import ImportedConversation
+from fara_desktop.chats.export_format import MAX_CONTENT_CHARS, ImportedConversation
 from fara_desktop.chats.imports.common import (
     Node,
     build_conversation,
@@ -18,6 +18,7 @@ from fara_desktop.chats.imports.common import (
     need_dict,
     need_list,
     optional_dict,
+    source_id,
     text_or_none,
 )
 
@@ -83,29 +84,34 @@ def _conversation(data: Any, where: str) -> ImportedConversation:
         epoch_seconds(data.get("update_time"), f"{where}'s update time"),
         data.get("current_node") if isinstance(data.get("current_node"), str) else None,
         where,
+        source_id=source_id("chatgpt", data.get("conversation_id") or data.get("id")),
     )
 
 
 def _attach_reasoning(nodes: list[Node], reasoning: dict[str, str]) -> list[Node]:
     """A reply's reasoning is its own node in ChatGPT's tree, an ancestor of the reply: move it onto the nearest
-    assistant reply below it."""
+    assistant reply below it. Each thought goes to one reply (the first in the file that reaches it), so a chain
+    of thoughts above many replies is stored once, not once per reply, and the walk is linear; a reply's joined
+    reasoning is capped like any text."""
     if not reasoning:
         return nodes
     by_key = {n.key: n for n in nodes}
+    walked: set[str] = set()
     attached: list[Node] = []
     for node in nodes:
         if node.keep and node.role == "assistant":
             found: list[str] = []
-            seen: set[str] = set()
+            size = 0
             parent = node.parent
-            while parent in by_key and parent not in seen and not by_key[parent].keep:
-                seen.add(parent)
-                if parent in reasoning:
+            while parent in by_key and parent not in walked and not by_key[parent].keep:
+                walked.add(parent)
+                if parent in reasoning and size < MAX_CONTENT_CHARS:
                     found.append(reasoning[parent])
+                    size += len(reasoning[parent]) + 2
                 parent = by_key[parent].parent
             if found:
-                node = Node(node.key, node.parent, node.role, node.content, "\n\n".join(reversed(found)),
-                            node.model, node.created_at)  # fmt: skip
+                joined = "\n\n".join(reversed(found))[-MAX_CONTENT_CHARS:]  # the nearest thoughts, if too many
+                node = Node(node.key, node.parent, node.role, node.content, joined, node.model, node.created_at)
         attached.append(node)
     return attached
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from fara_desktop.chats.export_format import (
@@ -18,7 +18,18 @@ from fara_desktop.chats.export_format import (
     ImportedMessage,
     ImportRefusedError,
     checked_text,
+    content_source_id,
 )
+
+MAX_SOURCE_ID_CHARS = 200
+
+
+def source_id(app: str, value: Any) -> str | None:
+    """``app:id`` for an id a file gives its conversation (text or a number), else None."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return None
+    text = str(value).strip()
+    return f"{app}:{text}"[:MAX_SOURCE_ID_CHARS] if text else None
 
 
 def need_dict(value: Any, where: str) -> dict[str, Any]:
@@ -81,8 +92,10 @@ def build_conversation(
     current: str | None,
     where: str,
     system_prompt: str = "",
+    source_id: str | None = None,
 ) -> ImportedConversation:
-    """Order the tree (parents first, siblings in file order) and refuse a file whose messages loop."""
+    """Order the tree (parents first, siblings in file order) and refuse a file whose messages loop.
+    ``source_id``: the conversation's id in the app it came from (None: one is made from its content)."""
     if len(nodes) > MAX_MESSAGES:
         raise ImportRefusedError(f"{where} has {len(nodes):,} messages; at most {MAX_MESSAGES:,} are accepted.")
     by_key: dict[str, Node] = {}
@@ -123,7 +136,7 @@ def build_conversation(
     leaf = nearest.get(current) if current is not None and current in by_key else None
     first = messages[0].created_at if messages else None
     created = created_at if created_at is not None else (first if first is not None else 0.0)
-    return ImportedConversation(
+    conversation = ImportedConversation(
         title=((title or "").strip() or "Imported chat")[:MAX_TITLE_CHARS],
         system_prompt=system_prompt,
         created_at=created,
@@ -131,3 +144,4 @@ def build_conversation(
         messages=messages,
         leaf=leaf,
     )
+    return replace(conversation, source_id=source_id or content_source_id(conversation))

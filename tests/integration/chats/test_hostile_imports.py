@@ -1,0 +1,99 @@
+"""Chat files made by an adversary (issue 27), read in the sandbox within a budget, and the same file imported
+twice: each case failed before its fix (the times and sizes it cost then are in the comments)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fara_desktop.chats.export import import_conversations
+from fara_desktop.chats.export_format import ImportRefusedError
+from fara_desktop.chats.storage import ConversationStore
+from fara_desktop.sandbox import Budget
+from tests.helpers.chat_exports import T0, chatgpt_conversation, gpt_node
+
+MB = 1024 * 1024
+TIGHT = Budget(cpu_seconds=10.0, memory_bytes=600 * MB, output_bytes=64 * MB)
+
+
+@pytest.fixture
+def store(tmp_path):
+    store = ConversationStore(tmp_path / "conversations.sqlite3")
+    yield store
+    store.close()
+
+
+def _write(tmp_path, data, name="export.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def _import(store, path):
+    return import_conversations(store, path, budget_for=lambda size: TIGHT)
+
+
+def test_unclosed_reasoning_blocks_are_read_in_linear_time(store, tmp_path):
+    content = '<details type="reasoning" done="false">thinking ' * 30_000  # 1.4 MB; 0.9 MB took 226 s
+    chat = {
+        "id": "w1", "title": "Unclosed", "created_at": int(T0), "updated_at": int(T0),
+        "chat": {"history": {"currentId": "a", "messages": {
+            "u": {"parentId": None, "role": "user", "content": "Hello", "timestamp": int(T0)},
+            "a": {"parentId": "u", "role": "assistant", "content": content, "timestamp": int(T0)},
+        }}},
+    }  # fmt: skip
+    result = _import(store, _write(tmp_path, [chat]))
+    (reply,) = [m for m in store.messages(result.conversation_ids[0]) if m.role == "assistant"]
+    assert reply.content == content and reply.reasoning == ""
+
+
+def test_a_chain_of_thoughts_above_many_replies_is_stored_once(store, tmp_path):
+    thoughts, replies = 2_000, 2_000  # before: every reply got every thought (2.4 MB stored 1.02 G characters)
+    thought_text = "I should consider the question carefully before answering. " * 2
+    mapping = {"root": gpt_node("root", None, ["u"]), "u": gpt_node("u", "root", ["t0"], "user", "Hi", T0)}
+    for n in range(thoughts):
+        nxt = [f"t{n + 1}"] if n + 1 < thoughts else [f"r{r}" for r in range(replies)]
+        mapping[f"t{n}"] = gpt_node(f"t{n}", "u" if n == 0 else f"t{n - 1}", nxt, "assistant", when=T0,
+                                    kind="thoughts", content={"thoughts": [{"content": thought_text}]})  # fmt: skip
+    for r in range(replies):
+        mapping[f"r{r}"] = gpt_node(f"r{r}", f"t{thoughts - 1}", [], "assistant", f"Reply {r}", T0 + 1)
+    data = [{"title": "Thoughts", "create_time": T0, "update_time": T0, "mapping": mapping,
+             "current_node": "r0", "id": "g1"}]  # fmt: skip
+    path = _write(tmp_path, data)
+    result = _import(store, path)
+    stored = sum(len(m.reasoning) + len(m.content) for m in store.messages(result.conversation_ids[0]))
+    assert stored < path.stat().st_size  # each thought once: less text than the file holds
+    first = next(m for m in store.messages(result.conversation_ids[0]) if m.content == "Reply 0")
+    assert first.reasoning.count("carefully") == 2 * thoughts
+
+
+def test_a_flood_of_empty_objects_is_refused_before_it_is_parsed(store, tmp_path):
+    path = tmp_path / "objects.json"
+    path.write_bytes(b"[" + b"{}," * (33 * MB) + b"{}]")  # 100 MB: 2.5 GB of memory before it was refused
+    with pytest.raises(ImportRefusedError, match="objects and lists"):
+        _import(store, path)
+    assert store.conversations() == []
+
+
+def test_importing_the_same_file_again_skips_updates_or_adds_and_says_which(store, tmp_path):
+    path = _write(tmp_path, [chatgpt_conversation("Trip to Lisbon"), chatgpt_conversation("Second chat")])
+    first = _import(store, path)
+    assert first.summary() == "2 chats added"
+    again = _import(store, path)
+    assert again.summary() == "0 chats added, 2 already imported (skipped)" and len(store.conversations()) == 2
+
+    changed = chatgpt_conversation("Trip to Lisbon")
+    changed["mapping"]["a2"]["message"]["content"]["parts"] = ["A better answer, edited at the source."]
+    _write(tmp_path, [changed, chatgpt_conversation("Second chat")])
+    updated = _import(store, path)
+    assert updated.summary() == "0 chats added, 1 updated (changed since the last import), 1 already imported (skipped)"
+    assert updated.conversation_ids == [first.conversation_ids[0]] and len(store.conversations()) == 2
+    assert any("edited at the source" in m.content for m in store.messages(first.conversation_ids[0]))
+
+    store.rename(first.conversation_ids[0], "My trip")  # continued here: the user's version is never replaced
+    changed["mapping"]["a2"]["message"]["content"]["parts"] = ["Edited at the source once more."]
+    _write(tmp_path, [changed, chatgpt_conversation("Second chat")])
+    added = _import(store, path)
+    assert added.count("added") == 1 and len(store.conversations()) == 3
+    assert store.conversation(first.conversation_ids[0]).title == "My trip"
