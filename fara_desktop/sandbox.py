@@ -195,6 +195,8 @@ class Sandbox:
         """``job(fd, *args, emit=...)`` in the child; each ``emit(item)`` reaches ``on_item``; returns what the job
         returns. The descriptor stays the caller's to close. A ``FaraError`` the job raises comes back as
         ``refusal`` (with its message); a broken budget as ``BudgetExceededError``."""
+        if should_stop is not None and should_stop():
+            raise SandboxStoppedError("stopped")
         process, conn = self._start()
         conn.send((job.__module__, job.__name__, args, budget.memory_bytes, fd is not None))
         if fd is not None:

@@ -110,9 +110,17 @@ def import_conversations(
     budget_for: Callable[[int], Budget] = import_budget,
 ) -> ImportResult:
     """Every conversation in the file, or none; one seen before is skipped or updated (``import_or_update``).
-    The file is opened once (no link followed, nothing but a regular file) and parsed in the sandbox within
-    ``budget_for(its size)``. Raises ``ImportRefusedError`` (unreadable, not JSON, not a format we know, invalid,
-    over budget), ``StorageError`` (cannot be saved) or ``SandboxStoppedError`` (``should_stop``)."""
+    Raises what ``read_import`` raises, or ``StorageError`` (cannot be saved)."""
+    format_name, conversations = read_import(path, should_stop, budget_for)
+    return ImportResult(format_name, store.import_or_update(conversations))
+
+
+def read_import(
+    path: Path, should_stop: Callable[[], bool] | None = None, budget_for: Callable[[int], Budget] = import_budget
+) -> tuple[str, list[ImportedConversation]]:
+    """(format name, validated conversations) of a file. It is opened once (no link followed, nothing but a
+    regular file) and parsed in the sandbox within ``budget_for(its size)``. Raises ``ImportRefusedError``
+    (unreadable, not JSON, not a format we know, invalid, over budget) or ``SandboxStoppedError``."""
     name = one_line(path.name, 120)
     try:
         fd = open_regular(path, follow_links=False)
@@ -136,7 +144,7 @@ def import_conversations(
         os.close(fd)
     if not conversations:
         raise ImportRefusedError(f"{name} holds no conversation.")
-    return ImportResult(format_name, store.import_or_update(conversations))
+    return format_name, conversations
 
 
 def import_conversation(store: ConversationStore, path: Path) -> int:

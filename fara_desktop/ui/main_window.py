@@ -59,6 +59,7 @@ from fara_desktop.ui.widgets.documents_panel import DocumentsPanel
 from fara_desktop.ui.widgets.hardware_panel import HardwarePanel
 from fara_desktop.ui.widgets.plain_text import plain_label
 from fara_desktop.ui.widgets.sidebar import Sidebar
+from fara_desktop.ui.widgets.task_progress import TaskProgress
 from fara_desktop.ui.window_state import first_geometry, keep_on_screen, restore_window_state, save_window_state
 
 
@@ -219,7 +220,9 @@ class MainWindow(QMainWindow):
         self.api_label = plain_label()
         self.api_label.setObjectName("apiLabel")
         self.api_label.hide()
+        self.task_progress = TaskProgress()
         self.statusBar().addWidget(self.status_label, 1)
+        self.statusBar().addPermanentWidget(self.task_progress)
         self.statusBar().addPermanentWidget(self.api_label)
         self.statusBar().addPermanentWidget(self.load_progress)
         self.statusBar().addPermanentWidget(self.stop_loading_button)
@@ -251,6 +254,7 @@ class MainWindow(QMainWindow):
         self.send_button.clicked.connect(chat.send)
         self.stop_button.clicked.connect(chat.stop)
         self.stop_loading_button.clicked.connect(chat.stop_loading)
+        self.task_progress.stopRequested.connect(conversations.stop_task)
         self._build_menus()
 
     def _action(self, menu: Any, text: str, slot: Callable[[], Any], shortcut: Any = None) -> QAction:

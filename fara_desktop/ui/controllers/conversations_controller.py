@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QLineEdit, QMessageBox, QWidget
 
-from fara_desktop.chats.export import export_conversations, import_conversations
+from fara_desktop.chats.export import ImportResult, export_conversations, read_import
 from fara_desktop.chats.session import ChatSession
 from fara_desktop.chats.storage import ConversationStore
 from fara_desktop.errors import FaraError
+from fara_desktop.sandbox import SandboxStoppedError
+from fara_desktop.ui.background import BackgroundCall
 from fara_desktop.ui.controllers.chat_controller import ChatController
 from fara_desktop.ui.widgets.chat_view import ChatView
 from fara_desktop.ui.widgets.composer import Composer
 from fara_desktop.ui.widgets.plain_text import plain_message_box
 from fara_desktop.ui.widgets.sidebar import Sidebar
+from fara_desktop.ui.widgets.task_progress import TaskProgress
+from fara_desktop.untrusted import one_line
 
 
 class ConversationsScreen(Protocol):
@@ -25,6 +31,7 @@ class ConversationsScreen(Protocol):
     system_prompt: QLineEdit
     chat_view: ChatView
     composer: Composer
+    task_progress: TaskProgress
 
     def set_status(self, text: str) -> None: ...
     def show_notice(self, text: str, role: str = "notice") -> None: ...
@@ -46,6 +53,8 @@ class ConversationsController:
         self.store = store
         self.session = session
         self.chat = chat
+        self._stop_task = threading.Event()
+        self.task: BackgroundCall | None = None  # the import or export running, if any
 
     def refresh_sidebar(self) -> None:
         sidebar = self.screen.sidebar
@@ -117,8 +126,34 @@ class ConversationsController:
     def _export(self, ids: list[int] | None) -> None:
         folder = QFileDialog.getExistingDirectory(self.dialog_parent, "Export chats to a folder", str(Path.home()))
         if folder:
-            written = export_conversations(self.store, Path(folder), ids=ids)
-            self.screen.set_status(f"Exported {len(written)} files to {folder}")
+            self.export_to(Path(folder), ids)
+
+    def export_to(self, folder: Path, ids: list[int] | None) -> BackgroundCall | None:
+        """Write the chats on a background thread (its own connection to the database), with progress and Stop."""
+        progress = self.screen.task_progress
+        if not self._task_can_start():
+            return None
+        database = self.store.path
+
+        def work() -> list[Path]:
+            store = ConversationStore(database)
+            try:
+                return export_conversations(store, folder, ids=ids, on_progress=progress.progressed.emit,
+                                            should_stop=self._stop_task.is_set)  # fmt: skip
+            finally:
+                store.close()
+
+        def done(written: list[Path]) -> None:
+            progress.end()
+            self.screen.set_status(f"Exported {len(written)} files to {one_line(str(folder), 300)}")
+
+        def failed(error: Exception) -> None:
+            progress.end()
+            message = str(error) if isinstance(error, FaraError) else f"Export failed ({type(error).__name__})"
+            self.screen.set_status(message)
+
+        progress.begin("Exporting chats…")
+        return self._start_task(work, done, failed)
 
     def import_chat(self) -> None:
         path, _ = QFileDialog.getOpenFileName(
@@ -127,14 +162,60 @@ class ConversationsController:
             str(Path.home()),
             "Chats from Fara Desktop, ChatGPT, Open WebUI or LM Studio (*.json)",
         )
-        if not path:
-            return
-        try:
-            result = import_conversations(self.store, Path(path))
-        except FaraError as exc:  # refused (ImportRefusedError) or not saved (StorageError): nothing was written
-            self.screen.show_notice(f"{Path(path).name} was not imported. {exc}", "error")
-            return
-        self.refresh_sidebar()
-        self.open_conversation(result.conversation_ids[0])
-        count = len(result.conversation_ids)
-        self.screen.set_status(f"Imported {count} chat{'s' if count != 1 else ''} from {result.format_name}")
+        if path:
+            self.import_file(Path(path))
+
+    def import_file(self, path: Path) -> BackgroundCall | None:
+        """Read (in the sandbox) and save the file's chats on a background thread, with Stop; then open the first."""
+        progress = self.screen.task_progress
+        if not self._task_can_start():
+            return None
+        database = self.store.path
+        name = one_line(path.name, 120)
+
+        def work() -> ImportResult:
+            format_name, conversations = read_import(path, should_stop=self._stop_task.is_set)
+            progress.progressed.emit(0, len(conversations))
+            store = ConversationStore(database)
+            try:
+                return ImportResult(format_name, store.import_or_update(conversations))
+            finally:
+                store.close()
+
+        def done(result: ImportResult) -> None:
+            progress.end()
+            self.refresh_sidebar()
+            first = result.conversation_ids or [result.outcomes[0].conversation_id]
+            self.open_conversation(first[0])
+            self.screen.set_status(f"{name}: {result.summary()} from {result.format_name}")
+
+        def failed(error: Exception) -> None:
+            progress.end()
+            if isinstance(error, SandboxStoppedError):
+                self.screen.set_status(f"Import of {name} stopped; nothing was imported")
+            elif isinstance(error, FaraError):  # refused or not saved: nothing was written
+                self.screen.show_notice(f"{name} was not imported. {error}", "error")
+            else:
+                self.screen.show_notice(f"{name} was not imported ({type(error).__name__}).", "error")
+
+        progress.begin(f"Importing {name}…")
+        return self._start_task(work, done, failed)
+
+    def stop_task(self) -> None:
+        self._stop_task.set()
+        self.screen.task_progress.stop_button.setEnabled(False)
+
+    def _task_can_start(self) -> bool:
+        if self.screen.task_progress.running:
+            self.screen.set_status("An import or export is running: wait for it, or stop it")
+            return False
+        self._stop_task = threading.Event()
+        return True
+
+    def _start_task(self, work: Callable[[], Any], done: Callable[[Any], None],
+                    failed: Callable[[Exception], None]) -> BackgroundCall:  # fmt: skip
+        call = BackgroundCall(work, owner=self.dialog_parent)
+        call.done.connect(done)
+        call.failed.connect(failed)
+        self.task = call
+        return call.start()

@@ -61,6 +61,12 @@ def test_a_chat_answers_from_a_collection_with_citations(window, qtbot, tmp_path
     assert win.documents_button.text() == "Documents: manuals"
     assert win.chat_view.messages()[-1].source_buttons[0].text() == "[1] manual.pdf, page 2"
 
+    # Branch from here keeps the reply's citations and the chat's collection
+    win.chat.branch_off(win.chat_view.messages()[-1])
+    assert win.session.conversation_id != conversation
+    assert win.documents_button.text() == "Documents: manuals"
+    assert win.chat_view.messages()[-1].source_buttons[0].text() == "[1] manual.pdf, page 2"
+
 
 def test_a_chat_without_collections_sends_the_question_as_typed(window, qtbot, tmp_path):
     write_mixed_folder(tmp_path / "manuals")

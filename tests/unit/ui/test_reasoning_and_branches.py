@@ -8,6 +8,7 @@ import os
 import threading
 from pathlib import Path
 
+import pytest
 from PySide6.QtGui import QGuiApplication
 
 from tests.helpers.chatting import ask
@@ -171,7 +172,11 @@ def test_importing_a_chatgpt_export_from_the_window_opens_the_chats(window, qtbo
     export.write_text(json.dumps([chatgpt_conversation(), chatgpt_conversation("Second")]), encoding="utf-8")
     monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *_a, **_k: (str(export), ""))
     win.conversations.import_chat()
-    assert win.status_label.text() == "Imported 2 chats from ChatGPT (conversations.json)"
+    assert win.task_progress.isVisibleTo(win) and "Importing conversations.json" in win.task_progress.label.text()
+    with qtbot.waitSignal(win.conversations.task.done, timeout=30000):
+        pass
+    assert not win.task_progress.isVisibleTo(win)
+    assert win.status_label.text() == "conversations.json: 2 chats added from ChatGPT (conversations.json)"
     assert [w.text for w in win.chat_view.messages()] == ["Plan a day in Porto", "Walk along the Douro."]
     assert win.chat_view.messages()[0].version_label.text() == "2/2"
     assert len(win.sidebar.ids()) == 2
@@ -180,8 +185,73 @@ def test_importing_a_chatgpt_export_from_the_window_opens_the_chats(window, qtbo
     broken.write_text(json.dumps([chatgpt_conversation(current="a1") | {"title": 7}]), encoding="utf-8")
     monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *_a, **_k: (str(broken), ""))
     win.conversations.import_chat()
+    with qtbot.waitSignal(win.conversations.task.failed, timeout=30000):
+        pass
     notice = win.chat_view.messages()[-1]
     assert (
         notice.role == "error" and "broken.json was not imported" in notice.text and "title is not text" in notice.text
     )
     assert len(win.sidebar.ids()) == 2
+
+
+def test_import_and_export_run_off_the_window_thread_with_progress_and_stop(window, qtbot, tmp_path, monkeypatch):
+    import json
+
+    from fara_desktop.sandbox import SandboxStoppedError
+    from fara_desktop.ui.controllers import conversations_controller
+    from tests.helpers.chat_exports import chatgpt_conversation
+
+    win = window(FakeBackend())
+    export = tmp_path / "conversations.json"
+    export.write_text(json.dumps([chatgpt_conversation(f"Chat {n}") for n in range(30)]), encoding="utf-8")
+    on_window_thread = []
+    real_read = conversations_controller.read_import
+
+    def read_and_note_thread(path, should_stop=None):
+        import threading
+
+        on_window_thread.append(threading.current_thread() is threading.main_thread())
+        return real_read(path, should_stop=should_stop)
+
+    monkeypatch.setattr(conversations_controller, "read_import", read_and_note_thread)
+    with qtbot.waitSignal(win.conversations.import_file(export).done, timeout=30000):
+        pass
+    assert on_window_thread == [False] and len(win.sidebar.ids()) == 30
+
+    totals: list[tuple[int, int]] = []
+    win.task_progress.progressed.connect(lambda done, total: totals.append((done, total)))
+    with qtbot.waitSignal(win.conversations.export_to(tmp_path / "out", None).done, timeout=30000):
+        pass
+    assert totals[-1] == (30, 30) and len(list((tmp_path / "out").glob("*.json"))) == 30
+    assert win.status_label.text().startswith("Exported 60 files to ")
+
+    def wait_for_stop(path, should_stop=None):
+        import time
+
+        while not should_stop():
+            time.sleep(0.01)  # the task's thread polls for Stop, as the sandbox does while a file is read
+        raise SandboxStoppedError("stopped")
+
+    monkeypatch.setattr(conversations_controller, "read_import", wait_for_stop)
+    call = win.conversations.import_file(export)
+    assert win.conversations.import_file(export) is None  # one file task at a time
+    assert "wait for it, or stop it" in win.status_label.text()
+    with qtbot.waitSignal(call.failed, timeout=30000):
+        win.task_progress.stop_button.click()
+    assert win.status_label.text() == "Import of conversations.json stopped; nothing was imported"
+    assert len(win.sidebar.ids()) == 30 and not win.task_progress.isVisibleTo(win)
+
+
+def test_export_stops_between_chats_and_keeps_the_files_written(tmp_path):
+    from fara_desktop.chats.export import ExportStoppedError, export_conversations
+    from fara_desktop.chats.storage import ConversationStore
+
+    store = ConversationStore(tmp_path / "c.sqlite3")
+    for n in range(5):
+        store.create_conversation(f"Chat {n}")
+    seen: list[int] = []
+    with pytest.raises(ExportStoppedError, match="after 4 files"):
+        export_conversations(store, tmp_path / "out", on_progress=lambda done, total: seen.append(done),
+                             should_stop=lambda: len(seen) == 2)  # fmt: skip
+    assert seen == [1, 2] and len(list((tmp_path / "out").iterdir())) == 4
+    store.close()
