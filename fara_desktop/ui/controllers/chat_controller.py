@@ -53,6 +53,8 @@ from fara_desktop.ui.widgets.message_widget import MessageWidget
 SAVE_RETRY_MS = 5000
 DEFERRED = 0  # request id of a message waiting for the start-up scan to pick a model
 PENDING = -1  # request id of a reply whose bubble is made (and engine started) once the chat has been painted
+RETRIEVING = -2  # request id of a reply waiting for its passages (the documents are searched off this thread)
+Retriever = Callable[[list[ChatMessage], Callable[[list[ChatMessage], tuple[Source, ...]], None]], bool]
 
 
 class ChatScreen(Protocol):
@@ -98,7 +100,10 @@ class ChatController(QObject):
         self.editing: MessageWidget | None = None
         self.api_requests = 0  # requests of other apps (local API) waiting or running in the same queue
         # Adds the passages of the chat's document collections to the prompt (the documents controller sets it).
-        self.ground: Callable[[list[ChatMessage]], tuple[list[ChatMessage], tuple[Source, ...]]] | None = None
+        # Searches the chat's documents for a prompt on another thread and calls back with the grounded prompt;
+        # returns False when the chat uses no documents (the reply then starts at once).
+        self.retrieve: Retriever | None = None
+        self._retrieval: object | None = None  # the search the reply waits for; a stale one's answer is dropped
         self._prompt: list[ChatMessage] | None = None  # the prompt of the reply being requested
         self._pending: tuple[str | None, int, tuple[Source, ...]] | None = None  # a reply whose bubble is not made
         self._adjusted: set[int | None] = set()  # chats already told how their prompt was adapted to the template
@@ -212,6 +217,12 @@ class ChatController(QObject):
             self.cancel_edit()
 
     def stop(self) -> None:
+        if self.current_request == RETRIEVING:  # the question is saved; no reply was started for it
+            self._retrieval = None
+            self.current_request = None
+            self.set_busy(False)
+            self.screen.set_status("Stopped")
+            return
         if self.current_request == PENDING:  # the reply had not begun: it begins, and ends at once as stopped
             self._begin_reply(start_engine=False)
         if self.current_request == DEFERRED:
@@ -248,9 +259,24 @@ class ChatController(QObject):
         the window answers input in between."""
         model = self.model_info.name if self.model_info else None
         prompt = self.session.prompt_messages()
-        sources: tuple[Source, ...] = ()
-        if self.ground is not None:
-            prompt, sources = self.ground(prompt)
+        if self.retrieve is not None:
+            ticket = self._retrieval = object()
+            if self.retrieve(prompt, lambda grounded, found: self._retrieved(ticket, model, grounded, found)):
+                self.current_request = RETRIEVING
+                self.set_busy(True)
+                self.screen.set_status("Searching your documents…")
+                return
+        self._start_reply(model, prompt, ())
+
+    def _retrieved(
+        self, ticket: object, model: str | None, prompt: list[ChatMessage], sources: tuple[Source, ...]
+    ) -> None:
+        if ticket is not self._retrieval or self.current_request != RETRIEVING:  # stopped, or another chat
+            return
+        self._retrieval = None
+        self._start_reply(model, prompt, sources)
+
+    def _start_reply(self, model: str | None, prompt: list[ChatMessage], sources: tuple[Source, ...]) -> None:
         try:
             reply = self.session.begin_reply(model, sources)
         except StorageError as exc:
@@ -258,6 +284,8 @@ class ChatController(QObject):
             self.screen.refresh_sidebar()
             self.screen.show_notice(f"The reply could not be started because the chat could not be saved: {exc}",
                                     "error")  # fmt: skip
+            self.current_request = None
+            self.set_busy(False)
             return
         self._prompt = prompt
         self._pending = (model, reply.id, sources)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -22,9 +23,11 @@ from fara_desktop.engine.types import ChatMessage
 from fara_desktop.errors import FaraError
 from fara_desktop.paths import AppPaths
 from fara_desktop.planning.planner import StartupPlan
+from fara_desktop.ui.background import BackgroundCall
 from fara_desktop.ui.controllers.chat_controller import ChatController
 from fara_desktop.ui.widgets.documents_panel import DocumentsPanel
 from fara_desktop.ui.widgets.plain_text import plain_message_box
+from fara_desktop.untrusted import one_line
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +72,9 @@ class DocumentsController(QObject):
         self.embedding_model: Path | None = None  # an embedding GGUF found among the models
         self._embedder: Embedder | None = None
         self._embedder_lock = threading.Lock()
+        self._retrieval_index: DocumentIndex | None = None  # the searches' own connection, on their thread
+        self._retrieval_lock = threading.Lock()
+        self.retrieval: BackgroundCall | None = None  # the search running for a reply, if any
         self.progressed.connect(lambda name, state: screen.documents_panel.show_progress(name, state))
         self.finished.connect(self._scan_finished)
         self.embedding.connect(screen.documents_panel.show_embedding)
@@ -82,7 +88,7 @@ class DocumentsController(QObject):
         menu.aboutToShow.connect(self._fill_menu)
         screen.documents_button.setMenu(menu)
         screen.documents_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
-        chat.ground = self.ground
+        chat.retrieve = self.retrieve
         self.refresh()
 
     # ------------------------------------------------------------------ collections
@@ -223,6 +229,10 @@ class DocumentsController(QObject):
         if self.index is not None:
             self.index.close()
             self.index = None
+        with self._retrieval_lock:  # a search still running finishes first: its connection is closed after it
+            if self._retrieval_index is not None:
+                self._retrieval_index.close()
+                self._retrieval_index = None
         if self._embedder is not None:
             self._embedder.close()
             self._embedder = None
@@ -255,19 +265,46 @@ class DocumentsController(QObject):
         button.setText(f"Documents: {', '.join(names)}" if names else "Documents: off")
         button.setToolTip("Answer from these document collections" if names else "Answer from your documents")
 
-    def ground(self, messages: list[ChatMessage]) -> tuple[list[ChatMessage], tuple[Source, ...]]:
-        """The prompt for a chat that uses collections: the question's best passages added within budget."""
+    def retrieve(
+        self,
+        messages: list[ChatMessage],
+        on_done: Callable[[list[ChatMessage], tuple[Source, ...]], None],
+    ) -> bool:
+        """For a chat that uses collections: search them for the question on a background thread (loading the
+        embedding model, or waiting for it while indexing uses it, never holds up the window), then
+        ``on_done(prompt with the best passages, their sources)`` on the window's thread. False: nothing to do."""
         names = [n for n in self.chat.session.collections if n in set(self.collection_names())]
         if not names or self.index is None or not messages or messages[-1].role != "user":
-            return messages, ()
-        embedder = self.embedder() if self.embedding_model is not None else None
-        hits = hybrid_search(self.index, names, messages[-1].content, embedder, TOP_PASSAGES)
+            return False
         info = self.chat.model_info
         n_ctx = info.n_ctx if info else 0
-        history = sum(len(m.content) for m in messages)
-        grounded = ground(messages, hits, passage_budget(n_ctx, history, min(512, (n_ctx or 4096) // 4)))
-        sources = tuple(
-            Source(number, h.path, h.text, h.page, h.line_start, h.line_end)
-            for number, h in enumerate(grounded.used, start=1)
-        )
-        return grounded.messages, sources
+        data = self.screen.paths.data
+
+        def work() -> tuple[list[ChatMessage], tuple[Source, ...]]:
+            with self._retrieval_lock:
+                if self._retrieval_index is None:
+                    self._retrieval_index = DocumentIndex(documents_path(data))
+                embedder = self.embedder() if self.embedding_model is not None else None
+                hits = hybrid_search(self._retrieval_index, names, messages[-1].content, embedder, TOP_PASSAGES)
+            history = sum(len(m.content) for m in messages)
+            grounded = ground(messages, hits, passage_budget(n_ctx, history, min(512, (n_ctx or 4096) // 4)))
+            sources = tuple(
+                Source(number, h.path, h.text, h.page, h.line_start, h.line_end)
+                for number, h in enumerate(grounded.used, start=1)
+            )
+            return grounded.messages, sources
+
+        def failed(error: Exception) -> None:
+            log.warning("Searching the documents failed (%s)", type(error).__name__)
+            self.screen.show_notice(
+                f"Your documents could not be searched ({one_line(error, 200)}); the question is sent without them.",
+                "error",
+            )
+            on_done(messages, ())
+
+        call = BackgroundCall(work, owner=self)
+        call.done.connect(lambda result: on_done(*result))
+        call.failed.connect(failed)
+        self.retrieval = call
+        call.start()
+        return True

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QPushButton, QWidget
+
+from fara_desktop.ui.widgets.plain_text import plain_label
 
 
 class TaskProgress(QWidget):
@@ -18,7 +20,7 @@ class TaskProgress(QWidget):
         self.setObjectName("taskProgress")
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        self.label = QLabel()
+        self.label = plain_label()
         self.bar = QProgressBar()
         self.bar.setMaximumWidth(160)
         self.bar.setAccessibleName("Task progress")

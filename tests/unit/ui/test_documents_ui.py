@@ -104,3 +104,47 @@ def test_open_the_file_never_runs_a_script_and_says_when_nothing_opens(qtbot, tm
     document.open_button.click()
     assert opened[-1] == str(tmp_path / "manual.pdf")
     assert document.note.isVisibleTo(document) and "Nothing on this computer opens .pdf files" in document.note.text()
+
+
+def test_the_documents_are_searched_off_the_window_thread(window, qtbot, tmp_path):
+    """Send with a collection on: the search waits for the embedding model (held by another thread, as indexing
+    holds it), and the window goes on answering meanwhile; Stop during the search sends nothing; then a question
+    is answered from the passages."""
+    import threading
+
+    from PySide6.QtCore import QTimer
+
+    write_mixed_folder(tmp_path / "manuals")
+    backend = FakeBackend(words=["Aquamarine", " [1]", "."])
+    win = window(backend)
+    index_folder(qtbot, win, "manuals", tmp_path / "manuals")
+    win.documents.use_collection("manuals", True)
+    documents = win.documents
+    documents.embedding_model = tmp_path / "embedder.gguf"  # the search must ask for the embedder (none loads)
+
+    held, release = threading.Event(), threading.Event()
+
+    def indexing_embeds_a_batch() -> None:
+        with documents._embedder_lock:
+            held.set()
+            release.wait(timeout=10)  # bounded: before the fix the window's thread waited here
+
+    holder = threading.Thread(target=indexing_embeds_a_batch, daemon=True)
+    holder.start()
+    assert held.wait(timeout=10)
+    win.composer.setPlainText("Which valve controls the pressure?")
+    win.send_button.click()
+    assert win.status_label.text() == "Searching your documents…"
+    ticks: list[int] = []
+    QTimer.singleShot(0, lambda: ticks.append(1))
+    qtbot.waitUntil(lambda: ticks == [1], timeout=5000)  # the window's thread is free while the search waits
+    win.stop_button.click()
+    assert win.status_label.text() == "Stopped" and backend.prompts == []
+    with qtbot.waitSignal(documents.retrieval.done, timeout=10000):
+        release.set()  # the stopped search ends; its answer is dropped
+    holder.join(timeout=10)
+    assert backend.prompts == [] and [m.role for m in win.chat_view.messages()] == ["user"]
+
+    ask(qtbot, win, "Which valve controls the pressure, again?", timeout_ms=10000)
+    assert backend.prompts[-1][-1].content.startswith("Passages from my documents")
+    assert win.chat_view.messages()[-1].source_buttons[0].text().startswith("[1] manual.pdf")
