@@ -124,7 +124,9 @@ def test_the_installed_app_imports_a_chatgpt_export(installed_app: InstalledApp,
     home = tmp_path / "home"
     imported = installed_app.run("import", str(export), home=home)
     assert imported.returncode == 0, imported.stderr[-3000:]
-    assert "1 chat from ChatGPT" in imported.stdout
+    assert "1 chat added from ChatGPT" in imported.stdout  # parsed by the installed app's sandbox process
+    again = installed_app.run("import", str(export), home=home)
+    assert "0 chats added, 1 already imported (skipped)" in again.stdout
     out = tmp_path / "out"
     exported = installed_app.run("export", "--format", "md", "--out", str(out), home=home)
     assert exported.returncode == 0, exported.stderr[-3000:]
