@@ -25,6 +25,7 @@ import logging
 import multiprocessing
 import os
 import pickle
+import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -86,6 +87,23 @@ def _describe(resource: str, budget: Budget) -> str:
 # --- the child ------------------------------------------------------------------------------------------------
 
 
+def _to_handle(fd: int) -> int:
+    """What crosses to the child: the descriptor itself, or on Windows the OS handle behind the C runtime's fd."""
+    if sys.platform == "win32":
+        import msvcrt
+
+        return int(msvcrt.get_osfhandle(fd))
+    return fd
+
+
+def _from_handle(handle: int) -> int:
+    if sys.platform == "win32":
+        import msvcrt
+
+        return msvcrt.open_osfhandle(handle, os.O_RDONLY)
+    return handle
+
+
 def _set_memory_limit(limit: int) -> None:
     try:
         import resource
@@ -110,7 +128,7 @@ def _serve(conn: Connection, nice: int) -> None:
     while True:
         try:
             module_name, function_name, args, memory_bytes, has_fd = conn.recv()
-            fd = recv_handle(conn) if has_fd else None
+            fd = _from_handle(recv_handle(conn)) if has_fd else None
         except (EOFError, OSError):
             return
         _set_memory_limit(memory_bytes)
@@ -200,7 +218,7 @@ class Sandbox:
         process, conn = self._start()
         conn.send((job.__module__, job.__name__, args, budget.memory_bytes, fd is not None))
         if fd is not None:
-            send_handle(conn, fd, process.pid)
+            send_handle(conn, _to_handle(fd), process.pid)
         watched = psutil.Process(process.pid)
         started_cpu = _cpu_seconds(watched)
         deadline = time.monotonic() + budget.wall_seconds
