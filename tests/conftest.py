@@ -8,7 +8,7 @@ import queue
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +120,16 @@ class EventLog:
 
     def of(self, kind: type) -> list[tuple[float, Any]]:
         return [(t, e) for t, e in self.seen if isinstance(e, kind)]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Any]:
+    """A conversation store in a real SQLite file of the test's own."""
+    from fara_desktop.chats.storage import ConversationStore
+
+    store = ConversationStore(tmp_path / "conversations.sqlite3")
+    yield store
+    store.close()
 
 
 @pytest.fixture

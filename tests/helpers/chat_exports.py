@@ -3,6 +3,8 @@ import tests."""
 
 from __future__ import annotations
 
+import json
+
 T0 = 1_700_000_000.0
 
 
@@ -91,3 +93,10 @@ def lm_studio_conversation():
         ],
         "lastUsedModel": {"identifier": "qwen3-8b"}, "clientInput": "", "notes": [],
     }  # fmt: skip
+
+
+def write_export(tmp_path, data, name="export.json"):
+    """``data`` as a JSON file in ``tmp_path``, as an app would have exported it."""
+    path = tmp_path / name
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path

@@ -3,31 +3,15 @@ twice: each case failed before its fix (the times and sizes it cost then are in 
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from fara_desktop.chats.export import import_conversations
 from fara_desktop.chats.export_format import ImportRefusedError
-from fara_desktop.chats.storage import ConversationStore
 from fara_desktop.sandbox import Budget
-from tests.helpers.chat_exports import T0, chatgpt_conversation, gpt_node
+from tests.helpers.chat_exports import T0, chatgpt_conversation, gpt_node, write_export
 
 MB = 1024 * 1024
 TIGHT = Budget(cpu_seconds=10.0, memory_bytes=600 * MB, output_bytes=64 * MB)
-
-
-@pytest.fixture
-def store(tmp_path):
-    store = ConversationStore(tmp_path / "conversations.sqlite3")
-    yield store
-    store.close()
-
-
-def _write(tmp_path, data, name="export.json"):
-    path = tmp_path / name
-    path.write_text(json.dumps(data), encoding="utf-8")
-    return path
 
 
 def _import(store, path):
@@ -43,7 +27,7 @@ def test_unclosed_reasoning_blocks_are_read_in_linear_time(store, tmp_path):
             "a": {"parentId": "u", "role": "assistant", "content": content, "timestamp": int(T0)},
         }}},
     }  # fmt: skip
-    result = _import(store, _write(tmp_path, [chat]))
+    result = _import(store, write_export(tmp_path, [chat]))
     (reply,) = [m for m in store.messages(result.conversation_ids[0]) if m.role == "assistant"]
     assert reply.content == content and reply.reasoning == ""
 
@@ -60,7 +44,7 @@ def test_a_chain_of_thoughts_above_many_replies_is_stored_once(store, tmp_path):
         mapping[f"r{r}"] = gpt_node(f"r{r}", f"t{thoughts - 1}", [], "assistant", f"Reply {r}", T0 + 1)
     data = [{"title": "Thoughts", "create_time": T0, "update_time": T0, "mapping": mapping,
              "current_node": "r0", "id": "g1"}]  # fmt: skip
-    path = _write(tmp_path, data)
+    path = write_export(tmp_path, data)
     result = _import(store, path)
     stored = sum(len(m.reasoning) + len(m.content) for m in store.messages(result.conversation_ids[0]))
     assert stored < path.stat().st_size  # each thought once: less text than the file holds
@@ -77,7 +61,7 @@ def test_a_flood_of_empty_objects_is_refused_before_it_is_parsed(store, tmp_path
 
 
 def test_importing_the_same_file_again_skips_updates_or_adds_and_says_which(store, tmp_path):
-    path = _write(tmp_path, [chatgpt_conversation("Trip to Lisbon"), chatgpt_conversation("Second chat")])
+    path = write_export(tmp_path, [chatgpt_conversation("Trip to Lisbon"), chatgpt_conversation("Second chat")])
     first = _import(store, path)
     assert first.summary() == "2 chats added"
     again = _import(store, path)
@@ -85,7 +69,7 @@ def test_importing_the_same_file_again_skips_updates_or_adds_and_says_which(stor
 
     changed = chatgpt_conversation("Trip to Lisbon")
     changed["mapping"]["a2"]["message"]["content"]["parts"] = ["A better answer, edited at the source."]
-    _write(tmp_path, [changed, chatgpt_conversation("Second chat")])
+    write_export(tmp_path, [changed, chatgpt_conversation("Second chat")])
     updated = _import(store, path)
     assert updated.summary() == "0 chats added, 1 updated (changed since the last import), 1 already imported (skipped)"
     assert updated.conversation_ids == [first.conversation_ids[0]] and len(store.conversations()) == 2
@@ -93,7 +77,7 @@ def test_importing_the_same_file_again_skips_updates_or_adds_and_says_which(stor
 
     store.rename(first.conversation_ids[0], "My trip")  # continued here: the user's version is never replaced
     changed["mapping"]["a2"]["message"]["content"]["parts"] = ["Edited at the source once more."]
-    _write(tmp_path, [changed, chatgpt_conversation("Second chat")])
+    write_export(tmp_path, [changed, chatgpt_conversation("Second chat")])
     added = _import(store, path)
     assert added.count("added") == 1 and len(store.conversations()) == 3
     assert store.conversation(first.conversation_ids[0]).title == "My trip"

@@ -14,13 +14,6 @@ from fara_desktop.chats.session import ChatSession
 from fara_desktop.chats.storage import MIGRATIONS, ConversationStore
 
 
-@pytest.fixture
-def store(tmp_path):
-    store = ConversationStore(tmp_path / "conversations.sqlite3")
-    yield store
-    store.close()
-
-
 def turn(session: ChatSession, question: str | None, answer: str, reasoning: str = "") -> None:
     if question is not None:
         session.add_user_message(question)

@@ -3,7 +3,6 @@ titles, models and reasoning are kept; a file with one bad value is refused whol
 
 from __future__ import annotations
 
-import json
 import time
 
 import pytest
@@ -11,21 +10,14 @@ import pytest
 from fara_desktop.chats.export import import_conversations
 from fara_desktop.chats.export_format import ImportRefusedError
 from fara_desktop.chats.session import ChatSession
-from fara_desktop.chats.storage import ConversationStore
-from tests.helpers.chat_exports import T0, chatgpt_conversation, gpt_node, lm_studio_conversation, open_webui_chat
-
-
-@pytest.fixture
-def store(tmp_path):
-    store = ConversationStore(tmp_path / "conversations.sqlite3")
-    yield store
-    store.close()
-
-
-def _write(tmp_path, data, name="export.json"):
-    path = tmp_path / name
-    path.write_text(json.dumps(data), encoding="utf-8")
-    return path
+from tests.helpers.chat_exports import (
+    T0,
+    chatgpt_conversation,
+    gpt_node,
+    lm_studio_conversation,
+    open_webui_chat,
+    write_export,
+)
 
 
 def _open(store, conversation_id) -> ChatSession:
@@ -39,7 +31,7 @@ def _open(store, conversation_id) -> ChatSession:
 
 def test_chatgpt_export_keeps_branches_titles_times_models_and_reasoning(store, tmp_path):
     second = chatgpt_conversation("Second chat", current="a1")
-    result = import_conversations(store, _write(tmp_path, [chatgpt_conversation(), second], "conversations.json"))
+    result = import_conversations(store, write_export(tmp_path, [chatgpt_conversation(), second], "conversations.json"))
     assert result.format_name.startswith("ChatGPT") and len(result.conversation_ids) == 2
     session = _open(store, result.conversation_ids[0])
     summary = store.conversation(result.conversation_ids[0])
@@ -69,7 +61,7 @@ def test_a_10000_message_chatgpt_conversation_imports_in_seconds(store, tmp_path
     data = [
         {"title": "Long", "create_time": T0, "update_time": T0 + 10_000, "mapping": mapping, "current_node": parent}
     ]
-    path = _write(tmp_path, data)
+    path = write_export(tmp_path, data)
     started = time.perf_counter()
     result = import_conversations(store, path)
     elapsed = time.perf_counter() - started
@@ -94,7 +86,7 @@ def test_a_chatgpt_file_with_one_bad_value_is_refused_whole(store, tmp_path, cha
     bad = chatgpt_conversation()
     change(bad)
     with pytest.raises(ImportRefusedError, match=reason):
-        import_conversations(store, _write(tmp_path, [chatgpt_conversation(), bad]))
+        import_conversations(store, write_export(tmp_path, [chatgpt_conversation(), bad]))
     assert store.conversations() == []  # not even the good first conversation
 
 
@@ -102,7 +94,7 @@ def test_a_chatgpt_file_with_one_bad_value_is_refused_whole(store, tmp_path, cha
 
 
 def test_open_webui_export_keeps_regenerations_and_moves_reasoning_out_of_the_answer(store, tmp_path):
-    result = import_conversations(store, _write(tmp_path, [open_webui_chat()]))
+    result = import_conversations(store, write_export(tmp_path, [open_webui_chat()]))
     assert result.format_name == "Open WebUI"
     session = _open(store, result.conversation_ids[0])
     question, reply = session.messages
@@ -116,7 +108,7 @@ def test_open_webui_export_keeps_regenerations_and_moves_reasoning_out_of_the_an
 def test_open_webui_message_that_follows_a_missing_parent_becomes_a_first_turn(store, tmp_path):
     chat = open_webui_chat()
     chat["chat"]["history"]["messages"]["u"]["parentId"] = "gone"
-    result = import_conversations(store, _write(tmp_path, [chat]))
+    result = import_conversations(store, write_export(tmp_path, [chat]))
     assert _open(store, result.conversation_ids[0]).messages[0].content == "Why is the sky blue?"
 
 
@@ -124,7 +116,7 @@ def test_open_webui_message_that_follows_a_missing_parent_becomes_a_first_turn(s
 
 
 def test_lm_studio_conversation_keeps_versions_system_prompt_and_thinking(store, tmp_path):
-    path = _write(tmp_path, lm_studio_conversation(), "1730000000000.conversation.json")
+    path = write_export(tmp_path, lm_studio_conversation(), "1730000000000.conversation.json")
     result = import_conversations(store, path)
     assert result.format_name == "LM Studio"
     session = _open(store, result.conversation_ids[0])
@@ -149,5 +141,5 @@ def test_lm_studio_conversation_keeps_versions_system_prompt_and_thinking(store,
 )
 def test_a_file_in_no_known_format_is_refused_with_the_formats_we_read(store, tmp_path, data):
     with pytest.raises(ImportRefusedError, match=r"ChatGPT.*Open WebUI.*LM Studio"):
-        import_conversations(store, _write(tmp_path, data))
+        import_conversations(store, write_export(tmp_path, data))
     assert store.conversations() == []
