@@ -74,7 +74,7 @@ def _prose_label(text: str, draft: bool = False) -> QLabel:
     label.setWordWrap(True)
     label.setOpenExternalLinks(False)
     label.linkActivated.connect(open_link)
-    label.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
+    label.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
     _render_prose(label, text, draft)
     return label
 

@@ -1,0 +1,65 @@
+"""The chat follows a long reply at every width (issue 29, item 1): the newest text lies inside the viewport while
+the reply streams and after it ends. Each prose label used to claim its size hint (Qt's guess at 80 characters
+per line) as its minimum height, so a long reply of many paragraphs made the content hundreds of pixels taller
+than its text and the view, scrolled to the bottom, showed empty space."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QPoint
+
+from fara_desktop.ui.widgets.chat_view import ChatView
+
+PARAGRAPH = "The quick brown fox jumps over the lazy dog near the riverbank while the sun sets slowly. " * 6
+
+
+def _newest_text_is_shown(view: ChatView) -> bool:
+    reply = view.messages()[-1]
+    last = reply._block_widgets[-1]
+    bottom = last.mapTo(view.widget(), QPoint(0, last.height())).y()
+    top = view.verticalScrollBar().value()
+    return top < bottom <= top + view.viewport().height()
+
+
+@pytest.mark.parametrize(("width", "height"), [(620, 420), (730, 600), (1370, 600), (1800, 900)])
+def test_the_newest_text_of_a_long_reply_stays_in_view(qtbot, width, height):
+    view = ChatView()
+    qtbot.addWidget(view)
+    view.resize(width, height)
+    view.show()
+    view.add_message("user", "Tell me a long story")
+    view.begin_stream("model")
+    text = ""
+    for _ in range(30):  # about 16,000 characters in 30 paragraphs
+        text += PARAGRAPH + "\n\n"
+        view.append_stream(PARAGRAPH + "\n\n")
+        view._flush()
+        qtbot.waitUntil(lambda: _newest_text_is_shown(view), timeout=2000)
+    view.end_stream(text)
+    content, reply = view.widget(), view.messages()[-1]
+
+    def settled() -> bool:  # laid out again, in view, and no empty space below the reply
+        return (
+            reply.height() > 100 and _newest_text_is_shown(view) and content.height() - reply.geometry().bottom() < 60
+        )
+
+    qtbot.waitUntil(settled, timeout=2000)
+
+
+@pytest.mark.parametrize("width", [730, 1370])
+def test_a_reopened_chat_shows_the_end_of_its_long_reply(qtbot, width):
+    from fara_desktop.ui.widgets.chat_view import ShownMessage
+
+    view = ChatView()
+    qtbot.addWidget(view)
+    view.resize(width, 600)
+    view.show()
+    reply = (PARAGRAPH + "\n\n") * 30
+    view.set_messages([ShownMessage("user", "Tell me a long story"), ShownMessage("assistant", reply, model="m")])
+    content, widget = view.widget(), view.messages()[-1]
+    qtbot.waitUntil(
+        lambda: (
+            widget.height() > 100 and _newest_text_is_shown(view) and content.height() - widget.geometry().bottom() < 60
+        ),
+        timeout=2000,
+    )
