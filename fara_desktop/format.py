@@ -6,6 +6,8 @@ convention means Settings, Get models, the hardware panel and the command line s
 
 from __future__ import annotations
 
+import time
+
 from fara_desktop.untrusted import one_line
 
 KIB = 1024
@@ -34,7 +36,7 @@ def format_rate(bytes_per_s: float) -> str:
 
 def format_parameters(count: int) -> str:
     """A model's parameter count the way model names write it: ``135M``, ``1.7B``."""
-    return f"{count / 1e9:.1f}B" if count >= 1e9 else f"{count / 1e6:.0f}M"
+    return f"{count / 1e9:.1f}B" if count >= 999.5e6 else f"{count / 1e6:.0f}M"  # never "1000M"
 
 
 def format_bandwidth(bytes_per_s: float) -> str:
@@ -62,3 +64,22 @@ def format_location(path: str, page: int | None, line_start: int | None, line_en
         end = f"–{line_end}" if line_end and line_end != line_start else ""
         return f"{name}, line{'s' if end else ''} {line_start}{end}"
     return name
+
+
+def format_when(timestamp: float, with_time: bool = True, always_date: bool = False, now: float | None = None) -> str:
+    """A moment as people read it: ``16:26`` today (unless ``always_date``), ``29 May 16:26`` this year,
+    ``29 May 2024 16:26`` another year (imported history goes back years); without ``with_time`` only the date."""
+    moment, today = time.localtime(timestamp), time.localtime(time.time() if now is None else now)
+    clock = time.strftime("%H:%M", moment)
+    same_day = (moment.tm_year, moment.tm_yday) == (today.tm_year, today.tm_yday)
+    if same_day and with_time and not always_date:
+        return clock
+    day = f"{moment.tm_mday} {time.strftime('%b', moment)}"
+    if moment.tm_year != today.tm_year:
+        day += f" {moment.tm_year}"
+    return f"{day} {clock}" if with_time else day
+
+
+def format_count(count: int, noun: str, plural: str | None = None) -> str:
+    """``1 message``, ``2 messages``, ``10,000 files``."""
+    return f"{count:,} {noun if count == 1 else (plural or noun + 's')}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from fara_desktop.format import format_count
 from fara_desktop.paths import AppPaths
 from fara_desktop.untrusted import one_line, printable
 
@@ -21,7 +22,7 @@ def run_export(paths: AppPaths, out: Path, format_choice: str) -> int:
     except (StorageError, OSError) as exc:
         print(printable(f"fara-desktop export: {exc}"), file=sys.stderr)
         return 1
-    print(f"wrote {len(written)} files to {out}")
+    print(f"wrote {format_count(len(written), 'file')} to {out}")
     return 0
 
 

@@ -12,7 +12,7 @@ from fara_desktop.documents.indexer import IndexProgress, index_collection
 from fara_desktop.documents.semantic import embed_collection, hybrid_search
 from fara_desktop.engine.embedder import Embedder
 from fara_desktop.errors import FaraError
-from fara_desktop.format import format_size
+from fara_desktop.format import format_count, format_size
 from fara_desktop.paths import AppPaths
 from fara_desktop.untrusted import one_line, printable
 
@@ -44,7 +44,8 @@ def run_docs_index(
     def progress(state: IndexProgress) -> None:
         if not as_json and state.files_done - last[0] >= max(1, state.files_total // 20):
             last[0] = state.files_done
-            print(f"  {state.files_done:,}/{state.files_total:,} files · {state.passages:,} passages", file=sys.stderr)
+            files, found = format_count(state.files_total, "file"), format_count(state.passages, "passage")
+            print(f"  {state.files_done:,}/{files} · {found}", file=sys.stderr)
 
     embedder = _embedder(embedding_model, "index")
     vectors = 0
@@ -80,7 +81,8 @@ def run_docs_index(
         print(json.dumps(data, ensure_ascii=False))
     else:
         print(printable(
-            f"{collection}: {report.files:,} files, {summary.passages:,} passages ({report.indexed:,} read, "
+            f"{collection}: {format_count(report.files, 'file')}, {format_count(summary.passages, 'passage')} "
+            f"({report.indexed:,} read, "
             f"{report.unchanged:,} unchanged, {report.removed:,} removed) in {report.seconds:.1f} s — "
             f"{format_size(report.bytes_read)} read"
         ))  # fmt: skip

@@ -21,6 +21,7 @@ from fara_desktop.engine.embedder import Embedder
 from fara_desktop.engine.types import Event, ModelInfo, ModelLoaded, ModelLoadFailed
 from fara_desktop.engine.worker import InferenceWorker
 from fara_desktop.errors import FaraError
+from fara_desktop.format import format_count
 from fara_desktop.models.load_record import LoadRecord
 from fara_desktop.paths import AppPaths
 from fara_desktop.planning.planner import StartupPlan, decide_load, model_file, plan_startup
@@ -115,7 +116,10 @@ def run_serve(
         server.stop(timeout=0)
 
     print(server.address, flush=True)  # the first line: scripts read the address from it
-    print(printable(f"serving {info.name} ({info.n_ctx:,}-token context, {info.n_threads} threads)"), flush=True)
+    print(
+        printable(f"serving {info.name} ({info.n_ctx:,}-token context, {format_count(info.n_threads, 'thread')})"),
+        flush=True,
+    )
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     try:

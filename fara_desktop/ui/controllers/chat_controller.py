@@ -49,6 +49,7 @@ from fara_desktop.ui.widgets.chat_view import ChatView, ShownMessage, footer_for
 from fara_desktop.ui.widgets.composer import Composer
 from fara_desktop.ui.widgets.hardware_panel import HardwarePanel
 from fara_desktop.ui.widgets.message_widget import MessageWidget
+from fara_desktop.untrusted import one_line
 
 SAVE_RETRY_MS = 5000
 DEFERRED = 0  # request id of a message waiting for the start-up scan to pick a model
@@ -187,6 +188,9 @@ class ChatController(QObject):
             self.screen.show_notice(f"The branch could not be saved: {exc}", "error")
             return
         self.branchCreated.emit(branch)
+        summary = self.session.store.conversation(branch)
+        title = one_line(summary.title, 80) if summary else "a new chat"
+        self.screen.set_status(f"Branched into “{title}”: the original chat is unchanged")
 
     def _version_of(self, index: int) -> tuple[int, int]:
         place = self.session.place(index)

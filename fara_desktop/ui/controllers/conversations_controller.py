@@ -13,6 +13,7 @@ from fara_desktop.chats.export import ImportResult, export_conversations, read_i
 from fara_desktop.chats.session import ChatSession
 from fara_desktop.chats.storage import ConversationStore
 from fara_desktop.errors import FaraError
+from fara_desktop.format import format_count
 from fara_desktop.sandbox import SandboxStoppedError
 from fara_desktop.ui.background import BackgroundCall
 from fara_desktop.ui.controllers.chat_controller import ChatController
@@ -98,7 +99,8 @@ class ConversationsController:
             box = plain_message_box(
                 QMessageBox.Icon.Question,
                 "Delete chat",
-                f"Delete “{summary.title}” and its {summary.message_count} messages? This cannot be undone.",
+                f"Delete “{summary.title}” and its {format_count(summary.message_count, 'message')}? "
+                "This cannot be undone.",
                 self.dialog_parent,
             )
             box.setStandardButtons(QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No)
@@ -145,7 +147,7 @@ class ConversationsController:
 
         def done(written: list[Path]) -> None:
             progress.end()
-            self.screen.set_status(f"Exported {len(written)} files to {one_line(str(folder), 300)}")
+            self.screen.set_status(f"Exported {format_count(len(written), 'file')} to {one_line(str(folder), 300)}")
 
         def failed(error: Exception) -> None:
             progress.end()

@@ -21,6 +21,7 @@ from fara_desktop.documents.semantic import embed_collection, hybrid_search
 from fara_desktop.engine.embedder import Embedder
 from fara_desktop.engine.types import ChatMessage
 from fara_desktop.errors import FaraError
+from fara_desktop.format import format_count
 from fara_desktop.paths import AppPaths
 from fara_desktop.planning.planner import StartupPlan
 from fara_desktop.ui.background import BackgroundCall
@@ -215,7 +216,8 @@ class DocumentsController(QObject):
         else:
             unreadable = f", {len(result.unreadable):,} unreadable" if result.unreadable else ""
             panel.show_idle(
-                f"{name}: {result.files:,} files ({result.indexed:,} read, {result.unchanged:,} unchanged, "
+                f"{name}: {format_count(result.files, 'file')} ({result.indexed:,} read, "
+                f"{result.unchanged:,} unchanged, "
                 f"{result.removed:,} removed){unreadable} in {result.seconds:.1f} s"
             )
         self.refresh()

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from PySide6.QtCore import QObject, Signal
 
 from fara_desktop.engine.types import Event, ModelInfo, RemoteModel, ThreadsCalibrated
+from fara_desktop.format import format_count
 from fara_desktop.paths import AppPaths
 from fara_desktop.planning.planner import (
     StartupPlan,
@@ -168,4 +169,4 @@ class StartupController(QObject):
                 remember_calibration(self.screen.paths, self.plan, event.tok_per_s, event.best)
             n_threads = self.screen.settings.inference.n_threads
             self.screen.hardware_panel.show_calibration(event.tok_per_s, event.best, n_threads)
-            self.screen.set_status(f"Ready · {event.best} threads measured fastest for this model")
+            self.screen.set_status(f"Ready · {format_count(event.best, 'thread')} measured fastest for this model")

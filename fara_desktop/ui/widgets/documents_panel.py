@@ -3,7 +3,6 @@ progress of a scan (files, passages, time left) with Pause."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt, Signal
@@ -20,7 +19,7 @@ from PySide6.QtWidgets import (
 
 from fara_desktop.documents.index import CollectionSummary
 from fara_desktop.documents.indexer import IndexProgress
-from fara_desktop.format import format_duration
+from fara_desktop.format import format_count, format_duration, format_when
 from fara_desktop.ui.widgets.plain_text import plain_label, plain_tooltip
 
 
@@ -102,8 +101,10 @@ class DocumentsPanel(QWidget):
         current = self.list.currentItem().data(Qt.ItemDataRole.UserRole) if self.list.currentItem() else None
         self.list.clear()
         for summary in collections:
-            when = time.strftime("%d %b %H:%M", time.localtime(summary.indexed_at)) if summary.indexed_at else "never"
-            text = f"{summary.name}\n{summary.files:,} files · {summary.passages:,} passages"
+            when = format_when(summary.indexed_at) if summary.indexed_at else "never"
+            text = (
+                f"{summary.name}\n{format_count(summary.files, 'file')} · {format_count(summary.passages, 'passage')}"
+            )
             if summary.unreadable:
                 text += f" · {summary.unreadable:,} unreadable"
             item = QListWidgetItem(text)
@@ -136,8 +137,8 @@ class DocumentsPanel(QWidget):
         left = progress.seconds_left
         eta = f" · {format_duration(left)}" if left is not None and progress.files_done >= 5 else ""
         self.status.setText(
-            f"Indexing {name}: {progress.files_done:,} of {progress.files_total:,} files · "
-            f"{progress.passages:,} passages{eta}"
+            f"Indexing {name}: {progress.files_done:,} of {format_count(progress.files_total, 'file')} · "
+            f"{format_count(progress.passages, 'passage')}{eta}"
         )
 
     def show_embedding(self, name: str, done: int, total: int, per_second: float) -> None:
@@ -148,7 +149,9 @@ class DocumentsPanel(QWidget):
         self.progress.setValue(done)
         left = (total - done) / per_second if per_second > 0 else None
         eta = f" · {format_duration(left)}" if left is not None and done >= 16 else ""
-        self.status.setText(f"{name}: semantic vectors for {done:,} of {total:,} passages{eta} (searchable already)")
+        self.status.setText(
+            f"{name}: semantic vectors for {done:,} of {format_count(total, 'passage')}{eta} (searchable already)"
+        )
 
     def show_idle(self, text: str) -> None:
         self.progress.hide()

@@ -3,7 +3,6 @@ markdown prose, code blocks with a copy button."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,6 +18,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
+from fara_desktop.format import format_when
 from fara_desktop.ui.widgets.plain_text import plain_label, plain_tooltip
 from fara_desktop.ui.widgets.text_blocks import Block, keep_line_breaks, split_blocks
 
@@ -385,7 +385,7 @@ class MessageWidget(QFrame):
         if self.role == "assistant" and model:
             parts.append(model)
         if created_at:
-            parts.append(time.strftime("%d %b %H:%M", time.localtime(created_at)))
+            parts.append(format_when(created_at, always_date=True))
         self.title.setText(" · ".join(parts))
 
     def set_sources(self, sources: Sequence[Any]) -> None:

@@ -17,14 +17,17 @@ from PySide6.QtWidgets import (
 )
 
 from fara_desktop.chats.storage import ConversationSummary
+from fara_desktop.format import format_count, format_when
 from fara_desktop.ui.widgets.plain_text import plain_tooltip
 
 
 def when(timestamp: float) -> str:
-    age = time.time() - timestamp
-    if age < 86400 and time.localtime(timestamp).tm_mday == time.localtime().tm_mday:
-        return time.strftime("%H:%M", time.localtime(timestamp))
-    return time.strftime("%d %b", time.localtime(timestamp))
+    """The time today, the day this year, the day and year before."""
+    today = time.localtime()
+    moment = time.localtime(timestamp)
+    if (moment.tm_year, moment.tm_yday) == (today.tm_year, today.tm_yday):
+        return format_when(timestamp)
+    return format_when(timestamp, with_time=False)
 
 
 class Sidebar(QFrame):
@@ -73,7 +76,8 @@ class Sidebar(QFrame):
         self.list.clear()
         for conversation in conversations:
             item = QListWidgetItem(
-                f"{conversation.title}\n{when(conversation.updated_at)} · {conversation.message_count} messages"
+                f"{conversation.title}\n{when(conversation.updated_at)} · "
+                f"{format_count(conversation.message_count, 'message')}"
             )
             item.setData(Qt.ItemDataRole.UserRole, conversation.id)
             item.setToolTip(plain_tooltip(conversation.title))

@@ -64,6 +64,7 @@ def test_a_chat_answers_from_a_collection_with_citations(window, qtbot, tmp_path
     # Branch from here keeps the reply's citations and the chat's collection
     win.chat.branch_off(win.chat_view.messages()[-1])
     assert win.session.conversation_id != conversation
+    assert win.status_label.text().startswith("Branched into “") and "(branch)”" in win.status_label.text()
     assert win.documents_button.text() == "Documents: manuals"
     assert win.chat_view.messages()[-1].source_buttons[0].text() == "[1] manual.pdf, page 2"
 
