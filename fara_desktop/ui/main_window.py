@@ -57,6 +57,7 @@ from fara_desktop.ui.widgets.chat_view import ChatView
 from fara_desktop.ui.widgets.composer import Composer
 from fara_desktop.ui.widgets.documents_panel import DocumentsPanel
 from fara_desktop.ui.widgets.hardware_panel import HardwarePanel
+from fara_desktop.ui.widgets.notice_bar import NoticeBar
 from fara_desktop.ui.widgets.plain_text import plain_label
 from fara_desktop.ui.widgets.sidebar import Sidebar
 from fara_desktop.ui.widgets.task_progress import TaskProgress
@@ -174,7 +175,12 @@ class MainWindow(QMainWindow):
         column = QVBoxLayout(chat_column)
         column.setContentsMargins(0, 0, 0, 0)
         column.setSpacing(0)
+        self.notice_bar = NoticeBar()
+        notices = QHBoxLayout()
+        notices.setContentsMargins(18, 8, 18, 0)
+        notices.addWidget(self.notice_bar)
         column.addLayout(top)
+        column.addLayout(notices)
         column.addWidget(self.chat_view, 1)
         column.addLayout(bottom)
 
@@ -292,7 +298,8 @@ class MainWindow(QMainWindow):
         self.status_label.setText(text)
 
     def show_notice(self, text: str, role: str = "notice") -> None:
-        self.chat_view.add_message(role, text)
+        """About the app, not the chat: in the notice bar (with its history), never in the transcript."""
+        self.notice_bar.add(text, role)
 
     def refresh_sidebar(self) -> None:
         self.conversations.refresh_sidebar()

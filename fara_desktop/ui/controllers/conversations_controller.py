@@ -197,8 +197,10 @@ class ConversationsController:
                 self.screen.set_status(f"Import of {name} stopped; nothing was imported")
             elif isinstance(error, FaraError):  # refused or not saved: nothing was written
                 self.screen.show_notice(f"{name} was not imported. {error}", "error")
+                self.screen.set_status(f"{name} was not imported")
             else:
                 self.screen.show_notice(f"{name} was not imported ({type(error).__name__}).", "error")
+                self.screen.set_status(f"{name} was not imported")
 
         progress.begin(f"Importing {name}…")
         return self._start_task(work, done, failed)

@@ -187,10 +187,10 @@ def test_importing_a_chatgpt_export_from_the_window_opens_the_chats(window, qtbo
     win.conversations.import_chat()
     with qtbot.waitSignal(win.conversations.task.failed, timeout=30000):
         pass
-    notice = win.chat_view.messages()[-1]
-    assert (
-        notice.role == "error" and "broken.json was not imported" in notice.text and "title is not text" in notice.text
-    )
+    notice = win.notice_bar.texts("error")[-1]
+    assert "broken.json was not imported" in notice and "title is not text" in notice
+    assert [m.role for m in win.chat_view.messages()] == ["user", "assistant"]  # the open chat is not written into
+    assert win.status_label.text() == "broken.json was not imported"  # not the earlier "2 chats added"
     assert len(win.sidebar.ids()) == 2
 
 

@@ -287,8 +287,8 @@ def test_a_failed_switch_says_the_model_in_use_stays_and_it_still_answers(window
         win.load_model(Path("broken.gguf"))
     assert win.status_label.text() == "Ready · Fake model (the switch failed)"
     assert win.chat.model_info is not None and win.chat.model_info.name == "Fake model"
-    notice = win.chat_view.messages()[-1]
-    assert notice.role == "error" and "broken.gguf" in notice.text and "Still chatting with Fake model" in notice.text
+    notice = win.notice_bar.texts("error")[-1]
+    assert "broken.gguf" in notice and "Still chatting with Fake model" in notice
     win.composer.setPlainText("Still there?")
     with qtbot.waitSignal(win.replyFinished, timeout=5000):
         win.send_button.click()
@@ -410,7 +410,7 @@ def test_a_reply_whose_row_cannot_be_saved_is_not_started_and_says_why(window, q
     win.composer.setPlainText("Hello?")
     win.send_button.click()
     assert win.send_button.isEnabled() and not win.stop_button.isEnabled()
-    notices = [m.text for m in win.chat_view.messages() if m.role == "error"]
+    notices = win.notice_bar.texts("error")
     assert notices and "could not be started" in notices[-1] and "disk I/O error" in notices[-1]
     assert [m.text for m in win.chat_view.messages() if m.role == "user"] == ["Hello?"]
     assert backend.prompts == []

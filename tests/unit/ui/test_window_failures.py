@@ -17,7 +17,7 @@ from tests.helpers.fakes import FakeBackend
 
 
 def _notices(win: MainWindow) -> list[str]:
-    return [w.text for w in win.chat_view.messages() if w.role == "error"]
+    return win.notice_bar.texts("error")
 
 
 def _deleted(widget: QWidget) -> bool:
@@ -64,7 +64,7 @@ def test_a_disk_that_refuses_the_final_save_does_not_wedge_the_window(qtbot, win
         gate.release(10)
     assert win.send_button.isEnabled() and not win.stop_button.isEnabled()
     assert len(_notices(win)) == 1  # one notice, not one per failed save
-    assert win.chat_view.messages()[-2].text == "Hello there, friend!"
+    assert win.chat_view.messages()[-1].text == "Hello there, friend!"  # the notice is not in the transcript
     conversation = win.session.conversation_id
     win.new_chat()  # switching chats works
     allow_writes(win.store)
@@ -105,8 +105,5 @@ def test_a_failing_disk_gives_the_message_back_instead_of_losing_it(qtbot, monke
     win.composer.setPlainText("Please keep me")
     win.send_button.click()
     assert win.composer.toPlainText() == "Please keep me"
-    assert (
-        "could not be saved" in win.chat_view.messages()[-1].text
-        and "disk is full" in win.chat_view.messages()[-1].text
-    )
+    assert "could not be saved" in _notices(win)[-1] and "disk is full" in _notices(win)[-1]
     assert win.send_button.isEnabled()
