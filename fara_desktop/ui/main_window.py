@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShortcut, QShowEvent
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QResizeEvent, QShortcut, QShowEvent
 from PySide6.QtWidgets import (
     QApplication,
     QCheckBox,
@@ -62,6 +62,11 @@ from fara_desktop.ui.widgets.plain_text import plain_label
 from fara_desktop.ui.widgets.sidebar import Sidebar
 from fara_desktop.ui.widgets.task_progress import TaskProgress
 from fara_desktop.ui.window_state import first_geometry, keep_on_screen, restore_window_state, save_window_state
+
+# Window widths below which a side panel gives its room to the chat: at 1024 px the chat keeps about 790 px
+# (the machine panel is hidden), at 800 px about 770 (the chat list is hidden too).
+HIDE_PANEL_BELOW = 1100
+HIDE_CHATS_BELOW = 800
 
 
 class MainWindow(QMainWindow):
@@ -112,6 +117,7 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------ layout
 
     def _build(self) -> None:
+        self._narrow: dict[str, bool] = {}  # per side panel: was the window narrower than its width last time
         self.sidebar = Sidebar()
 
         self.system_prompt = QLineEdit(self.session.system_prompt)
@@ -166,9 +172,15 @@ class MainWindow(QMainWindow):
         bottom.setSpacing(6)
         bottom.addWidget(self.edit_banner)
         bottom.addLayout(composer_row)
+        self.chats_toggle = self._panel_toggle("chatsToggle", "Chats", "Show or hide the chat list (Ctrl+Shift+L)")
+        self.panel_toggle = self._panel_toggle(
+            "machineToggle", "Machine", "Show or hide the machine and model panel (Ctrl+Shift+H)"
+        )
         top = QHBoxLayout()
         top.setContentsMargins(18, 10, 18, 0)
-        top.addWidget(self.system_prompt)
+        top.addWidget(self.chats_toggle)
+        top.addWidget(self.system_prompt, 1)
+        top.addWidget(self.panel_toggle)
 
         chat_column = QWidget()
         chat_column.setObjectName("chatColumn")
@@ -202,6 +214,7 @@ class MainWindow(QMainWindow):
         left.addWidget(self.documents_panel)
         left.setStretchFactor(0, 3)
         left.setStretchFactor(1, 2)
+        self.left_column, self.panel_scroll = left, panel_scroll
         self.splitter.addWidget(left)
         self.splitter.addWidget(chat_column)
         self.splitter.addWidget(panel_scroll)
@@ -284,6 +297,9 @@ class MainWindow(QMainWindow):
         self._action(chat, "&Import chats (Fara, ChatGPT, Open WebUI, LM Studio)…", conversations.import_chat)
         chat.addSeparator()
         self._action(chat, "&Quit", self.close, QKeySequence.StandardKey.Quit)
+        view = bar.addMenu("&View")
+        self._action(view, "Chat &list", self.chats_toggle.toggle, QKeySequence("Ctrl+Shift+L"))
+        self._action(view, "&Machine panel", self.panel_toggle.toggle, QKeySequence("Ctrl+Shift+H"))
         model = bar.addMenu("&Model")
         self._action(model, "&Open a model file…", self.choose_model_file, QKeySequence.StandardKey.Open)
         self._action(model, "&Get models…", self.open_models_dialog, QKeySequence("Ctrl+Shift+M"))
@@ -291,6 +307,34 @@ class MainWindow(QMainWindow):
         self._action(model, "&Settings…", self.open_settings, QKeySequence("Ctrl+,"))
         escape = QShortcut(QKeySequence(Qt.Key.Key_Escape), self)
         escape.activated.connect(self.chat.escape)
+
+    # ------------------------------------------------------------------ side panels
+
+    def _panel_toggle(self, name: str, text: str, tip: str) -> QToolButton:
+        button = QToolButton()
+        button.setObjectName(name)
+        button.setText(text)
+        button.setToolTip(tip)
+        button.setAccessibleName(tip)
+        button.setCheckable(True)
+        button.setChecked(True)
+        button.toggled.connect(lambda shown: self._show_panel(button, shown))
+        return button
+
+    def _show_panel(self, button: QToolButton, shown: bool) -> None:
+        (self.left_column if button is self.chats_toggle else self.panel_scroll).setVisible(shown)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        """Below a width the side panels give their room to the chat (the machine panel first, then the chat
+        list); the toggles by the system prompt bring them back. Crossing the width again restores the default,
+        so a choice made in a narrow window does not stick to a wide one."""
+        super().resizeEvent(event)
+        width = event.size().width()
+        for button, below in ((self.panel_toggle, HIDE_PANEL_BELOW), (self.chats_toggle, HIDE_CHATS_BELOW)):
+            narrow = width < below
+            if self._narrow.get(button.objectName()) != narrow:
+                self._narrow[button.objectName()] = narrow
+                button.setChecked(not narrow)
 
     # ------------------------------------------------------------------ what the screen offers its controllers
 

@@ -1,0 +1,32 @@
+"""At every window width the chat keeps room (issue 29, item 2): below a width the machine panel, then the chat list,
+give their room to the chat; the toggles by the system prompt (and View ▸ …) bring them back; widening again
+restores them."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def _chat_width(win) -> int:
+    return win.chat_view.width()
+
+
+@pytest.mark.parametrize(("width", "panel", "chats"), [(1280, True, True), (1024, False, True), (700, False, False)])
+def test_side_panels_give_way_to_the_chat_in_a_narrow_window(window, qtbot, width, panel, chats):
+    win = window()
+    win.resize(width, 600)
+    qtbot.waitUntil(lambda: abs(win.width() - width) <= 2, timeout=5000)
+    assert win.panel_scroll.isVisibleTo(win) is panel and win.panel_toggle.isChecked() is panel
+    assert win.left_column.isVisibleTo(win) is chats and win.chats_toggle.isChecked() is chats
+    assert win.panel_toggle.isVisibleTo(win) and win.chats_toggle.isVisibleTo(win)  # the way back is on screen
+    qtbot.waitUntil(lambda: _chat_width(win) >= min(width * 0.55, 700), timeout=5000)
+
+
+def test_the_toggles_bring_a_panel_back_and_widening_restores_both(window, qtbot):
+    win = window()
+    win.resize(700, 600)
+    qtbot.waitUntil(lambda: not win.left_column.isVisibleTo(win), timeout=5000)
+    win.chats_toggle.click()
+    assert win.left_column.isVisibleTo(win)
+    win.resize(1300, 700)
+    qtbot.waitUntil(lambda: win.panel_scroll.isVisibleTo(win) and win.left_column.isVisibleTo(win), timeout=5000)
