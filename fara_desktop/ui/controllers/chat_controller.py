@@ -507,6 +507,8 @@ class ChatController(QObject):
             self.show_session_messages()
         self.current_request = None
         self.set_busy(False)
+        if stats is None:  # stopped or failed before the engine's figures: the panel must not keep a live one
+            self.screen.hardware_panel.reply_ended(status)
         self.report_save_problem()
         self.screen.refresh_sidebar()
         return True

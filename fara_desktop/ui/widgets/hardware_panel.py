@@ -10,7 +10,7 @@ from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPen, QPolygonF
 from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QProgressBar, QVBoxLayout, QWidget
 
 from fara_desktop.engine.types import GenerationStats, ModelInfo
-from fara_desktop.format import format_size
+from fara_desktop.format import format_count, format_size
 from fara_desktop.machine.hardware import HardwareProfile
 from fara_desktop.machine.isa import AVX512_COMPLETE
 from fara_desktop.planning.params import TunedParams
@@ -222,6 +222,8 @@ class HardwarePanel(QFrame):
             self.set_value("Format", "the server's chat template")
             for key in ("Context", "Threads", "KV cache", "Batch"):
                 self.set_value(key, "the server's")
+            for key in ("Model weights", "KV memory"):  # nothing of a local model stays loaded
+                self.set_value(key, "on the server")
             return
         if self.value("Why") == "—":
             self.set_value("Why", "opened by you")
@@ -236,13 +238,26 @@ class HardwarePanel(QFrame):
         self.set_value("Batch", tuned_text(self._tuned.n_batch if self._tuned else 512, mine.n_batch))
 
     def show_calibration(self, tok_per_s: dict[int, float], best: int, user_threads: int | None) -> None:
-        measured = ", ".join(f"{t}: {v:.0f}" for t, v in sorted(tok_per_s.items()))
-        self.set_value("Threads", f"{tuned_text(best, user_threads)} · measured tok/s {measured}")
+        measured = ", ".join(f"{format_count(t, 'thread')} {v:.0f} tok/s" for t, v in sorted(tok_per_s.items()))
+        self.set_value("Threads", f"{tuned_text(best, user_threads)} · measured: {measured}")
 
     def reply_started(self) -> None:
         self._stream_started = None
         self._stream_tokens = 0
         self.set_value("Speed", "waiting for first token…")
+        for key in ("First token", "Thinking", "Prompt"):  # the previous reply's figures are not this one's
+            self.set_value(key, "…")
+
+    def reply_ended(self, status: str) -> None:
+        """A reply that ended without the engine's figures (stopped, failed): no live speed is left behind."""
+        self._stream_started = None
+        if self._stream_tokens and status == "stopped":
+            self.set_value("Speed", f"stopped after {format_count(self._stream_tokens, 'token')}")
+        else:
+            self.set_value("Speed", "stopped" if status == "stopped" else "failed" if status == "failed" else "—")
+        for key in ("First token", "Thinking", "Prompt"):
+            if self.value(key) == "…":
+                self.set_value(key, "—")
 
     def token_arrived(self, tokens: int = 1) -> None:
         """Live speed, relabelled at most four times a second (a relayout per token would cost CPU time that
@@ -264,7 +279,9 @@ class HardwarePanel(QFrame):
         self.set_value("Thinking", thinking)
         reused = stats.prompt_tokens - stats.prompt_tokens_evaluated
         self.set_value("Prompt", f"{stats.prompt_tokens_evaluated:,} read · {reused:,} reused")
-        room = f"{stats.n_ctx:,}" if stats.n_ctx else "the server's limit"
-        self.set_value("Context used", f"{stats.context_used:,} / {room} tokens")
+        if stats.n_ctx:
+            self.set_value("Context used", f"{stats.context_used:,} of {stats.n_ctx:,} tokens")
+        else:
+            self.set_value("Context used", f"{format_count(stats.context_used, 'token')} (the server's limit)")
         self.context_bar.setValue(round(100 * stats.context_used / max(1, stats.n_ctx)))
         self.plot.add(stats.gen_tok_per_s)

@@ -107,3 +107,38 @@ def test_a_failing_disk_gives_the_message_back_instead_of_losing_it(qtbot, monke
     assert win.composer.toPlainText() == "Please keep me"
     assert "could not be saved" in _notices(win)[-1] and "disk is full" in _notices(win)[-1]
     assert win.send_button.isEnabled()
+
+
+def test_the_panel_keeps_no_stale_figures_after_a_failed_or_stopped_reply(qtbot, window):
+    """Issue 29, item 4: no "(live)" speed, first-token time or "waiting for first token…" outlives its reply."""
+    win = window(FakeBackend(words=["First", " answer"]))
+    ask(qtbot, win, "Question")
+    panel = win.hardware_panel
+    assert "tok/s" in panel.value("Speed") and panel.value("First token").endswith("ms")
+    backend: FakeBackend = win.bridge.worker._backend  # type: ignore[assignment]
+    from fara_desktop.engine.errors import GenerationError
+
+    def broken_reply(*_args, **_kwargs):
+        raise GenerationError("llama.cpp failed")
+
+    backend.reply = broken_reply  # type: ignore[method-assign]
+    with qtbot.waitSignal(win.replyFailed, timeout=5000):
+        win.chat_view.messages()[-1].action_buttons["regenerate"].click()
+    assert panel.value("Speed") == "failed" and panel.value("First token") == "—"
+
+    panel.reply_started()
+    panel.token_arrived()
+    panel.token_arrived(5)
+    panel.reply_ended("stopped")
+    assert panel.value("Speed") == "stopped after 5 tokens" and "live" not in panel.value("Speed")
+
+
+def test_a_server_model_leaves_no_local_memory_figures(qtbot, window):
+    import dataclasses
+
+    win = window()
+    panel = win.hardware_panel
+    local = win.chat.model_info
+    remote = dataclasses.replace(local, server="127.0.0.1:8080", name="qwen3")
+    panel.show_model(remote)
+    assert panel.value("Model weights") == "on the server" and panel.value("KV memory") == "on the server"
