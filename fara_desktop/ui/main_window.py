@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,13 @@ from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QResizeEvent, QSho
 from PySide6.QtWidgets import (
     QApplication,
     QCheckBox,
+    QDialog,
     QFileDialog,
     QFrame,
     QHBoxLayout,
     QLineEdit,
     QMainWindow,
+    QMessageBox,
     QProgressBar,
     QPushButton,
     QScrollArea,
@@ -31,7 +34,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from fara_desktop import APP_NAME
+from fara_desktop import APP_NAME, __version__
 from fara_desktop.api_keys import LOCAL_API, ApiKeyStore
 from fara_desktop.chats.session import ChatSession
 from fara_desktop.chats.storage import Source, open_store
@@ -51,6 +54,7 @@ from fara_desktop.ui.controllers.startup_controller import StartupController
 from fara_desktop.ui.dialogs.models_dialog import GetModelsDialog
 from fara_desktop.ui.dialogs.passage_dialog import PassageDialog
 from fara_desktop.ui.dialogs.settings_dialog import SettingsDialog
+from fara_desktop.ui.dialogs.shortcuts_dialog import ShortcutsDialog
 from fara_desktop.ui.engine_bridge import EngineBridge
 from fara_desktop.ui.theme import apply_appearance
 from fara_desktop.ui.widgets.chat_view import ChatView
@@ -58,14 +62,16 @@ from fara_desktop.ui.widgets.composer import Composer
 from fara_desktop.ui.widgets.documents_panel import DocumentsPanel
 from fara_desktop.ui.widgets.hardware_panel import HardwarePanel
 from fara_desktop.ui.widgets.notice_bar import NoticeBar
-from fara_desktop.ui.widgets.plain_text import plain_label
+from fara_desktop.ui.widgets.plain_text import plain_label, plain_message_box
 from fara_desktop.ui.widgets.sidebar import Sidebar
 from fara_desktop.ui.widgets.task_progress import TaskProgress
 from fara_desktop.ui.window_state import first_geometry, keep_on_screen, restore_window_state, save_window_state
+from fara_desktop.untrusted import one_line
 
 # Window widths below which a side panel gives its room to the chat: at 1024 px the chat keeps about 790 px
 # (the machine panel is hidden), at 800 px about 770 (the chat list is hidden too).
 HIDE_PANEL_BELOW = 1100
+NATIVE_KEYS = QKeySequence.SequenceFormat.NativeText
 HIDE_CHATS_BELOW = 800
 
 
@@ -297,6 +303,16 @@ class MainWindow(QMainWindow):
         self._action(chat, "&Import chats (Fara, ChatGPT, Open WebUI, LM Studio)…", conversations.import_chat)
         chat.addSeparator()
         self._action(chat, "&Quit", self.close, QKeySequence.StandardKey.Quit)
+        message = bar.addMenu("M&essage")
+        for text, action, keys in (
+            ("&Copy the last message", "copy", "Ctrl+Shift+C"),
+            ("&Edit your last message", "edit", "Ctrl+Shift+E"),
+            ("&Regenerate the last reply", "regenerate", "Ctrl+Shift+R"),
+            ("&Branch from the last message", "branch", "Ctrl+Shift+B"),
+            ("&Previous version of the last reply", "previous", "Alt+Left"),
+            ("&Next version of the last reply", "next", "Alt+Right"),
+        ):
+            self._action(message, text, partial(self.chat.act_on_last, action), QKeySequence(keys))
         view = bar.addMenu("&View")
         self._action(view, "Chat &list", self.chats_toggle.toggle, QKeySequence("Ctrl+Shift+L"))
         self._action(view, "&Machine panel", self.panel_toggle.toggle, QKeySequence("Ctrl+Shift+H"))
@@ -305,8 +321,40 @@ class MainWindow(QMainWindow):
         self._action(model, "&Get models…", self.open_models_dialog, QKeySequence("Ctrl+Shift+M"))
         self._action(model, "&Measure the best thread count", self.startup.recalibrate)
         self._action(model, "&Settings…", self.open_settings, QKeySequence("Ctrl+,"))
+        help_menu = bar.addMenu("&Help")
+        self._action(help_menu, "&Keyboard shortcuts", self.show_shortcuts, QKeySequence(Qt.Key.Key_F1))
+        self._action(help_menu, f"&About {APP_NAME}", self.show_about)
         escape = QShortcut(QKeySequence(Qt.Key.Key_Escape), self)
         escape.activated.connect(self.chat.escape)
+
+    # ------------------------------------------------------------------ help
+
+    def shortcuts(self) -> list[tuple[str, str]]:
+        """(what, keys) of every action with a key, read from the actions themselves (so the list is never stale)."""
+        found = [
+            (
+                action.text().replace("&", "").rstrip("…"),
+                action.shortcut().toString(QKeySequence.SequenceFormat.NativeText),
+            )
+            for action in self.actions()
+            if not action.shortcut().isEmpty()
+        ]
+        return [*found, ("Stop the reply, cancel an edit", "Esc"), ("Send (Shift+Enter: a new line)", "Enter")]
+
+    def show_shortcuts(self) -> QDialog:
+        dialog = ShortcutsDialog(self.shortcuts(), self)
+        dialog.show()
+        return dialog
+
+    def show_about(self) -> None:
+        box = plain_message_box(
+            QMessageBox.Icon.Information,
+            f"About {APP_NAME}",
+            f"{APP_NAME} {__version__}: offline chat with local GGUF models, tuned for this computer's CPU.\n\n"
+            f"Chats and documents are kept in {one_line(str(self.paths.data), 300)}.",
+            self,
+        )
+        box.exec()
 
     # ------------------------------------------------------------------ side panels
 

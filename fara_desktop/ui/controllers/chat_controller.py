@@ -214,6 +214,33 @@ class ChatController(QObject):
         QGuiApplication.clipboard().setText(widget.text)
         self.screen.set_status("Copied")
 
+    # ------------------------------------------------------------------ the same actions from the keyboard
+
+    def _last(self, role: str) -> MessageWidget | None:
+        return next((w for w in reversed(self.screen.chat_view.messages()) if w.role == role), None)
+
+    def act_on_last(self, action: str) -> None:
+        """A message action on the newest message it applies to (the keyboard's way to the buttons): "copy" and
+        "branch" the newest message, "edit" your last message, "regenerate", "previous" and "next" the last
+        reply."""
+        widget = self._last("user") if action == "edit" else self._last("assistant")
+        if action in ("copy", "branch"):
+            chat = [w for w in self.screen.chat_view.messages() if w.role in ("user", "assistant")]
+            widget = chat[-1] if chat else None
+        if widget is None:
+            self.screen.set_status("No message to act on yet")
+            return
+        if action == "copy":
+            self.copy_message(widget)
+        elif action == "branch":
+            self.branch_off(widget)
+        elif action == "edit":
+            self.edit_message(widget)
+        elif action == "regenerate":
+            self.regenerate(widget)
+        elif action in ("previous", "next"):
+            self.switch_version(widget, -1 if action == "previous" else 1)
+
     def escape(self) -> None:
         if self.current_request is not None:
             self.stop()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, QPoint, Qt, Signal
 from PySide6.QtWidgets import (
     QFrame,
     QLineEdit,
@@ -67,9 +67,28 @@ class Sidebar(QFrame):
         self.list.customContextMenuRequested.connect(self._menu)
         self.list.itemActivated.connect(self._chosen)
         self.list.itemClicked.connect(self._chosen)
+        self.search.installEventFilter(self)
+        self.search.returnPressed.connect(self._open_first_match)
         layout.addWidget(self.new_button)
         layout.addWidget(self.search)
         layout.addWidget(self.list, 1)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """Ctrl+F, type, then Down walks into the matches (Enter there opens one)."""
+        if watched is self.search and event.type() == QEvent.Type.KeyPress:
+            key = event.key()  # type: ignore[attr-defined]
+            if key == Qt.Key.Key_Down and self.list.count():
+                self.list.setFocus()
+                if self.list.currentRow() < 0:
+                    self.list.setCurrentRow(0)
+                return True
+        return super().eventFilter(watched, event)
+
+    def _open_first_match(self) -> None:
+        """Enter in the search box opens the selected match, or the first one."""
+        item = self.list.currentItem() or self.list.item(0)
+        if item is not None:
+            self._chosen(item)
 
     def show_conversations(self, conversations: list[ConversationSummary], current: int | None) -> None:
         self.list.blockSignals(True)
