@@ -49,7 +49,13 @@ class Backend(Protocol):
         ...
 
     def unload(self) -> ModelSource | None: ...
-    def calibrate_threads(self, candidates: Sequence[int], tokens: int = 48) -> dict[int, float]: ...
+    def calibrate_threads(
+        self, candidates: Sequence[int], tokens: int = 48, should_yield: Callable[[], bool] | None = None
+    ) -> dict[int, float]:
+        """Generation tok/s per thread count; raises ``CalibrationYieldedError`` (the model as it was) as soon as
+        ``should_yield()`` says a reply is waiting."""
+        ...
+
     def prepare(
         self,
         messages: Sequence[ChatMessage],

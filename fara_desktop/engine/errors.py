@@ -33,6 +33,10 @@ class TemplateRenderError(FaraError):
     """The model's chat template refused the conversation or broke while rendering it; the message says why."""
 
 
+class CalibrationYieldedError(FaraError):
+    """The thread calibration stopped so that a reply waiting for the model can run first; it runs again after."""
+
+
 class RequestCancelled(FaraError):
     """The user stopped the request before its reply began (while its prompt was still being built)."""
 

@@ -18,6 +18,7 @@ from fara_desktop.engine.backend import PreparedPrompt, ReplyResult
 from fara_desktop.engine.chat_format import ChatFormatter, RenderedPrompt, formatter_for
 from fara_desktop.engine.control_tokens import ControlTokenText
 from fara_desktop.engine.errors import (
+    CalibrationYieldedError,
     GenerationError,
     LoadCancelledError,
     ModelFileNotFoundError,
@@ -224,8 +225,12 @@ class LlamaBackend:
         verdict = fit_verdict(metadata, n_ctx, memory.available, memory.total, params.kv_type)
         return verdict.verdict == "fits"
 
-    def calibrate_threads(self, candidates: Sequence[int], tokens: int = 48) -> dict[int, float]:
-        """Generation tok/s at each thread count (greedy, from an empty cache); the fastest stays in use."""
+    def calibrate_threads(
+        self, candidates: Sequence[int], tokens: int = 48, should_yield: Callable[[], bool] | None = None
+    ) -> dict[int, float]:
+        """Generation tok/s at each thread count (greedy, from an empty cache); the fastest stays in use. Checked
+        at every token: when ``should_yield()`` (a reply waits), the thread count in use is put back and
+        ``CalibrationYieldedError`` raised, so the first question never waits behind a measurement."""
         import llama_cpp
 
         llm, _, info = self._require()
@@ -236,6 +241,10 @@ class LlamaBackend:
             llm.reset()
             count, first = 0, 0.0
             for _token in llm.generate(prompt, temp=0.0):
+                if should_yield is not None and should_yield():
+                    llama_cpp.llama_set_n_threads(llm.ctx, info.n_threads, info.n_threads_batch)
+                    llm.reset()
+                    raise CalibrationYieldedError("a reply is waiting")
                 count += 1
                 if count == 1:
                     first = time.perf_counter()  # time generation only, not the prompt

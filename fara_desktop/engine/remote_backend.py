@@ -324,7 +324,9 @@ class RemoteBackend:
         self._client, self._model, self._info = None, None, None
         return previous
 
-    def calibrate_threads(self, candidates: Sequence[int], tokens: int = 48) -> dict[int, float]:
+    def calibrate_threads(
+        self, candidates: Sequence[int], tokens: int = 48, should_yield: Callable[[], bool] | None = None
+    ) -> dict[int, float]:
         return {}  # the server's threads are the server's business
 
     def prepare(

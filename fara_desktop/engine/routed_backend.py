@@ -40,8 +40,10 @@ class RoutedBackend:
     def unload(self) -> ModelSource | None:
         return self._active.unload()
 
-    def calibrate_threads(self, candidates: Sequence[int], tokens: int = 48) -> dict[int, float]:
-        return self._active.calibrate_threads(candidates, tokens)
+    def calibrate_threads(
+        self, candidates: Sequence[int], tokens: int = 48, should_yield: Callable[[], bool] | None = None
+    ) -> dict[int, float]:
+        return self._active.calibrate_threads(candidates, tokens, should_yield)
 
     def prepare(
         self,

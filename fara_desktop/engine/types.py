@@ -205,6 +205,11 @@ class ModelUnloaded:
 
 
 @dataclass(frozen=True)
+class CalibrationPostponed:
+    """The thread calibration gave way to a reply that was waiting; it runs again once the replies are done."""
+
+
+@dataclass(frozen=True)
 class ThreadsCalibrated:
     """Tokens/s per thread count on the loaded model; ``best`` is now in use."""
 
@@ -286,6 +291,7 @@ Event = (
     | ModelLoadFailed
     | ModelUnloaded
     | ThreadsCalibrated
+    | CalibrationPostponed
     | GenerationStarted
     | HistoryTrimmed
     | PromptAdjusted

@@ -12,13 +12,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from fara_desktop.engine.backend import Backend
-from fara_desktop.engine.errors import LoadCancelledError, RequestCancelled
+from fara_desktop.engine.errors import CalibrationYieldedError, LoadCancelledError, RequestCancelled
 from fara_desktop.engine.llama_backend import LlamaBackend
 from fara_desktop.engine.reasoning import ReasoningSplitter, ReasoningSyntax, split_reasoning
 from fara_desktop.engine.remote_backend import RemoteBackend
 from fara_desktop.engine.routed_backend import RoutedBackend
 from fara_desktop.engine.types import (
     CalibrateThreads,
+    CalibrationPostponed,
     Cancelled,
     ChatMessage,
     Command,
@@ -167,6 +168,7 @@ class InferenceWorker:
         self._sinks: dict[int, EventSink] = {}  # requests whose events go elsewhere than ``on_event``
         self._stopping = False
         self._last_load_id = 0
+        self._replies_waiting = 0  # Generate commands queued and not yet taken: a calibration gives way to them
         self._load_cancel_below = 0  # every load with a smaller id is stopped
 
     # ------------------------------------------------------------------ public, any thread
@@ -208,6 +210,7 @@ class InferenceWorker:
             request_id = self._last_request_id
             if on_event is not None:
                 self._sinks[request_id] = on_event
+            self._replies_waiting += 1
         self._commands.put(
             Generate(request_id, tuple(messages), sampling or SamplingParams(), conversation, thinking, raw)
         )
@@ -269,6 +272,9 @@ class InferenceWorker:
             if isinstance(command, Shutdown):
                 self._safe_unload()
                 return
+            if isinstance(command, Generate):
+                with self._lock:
+                    self._replies_waiting -= 1
             try:
                 if isinstance(command, LoadModel):
                     self._load(command)
@@ -309,13 +315,21 @@ class InferenceWorker:
         if info is None:
             return
         try:
-            results = self._backend.calibrate_threads(command.candidates, command.tokens)
+            results = self._backend.calibrate_threads(command.candidates, command.tokens, self._reply_waiting)
+        except CalibrationYieldedError:
+            self._commands.put(command)  # measured again after the replies that were waiting
+            self._emit(CalibrationPostponed())
+            return
         except FaraError as exc:
             log.warning("Thread calibration failed: %s", exc)
             return
         if not results:  # nothing to measure here (a server's model)
             return
         self._emit(ThreadsCalibrated(info.path, results, max(results, key=lambda t: results[t])))
+
+    def _reply_waiting(self) -> bool:
+        with self._lock:
+            return self._replies_waiting > 0
 
     def _generate(self, command: Generate) -> None:
         request_id = command.request_id

@@ -62,7 +62,7 @@ class FakeBackend:
         self._info = None
         return path
 
-    def calibrate_threads(self, candidates, tokens: int = 48) -> dict[int, float]:
+    def calibrate_threads(self, candidates, tokens: int = 48, should_yield=None) -> dict[int, float]:
         return {t: 10.0 * t for t in candidates}
 
     def prepare(

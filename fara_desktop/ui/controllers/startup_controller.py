@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from PySide6.QtCore import QObject, Signal
 
-from fara_desktop.engine.types import Event, ModelInfo, RemoteModel, ThreadsCalibrated
+from fara_desktop.engine.types import CalibrationPostponed, Event, ModelInfo, RemoteModel, ThreadsCalibrated
 from fara_desktop.format import format_count
 from fara_desktop.paths import AppPaths
 from fara_desktop.planning.planner import (
@@ -162,8 +162,11 @@ class StartupController(QObject):
             return
         if plan is not None and plan.needs_calibration and self.screen.settings.inference.n_threads is None:
             self.bridge.calibrate_threads(thread_candidates(plan.hardware))
+            self.screen.hardware_panel.note_threads("measuring the fastest count (a question goes first)")
 
     def on_engine_event(self, event: Event) -> None:
+        if isinstance(event, CalibrationPostponed):
+            self.screen.hardware_panel.note_threads("measuring after the reply")
         if isinstance(event, ThreadsCalibrated):
             if self.plan is not None:
                 remember_calibration(self.screen.paths, self.plan, event.tok_per_s, event.best)

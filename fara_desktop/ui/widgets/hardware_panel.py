@@ -241,6 +241,11 @@ class HardwarePanel(QFrame):
         measured = ", ".join(f"{format_count(t, 'thread')} {v:.0f} tok/s" for t, v in sorted(tok_per_s.items()))
         self.set_value("Threads", f"{tuned_text(best, user_threads)} · measured: {measured}")
 
+    def note_threads(self, note: str) -> None:
+        """What the thread calibration is doing, after the thread count in use."""
+        current = self.value("Threads").split(" · ")[0]
+        self.set_value("Threads", f"{current} · {note}")
+
     def reply_started(self) -> None:
         self._stream_started = None
         self._stream_tokens = 0

@@ -467,3 +467,23 @@ def test_a_load_that_reads_the_file_starts_reading_it_ahead_first(worker, event_
     order.clear()
     load(worker, event_log, smollm2_path, LoadParams(use_mmap=False, prefault=False))
     assert "read-ahead" not in order
+
+
+def test_the_calibration_gives_way_to_a_waiting_reply_and_leaves_the_model_as_it_was(smollm2_path):
+    from fara_desktop.engine.errors import CalibrationYieldedError
+
+    backend = LlamaBackend()
+    info = backend.load(smollm2_path, LoadParams(n_ctx=2048, n_threads=1))
+    asked = []
+
+    def waiting() -> bool:
+        asked.append(1)
+        return len(asked) > 3  # a reply arrives after three tokens of measuring
+
+    with pytest.raises(CalibrationYieldedError):
+        backend.calibrate_threads([1, 2], tokens=48, should_yield=waiting)
+    assert len(asked) == 4 and backend.info.n_threads == info.n_threads == 1
+    prompt = backend.prepare([ChatMessage("user", "Name a fruit.")], 64)
+    result = backend.reply(prompt, SamplingParams(temperature=0.0, max_tokens=8), lambda: False, lambda _t: None)
+    assert result.text.strip()
+    backend.unload()
