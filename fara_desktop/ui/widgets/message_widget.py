@@ -19,7 +19,7 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
 from fara_desktop.format import format_when
-from fara_desktop.ui.widgets.plain_text import plain_label, plain_tooltip
+from fara_desktop.ui.widgets.plain_text import ElidedLabel, plain_label, plain_tooltip
 from fara_desktop.ui.widgets.text_blocks import Block, keep_line_breaks, split_blocks
 
 _SAFE_LINK_SCHEMES = ("http", "https")  # not mailto: a click would hand a stranger's address to the mail client
@@ -269,10 +269,9 @@ class MessageWidget(QFrame):
         layout.setSpacing(4)
         top = QHBoxLayout()
         top.setSpacing(4)
-        self.title = plain_label(ROLE_TITLES.get(role, role))
+        self.title = ElidedLabel(ROLE_TITLES.get(role, role))  # a long model name gives up room, not the buttons
         self.title.setObjectName("messageTitle")
-        top.addWidget(self.title)
-        top.addStretch(1)
+        top.addWidget(self.title, 1)
         self.action_buttons: dict[str, QToolButton] = {}
         self.version_label = plain_label()
         self.version_label.setObjectName("versionLabel")
@@ -323,6 +322,7 @@ class MessageWidget(QFrame):
         button.setToolTip(tip)
         button.setAccessibleName(tip)
         button.clicked.connect(slot)
+        button.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)  # never squeezed to "E"
         self.action_buttons[key] = button
 
     @property
@@ -382,8 +382,8 @@ class MessageWidget(QFrame):
     def set_meta(self, model: str | None, created_at: float | None = None) -> None:
         """Title line: who, which model wrote it, and when."""
         parts = [ROLE_TITLES.get(self.role, self.role)]
-        if self.role == "assistant" and model:
-            parts.append(model)
+        if self.role == "assistant" and model:  # a server's model id is often its file path: its name is enough
+            parts.append(model.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1] or model)
         if created_at:
             parts.append(format_when(created_at, always_date=True))
         self.title.setText(" · ".join(parts))

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QMessageBox, QWidget
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QResizeEvent
+from PySide6.QtWidgets import QLabel, QMessageBox, QSizePolicy, QWidget
 
 
 def plain_label(text: str = "", parent: QWidget | None = None) -> QLabel:
@@ -22,6 +23,43 @@ def plain_label(text: str = "", parent: QWidget | None = None) -> QLabel:
     label.setTextFormat(Qt.TextFormat.PlainText)
     label.setText(text)
     return label
+
+
+class ElidedLabel(QLabel):
+    """One line of plain text that gives up width instead of pushing its neighbours out: what does not fit is
+    elided in the middle (a model's file path keeps its start and its name), and the tooltip holds all of it."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self._full = ""
+        self.setText(text)
+
+    def setText(self, text: str) -> None:
+        self._full = text
+        self.setToolTip(plain_tooltip(text))
+        self._elide()
+
+    def text(self) -> str:
+        return self._full
+
+    def shown_text(self) -> str:
+        return super().text()
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(0, super().minimumSizeHint().height())
+
+    def sizeHint(self) -> QSize:
+        return QSize(self.fontMetrics().horizontalAdvance(self._full) + 4, super().sizeHint().height())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideMiddle, max(0, self.width() - 2))
+        super().setText(shown)
 
 
 def plain_tooltip(text: str) -> str:

@@ -63,3 +63,36 @@ def test_a_reopened_chat_shows_the_end_of_its_long_reply(qtbot, width):
         ),
         timeout=2000,
     )
+
+
+@pytest.mark.parametrize("width", [520, 730])
+def test_a_long_model_name_never_pushes_the_buttons_out_of_the_bubble(qtbot, width):
+    from fara_desktop.ui.widgets.chat_view import ShownMessage
+
+    view = ChatView()
+    qtbot.addWidget(view)
+    view.resize(width, 500)
+    view.show()
+    path = "/home/someone/.cache/lm-studio/models/" + "very-long-folder-name/" * 6 + "Qwen2.5-7B-Instruct-Q4_K_M.gguf"
+    view.set_messages([
+        ShownMessage("user", "Question " * 200, message_id=1),
+        ShownMessage("assistant", "Answer " * 300, model=path, message_id=2),
+    ])  # fmt: skip
+    user, reply = view.messages()
+    reply.set_can_regenerate(True)
+
+    def inside() -> bool:
+        for message in (user, reply):
+            right = message.rect().right()
+            for button in message.action_buttons.values():
+                if button.isVisibleTo(message):
+                    box = button.geometry().translated(
+                        button.parentWidget().mapTo(message, button.pos()) - button.pos()
+                    )
+                    if box.right() > right or button.width() < button.sizeHint().width():
+                        return False
+            if message.geometry().right() > view.viewport().width():
+                return False
+        return "Qwen2.5-7B-Instruct-Q4_K_M.gguf" in reply.title.text() and "very-long-folder" not in reply.title.text()
+
+    qtbot.waitUntil(inside, timeout=2000)
