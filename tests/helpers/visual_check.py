@@ -113,7 +113,7 @@ def main() -> int:
     while not finished:
         before = len(flushed)
         gate.release(40)  # 40 more tokens, then look while the reply is still being written
-        wait(lambda: len(flushed) > before or bool(finished), "the reply grows")
+        wait(lambda before=before: len(flushed) > before or bool(finished), "the reply grows")
         if not finished and win.chat_view.streaming_message is not None:
             streaming_checks += 1
             wait(lambda: newest_text_in_view(win), f"the streaming text is in view (check {streaming_checks})", 2)
