@@ -26,6 +26,12 @@ def main(argv: list[str] | None = None) -> int:
     if sys.stderr is None:
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115
     args = build_parser().parse_args(argv)
+    if args.model is not None and args.command is not None:
+        build_parser().error(
+            f"--model before a command opens the window with that model; `{args.command}` does not use it"
+            + (f" (put it after: fara-desktop {args.command} --model {args.model})"
+               if args.command in ("smoke", "serve", "bench") else "")
+        )  # fmt: skip
     paths = app_paths().ensure()
     log_file = configure_logging(paths.logs)
     if args.command == "smoke":

@@ -49,6 +49,7 @@ from fara_desktop.planning.tuning import (
     tune,
 )
 from fara_desktop.regular_files import read_regular_text
+from fara_desktop.untrusted import printable
 
 
 def app_path_in_child(
@@ -382,6 +383,9 @@ def run_benchmark(
     unknown = [section for section in sections or [] if section not in SECTIONS]
     if unknown:
         listing = "\n".join(f"  {name:10} {text}" for name, text in SECTION_HELP.items())
+        if unknown != ["help"]:
+            names = ", ".join(printable(name)[:40] for name in unknown if name != "help")
+            print(f"fara-desktop bench: there is no section {names}", file=sys.stderr, flush=True)
         print(f"fara-desktop bench: the sections are\n{listing}", flush=True)
         return 0 if unknown == ["help"] else 2
     bench = Benchmark(model, paths, quick)

@@ -11,12 +11,15 @@ from fara_desktop import APP_NAME, __version__
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fara-desktop", description=f"{APP_NAME}: offline chat on your CPU.")
     parser.add_argument("--version", action="version", version=f"fara-desktop {__version__}")
-    parser.add_argument("--model", type=Path, help="GGUF model to load at start (default: the embedded model)")
+    parser.add_argument(
+        "--model", type=Path, metavar="FILE", help="GGUF model to load at start (default: the embedded model)"
+    )
     sub = parser.add_subparsers(dest="command")
     smoke = sub.add_parser("smoke", help="open the real window, ask one question, print the reply as JSON")
     smoke.add_argument(
         "--model",
         dest="smoke_model",
+        metavar="MODEL",
         help="GGUF model (default: the embedded model), or with --server the server's model",
     )
     smoke.add_argument("--prompt", default="Say hello in one short sentence.", help="the question to ask")
@@ -26,7 +29,9 @@ def build_parser() -> argparse.ArgumentParser:
     smoke.add_argument("--server", help="ask a model of this OpenAI-compatible server instead (its /v1 address)")
     smoke.add_argument("--api-key", help="the server's API key")
     serve = sub.add_parser("serve", help="serve the model to other apps (OpenAI-compatible API), without a window")
-    serve.add_argument("--model", type=Path, dest="serve_model", help="GGUF model (default: the best one here)")
+    serve.add_argument(
+        "--model", type=Path, dest="serve_model", metavar="FILE", help="GGUF model (default: the best one here)"
+    )
     serve.add_argument("--port", type=int, default=8765, help="port (0: any free one; the address is printed)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (not 127.0.0.1: needs --api-key)")
     serve.add_argument(
@@ -42,7 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
     models = sub.add_parser("models", help="GGUF models found on this machine, with fit verdicts")
     models.add_argument("--json", action="store_true", help="machine-readable output")
     bench = sub.add_parser("bench", help="measure the raw engine, the app's path and this machine's ceiling")
-    bench.add_argument("--model", type=Path, dest="bench_model", help="GGUF model (default: the embedded model)")
+    bench.add_argument(
+        "--model", type=Path, dest="bench_model", metavar="FILE", help="GGUF model (default: the embedded model)"
+    )
     bench.add_argument("--json", action="store_true", help="print JSON instead of a table")
     bench.add_argument("--quick", action="store_true", help="one run of short tests (checks that it works)")
     bench.add_argument(

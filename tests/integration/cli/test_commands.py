@@ -196,3 +196,23 @@ def test_broken_qt_platform_plugin_gives_a_clear_message(fara_home):
     assert "display plugin failed to start" in result.stderr
     assert "libxcb-cursor0" in result.stderr
     assert "Traceback" not in result.stderr and "Aborted" not in result.stderr
+
+
+def test_the_command_line_says_what_it_will_not_do(tmp_path: Path):
+    """Issue 29, item 12: help names what to type (no SMOKE_MODEL), a --model that a command ignores is an error,
+    and an unknown benchmark section is named."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "FARA_HOME": str(tmp_path / "home")}
+    run = lambda *args: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "fara_desktop", *args], capture_output=True, text=True, timeout=120, env=env
+    )
+    for command in ("smoke", "serve", "bench"):
+        shown = run(command, "--help").stdout
+        assert "SMOKE_MODEL" not in shown and "SERVE_MODEL" not in shown and "BENCH_MODEL" not in shown
+        assert "SERVE_API_KEY" not in shown
+    ignored = run("--model", "/nonexistent.gguf", "models")
+    assert ignored.returncode == 2 and "`models` does not use it" in ignored.stderr
+    unknown = run("bench", "--section", "nonsense")
+    assert unknown.returncode == 2 and "there is no section nonsense" in unknown.stderr
