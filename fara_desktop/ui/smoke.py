@@ -99,7 +99,7 @@ def run_smoke(
                     "gen_tok_per_s": round(event.stats.gen_tok_per_s, 2),
                     "finish_reason": event.finish_reason,
                     "qt_refcounts": "sound",
-                    "notices": [m.text for m in window.chat_view.messages() if m.role in ("error", "notice")],
+                    "notices": window.notice_bar.texts(),
                 },
                 ensure_ascii=False,
             )
