@@ -13,6 +13,11 @@ from fara_desktop.ui.widgets.chat_view import ChatView
 PARAGRAPH = "The quick brown fox jumps over the lazy dog near the riverbank while the sun sets slowly. " * 6
 
 
+def _shown_view(qtbot, width: int, height: int) -> ChatView:
+    view = _shown_view(qtbot, width, height)
+    return view
+
+
 def _newest_text_is_shown(view: ChatView) -> bool:
     reply = view.messages()[-1]
     last = reply._block_widgets[-1]
@@ -23,10 +28,7 @@ def _newest_text_is_shown(view: ChatView) -> bool:
 
 @pytest.mark.parametrize(("width", "height"), [(620, 420), (730, 600), (1370, 600), (1800, 900)])
 def test_the_newest_text_of_a_long_reply_stays_in_view(qtbot, width, height):
-    view = ChatView()
-    qtbot.addWidget(view)
-    view.resize(width, height)
-    view.show()
+    view = _shown_view(qtbot, width, height)
     view.add_message("user", "Tell me a long story")
     view.begin_stream("model")
     text = ""
@@ -50,10 +52,7 @@ def test_the_newest_text_of_a_long_reply_stays_in_view(qtbot, width, height):
 def test_a_reopened_chat_shows_the_end_of_its_long_reply(qtbot, width):
     from fara_desktop.ui.widgets.chat_view import ShownMessage
 
-    view = ChatView()
-    qtbot.addWidget(view)
-    view.resize(width, 600)
-    view.show()
+    view = _shown_view(qtbot, width, 600)
     reply = (PARAGRAPH + "\n\n") * 30
     view.set_messages([ShownMessage("user", "Tell me a long story"), ShownMessage("assistant", reply, model="m")])
     content, widget = view.widget(), view.messages()[-1]
@@ -69,10 +68,7 @@ def test_a_reopened_chat_shows_the_end_of_its_long_reply(qtbot, width):
 def test_a_long_model_name_never_pushes_the_buttons_out_of_the_bubble(qtbot, width):
     from fara_desktop.ui.widgets.chat_view import ShownMessage
 
-    view = ChatView()
-    qtbot.addWidget(view)
-    view.resize(width, 500)
-    view.show()
+    view = _shown_view(qtbot, width, 500)
     path = "/home/someone/.cache/lm-studio/models/" + "very-long-folder-name/" * 6 + "Qwen2.5-7B-Instruct-Q4_K_M.gguf"
     view.set_messages([
         ShownMessage("user", "Question " * 200, message_id=1),

@@ -72,9 +72,8 @@ def test_a_disk_that_refuses_the_final_save_does_not_wedge_the_window(qtbot, win
     assert win.store.messages(conversation)[-1].content == "Hello there, friend!"
 
 
-def test_a_regenerate_that_fails_keeps_the_earlier_reply(qtbot, window):
-    win = window(FakeBackend(words=["First", " answer"]))
-    ask(qtbot, win, "Question")
+def _regenerate_and_fail(qtbot, win) -> None:
+    """Regenerate the last reply with an engine whose replies fail."""
     backend: FakeBackend = win.bridge.worker._backend  # type: ignore[assignment]
     from fara_desktop.engine.errors import GenerationError
 
@@ -84,6 +83,12 @@ def test_a_regenerate_that_fails_keeps_the_earlier_reply(qtbot, window):
     backend.reply = broken_reply  # type: ignore[method-assign]
     with qtbot.waitSignal(win.replyFailed, timeout=5000):
         win.chat_view.messages()[-1].action_buttons["regenerate"].click()
+
+
+def test_a_regenerate_that_fails_keeps_the_earlier_reply(qtbot, window):
+    win = window(FakeBackend(words=["First", " answer"]))
+    ask(qtbot, win, "Question")
+    _regenerate_and_fail(qtbot, win)
     shown = [(w.role, w.text) for w in win.chat_view.messages() if w.role in ("user", "assistant")]
     assert ("assistant", "First answer") in shown
     stored = [m.content for m in win.store.messages(win.session.conversation_id)]
@@ -115,15 +120,7 @@ def test_the_panel_keeps_no_stale_figures_after_a_failed_or_stopped_reply(qtbot,
     ask(qtbot, win, "Question")
     panel = win.hardware_panel
     assert "tok/s" in panel.value("Speed") and panel.value("First token").endswith("ms")
-    backend: FakeBackend = win.bridge.worker._backend  # type: ignore[assignment]
-    from fara_desktop.engine.errors import GenerationError
-
-    def broken_reply(*_args, **_kwargs):
-        raise GenerationError("llama.cpp failed")
-
-    backend.reply = broken_reply  # type: ignore[method-assign]
-    with qtbot.waitSignal(win.replyFailed, timeout=5000):
-        win.chat_view.messages()[-1].action_buttons["regenerate"].click()
+    _regenerate_and_fail(qtbot, win)
     assert panel.value("Speed") == "failed" and panel.value("First token") == "—"
 
     panel.reply_started()
