@@ -14,7 +14,10 @@ PARAGRAPH = "The quick brown fox jumps over the lazy dog near the riverbank whil
 
 
 def _shown_view(qtbot, width: int, height: int) -> ChatView:
-    view = _shown_view(qtbot, width, height)
+    view = ChatView()
+    qtbot.addWidget(view)
+    view.resize(width, height)
+    view.show()
     return view
 
 
