@@ -226,10 +226,8 @@ def test_import_and_export_run_off_the_window_thread_with_progress_and_stop(wind
     assert win.status_label.text().startswith("Exported 60 files to ")
 
     def wait_for_stop(path, should_stop=None):
-        import time
-
-        while not should_stop():
-            time.sleep(0.01)  # the task's thread polls for Stop, as the sandbox does while a file is read
+        assert win.conversations._stop_task.wait(timeout=30)  # what should_stop() reads: set by Stop
+        assert should_stop()
         raise SandboxStoppedError("stopped")
 
     monkeypatch.setattr(conversations_controller, "read_import", wait_for_stop)
