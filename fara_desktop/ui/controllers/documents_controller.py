@@ -174,6 +174,8 @@ class DocumentsController(QObject):
         self._queue.append((name, paths))
         if self._scan is None or not self._scan.is_alive():
             self._next_scan()
+        else:  # one scan at a time: say this one waits rather than seem to ignore the click
+            self.screen.set_status(f"{one_line(name, 80)} will be scanned after the scan running now")
 
     def _next_scan(self) -> None:
         if not self._queue:
@@ -215,6 +217,11 @@ class DocumentsController(QObject):
             panel.show_idle(f"Indexing {name} failed: {result}")
         else:
             unreadable = f", {len(result.unreadable):,} unreadable" if result.unreadable else ""
+            changed = result.indexed or result.removed
+            self.screen.set_status(
+                f"Scanned {one_line(name, 80)}: "
+                + (f"{result.indexed:,} read, {result.removed:,} removed" if changed else "nothing changed")
+            )
             panel.show_idle(
                 f"{name}: {format_count(result.files, 'file')} ({result.indexed:,} read, "
                 f"{result.unchanged:,} unchanged, "

@@ -149,3 +149,14 @@ def test_the_documents_are_searched_off_the_window_thread(window, qtbot, tmp_pat
     ask(qtbot, win, "Which valve controls the pressure, again?", timeout_ms=10000)
     assert backend.prompts[-1][-1].content.startswith("Passages from my documents")
     assert win.chat_view.messages()[-1].source_buttons[0].text().startswith("[1] manual.pdf")
+
+
+def test_a_rescan_says_what_it_found(window, qtbot, tmp_path):
+    """Issue 29, item 12: Re-scan of an unchanged collection used to finish with nothing visible changing."""
+    write_mixed_folder(tmp_path / "manuals")
+    win = window(FakeBackend())
+    index_folder(qtbot, win, "manuals", tmp_path / "manuals")
+    assert win.status_label.text().startswith("Scanned manuals: ") and "read" in win.status_label.text()
+    with qtbot.waitSignal(win.documents.finished, timeout=30000):
+        win.documents_panel.rescanRequested.emit("manuals")
+    assert win.status_label.text() == "Scanned manuals: nothing changed"
