@@ -238,10 +238,15 @@ class DocumentsController(QObject):
         if self.index is not None:
             self.index.close()
             self.index = None
-        with self._retrieval_lock:  # a search still running finishes first: its connection is closed after it
-            if self._retrieval_index is not None:
-                self._retrieval_index.close()
-                self._retrieval_index = None
+        # A search still running finishes first and its connection is closed after it; one stuck behind a busy
+        # embedder does not hold the closing window for more than a moment (its daemon thread ends with the app).
+        if self._retrieval_lock.acquire(timeout=2):
+            try:
+                if self._retrieval_index is not None:
+                    self._retrieval_index.close()
+                    self._retrieval_index = None
+            finally:
+                self._retrieval_lock.release()
         if self._embedder is not None:
             self._embedder.close()
             self._embedder = None
