@@ -46,7 +46,7 @@ from fara_desktop.machine.llama_build import load_ggml_cpu_library, route_llama_
 from fara_desktop.models.gguf_checks import check_loadable
 from fara_desktop.models.gguf_file import GGUFHeader, read_gguf_header
 from fara_desktop.models.load_record import LoadRecord
-from fara_desktop.models.metadata import metadata_from_header
+from fara_desktop.models.metadata import header_display_name, metadata_from_header
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.planning.tuning import default_threads, fit_verdict
 from fara_desktop.untrusted import one_line
@@ -177,7 +177,7 @@ class LlamaBackend:
             raise
         info = ModelInfo(
             path=path,
-            name=one_line(meta.get("general.name") or path.stem),
+            name=header_display_name(header),
             architecture=architecture,
             n_ctx=llm.n_ctx(),
             n_ctx_train=trained or llama_cpp.llama_model_n_ctx_train(llm.model),

@@ -311,7 +311,7 @@ class RemoteBackend:
         )
         self._model = path
         self._info = ModelInfo(
-            path=path, name=path.model, architecture="remote", n_ctx=params.n_ctx or 0, n_ctx_train=0,
+            path=path, name=path.name, architecture="remote", n_ctx=params.n_ctx or 0, n_ctx_train=0,
             n_threads=0, n_threads_batch=0, kv_type="server", flash_attn=False, chat_format="the server's",
             load_seconds=time.perf_counter() - started, file_bytes=0, server=path.server,
         )  # fmt: skip

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from fara_desktop.models.naming import server_model_name
 from fara_desktop.planning.params import LoadParams
 
 Role = Literal["system", "user", "assistant"]
@@ -26,7 +27,8 @@ class RemoteModel:
 
     @property
     def name(self) -> str:
-        return self.model
+        """What the user sees: the id, or the file's name when the id is a path."""
+        return server_model_name(self.model)
 
     def __str__(self) -> str:
         return f"{self.model} on {self.server}"
@@ -86,6 +88,7 @@ class LoadModel:
     path: ModelSource
     params: LoadParams = field(default_factory=LoadParams)
     load_id: int = 0
+    name: str = ""  # the name the caller knows it by (an Ollama tag); "" → from the file (models.naming)
 
 
 @dataclass(frozen=True)
@@ -176,6 +179,7 @@ class GenerationStats:
 @dataclass(frozen=True)
 class ModelLoading:
     path: ModelSource
+    name: str = ""  # the display name ModelInfo.name will have
 
 
 @dataclass(frozen=True)

@@ -47,13 +47,27 @@ from fara_desktop.engine.types import (
     Unload,
 )
 from fara_desktop.errors import FaraError
+from fara_desktop.models.gguf_file import read_gguf_header
 from fara_desktop.models.load_record import LoadRecord
+from fara_desktop.models.metadata import header_display_name
+from fara_desktop.models.naming import MAX_NAME, model_display_name
 from fara_desktop.planning.params import LoadParams
+from fara_desktop.untrusted import one_line
 
 log = logging.getLogger(__name__)
 PROGRESS_STEP = 0.01  # report loading in steps of 1 %: llama.cpp calls back for every tensor
 
 EventSink = Callable[[Event], None]
+
+
+def display_name_of(source: ModelSource) -> str:
+    """The name a model is shown by while it loads: the same one ``ModelInfo.name`` will have."""
+    if isinstance(source, RemoteModel):
+        return source.name
+    try:
+        return header_display_name(read_gguf_header(source))
+    except Exception:  # not readable, not a GGUF: the load says why; the file's name will do until then
+        return model_display_name(source.name)
 
 
 def describe(command: Command) -> str:
@@ -181,12 +195,12 @@ class InferenceWorker:
     def thread(self) -> threading.Thread:
         return self._thread
 
-    def load_model(self, path: ModelSource | str, params: LoadParams | None = None) -> None:
+    def load_model(self, path: ModelSource | str, params: LoadParams | None = None, name: str = "") -> None:
         source = path if isinstance(path, RemoteModel) else Path(path)
         with self._lock:
             self._last_load_id += 1
             load_id = self._last_load_id
-        self._commands.put(LoadModel(source, params or LoadParams(), load_id))
+        self._commands.put(LoadModel(source, params or LoadParams(), load_id, one_line(name, MAX_NAME)))
 
     def cancel_load(self) -> None:
         """Stop the model being loaded (and any load already queued); the load ends with ``ModelLoadFailed``
@@ -290,7 +304,7 @@ class InferenceWorker:
                 self._report_unexpected(command)
 
     def _load(self, command: LoadModel) -> None:
-        self._emit(ModelLoading(command.path))
+        self._emit(ModelLoading(command.path, command.name or display_name_of(command.path)))
         reported = [-1.0]
 
         def on_progress(fraction: float) -> bool:
@@ -308,7 +322,7 @@ class InferenceWorker:
         except FaraError as exc:
             self._emit(ModelLoadFailed(command.path, str(exc), type(exc).__name__, self._backend.info))
             return
-        self._emit(ModelLoaded(info))
+        self._emit(ModelLoaded(dataclasses.replace(info, name=command.name) if command.name else info))
 
     def _calibrate(self, command: CalibrateThreads) -> None:
         info = self._backend.info

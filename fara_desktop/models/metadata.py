@@ -12,6 +12,7 @@ from typing import Any
 from fara_desktop.atomic_files import save_cache_file
 from fara_desktop.models.gguf_checks import check_loadable
 from fara_desktop.models.gguf_file import GGUFArraySummary, GGUFHeader, read_gguf_header
+from fara_desktop.models.naming import MAX_NAME, model_display_name
 from fara_desktop.untrusted import one_line
 
 log = logging.getLogger(__name__)
@@ -25,7 +26,7 @@ FILE_TYPES = {
     37: "TQ2_0", 38: "MXFP4_MOE",
 }  # fmt: skip
 _INSTRUCT_HINTS = re.compile(r"instruct|chat|\bit\b|-it[-.]|assistant|\brl\b", re.IGNORECASE)
-CACHE_VERSION = 6  # 6: files are checked as llama.cpp will load them (gguf_checks)
+CACHE_VERSION = 7  # 7: one display name per model (naming); 6: files are checked as llama.cpp will load them
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,16 @@ def _quantization(header: GGUFHeader) -> str:
     return FILE_TYPES.get(file_type, f"type {file_type}")
 
 
+def header_display_name(header: GGUFHeader) -> str:
+    """The model's one display name, from its file's name and the GGUF's name fields (see ``naming``)."""
+    return model_display_name(
+        header.path.name,
+        header.str_value("general.name", 1024),
+        header.str_value("general.basename", 256),
+        header.str_value("general.size_label", 64),
+    )
+
+
 def metadata_from_header(
     header: GGUFHeader, display_name: str | None = None, total_bytes: int | None = None
 ) -> ModelMetadata:
@@ -95,7 +106,7 @@ def metadata_from_header(
         head_dim_k = n_embd // n_head
     head_dim_v = header.arch_int("attention.value_length", 1, _MAX_DIM) or head_dim_k
     n_head_kv = header.arch_int("attention.head_count_kv", 1, _MAX_DIM) or n_head
-    name = one_line(display_name or header.str_value("general.name", 1024) or header.path.stem)
+    name = one_line(display_name, MAX_NAME) if display_name else header_display_name(header)
     template = header.str_value("tokenizer.chat_template", 1 << 20)
     has_template = bool(template and template.strip())
     extra = max(0, (total_bytes or header.file_bytes) - header.file_bytes)

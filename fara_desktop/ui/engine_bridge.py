@@ -27,8 +27,8 @@ class EngineBridge(QObject):
         self.worker = InferenceWorker(self.engine_event.emit, backend, load_record)
         self.worker.start()
 
-    def load_model(self, path: ModelSource, params: LoadParams | None = None) -> None:
-        self.worker.load_model(path, params)
+    def load_model(self, path: ModelSource, params: LoadParams | None = None, name: str = "") -> None:
+        self.worker.load_model(path, params, name)
 
     def generate(
         self,

@@ -111,6 +111,7 @@ class ChatController(QObject):
         self._save_problem_shown = False
         self._reasoning_shown: bool | None = None  # which part of the current reply the status line names
         self._loading_since = 0.0
+        self._loading_name = ""
         self._reading_since: tuple[float, int] | None = None  # when a long prompt's progress began, and where
         self._retry_timer = QTimer(self)
         self._retry_timer.setInterval(SAVE_RETRY_MS)
@@ -134,8 +135,9 @@ class ChatController(QObject):
 
     # ------------------------------------------------------------------ what the user does
 
-    def load_model(self, path: ModelSource | str, params: LoadParams | None = None) -> None:
-        self.bridge.load_model(path if isinstance(path, RemoteModel) else Path(path), params)
+    def load_model(self, path: ModelSource | str, params: LoadParams | None = None, name: str = "") -> None:
+        """``name``: what the model was discovered as (an Ollama tag); "" → from the file."""
+        self.bridge.load_model(path if isinstance(path, RemoteModel) else Path(path), params, name)
 
     def send(self) -> None:
         screen = self.screen
@@ -447,11 +449,12 @@ class ChatController(QObject):
         self.screen.stop_loading_button.setEnabled(visible)
 
     def _on_model_loading(self, event: ModelLoading) -> None:
-        self.screen.hardware_panel.show_model_loading(event.path.name)
+        self._loading_name = event.name or event.path.name
+        self.screen.hardware_panel.show_model_loading(self._loading_name)
         self.screen.load_progress.setRange(0, 0)
         self._show_loading(True)
         self._loading_since = time.monotonic()
-        self.screen.set_status(f"Loading {event.path.name}…")
+        self.screen.set_status(f"Loading {self._loading_name}…")
 
     def _on_load_progress(self, event: LoadProgress) -> None:
         bar = self.screen.load_progress
@@ -464,7 +467,7 @@ class ChatController(QObject):
         left = ""
         if 0.05 <= event.fraction < 1.0 and elapsed >= 1.0:
             left = f" · about {format_duration(elapsed * (1 - event.fraction) / event.fraction)}"
-        self.screen.set_status(f"Loading {event.path.name}: {event.fraction:.0%}{left}")
+        self.screen.set_status(f"Loading {self._loading_name}: {event.fraction:.0%}{left}")
 
     def _on_model_loaded(self, event: ModelLoaded) -> None:
         self.model_info = event.info

@@ -133,7 +133,7 @@ class StartupController(QObject):
                 screen.set_status("The chosen model does not fit in memory")
                 self.chat.modelLoadFailed.emit(decision.refusal)
             else:
-                self.chat.load_model(path, decision.params)
+                self.chat.load_model(path, decision.params, plan.model.display_name if plan.model else "")
         self.chat.plan_settled()  # a message typed while we were looking is sent now
         self.planReady.emit(plan)
         qt_problem = refcount_problem()

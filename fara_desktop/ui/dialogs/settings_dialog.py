@@ -32,6 +32,7 @@ from fara_desktop.api_keys import ApiKeyStore
 from fara_desktop.engine.remote_backend import NOT_SENT_TO_SERVERS
 from fara_desktop.format import format_size
 from fara_desktop.models.discovery import DiscoveredModel
+from fara_desktop.models.naming import model_display_name
 from fara_desktop.planning.params import TunedParams
 from fara_desktop.planning.planner import StartupPlan
 from fara_desktop.planning.tuning import KV_TYPES, VERDICT_LABELS, verdict_kind
@@ -223,14 +224,16 @@ class SettingsDialog(QDialog):
         if items:
             self._chosen = items[0].data(Qt.ItemDataRole.UserRole)
             cost = self._plan.costs.get(self._chosen) if self._plan else None
-            self.status.setText(f"Will load {Path(self._chosen).name}" + (f": {cost.summary()}" if cost else ""))
+            name_item = self.models.item(items[0].row(), 1)  # the model's one display name
+            name = name_item.text() if name_item else Path(self._chosen).name
+            self.status.setText(f"Will load {name}" + (f": {cost.summary()}" if cost else ""))
             self.status.setWordWrap(True)
 
     def _add_file(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Add a GGUF model", str(Path.home()), "GGUF models (*.gguf)")
         if path:
             self._chosen = path
-            self.status.setText(f"Will load {Path(path).name}")
+            self.status.setText(f"Will load {model_display_name(Path(path).name)}")
 
     def _add_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Add a models folder", str(Path.home()))

@@ -487,3 +487,23 @@ def test_the_calibration_gives_way_to_a_waiting_reply_and_leaves_the_model_as_it
     result = backend.reply(prompt, SamplingParams(temperature=0.0, max_tokens=8), lambda: False, lambda _t: None)
     assert result.text.strip()
     backend.unload()
+
+
+def test_a_model_has_one_name_while_it_loads_once_loaded_and_in_the_model_list(
+    worker, event_log, smollm2_path, tmp_path
+):
+    """The default model was "SmolLM2-135M-Instruct.Q4_1.gguf" while loading and "Smollm2 135M 8k Lc100K Mix1
+    Ep2" (its GGUF general.name) once loaded (issue 29, item 5)."""
+    from fara_desktop.engine.types import ModelLoading
+    from fara_desktop.models.discovery import scan_models
+
+    loaded = load(worker, event_log, smollm2_path)
+    loading = [event for _, event in event_log.of(ModelLoading)][-1]
+    listed = next(
+        m for m in scan_models(tmp_path / "m", tmp_path / "c", home=tmp_path).models if m.path == str(smollm2_path)
+    )
+    assert loading.name == loaded.info.name == listed.display_name == "SmolLM2-135M-Instruct"
+    worker.load_model(smollm2_path, None, name="smollm2:135m")  # what an Ollama manifest calls it
+    load_event = event_log.next_of(ModelLoaded, ModelLoadFailed)
+    assert isinstance(load_event, ModelLoaded) and load_event.info.name == "smollm2:135m"
+    assert [event for _, event in event_log.of(ModelLoading)][-1].name == "smollm2:135m"

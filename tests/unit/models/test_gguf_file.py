@@ -111,7 +111,7 @@ def test_nested_wide_arrays_are_refused_without_multiplying_memory(tmp_path: Pat
 
 def test_long_strings_are_kept_as_a_length_and_names_lose_control_characters(tmp_path: Path):
     path = write_raw_gguf(
-        tmp_path / "long.gguf",
+        tmp_path / "model.gguf",  # a file name that says nothing: the GGUF name is shown
         kv_str("general.name", "Evil\x1b]0;pwned\x07\nModel" + "x" * 5000),
         kv_str("general.description", "d" * 200_000),
     )

@@ -18,7 +18,7 @@ from tests.helpers.fakes import FakeBackend
 from tests.helpers.paths import REPO_ROOT
 
 FIRST_LAUNCH_VALUES = [
-    ("Name", "Smollm2 135M 8k Lc100K Mix1 Ep2 (llama, 93.8 MiB)"),
+    ("Name", "SmolLM2-135M-Instruct (llama, 93.8 MiB)"),
     ("Why", "best for this machine: instruction-tuned with a chat template"),
     ("Context", "auto (= 8,192) of 8,192 trained"),
     ("Threads", "auto (= 2)"),
