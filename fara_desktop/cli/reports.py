@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ from fara_desktop.models.discovery import scan_models
 from fara_desktop.paths import AppPaths
 from fara_desktop.planning.cost import MachineFacts, cost_here
 from fara_desktop.planning.planner import bandwidth
-from fara_desktop.planning.tuning import choose_model, fit_verdict, size_class
+from fara_desktop.planning.tuning import choose_model, size_class
 from fara_desktop.settings import load_settings
 from fara_desktop.untrusted import printable
 
@@ -78,27 +78,37 @@ def models_report(paths: AppPaths, as_json: bool = False) -> int:
     memory = psutil.virtual_memory()
     usable = [m.metadata for m in scan.usable if m.metadata]
     speed = bandwidth(profile, cache)
-    best, ranked = choose_model(usable, memory.available, memory.total, speed)
+    facts = MachineFacts(profile.physical_cores, profile.usable_cores, memory.available, memory.total, speed,
+                         weights_are_repacked())  # fmt: skip
+    costs = {
+        meta.path: cost_here(meta, replace(facts, calibrated_threads=cache.threads(profile, size_class(meta))))
+        for meta in usable
+        if not meta.embedding
+    }
+    # One memory figure per model: at the context it will load with, the one the window shows.
+    best, ranked = choose_model(
+        usable,
+        memory.available,
+        memory.total,
+        speed,
+        estimates={path: cost.memory for path, cost in costs.items()},
+        previous=cache.recommended(profile, "on disk"),
+    )
     by_path = {rec.path: rec for rec in ranked}
     entries: list[dict[str, Any]] = []
     for model in scan.models:
         entry: dict[str, Any] = model.to_json()
         rec = by_path.get(model.path)
         if rec is not None and model.metadata is not None:
-            calibrated = cache.threads(profile, size_class(model.metadata))
-            facts = MachineFacts(profile.physical_cores, profile.usable_cores, memory.available, memory.total, speed,
-                                 weights_are_repacked(), calibrated)  # fmt: skip
-            cost = cost_here(model.metadata, facts)
+            cost = costs[model.path]
             tuned = cost.tuned
-            # One figure, for the context it will load with (not the 4k the ranking compares models at).
-            n_ctx = tuned.load_params().context_for(model.metadata.context_length)
-            verdict = fit_verdict(model.metadata, n_ctx, memory.available, memory.total, tuned.kv_type)
+            verdict = rec.verdict
             entry["fit"] = {
                 "verdict": verdict.verdict,
                 "message": verdict.message,
                 "suggestions": verdict.suggestions,
                 "estimate_bytes": verdict.estimate.total,
-                "n_ctx": n_ctx,
+                "n_ctx": verdict.estimate.n_ctx,
             }
             entry["expected_tok_per_s"] = round(rec.expected_tok_per_s, 1)
             entry["typical_prompt_s"] = round(cost.typical_prompt_s, 1)

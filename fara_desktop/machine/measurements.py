@@ -76,5 +76,20 @@ class MachineCache:
         self._machine(hardware)["bandwidth_bytes_per_s"] = value
         self.save()
 
+    def recommended(self, hardware: HardwareProfile, kind: str) -> str | None:
+        """The model last recommended here (``kind``: "on disk" or "catalog"), kept so the next one only
+        changes when the machine's figures changed clearly."""
+        value = self._machine(hardware).get("recommended", {})
+        chosen = value.get(kind) if isinstance(value, dict) else None
+        return chosen if isinstance(chosen, str) and len(chosen) < 4096 else None
+
+    def set_recommended(self, hardware: HardwareProfile, kind: str, key: str | None) -> None:
+        machine = self._machine(hardware)
+        if not isinstance(machine.get("recommended"), dict):
+            machine["recommended"] = {}
+        if machine["recommended"].get(kind) != key:
+            machine["recommended"][kind] = key
+            self.save()
+
     def save(self) -> None:
         save_cache_file(self.file, self._data)

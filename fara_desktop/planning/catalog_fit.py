@@ -93,15 +93,25 @@ def assess_catalog(
     bandwidth: float,
     installed_files: Iterable[Path] = (),
     facts: MachineFacts | None = None,
+    previous: str | None = None,
 ) -> CatalogAssessment:
     """Judge each option as the model chooser would judge the file; the recommendation is the best quality that
     fits comfortably with a useful context at a usable speed (the same ranking as for models on disk)."""
     pairs = [(entry, quant) for entry in entries for quant in entry.quants]
     metas = {option_key(entry, quant): entry.metadata(quant) for entry, quant in pairs}
-    best, ranked = choose_model(list(metas.values()), available, total, bandwidth, COMFORTABLE_TOK_PER_S)
+    facts = facts or MachineFacts(None, 1, available, total, bandwidth)
+    costs = {key: cost_here(meta, facts) for key, meta in metas.items()}
+    best, ranked = choose_model(
+        list(metas.values()),
+        available,
+        total,
+        bandwidth,
+        COMFORTABLE_TOK_PER_S,
+        estimates={key: cost.memory for key, cost in costs.items()},
+        previous=previous,
+    )
     by_key = {rec.path: rec for rec in ranked}
     on_disk = {path.name.lower(): path for path in installed_files}
-    facts = facts or MachineFacts(None, 1, available, total, bandwidth)
     options = []
     for entry, quant in pairs:
         rec = by_key[option_key(entry, quant)]
@@ -113,7 +123,7 @@ def assess_catalog(
                 rec.expected_tok_per_s,
                 on_disk.get(quant.file_name.lower()),
                 best is not None and rec.path == best.path,
-                cost_here(metas[option_key(entry, quant)], facts),
+                costs[option_key(entry, quant)],
             )
         )
     chosen = next((option for option in options if option.recommended), None)
@@ -131,4 +141,8 @@ def assess_catalog_here(models_dir: Path, cache_dir: Path, extra_folders: Iterab
     installed = [Path(model.path) for model in scan.usable]
     facts = MachineFacts(profile.physical_cores, profile.usable_cores, memory.available, memory.total, speed,
                          weights_are_repacked())  # fmt: skip
-    return assess_catalog(load_catalog(), memory.available, memory.total, speed, installed, facts)
+    assessment = assess_catalog(
+        load_catalog(), memory.available, memory.total, speed, installed, facts, cache.recommended(profile, "catalog")
+    )
+    cache.set_recommended(profile, "catalog", assessment.recommended.key if assessment.recommended else None)
+    return assessment

@@ -94,7 +94,6 @@ def plan_startup(
     memory = psutil.virtual_memory()
     usable = scan.usable
     speed = bandwidth(hardware, cache)
-    best, ranked = choose_model([m.metadata for m in usable if m.metadata], memory.available, memory.total, speed)
     facts = MachineFacts(hardware.physical_cores, hardware.usable_cores, memory.available, memory.total, speed,
                          weights_are_repacked())  # fmt: skip
     costs = {
@@ -104,6 +103,15 @@ def plan_startup(
         for m in usable
         if m.metadata and not m.metadata.embedding
     }
+    best, ranked = choose_model(
+        [m.metadata for m in usable if m.metadata],
+        memory.available,
+        memory.total,
+        speed,
+        estimates={path: cost.memory for path, cost in costs.items()},
+        previous=cache.recommended(hardware, "on disk"),
+    )
+    cache.set_recommended(hardware, "on disk", best.path if best else None)
     chosen: DiscoveredModel | None = None
     reason = ""
     crash = record.crash_of(preferred) if preferred is not None else None

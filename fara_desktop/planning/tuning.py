@@ -16,7 +16,7 @@ RSS increase after loading and reading a 600-token prompt at n_ctx 2048 and 8192
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -34,6 +34,7 @@ QUANT_QUALITY = {"F32": 1.0, "F16": 1.0, "BF16": 1.0, "Q8_0": 1.0, "Q6_K": 0.99,
                  "IQ3_S": 0.8, "IQ3_XS": 0.76, "IQ3_XXS": 0.72, "Q2_K": 0.6, "Q2_K_S": 0.55, "IQ2_M": 0.6,
                  "IQ2_S": 0.55, "IQ2_XS": 0.5, "IQ2_XXS": 0.45, "IQ1_M": 0.3, "IQ1_S": 0.25}  # fmt: skip
 Verdict = Literal["fits", "tight", "too_big"]
+KEEP_MARGIN = 0.85  # the last recommendation stays usable down to 85 % of the speed bar (bandwidth noise is ±10 %)
 COMFORTABLE_TOK_PER_S = 8.0  # below this a model that fits writes slower than people read: "fits, but slow here"
 VERDICT_LABELS = {"fits": "Runs well", "slow": "Fits, but slow here", "tight": "Tight fit", "too_big": "Too big"}
 
@@ -138,8 +139,16 @@ class FitVerdict:
     suggestions: list[str] = field(default_factory=list)
 
 
-def fit_verdict(meta: ModelMetadata, n_ctx: int, available: int, total: int, kv_type: str = "f16") -> FitVerdict:
-    estimate = estimate_memory(meta, n_ctx, kv_type)
+def fit_verdict(
+    meta: ModelMetadata,
+    n_ctx: int,
+    available: int,
+    total: int,
+    kv_type: str = "f16",
+    estimate: MemoryEstimate | None = None,
+) -> FitVerdict:
+    """``estimate``: the memory figure shown elsewhere for this load, so that the verdict speaks of the same one."""
+    estimate = estimate or estimate_memory(meta, n_ctx, kv_type)
     budget = memory_budget(available, total)
     need = estimate.total
     if need <= budget * FIT_HEADROOM:
@@ -295,17 +304,29 @@ class Recommendation:
 
 
 def choose_model(
-    models: Sequence[ModelMetadata], available: int, total: int, bandwidth: float, min_tok_per_s: float = 5.0
+    models: Sequence[ModelMetadata],
+    available: int,
+    total: int,
+    bandwidth: float,
+    min_tok_per_s: float = 5.0,
+    estimates: Mapping[str, MemoryEstimate] | None = None,
+    previous: str | None = None,
 ) -> tuple[Recommendation | None, list[Recommendation]]:
-    """Rank models that fit: chat-ready first, then quality, then speed. Returns (best, all ranked)."""
+    """Rank models that fit: chat-ready first, then quality, then speed. Returns (best, all ranked).
+
+    ``estimates``: each model's memory at the context it would be loaded with (``cost_here``), so the verdict
+    quotes the figure shown beside it; without one a model is judged at 4k. ``previous``: the model recommended
+    last time, which keeps its place unless it falls clearly below the speed bar (``KEEP_MARGIN``): a bandwidth
+    measured a few percent apart must not flip the recommendation between runs."""
     ranked: list[tuple[tuple[float, ...], Recommendation]] = []
     for meta in models:
         if meta.embedding:  # a sentence embedder cannot chat: it serves document search
             continue
-        n_ctx = min(MIN_CONTEXT * 2, meta.context_length or MIN_CONTEXT * 2)
-        verdict = fit_verdict(meta, n_ctx, available, total)
+        estimate = (estimates or {}).get(meta.path)
+        n_ctx = estimate.n_ctx if estimate else min(MIN_CONTEXT * 2, meta.context_length or MIN_CONTEXT * 2)
+        verdict = fit_verdict(meta, n_ctx, available, total, estimate.kv_type if estimate else "f16", estimate)
         speed = expected_tokens_per_second(meta, bandwidth)
-        usable_speed = speed >= min_tok_per_s
+        usable_speed = speed >= min_tok_per_s * (KEEP_MARGIN if meta.path == previous else 1.0)
         key = (
             verdict.verdict != "too_big",
             meta.has_chat_template or meta.instruct,
