@@ -491,8 +491,9 @@ class MainWindow(QMainWindow):
         try:
             for name, key in page.key_changes.items():
                 self.api_keys.set(name, key)
-            if page.api_key_change():
-                self.api_keys.set(LOCAL_API, page.api_key_change())
+            api_key = dialog.local_api_page.api_key_change()
+            if api_key:
+                self.api_keys.set(LOCAL_API, api_key)
         except Exception as exc:  # a keychain that refuses: say so, the rest of the settings still apply
             self.show_notice(f"An API key could not be stored ({type(exc).__name__}: {exc}).", "error")
         self.apply_settings(dialog.settings(), dialog.chosen_model(), dialog.chosen_remote())

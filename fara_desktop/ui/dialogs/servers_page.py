@@ -1,4 +1,4 @@
-"""Settings ▸ Servers: OpenAI-compatible servers to chat with, their models, and the local API for other apps.
+"""Settings ▸ Servers: OpenAI-compatible servers to chat with, and their models.
 
 A server is contacted only when the user asks for its model list or chooses one of its models. API keys go to the
 key store (the system keychain, or a 0600 file), never to the settings file; a stored key is never shown again.
@@ -6,31 +6,31 @@ key store (the system keychain, or a 0600 file), never to the settings file; a s
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QCheckBox,
     QFormLayout,
-    QGroupBox,
     QHBoxLayout,
     QLineEdit,
-    QListWidget,
     QListWidgetItem,
     QPushButton,
-    QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
-from fara_desktop.api_keys import LOCAL_API, ApiKeyStore
+from fara_desktop.api_keys import ApiKeyStore
 from fara_desktop.engine.remote_backend import NOT_SENT_TO_SERVERS, is_local_host, list_models
-from fara_desktop.serving.local_api import LOCAL_HOSTS
-from fara_desktop.settings import LocalApiSettings, RemoteChoice, ServerEntry, Settings
+from fara_desktop.format import format_count
+from fara_desktop.settings import RemoteChoice, ServerEntry, Settings
 from fara_desktop.ui.background import BackgroundCall
 from fara_desktop.ui.widgets.plain_text import plain_label
+from fara_desktop.ui.widgets.short_list import ShortList
 
 
 class ServersPage(QWidget):
-    """Edits copies of the server list, the chosen server model, the keys and the local API settings."""
+    """Edits copies of the server list, the chosen server model and the keys. ``modelActivated``: a model was
+    double-clicked or Enter was pressed on it, meaning "chat with this one now"."""
+
+    modelActivated = Signal()
 
     def __init__(self, settings: Settings, keys: ApiKeyStore, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -48,22 +48,26 @@ class ServersPage(QWidget):
         intro.setWordWrap(True)
         layout.addWidget(intro)
 
-        self.server_list = QListWidget()
+        self.server_list = ShortList(3)
         self.server_list.setObjectName("serverList")
         self.server_list.setAccessibleName("Servers")
         self.server_list.currentRowChanged.connect(lambda _row: self._list_cleared())
-        add_row = QHBoxLayout()
+        # One field per row, each as wide as the page: the address and its example are never clipped.
+        add_form = QFormLayout()
+        add_form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         self.name_edit = QLineEdit()
-        self.name_edit.setPlaceholderText("Name (e.g. gpu-box)")
+        self.name_edit.setPlaceholderText("e.g. gpu-box")
         self.url_edit = QLineEdit()
-        self.url_edit.setPlaceholderText("Address, e.g. http://gpu-box:8000/v1")
+        self.url_edit.setPlaceholderText("e.g. http://gpu-box:8000/v1")
         self.key_edit = QLineEdit()
-        self.key_edit.setPlaceholderText("API key (optional)")
+        self.key_edit.setPlaceholderText("optional")
         self.key_edit.setEchoMode(QLineEdit.EchoMode.Password)
-        self.add_button = QPushButton("Add")
+        self.add_button = QPushButton("Add server")
         self.add_button.clicked.connect(self.add_server)
-        for widget in (self.name_edit, self.url_edit, self.key_edit, self.add_button):
-            add_row.addWidget(widget, 1 if widget is self.url_edit else 0)
+        add_form.addRow("Name", self.name_edit)
+        add_form.addRow("Address", self.url_edit)
+        add_form.addRow("API key", self.key_edit)
+        add_form.addRow("", self.add_button)
         buttons = QHBoxLayout()
         self.remove_button = QPushButton("Remove")
         self.remove_button.clicked.connect(self.remove_server)
@@ -72,23 +76,27 @@ class ServersPage(QWidget):
         buttons.addWidget(self.list_button)
         buttons.addWidget(self.remove_button)
         buttons.addStretch(1)
-        self.model_list = QListWidget()
+        self.model_list = ShortList(4)
         self.model_list.setObjectName("serverModelList")
         self.model_list.setAccessibleName("The server's models")
-        self.model_list.itemDoubleClicked.connect(lambda _item: self.use_model())
+        self.model_list.itemActivated.connect(lambda _item: self._activated())  # double-click, or Enter
         self.use_button = QPushButton("Chat with this model")
         self.use_button.clicked.connect(self.use_model)
+        for button in (self.add_button, self.remove_button, self.list_button, self.use_button):
+            # Enter in a field must not press whichever button had focus last (it was Remove): it goes to OK.
+            button.setAutoDefault(False)
         self.status = plain_label()
         self.status.setObjectName("serversStatus")
         self.status.setWordWrap(True)
         layout.addWidget(self.server_list, 1)
-        layout.addLayout(add_row)
         layout.addLayout(buttons)
-        layout.addWidget(plain_label("Models of the chosen server (double-click one to chat with it):"))
+        layout.addLayout(add_form)
+        layout.addWidget(plain_label("Models of the chosen server (double-click one, or Enter, to chat with it):"))
         layout.addWidget(self.model_list, 1)
-        layout.addWidget(self.use_button, 0, Qt.AlignmentFlag.AlignLeft)
-        layout.addWidget(self.status)
-        layout.addWidget(self._api_group(settings.local_api))
+        use_row = QHBoxLayout()
+        use_row.addWidget(self.use_button, 0)
+        use_row.addWidget(self.status, 1)  # beside the button: what was chosen is seen without scrolling
+        layout.addLayout(use_row)
         self._fill_servers()
         if settings.remote_model:
             self.status.setText(f"In use: {settings.remote_model.model} on {settings.remote_model.server}")
@@ -171,82 +179,25 @@ class ServersPage(QWidget):
             item = QListWidgetItem(f"{model} — on {server.name}")
             item.setData(Qt.ItemDataRole.UserRole, (server.name, model))
             self.model_list.addItem(item)
-        self.status.setText(f"{server.name} offers {len(ids)} model{'s' if len(ids) != 1 else ''}.")
+        self.status.setText(f"{server.name} offers {format_count(len(ids), 'model')}.")
+        if ids:  # the next key press chooses among them
+            self.model_list.setCurrentRow(0)
+            self.model_list.setFocus()
 
     def _listing_failed(self, error: object) -> None:
         self.list_button.setEnabled(True)
         self.status.setText(str(error))
 
-    def use_model(self) -> None:
+    def _activated(self) -> None:
+        if self.use_model():
+            self.modelActivated.emit()
+
+    def use_model(self) -> bool:
         selected = self.model_list.selectedItems()
         if not selected:
             self.status.setText("List a server's models and choose one.")
-            return
+            return False
         server, model = selected[0].data(Qt.ItemDataRole.UserRole)
         self.choice = RemoteChoice(server, model)
         self.status.setText(f"Will chat with {model} on {server} (click OK).")
-
-    # ------------------------------------------------------------------ local API
-
-    def _api_group(self, api: LocalApiSettings) -> QGroupBox:
-        group = QGroupBox("Local API for other apps")
-        form = QFormLayout(group)
-        self.api_enabled = QCheckBox("Serve the loaded model to other apps (OpenAI-compatible)")
-        self.api_enabled.setChecked(api.enabled)
-        self.api_host = QLineEdit(api.host)
-        self.api_port = QSpinBox()
-        self.api_port.setRange(1, 65535)
-        self.api_port.setValue(api.port)
-        self.api_key = QLineEdit()
-        self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
-        self.api_key.setPlaceholderText("key stored" if self.keys.get(LOCAL_API) else "needed beyond this computer")
-        self.api_origins = QLineEdit(", ".join(api.allowed_origins))
-        self.api_origins.setPlaceholderText("none (web pages cannot use it)")
-        self.api_origins.setToolTip(
-            "Web pages allowed to use the local API, e.g. http://localhost:3000 (comma-separated). Any other page "
-            "open in your browser is refused."
-        )
-        self.api_relay = QLineEdit(", ".join(api.relay_servers))
-        self.api_relay.setPlaceholderText("none")
-        self.api_relay.setToolTip(
-            "Servers (by the names above) whose models the local API may use when the chat uses one; their API "
-            "keys are then spent by the apps that call the local API (comma-separated)."
-        )
-        self.api_note = plain_label()
-        self.api_note.setWordWrap(True)
-        self.api_host.textChanged.connect(lambda _t: self._api_note())
-        self.api_enabled.toggled.connect(lambda _on: self._api_note())
-        form.addRow(self.api_enabled)
-        form.addRow("Address", self.api_host)
-        form.addRow("Port", self.api_port)
-        form.addRow("API key", self.api_key)
-        form.addRow("Web pages allowed", self.api_origins)
-        form.addRow("May relay to servers", self.api_relay)
-        form.addRow(self.api_note)
-        self._api_note()
-        return group
-
-    def _api_note(self) -> None:
-        host = self.api_host.text().strip() or "127.0.0.1"
-        if host in LOCAL_HOSTS:
-            self.api_note.setText(f"Only apps on this computer can use it: http://{host}:{self.api_port.value()}/v1")
-        else:
-            self.api_note.setText(
-                f"The model will be reachable from the network at {host}. An API key is required; anyone with it "
-                "can use the model."
-            )
-
-    def api_settings(self) -> LocalApiSettings:
-        host = self.api_host.text().strip() or "127.0.0.1"
-        origins = [o.strip().rstrip("/") for o in self.api_origins.text().split(",")]
-        names = {s.name for s in self.servers}
-        relay = [n.strip() for n in self.api_relay.text().split(",")]
-        return LocalApiSettings(
-            self.api_enabled.isChecked(), host[:255], self.api_port.value(),
-            allowed_origins=tuple(dict.fromkeys(o for o in origins if o.startswith(("http://", "https://")))),
-            relay_servers=tuple(dict.fromkeys(n for n in relay if n in names)),
-        )  # fmt: skip
-
-    def api_key_change(self) -> str | None:
-        """A new key for the local API typed here, or None when the field was left empty (keep the stored one)."""
-        return self.api_key.text().strip() or None
+        return True

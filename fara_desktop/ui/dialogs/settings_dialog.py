@@ -37,6 +37,7 @@ from fara_desktop.planning.params import TunedParams
 from fara_desktop.planning.planner import StartupPlan
 from fara_desktop.planning.tuning import KV_TYPES, VERDICT_LABELS, verdict_kind
 from fara_desktop.settings import THEMES, InferenceOverrides, RemoteChoice, SamplingSettings, Settings
+from fara_desktop.ui.dialogs.local_api_page import LocalApiPage
 from fara_desktop.ui.dialogs.servers_page import ServersPage
 from fara_desktop.ui.widgets.plain_text import plain_label, plain_tooltip
 from fara_desktop.ui.window_state import fit_to_screen
@@ -93,9 +94,14 @@ class SettingsDialog(QDialog):
         self.nav.setFixedWidth(150)
         self.pages = QStackedWidget()
         self.servers_page = ServersPage(settings, keys)
+        self.servers_page.modelActivated.connect(self.accept)  # a double-clicked server model: chat with it now
+        self.local_api_page = LocalApiPage(
+            settings.local_api, keys, lambda: {server.name for server in self.servers_page.servers}
+        )
         for title, page in (
             ("Model", self._model_page()),
             ("Servers", _scrolling(self.servers_page)),
+            ("Local API", _scrolling(self.local_api_page)),
             ("Inference", self._inference_page()),
             ("Sampling", self._sampling_page()),
             ("Appearance", self._appearance_page()),
@@ -427,7 +433,7 @@ class SettingsDialog(QDialog):
             self._settings,
             servers=list(self.servers_page.servers),
             remote_model=remote if remote and remote.server in names else None,
-            local_api=self.servers_page.api_settings(),
+            local_api=self.local_api_page.api_settings(),
             model_path=self._chosen or self._settings.model_path,
             extra_model_folders=list(self._folders),
             inference=inference,

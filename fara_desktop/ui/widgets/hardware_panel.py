@@ -287,6 +287,7 @@ class HardwarePanel(QFrame):
         if stats.n_ctx:
             self.set_value("Context used", f"{stats.context_used:,} of {stats.n_ctx:,} tokens")
         else:
-            self.set_value("Context used", f"{format_count(stats.context_used, 'token')} (the server's limit)")
+            used = format_count(stats.context_used, "token")
+            self.set_value("Context used", f"{used} (the limit is set by the server)")
         self.context_bar.setValue(round(100 * stats.context_used / max(1, stats.n_ctx)))
         self.plot.add(stats.gen_tok_per_s)

@@ -49,6 +49,8 @@ def test_add_a_server_list_its_models_and_chat_with_one(qtbot):
             win.send_button.click()
         reply = win.chat_view.messages()[-1]
         assert reply.text == "Hello from the server." and "qwen2.5-7b" in reply.title.text()
+        # a server does not say its context size: a count and a sentence, not "22 / the server's limit tokens"
+        assert win.hardware_panel.value("Context used").endswith("tokens (the limit is set by the server)")
         assert server.seen.headers[-1]["authorization"] == "Bearer sk-secret-123"
         # the key is kept apart from the settings, readable by the user only, and never logged
         config = app_paths().config
@@ -101,16 +103,16 @@ def test_the_window_shows_the_local_api_and_a_request_that_waits_its_turn(qtbot)
     win.close()
 
 
-def test_the_servers_page_edits_which_pages_and_servers_the_local_api_admits(qtbot):
+def test_the_local_api_page_edits_which_pages_and_servers_the_local_api_admits(qtbot):
     """The local API's allowed web pages and relay servers are set on the page, kept when the dialog saves, and
     anything that is not an http(s) origin or a known server is dropped."""
     from fara_desktop.api_keys import ApiKeyStore
     from fara_desktop.settings import ServerEntry, Settings
-    from fara_desktop.ui.dialogs.servers_page import ServersPage
+    from fara_desktop.ui.dialogs.local_api_page import LocalApiPage
 
     settings = Settings(servers=[ServerEntry("cloud", "https://api.example/v1")],
                         local_api=LocalApiSettings(allowed_origins=("http://localhost:3000",)))  # fmt: skip
-    page = ServersPage(settings, ApiKeyStore(app_paths().ensure().config))
+    page = LocalApiPage(settings.local_api, ApiKeyStore(app_paths().ensure().config), lambda: {"cloud"})
     qtbot.addWidget(page)
     assert page.api_settings().allowed_origins == ("http://localhost:3000",)  # nothing is lost on OK
     page.api_origins.setText("http://localhost:3000/, javascript:alert(1), https://notes.example")
@@ -120,3 +122,57 @@ def test_the_servers_page_edits_which_pages_and_servers_the_local_api_admits(qtb
     assert edited.relay_servers == ("cloud",)
     saved = json.loads(json.dumps({**settings.to_json(), "local_api": edited.__dict__}))  # as settings.json holds it
     assert Settings.from_json(saved).local_api == edited
+
+
+def inside_viewport(widget, area) -> bool:
+    """The widget is shown whole in the scroll area's visible part (no scrolling needed to see it)."""
+    top_left = widget.mapTo(area.viewport(), widget.rect().topLeft())
+    return widget.isVisible() and top_left.y() >= 0 and top_left.y() + widget.height() <= area.viewport().height()
+
+
+def test_the_servers_page_at_its_default_size_keyboard_and_double_click(qtbot):
+    """Issue 29, item 11: the local API and "Will chat with … (click OK)" were below the fold; double-clicking a
+    model did nothing you could see; after List its models the default button was Remove; the address's
+    placeholder was clipped."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+    from PySide6.QtWidgets import QPushButton, QScrollArea
+
+    with ScriptedServer() as server:
+        server.script.models = ["llama-3.1-8b", "qwen2.5-7b"]
+        win = MainWindow(backend=RoutedBackend(FakeBackend(), RemoteBackend()))
+        qtbot.addWidget(win)
+        win.show()
+        dialog = win.open_settings("Servers")
+        qtbot.waitExposed(dialog)
+        page = dialog.servers_page
+        area = page.parentWidget().parentWidget()
+        assert isinstance(area, QScrollArea)
+        url = page.url_edit
+        needed = url.fontMetrics().horizontalAdvance(url.placeholderText()) + 16
+        assert url.width() >= needed, (url.width(), needed)
+        page.name_edit.setText("gpu-box")
+        page.url_edit.setText(server.base_url)
+        page.add_button.click()
+        page.server_list.setCurrentRow(0)
+        page.list_button.setFocus()
+        QTest.keyClick(page.list_button, Qt.Key.Key_Space)
+        qtbot.waitUntil(lambda: page.model_list.count() == 2, timeout=5000)
+        assert not any(b.autoDefault() or b.isDefault() for b in page.findChildren(QPushButton))
+        assert page.model_list.hasFocus() and page.model_list.currentRow() == 0
+        QTest.keyClick(page.model_list, Qt.Key.Key_Down)
+        page.use_button.click()
+        assert inside_viewport(page.status, area) and "Will chat with qwen2.5-7b" in page.status.text()
+        assert inside_viewport(page.use_button, area)
+        dialog.show_page("Local API")
+        api_area = dialog.local_api_page.parentWidget().parentWidget()
+        assert inside_viewport(dialog.local_api_page.api_enabled, api_area)
+        assert inside_viewport(dialog.local_api_page.api_note, api_area)
+        dialog.show_page("Servers")
+        with qtbot.waitSignal(win.modelLoaded, timeout=5000) as loaded:
+            where = page.model_list.visualItemRect(page.model_list.item(0)).center()
+            # a real double click: press and release, then the double-click press and its release
+            QTest.mouseClick(page.model_list.viewport(), Qt.MouseButton.LeftButton, pos=where)
+            QTest.mouseDClick(page.model_list.viewport(), Qt.MouseButton.LeftButton, pos=where)
+        assert not dialog.isVisible() and loaded.args[0].name == "llama-3.1-8b"
+        win.close()
