@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QMimeData, Qt, Signal
-from PySide6.QtGui import QKeyEvent
+from PySide6.QtGui import QKeyEvent, QResizeEvent
 from PySide6.QtWidgets import QPlainTextEdit, QWidget
 
 MAX_VISIBLE_LINES = 8
+# A QPlainTextEdit draws its placeholder on one line, clipped: the longest that fits the width is shown.
+PLACEHOLDERS = ("Ask anything — Enter to send, Shift+Enter for a new line", "Ask anything — Enter to send", "Ask…")
 LONGEST_WRAPPED_LINE = 20_000
 
 
@@ -20,10 +22,19 @@ class Composer(QPlainTextEdit):
         super().__init__(parent)
         self.setObjectName("composer")
         self.setAccessibleName("Message")
-        self.setPlaceholderText("Ask anything — Enter to send, Shift+Enter for a new line")
+        self.setPlaceholderText(PLACEHOLDERS[0])
+        self.setToolTip(PLACEHOLDERS[0])
         self.setTabChangesFocus(True)
         self.document().contentsChanged.connect(self._fit_height)
         self._fit_height()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        room = self.viewport().width() - 2 * self.document().documentMargin() - 4
+        metrics = self.fontMetrics()
+        fitting = next((p for p in PLACEHOLDERS if metrics.horizontalAdvance(p) <= room), PLACEHOLDERS[-1])
+        if fitting != self.placeholderText():
+            self.setPlaceholderText(fitting)
 
     def _wrap_for(self, text: str) -> None:
         """Word-wrapping one enormous line makes Qt lay it out for minutes; such a paste scrolls sideways."""

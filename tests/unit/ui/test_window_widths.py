@@ -30,3 +30,16 @@ def test_the_toggles_bring_a_panel_back_and_widening_restores_both(window, qtbot
     assert win.left_column.isVisibleTo(win)
     win.resize(1300, 700)
     qtbot.waitUntil(lambda: win.panel_scroll.isVisibleTo(win) and win.left_column.isVisibleTo(win), timeout=5000)
+
+
+@pytest.mark.parametrize("width", [1366, 1000, 900, 800, 700])
+def test_the_composer_hint_is_never_clipped(window, qtbot, width):
+    """A QPlainTextEdit draws its placeholder on one clipped line; at ≤ 1000 px it was cut mid-word (issue 29,
+    item 12). The longest hint that fits is shown; the whole one stays in the tooltip."""
+    win = window()
+    win.resize(width, 600)
+    qtbot.waitUntil(lambda: abs(win.width() - width) <= 2, timeout=5000)
+    composer = win.composer
+    room = composer.viewport().width() - 2 * composer.document().documentMargin()
+    qtbot.waitUntil(lambda: composer.fontMetrics().horizontalAdvance(composer.placeholderText()) <= room, timeout=5000)
+    assert composer.placeholderText().startswith("Ask") and "Shift+Enter" in composer.toolTip()
