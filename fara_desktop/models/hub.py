@@ -12,6 +12,8 @@ import contextlib
 import logging
 import os
 import re
+import socket
+import ssl
 import threading
 import urllib.error
 import urllib.parse
@@ -21,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from fara_desktop.untrusted import one_line
 
 log = logging.getLogger(__name__)
 
@@ -193,6 +197,50 @@ def _one_off_session() -> Iterator[None]:
             hub.close_session()
 
 
+_NO_NAME = ("Name or service not known", "nodename nor servname", "getaddrinfo failed", "No address associated",
+            "Temporary failure in name resolution")  # fmt: skip
+
+
+def network_reason(exc: BaseException, host: str) -> str:
+    """Why ``host`` could not be reached, as a person reads it (never "[Errno -2] Name or service not known"):
+    the cause chain of urllib, httpx and huggingface_hub errors is searched for what happened."""
+    chain: list[BaseException] = []
+    seen: BaseException | None = exc
+    while seen is not None and len(chain) < 16:
+        chain.append(seen)
+        reason = getattr(seen, "reason", None)
+        seen = reason if isinstance(reason, BaseException) else (seen.__cause__ or seen.__context__)
+    text = " ".join(str(e) for e in chain)
+    if any(isinstance(e, socket.gaierror) for e in chain) or any(marker in text for marker in _NO_NAME):
+        return f"{host} cannot be found: this computer seems to be offline (or its name cannot be looked up)"
+    if any(isinstance(e, ConnectionRefusedError) for e in chain) or "Connection refused" in text:
+        return f"{host} refused the connection"
+    if any(isinstance(e, (TimeoutError, socket.timeout)) for e in chain) or "timed out" in text.lower():
+        return f"{host} did not answer in time"
+    if any(isinstance(e, ssl.SSLError) for e in chain):
+        return f"the secure connection to {host} failed"
+    if any(isinstance(e, (ConnectionResetError, ConnectionAbortedError)) for e in chain):
+        return f"{host} closed the connection"
+    return f"{host} could not be reached ({one_line(str(exc) or type(exc).__name__, 120)})"
+
+
+REACH_TIMEOUT_S = 8.0
+
+
+def check_reachable(base: str) -> None:
+    """One TCP connection to the hub before asking it anything: huggingface_hub retries a failed connection five
+    times with back-off (~20 s), so offline a search used to sit there before saying anything. Raises
+    ``DownloadInterruptedError`` with the reason."""
+    scheme, host, port = origin(base)
+    if urllib.request.getproxies().get(scheme) and not urllib.request.proxy_bypass(host):
+        return  # through a proxy the hub itself is not ours to dial: the request will say what went wrong
+    try:
+        with socket.create_connection((host, port or (443 if scheme == "https" else 80)), timeout=REACH_TIMEOUT_S):
+            pass
+    except OSError as exc:
+        raise DownloadInterruptedError(network_reason(exc, host_of(base))) from exc
+
+
 def _hub_errors() -> ModuleType:  # imported lazily: huggingface_hub is only needed once the user asks for the network
     errors: ModuleType = _hub().errors
     return errors
@@ -203,6 +251,7 @@ def list_gguf_files(repo_id: str, revision: str | None = None, endpoint: str | N
     HfApi = _hub().HfApi
     errors = _hub_errors()
     base = endpoint_url(endpoint)
+    check_reachable(base)
     try:
         with _one_off_session():
             api = _api(HfApi, base)
@@ -218,10 +267,10 @@ def list_gguf_files(repo_id: str, revision: str | None = None, endpoint: str | N
     except errors.HfHubHTTPError as exc:
         raise DownloadError(f"the hub did not answer for {repo_id}: {exc}") from exc
     except OSError as exc:  # connection refused, DNS, timeouts (httpx errors are not OSError: see below)
-        raise DownloadInterruptedError(f"cannot reach {base}: {exc}") from exc
+        raise DownloadInterruptedError(network_reason(exc, host_of(base))) from exc
     except Exception as exc:
         if type(exc).__module__.startswith(("httpx", "httpcore")):
-            raise DownloadInterruptedError(f"cannot reach {base}: {exc}") from exc
+            raise DownloadInterruptedError(network_reason(exc, host_of(base))) from exc
         raise
     commit = info.sha
     if not isinstance(commit, str) or not COMMIT_RE.fullmatch(commit):
@@ -303,10 +352,14 @@ def search_hub(query: str, endpoint: str | None = None, limit: int = 30) -> list
     HfApi = _hub().HfApi
     base = endpoint_url(endpoint)
     try:
+        check_reachable(base)
+    except DownloadInterruptedError as exc:
+        raise DownloadInterruptedError(f"Searching failed: {exc}") from exc
+    try:
         with _one_off_session():
             api = _api(HfApi, base)
             found = api.list_models(search=query, filter="gguf", sort="downloads", limit=limit)
             models = [HubModel(m.id, m.downloads or 0, m.likes or 0) for m in found]
     except Exception as exc:
-        raise DownloadInterruptedError(f"searching {base} failed: {exc}") from exc
+        raise DownloadInterruptedError(f"Searching failed: {network_reason(exc, host_of(base))}") from exc
     return [m for m in models if isinstance(m.repo_id, str) and REPO_ID_RE.fullmatch(m.repo_id)]

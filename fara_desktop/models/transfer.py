@@ -46,6 +46,7 @@ from fara_desktop.models.hub import (
     host_of,
     hub_cache_dir,
     listing_problem,
+    network_reason,
     origin,
     user_agent,
 )
@@ -242,7 +243,7 @@ class Downloader:
                     raise self._stopped(None, done) from exc
                 if isinstance(exc, urllib.error.HTTPError):
                     raise self._http_error(exc) from exc
-                raise DownloadInterruptedError(f"cannot reach {host_of(self.remote.url)}: {_reason(exc)}") from exc
+                raise DownloadInterruptedError(network_reason(exc, host_of(self.remote.url))) from exc
             self._response = response
             with response:
                 if done and (response.status != 206 or not self._range_matches(response, done)):

@@ -264,7 +264,16 @@ class GetModelsDialog(QDialog):
         self.search_status = plain_label("Searching needs the network; nothing is sent until you press Search.")
         self.search_status.setObjectName("hubSearchStatus")
         self.search_status.setWordWrap(True)
-        layout.addWidget(self.search_status)
+        self.search_retry = QPushButton("Retry")
+        self.search_retry.setObjectName("hubRetry")
+        self.search_retry.setAutoDefault(False)
+        self.search_retry.setVisible(False)
+        self.search_retry.clicked.connect(lambda: self._last_request and self._last_request())
+        self._last_request: Callable[[], None] | None = None
+        status_row = QHBoxLayout()
+        status_row.addWidget(self.search_status, 1)
+        status_row.addWidget(self.search_retry, 0, Qt.AlignmentFlag.AlignTop)
+        layout.addLayout(status_row)
         lists = QHBoxLayout()
         self.results = QListWidget()
         self.results.setObjectName("hubResults")
@@ -288,6 +297,8 @@ class GetModelsDialog(QDialog):
         if not query:
             return
         self.search_status.setText(f"Searching for “{query}”…")
+        self._last_request = self.search
+        self.search_retry.setVisible(False)
         self.results.clear()
         self.files.clear()
         self._run(lambda: search_hub(query, self.endpoint), self._show_results, self._search_failed)
@@ -300,7 +311,9 @@ class GetModelsDialog(QDialog):
             self.results.addItem(item)
 
     def _search_failed(self, error: Exception) -> None:
-        self.search_status.setText(str(error))
+        text = str(error)
+        self.search_status.setText(text[:1].upper() + text[1:] + ("" if text.endswith(".") else "."))
+        self.search_retry.setVisible(self._last_request is not None)
 
     def _result_chosen(self, item: QListWidgetItem | None, _previous: QListWidgetItem | None) -> None:
         if item is not None:
@@ -309,6 +322,8 @@ class GetModelsDialog(QDialog):
     def show_repo_files(self, repo_id: str, revision: str | None = None) -> None:
         self.files.clear()
         self.search_status.setText(f"Reading the file list of {repo_id}…")
+        self._last_request = lambda: self.show_repo_files(repo_id, revision)
+        self.search_retry.setVisible(False)
         self._run(lambda: list_gguf_files(repo_id, revision, self.endpoint), self._show_files, self._search_failed)
 
     def _show_files(self, files: list[RemoteFile]) -> None:

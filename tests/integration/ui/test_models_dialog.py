@@ -152,3 +152,17 @@ def test_main_window_loads_a_model_handed_over_by_the_dialog(qtbot, tmp_path):
     assert win.model_info is not None and Path(win.model_info.path) == model
     assert load_settings(win.paths.config).settings.model_path == str(model)  # still the choice at next start
     win.close()
+
+
+def test_a_search_that_cannot_reach_the_hub_says_why_and_offers_retry(qtbot, hub):
+    """Offline, the search said "[Errno -2] Name or service not known" and had no Retry (issue 29, item 12)."""
+    dialog = open_dialog(qtbot, laptop(6.0), endpoint="http://127.0.0.1:9")  # nothing listens there
+    dialog.tabs.setCurrentIndex(1)
+    dialog.search_edit.setText("tiny-llama")
+    qtbot.mouseClick(dialog.search_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(dialog.search_retry.isVisible, timeout=10_000)
+    assert dialog.search_status.text() == "Searching failed: 127.0.0.1:9 refused the connection."
+    dialog.endpoint = hub.url  # the network is back
+    qtbot.mouseClick(dialog.search_retry, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: dialog.results.count() == 1, timeout=10_000)
+    assert not dialog.search_retry.isVisible()
