@@ -112,6 +112,7 @@ class ChatController(QObject):
         self._reasoning_shown: bool | None = None  # which part of the current reply the status line names
         self._loading_since = 0.0
         self._loading_name = ""
+        self._no_model_reason: str | None = None  # why no model is loaded, once a load failed or was refused
         self._reading_since: tuple[float, int] | None = None  # when a long prompt's progress began, and where
         self._retry_timer = QTimer(self)
         self._retry_timer.setInterval(SAVE_RETRY_MS)
@@ -408,11 +409,21 @@ class ChatController(QObject):
             self.screen.set_status("Stopped")
         self.replyCancelled.emit(event)
 
+    def no_model_because(self, reason: str) -> None:
+        """What a message sent without a model will be told (a load that failed, a model that does not fit)."""
+        self._no_model_reason = reason.rstrip(".")
+
     def _on_failed(self, event: Failed) -> None:
-        if self._reply_done(event.request_id, None, "failed", None, event.message):
-            self.screen.show_notice(event.message, "error")
+        message = event.message
+        if event.error_type == "NoModelLoadedError" and self._no_model_reason:  # not "No model is loaded yet."
+            message = (
+                f"No model is loaded: {self._no_model_reason}. Choose another one in Settings ▸ Model, or get one "
+                "with Get models."
+            )
+        if self._reply_done(event.request_id, None, "failed", None, message):
+            self.screen.show_notice(message, "error")
             self.screen.set_status("The reply failed — you can send again or change the model")
-        self.replyFailed.emit(event.message)
+        self.replyFailed.emit(message)
 
     def _on_prompt_progress(self, event: PromptProgress) -> None:
         """A long prompt: how much of it the model has read, and about how long the rest will take."""
@@ -471,6 +482,7 @@ class ChatController(QObject):
 
     def _on_model_loaded(self, event: ModelLoaded) -> None:
         self.model_info = event.info
+        self._no_model_reason = None
         self._show_loading(False)
         self.screen.hardware_panel.show_model(event.info)
         self.screen.chat_view.empty_state.set_privacy(event.info.server)
@@ -492,11 +504,14 @@ class ChatController(QObject):
             self.sync_thinking_switch()
             self.modelLoadFailed.emit(event.message)
             return
+        name = self._loading_name or event.path.name
         if stopped:
-            self.screen.show_notice(f"{event.message} No model is loaded: choose one in Settings ▸ Models to chat.")
+            self.no_model_because(f"loading {name} was stopped")
+            self.screen.show_notice(f"{event.message} No model is loaded: choose one in Settings ▸ Model to chat.")
             self.screen.set_status("Loading stopped · no model loaded")
             self.modelLoadFailed.emit(event.message)
             return
+        self.no_model_because(f"{name} could not be loaded ({event.message.rstrip('.')})")
         self.screen.show_notice(f"Could not load the model. {event.message}", "error")
         self.screen.set_status("No model loaded")
         self.modelLoadFailed.emit(event.message)

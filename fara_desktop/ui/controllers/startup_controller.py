@@ -131,6 +131,7 @@ class StartupController(QObject):
             if decision.refusal:
                 screen.show_notice(decision.refusal, "error")
                 screen.set_status("The chosen model does not fit in memory")
+                self.chat.no_model_because(decision.refusal)
                 self.chat.modelLoadFailed.emit(decision.refusal)
             else:
                 self.chat.load_model(path, decision.params, plan.model.display_name if plan.model else "")

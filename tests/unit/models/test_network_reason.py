@@ -52,5 +52,5 @@ def test_searching_offline_says_so(monkeypatch):
         "Searching failed: hub.example cannot be found: this computer seems to be offline (or its name cannot be "
         "looked up)"
     )
-    with pytest.raises(DownloadInterruptedError, match="hub.example cannot be found: this computer seems"):
+    with pytest.raises(DownloadInterruptedError, match=r"hub\.example cannot be found: this computer seems"):
         hub.list_gguf_files("org/model", endpoint="https://hub.example")

@@ -414,3 +414,24 @@ def test_a_reply_whose_row_cannot_be_saved_is_not_started_and_says_why(window, q
     assert notices and "could not be started" in notices[-1] and "disk I/O error" in notices[-1]
     assert [m.text for m in win.chat_view.messages() if m.role == "user"] == ["Hello?"]
     assert backend.prompts == []
+
+
+def test_a_message_sent_after_a_failed_load_is_told_why_there_is_no_model(qtbot):
+    """After a load that failed, sending said "No model is loaded yet." as if one were coming (issue 29, item 12)."""
+    from fara_desktop.ui.main_window import MainWindow
+    from tests.helpers.fakes import FakeBackend
+
+    win = MainWindow(backend=FakeBackend())
+    qtbot.addWidget(win)
+    win.show()
+    with qtbot.waitSignal(win.modelLoadFailed, timeout=5000):
+        win.load_model(Path("broken-Qwen3-4B-Q4_K_M.gguf"))
+    win.composer.setPlainText("Hello?")
+    with qtbot.waitSignal(win.replyFailed, timeout=5000) as failed:
+        win.send_button.click()
+    said = failed.args[0]
+    assert "yet" not in said
+    assert said.startswith("No model is loaded: broken-Qwen3-4B could not be loaded (llama.cpp could not load")
+    assert said.endswith("Choose another one in Settings ▸ Model, or get one with Get models.")
+    assert win.notice_bar.texts("error")[-1] == said
+    assert win.chat_view.messages()[0].text == "Hello?"  # the question is kept
