@@ -43,26 +43,58 @@ from fara_desktop.ui.widgets.plain_text import plain_label, plain_tooltip
 from fara_desktop.ui.window_state import fit_to_screen
 
 
-def _auto_spin(name: str, tuned: int | None, value: int | None, maximum: int) -> QSpinBox:
+def _auto_spin(name: str, label: str, tuned: int | None, value: int | None, maximum: int) -> QSpinBox:
     """A spin box whose lowest value means "auto": it then shows the tuned value."""
     spin = QSpinBox()
     spin.setObjectName(name)
     spin.setRange(0, maximum)
     spin.setSpecialValueText(f"auto (= {tuned:,})" if tuned else "auto")
     spin.setValue(value or 0)
-    spin.setAccessibleName(name)
+    spin.setAccessibleName(label)
     return spin
 
 
-def _tri_state(name: str, tuned: bool | None, value: bool | None) -> QComboBox:
+def _tri_state(name: str, label: str, tuned: bool | None, value: bool | None) -> QComboBox:
     combo = QComboBox()
     combo.setObjectName(name)
-    combo.setAccessibleName(name)
+    combo.setAccessibleName(label)
     combo.addItem(f"auto (= {'on' if tuned else 'off'})", None)
     combo.addItem("on", True)
     combo.addItem("off", False)
     combo.setCurrentIndex(0 if value is None else 1 if value else 2)
     return combo
+
+
+def _with_auto_button(field: QSpinBox | QComboBox, label: str) -> QWidget:
+    """The field and an "Auto" button that gives the choice back to the tuning (a spin box went back to auto only
+    by stepping down to its lowest value); the button is enabled while the field holds an override."""
+    row = QWidget()
+    layout = QHBoxLayout(row)
+    layout.setContentsMargins(0, 0, 0, 0)
+    button = QPushButton("Auto")
+    button.setObjectName(f"{field.objectName()}Auto")
+    button.setAccessibleName(f"{label}: back to auto")
+    button.setToolTip("Use the value tuned for this machine and model")
+    button.setAutoDefault(False)
+    layout.addWidget(field, 1)
+    layout.addWidget(button, 0)
+    if isinstance(field, QSpinBox):
+        button.clicked.connect(lambda: field.setValue(field.minimum()))
+        field.valueChanged.connect(lambda value: button.setEnabled(value != field.minimum()))
+        button.setEnabled(field.value() != field.minimum())
+    else:
+        button.clicked.connect(lambda: field.setCurrentIndex(0))
+        field.currentIndexChanged.connect(lambda index: button.setEnabled(index != 0))
+        button.setEnabled(field.currentIndex() != 0)
+    return row
+
+
+# What the tuning's reasons are about, in the words of the page (not n_ctx, kv_type, n_threads_batch).
+TUNING_LABELS = {
+    "n_ctx": "Context length", "n_threads": "Generation threads", "n_threads_batch": "Prompt threads",
+    "n_batch": "Batch size", "n_ubatch": "Micro-batch size", "kv_type": "KV cache", "flash_attn": "Flash attention",
+    "use_mmap": "Memory-map weights", "use_mlock": "Lock weights in RAM",
+}  # fmt: skip
 
 
 def _scrolling(page: QWidget) -> QScrollArea:
@@ -132,21 +164,24 @@ class SettingsDialog(QDialog):
         layout = QVBoxLayout(page)
         intro = plain_label("Models found on this machine. ★ marks the best one for it; your choice is remembered.")
         intro.setWordWrap(True)
-        self.models = QTableWidget(0, 7)
+        self.models = QTableWidget(0, 6)
         self.models.setObjectName("modelTable")
         self.models.setAccessibleName("Models")
-        self.models.setHorizontalHeaderLabels(["", "Name", "Size", "Quant", "Architecture", "Found in", "Fit"])
+        self.models.setHorizontalHeaderLabels(["", "Name", "Size", "Quant", "Found in", "Fit"])
         self.models.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.models.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.models.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.models.verticalHeader().hide()
         header = self.models.horizontalHeader()
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        for column in (0, 2, 3, 4, 6):
+        for column in (0, 2, 3, 5):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(5, QHeaderView.ResizeMode.Interactive)
-        header.resizeSection(5, 170)
+        header.setSectionResizeMode(4, QHeaderView.ResizeMode.Interactive)
+        header.resizeSection(4, 110)
         self.models.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        # One line per model, the name taking what the short columns leave; the whole name is in its tooltip.
+        self.models.setWordWrap(False)
+        self.models.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self._fill_models()
         use = QPushButton("Use selected model")
         use.setObjectName("useModelButton")
@@ -198,21 +233,21 @@ class SettingsDialog(QDialog):
             if rec:
                 fit = VERDICT_LABELS[verdict_kind(rec.verdict.verdict, rec.expected_tok_per_s)]
             else:
-                fit = model.problem or "unusable"
+                fit = "Cannot be used" if model.problem else "unusable"  # the reason is the row's tooltip
             cells = [
                 "★" if model.path == best else ("●" if model.path == current else ""),
                 model.display_name,
                 format_size(meta.file_bytes) if meta else "—",
                 meta.quantization if meta else "—",
-                meta.architecture if meta else "—",
                 model.source,
                 fit,
             ]
             for column, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setData(Qt.ItemDataRole.UserRole, model.path)
-                item.setToolTip(plain_tooltip(self._model_note(model.path, rec.reason if rec else None)
-                                              or model.problem or model.path))  # fmt: skip
+                about = self._model_note(model.path, rec.reason if rec else None) or model.problem
+                what = f"{model.display_name} ({meta.architecture})" if meta else model.display_name
+                item.setToolTip(plain_tooltip(f"{what}\n{model.path}" + (f"\n{about}" if about else "")))
                 if not model.usable:
                     item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsSelectable)
                     item.setForeground(Qt.GlobalColor.gray)
@@ -260,31 +295,33 @@ class SettingsDialog(QDialog):
         mine = self._settings.inference
         page = QWidget()
         form = QFormLayout(page)
-        self.ctx = _auto_spin("contextLength", tuned.n_ctx if tuned else None, mine.n_ctx, 1 << 20)
+        self.ctx = _auto_spin("contextLength", "Context length", tuned.n_ctx if tuned else None, mine.n_ctx, 1 << 20)
         self.ctx.setSingleStep(256)
-        self.threads = _auto_spin("threads", tuned.n_threads if tuned else None, mine.n_threads, 1024)
-        self.threads_batch = _auto_spin(
-            "promptThreads", tuned.n_threads_batch if tuned else None, mine.n_threads_batch, 1024
+        self.threads = _auto_spin(
+            "threads", "Generation threads", tuned.n_threads if tuned else None, mine.n_threads, 1024
         )
-        self.batch = _auto_spin("batchSize", tuned.n_batch if tuned else None, mine.n_batch, 8192)
+        self.threads_batch = _auto_spin(
+            "promptThreads", "Prompt threads", tuned.n_threads_batch if tuned else None, mine.n_threads_batch, 1024
+        )
+        self.batch = _auto_spin("batchSize", "Batch size", tuned.n_batch if tuned else None, mine.n_batch, 8192)
         self.kv = QComboBox()
         self.kv.setObjectName("kvCacheType")
-        self.kv.setAccessibleName("KV cache type")
+        self.kv.setAccessibleName("KV cache")
         self.kv.addItem(f"auto (= {tuned.kv_type if tuned else 'f16'})", None)
         for name in KV_TYPES:
             self.kv.addItem(name, name)
         self.kv.setCurrentIndex(self.kv.findData(mine.kv_type) if mine.kv_type else 0)
-        self.flash = _tri_state("flashAttention", tuned.flash_attn if tuned else False, mine.flash_attn)
-        self.mmap = _tri_state("memoryMap", tuned.use_mmap if tuned else True, mine.use_mmap)
-        self.mlock = _tri_state("lockInMemory", tuned.use_mlock if tuned else False, mine.use_mlock)
-        form.addRow("Context length", self.ctx)
-        form.addRow("Generation threads", self.threads)
-        form.addRow("Prompt threads", self.threads_batch)
-        form.addRow("Batch size", self.batch)
-        form.addRow("KV cache", self.kv)
-        form.addRow("Flash attention", self.flash)
-        form.addRow("Memory-map weights", self.mmap)
-        form.addRow("Lock weights in RAM", self.mlock)
+        self.flash = _tri_state(
+            "flashAttention", "Flash attention", tuned.flash_attn if tuned else False, mine.flash_attn
+        )
+        self.mmap = _tri_state("memoryMap", "Memory-map weights", tuned.use_mmap if tuned else True, mine.use_mmap)
+        self.mlock = _tri_state(
+            "lockInMemory", "Lock weights in RAM", tuned.use_mlock if tuned else False, mine.use_mlock
+        )
+        for field in (self.ctx, self.threads, self.threads_batch, self.batch, self.kv, self.flash, self.mmap,
+                      self.mlock):  # fmt: skip
+            label = field.accessibleName()
+            form.addRow(label, _with_auto_button(field, label))
         note = plain_label(
             "“auto” is tuned for this machine and model. Changes here reload the model when you press OK."
         )
@@ -292,7 +329,9 @@ class SettingsDialog(QDialog):
         note.setWordWrap(True)
         form.addRow(note)
         if tuned:
-            why = plain_label("\n".join(f"• {key}: {reason}" for key, reason in tuned.reasons.items()))
+            why = plain_label(
+                "\n".join(f"• {TUNING_LABELS.get(key, key)}: {reason}" for key, reason in tuned.reasons.items())
+            )
             why.setObjectName("tuningReasons")
             why.setWordWrap(True)
             form.addRow(why)

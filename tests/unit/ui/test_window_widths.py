@@ -40,6 +40,10 @@ def test_the_composer_hint_is_never_clipped(window, qtbot, width):
     win.resize(width, 600)
     qtbot.waitUntil(lambda: abs(win.width() - width) <= 2, timeout=5000)
     composer = win.composer
-    room = composer.viewport().width() - 2 * composer.document().documentMargin()
-    qtbot.waitUntil(lambda: composer.fontMetrics().horizontalAdvance(composer.placeholderText()) <= room, timeout=5000)
+
+    def hint_fits() -> bool:
+        room = composer.viewport().width() - 2 * composer.document().documentMargin()
+        return composer.fontMetrics().horizontalAdvance(composer.placeholderText()) <= room
+
+    qtbot.waitUntil(hint_fits, timeout=5000)
     assert composer.placeholderText().startswith("Ask") and "Shift+Enter" in composer.toolTip()
