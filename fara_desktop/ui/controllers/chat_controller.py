@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QCheckBox, QLabel, QProgressBar, QPushButton
 from fara_desktop.chats.export_format import MessageStatus
 from fara_desktop.chats.session import ChatSession
 from fara_desktop.chats.storage import Source, StorageError, StoredMessage
+from fara_desktop.chats.turn import PendingReply, Turn, TurnPhase
 from fara_desktop.engine.types import (
     Cancelled,
     ChatMessage,
@@ -52,9 +53,6 @@ from fara_desktop.ui.widgets.message_widget import MessageWidget
 from fara_desktop.untrusted import one_line
 
 SAVE_RETRY_MS = 5000
-DEFERRED = 0  # request id of a message waiting for the start-up scan to pick a model
-PENDING = -1  # request id of a reply whose bubble is made (and engine started) once the chat has been painted
-RETRIEVING = -2  # request id of a reply waiting for its passages (the documents are searched off this thread)
 Retriever = Callable[[list[ChatMessage], Callable[[list[ChatMessage], tuple[Source, ...]], None]], bool]
 
 
@@ -96,17 +94,14 @@ class ChatController(QObject):
         self.bridge = bridge
         self.sampling = sampling
         self.model_info: ModelInfo | None = None
-        self.current_request: int | None = None
-        self.waiting_for_plan = False  # while True, a sent message waits (DEFERRED) for a model to be queued
+        self.turn = Turn()  # the reply being asked for: its phase, the engine's request id, what it waits for
+        self._waiting_for_plan = False  # while True, a sent message waits (DEFERRED) for a model to be queued
         self.editing: MessageWidget | None = None
         self.api_requests = 0  # requests of other apps (local API) waiting or running in the same queue
         # Adds the passages of the chat's document collections to the prompt (the documents controller sets it).
         # Searches the chat's documents for a prompt on another thread and calls back with the grounded prompt;
         # returns False when the chat uses no documents (the reply then starts at once).
         self.retrieve: Retriever | None = None
-        self._retrieval: object | None = None  # the search the reply waits for; a stale one's answer is dropped
-        self._prompt: list[ChatMessage] | None = None  # the prompt of the reply being requested
-        self._pending: tuple[str | None, int, tuple[Source, ...]] | None = None  # a reply whose bubble is not made
         self._adjusted: set[int | None] = set()  # chats already told how their prompt was adapted to the template
         self._save_problem_shown = False
         self._reasoning_shown: bool | None = None  # which part of the current reply the status line names
@@ -143,7 +138,7 @@ class ChatController(QObject):
     def send(self) -> None:
         screen = self.screen
         text = screen.composer.toPlainText().strip()
-        if not text or self.current_request is not None:
+        if not text or self.turn.busy:
             return
         if self.editing is not None:  # the edited text becomes a new version of that message
             index = screen.chat_view.messages().index(self.editing)
@@ -164,7 +159,7 @@ class ChatController(QObject):
         self._request_reply()
 
     def regenerate(self, widget: MessageWidget) -> None:
-        if self.current_request is not None or widget.role != "assistant":
+        if self.turn.busy or widget.role != "assistant":
             return
         messages = self.screen.chat_view.messages()
         self.session.redo_from(self._message_index(widget, messages.index(widget)))  # the old reply stays a version
@@ -173,7 +168,7 @@ class ChatController(QObject):
 
     def switch_version(self, widget: MessageWidget, step: int) -> None:
         """‹ / ›: show another version of a message, and the conversation that follows it."""
-        if self.current_request is not None or widget.message_id is None:
+        if self.turn.busy or widget.message_id is None:
             return
         ids = [m.id for m in self.session.messages]
         if widget.message_id in ids and self.session.switch_version(ids.index(widget.message_id), step):
@@ -183,7 +178,7 @@ class ChatController(QObject):
     def branch_off(self, widget: MessageWidget) -> None:
         """ "Branch from here": a new chat with the conversation up to this message, opened at once."""
         ids = [m.id for m in self.session.messages]
-        if self.current_request is not None or widget.message_id not in ids:
+        if self.turn.busy or widget.message_id not in ids:
             return
         try:
             branch = self.session.branch_off(ids.index(widget.message_id))
@@ -200,7 +195,7 @@ class ChatController(QObject):
         return place.index, place.count
 
     def edit_message(self, widget: MessageWidget) -> None:
-        if self.current_request is not None:
+        if self.turn.busy:
             return
         self.editing = widget
         self.screen.composer.setPlainText(widget.text)
@@ -245,24 +240,26 @@ class ChatController(QObject):
             self.switch_version(widget, -1 if action == "previous" else 1)
 
     def escape(self) -> None:
-        if self.current_request is not None:
+        if self.turn.busy:
             self.stop()
         elif self.editing is not None:
             self.cancel_edit()
 
     def stop(self) -> None:
-        if self.current_request == RETRIEVING:  # the question is saved; no reply was started for it
-            self._retrieval = None
-            self.current_request = None
+        phase = self.turn.phase
+        if phase is TurnPhase.RETRIEVING:  # the question is saved; no reply was started for it
+            self.turn.end()
             self.set_busy(False)
             self.screen.set_status("Stopped")
             return
-        if self.current_request == PENDING:  # the reply had not begun: it begins, and ends at once as stopped
+        if phase is TurnPhase.PENDING:  # the reply had not begun: it begins, and ends at once as stopped
             self._begin_reply(start_engine=False)
-        if self.current_request == DEFERRED:
-            self._reply_done(DEFERRED, "", "stopped", None, None)
+        if self.turn.phase is TurnPhase.DEFERRED:
+            self._reply_done(None, "", "stopped", None, None)
+            self.replyCancelled.emit(Cancelled(0, "", None))  # stopped before the engine had it
             return
-        if self.current_request is not None:
+        if self.turn.phase is TurnPhase.GENERATING:
+            self.turn.stopping()
             self.bridge.cancel()
             self.screen.set_status("Stopping…")
 
@@ -275,11 +272,15 @@ class ChatController(QObject):
             self._version_of(index), m.sources,
         )  # fmt: skip
 
+    def plan_started(self) -> None:
+        """The start-up scan looks for a model: a message sent meanwhile waits for it (DEFERRED)."""
+        self._waiting_for_plan = True
+
     def plan_settled(self) -> None:
         """The start-up scan ended (a model is queued, or none was found): a message that waited is sent now."""
-        self.waiting_for_plan = False
-        if self.current_request == DEFERRED:
-            self.current_request = self._generate()
+        self._waiting_for_plan = False
+        if self.turn.phase is TurnPhase.DEFERRED:
+            self.turn.generating(self._generate())
 
     def _message_index(self, widget: MessageWidget, fallback: int) -> int:
         ids = [m.id for m in self.session.messages]
@@ -294,20 +295,19 @@ class ChatController(QObject):
         model = self.model_info.name if self.model_info else None
         prompt = self.session.prompt_messages()
         if self.retrieve is not None:
-            ticket = self._retrieval = object()
+            ticket = self.turn.start_retrieving()
             if self.retrieve(prompt, lambda grounded, found: self._retrieved(ticket, model, grounded, found)):
-                self.current_request = RETRIEVING
                 self.set_busy(True)
                 self.screen.set_status("Searching your documents…")
                 return
+            self.turn.end()  # the chat uses no documents
         self._start_reply(model, prompt, ())
 
     def _retrieved(
         self, ticket: object, model: str | None, prompt: list[ChatMessage], sources: tuple[Source, ...]
     ) -> None:
-        if ticket is not self._retrieval or self.current_request != RETRIEVING:  # stopped, or another chat
+        if not self.turn.retrieved(ticket):  # stopped, or another chat
             return
-        self._retrieval = None
         self._start_reply(model, prompt, sources)
 
     def _start_reply(self, model: str | None, prompt: list[ChatMessage], sources: tuple[Source, ...]) -> None:
@@ -318,12 +318,10 @@ class ChatController(QObject):
             self.screen.refresh_sidebar()
             self.screen.show_notice(f"The reply could not be started because the chat could not be saved: {exc}",
                                     "error")  # fmt: skip
-            self.current_request = None
+            self.turn.end()
             self.set_busy(False)
             return
-        self._prompt = prompt
-        self._pending = (model, reply.id, sources)
-        self.current_request = PENDING
+        self.turn.wait_for_paint(PendingReply(model, reply.id, sources), prompt)
         self.set_busy(True)
         if self.api_requests:
             self.screen.set_status("Waiting for another app's request (local API) to finish…")
@@ -332,25 +330,27 @@ class ChatController(QObject):
         AfterPaint(self.screen.chat_view.viewport(), self._begin_reply)
 
     def _begin_reply(self, start_engine: bool = True) -> None:
-        if self.current_request != PENDING or self._pending is None:  # stopped before this step came
+        pending = self.turn.take_pending()
+        if pending is None:  # stopped before this step came
             return
-        model, reply_id, sources = self._pending
-        self._pending = None
-        self.screen.chat_view.begin_stream(model, reply_id).set_sources(sources)
+        self.screen.chat_view.begin_stream(pending.model, pending.reply_id).set_sources(pending.sources)
         self.screen.hardware_panel.reply_started()
-        self.current_request = DEFERRED if self.waiting_for_plan or not start_engine else self._generate()
+        if self._waiting_for_plan or not start_engine:
+            self.turn.defer()
+        else:
+            self.turn.generating(self._generate())
         self.screen.refresh_sidebar()
 
     def settle_pending_reply(self) -> None:
         """The window is closing: a reply whose second step has not come gets its bubble without the engine (closing
         the session then keeps it as stopped, as it keeps a reply cut off mid-stream), and the step is dropped."""
-        if self.current_request == PENDING:
+        if self.turn.phase is TurnPhase.PENDING:
             self._begin_reply(start_engine=False)
 
     def _generate(self) -> int:
         session = self.session
-        prompt = self._prompt if self._prompt is not None else session.prompt_messages()
-        self._prompt = None
+        prompt = self.turn.take_prompt()
+        prompt = prompt if prompt is not None else session.prompt_messages()
         return self.bridge.generate(prompt, self.sampling, session.conversation_id, session.thinking)
 
     def chat_changed(self) -> None:
@@ -381,7 +381,7 @@ class ChatController(QObject):
             handler(event)
 
     def _on_token_text(self, event: TokenText) -> None:
-        if event.request_id == self.current_request:
+        if self.turn.owns(event.request_id):
             self.screen.chat_view.append_stream(event.text, event.reasoning)
             self.session.reply_text(event.text, event.reasoning)
             self.screen.hardware_panel.token_arrived(event.tokens)
@@ -392,7 +392,7 @@ class ChatController(QObject):
                 self.report_save_problem()
 
     def _on_generation_started(self, event: GenerationStarted) -> None:
-        if event.request_id == self.current_request:
+        if self.turn.owns(event.request_id):
             self._reasoning_shown = None
             self._reading_since = None
             self.screen.set_status("Reading the conversation…")
@@ -427,7 +427,7 @@ class ChatController(QObject):
 
     def _on_prompt_progress(self, event: PromptProgress) -> None:
         """A long prompt: how much of it the model has read, and about how long the rest will take."""
-        if event.request_id != self.current_request:
+        if not self.turn.owns(event.request_id):
             return
         now = time.monotonic()
         if self._reading_since is None or event.done <= 0:
@@ -438,7 +438,7 @@ class ChatController(QObject):
         self.screen.set_status(f"Reading your message: {event.done:,} of {event.total:,} tokens{left}")
 
     def _on_prompt_adjusted(self, event: PromptAdjusted) -> None:
-        if event.request_id == self.current_request and self.session.conversation_id not in self._adjusted:
+        if self.turn.owns(event.request_id) and self.session.conversation_id not in self._adjusted:
             self._adjusted.add(self.session.conversation_id)  # said once per chat
             self.screen.show_notice(event.note)
 
@@ -523,14 +523,16 @@ class ChatController(QObject):
 
     def _reply_done(
         self,
-        request_id: int,
+        request_id: int | None,
         text: str | None,
         status: MessageStatus,
         stats: GenerationStats | None,
         error: str | None,
         reasoning: str | None = None,
     ) -> bool:
-        if request_id != self.current_request:
+        """Ends the turn's reply; ``request_id`` None: one the engine never had (stopped while DEFERRED).
+        False when the event is about no reply of this turn."""
+        if not (self.turn.owns(request_id) if request_id is not None else self.turn.phase is TurnPhase.DEFERRED):
             return False
         chat_view = self.screen.chat_view
         model = self.model_info.name if self.model_info else None
@@ -550,7 +552,7 @@ class ChatController(QObject):
             chat_view.remove_message(widget)
         if self.session.messages is not shown:  # a failed regenerate or edit: the earlier versions are back
             self.show_session_messages()
-        self.current_request = None
+        self.turn.end()
         self.set_busy(False)
         if stats is None:  # stopped or failed before the engine's figures: the panel must not keep a live one
             self.screen.hardware_panel.reply_ended(status)

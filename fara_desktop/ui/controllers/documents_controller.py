@@ -182,15 +182,19 @@ class DocumentsController(QObject):
             return
         name, paths = self._queue.pop(0)
         self.screen.documents_panel.show_progress(name, IndexProgress())
-        self._scan = threading.Thread(target=self._run_scan, args=(name, paths), name="fara-indexer", daemon=True)
+        # The thread reads only this Event (set while a reply is asked for), never the chat controller.
+        replying = self.chat.turn.busy_event
+        self._scan = threading.Thread(
+            target=self._run_scan, args=(name, paths, replying), name="fara-indexer", daemon=True
+        )
         self._scan.start()
 
-    def _run_scan(self, name: str, paths: list[Path]) -> None:
+    def _run_scan(self, name: str, paths: list[Path], reply_busy: threading.Event) -> None:
         lower_this_threads_priority()
         try:
             index = DocumentIndex(documents_path(self.screen.paths.data))
             try:
-                replying = lambda: self.chat.current_request is not None  # noqa: E731 - a reply is being written
+                replying = reply_busy.is_set
                 report = index_collection(
                     index, name, paths,
                     on_progress=lambda state: self.progressed.emit(name, state),

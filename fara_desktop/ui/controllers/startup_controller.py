@@ -90,7 +90,7 @@ class StartupController(QObject):
             plan = plan_startup(paths, preferred, folders)
             return plan, model_file(plan.model, paths) if plan.model else None
 
-        self.chat.waiting_for_plan = True
+        self.chat.plan_started()
         self._generation += 1
         generation = self._generation
         self.run_in_background(

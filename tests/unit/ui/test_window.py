@@ -367,8 +367,9 @@ def test_stop_before_the_reply_begins_ends_it_as_stopped_without_the_engine(wind
     win = window(backend)
     win.composer.setPlainText("Never mind")
     win.send_button.click()
-    with qtbot.waitSignal(win.replyCancelled, timeout=5000, raising=False):
+    with qtbot.waitSignal(win.replyCancelled, timeout=5000) as cancelled:  # it never came (issue 28)
         win.stop_button.click()
+    assert cancelled.args[0].text == "" and cancelled.args[0].stats is None
     assert backend.prompts == []  # the engine never saw it
     assert win.send_button.isEnabled() and not win.stop_button.isEnabled()
     assert [(m.role, m.status) for m in win.store.messages(win.session.conversation_id)] == [
