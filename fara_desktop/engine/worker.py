@@ -32,6 +32,7 @@ from fara_desktop.engine.types import (
     HistoryTrimmed,
     LoadModel,
     LoadProgress,
+    ModelInfo,
     ModelLoaded,
     ModelLoadFailed,
     ModelLoading,
@@ -176,6 +177,7 @@ class InferenceWorker:
         self._commands: queue.Queue[Command] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="fara-inference", daemon=True)
         self._lock = threading.Lock()
+        self._loaded: ModelInfo | None = None
         self._last_request_id = 0
         self._cancel_below: float = 0  # every request with a smaller id is cancelled
         self._cancelled: set[int] = set()  # and these, one by one (a local API client that went away)
@@ -201,6 +203,12 @@ class InferenceWorker:
             self._last_load_id += 1
             load_id = self._last_load_id
         self._commands.put(LoadModel(source, params or LoadParams(), load_id, one_line(name, MAX_NAME)))
+
+    @property
+    def loaded_model(self) -> ModelInfo | None:
+        """The model loaded now, as the last load event said; safe to read from any thread (the local API's)."""
+        with self._lock:
+            return self._loaded
 
     def cancel_load(self) -> None:
         """Stop the model being loaded (and any load already queued); the load ends with ``ModelLoadFailed``
@@ -270,6 +278,11 @@ class InferenceWorker:
         """To the request's own sink when it has one; its last event (finished, stopped, failed) releases it."""
         request_id = getattr(event, "request_id", None)
         sink: EventSink | None = None
+        if isinstance(event, (ModelLoaded, ModelLoadFailed, ModelUnloaded)):
+            with self._lock:
+                self._loaded = event.info if isinstance(event, ModelLoaded) else (
+                    event.still_loaded if isinstance(event, ModelLoadFailed) else None
+                )  # fmt: skip
         if isinstance(request_id, int):
             with self._lock:
                 sink = self._sinks.get(request_id)

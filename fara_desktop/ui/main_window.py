@@ -103,7 +103,9 @@ class MainWindow(QMainWindow):
         self.startup.store_problem = opened.problem
         self.conversations = ConversationsController(self, self, self.store, self.session, self.chat)
         self.api_keys = ApiKeyStore(self.paths.config)
-        self.servers = ServersController(self, self.chat, self.api_keys)
+        self.servers = ServersController(self, self.bridge.worker, self.api_keys, self.chat.sampling)
+        self.servers.apiRequestsChanged.connect(self.chat.set_api_requests)
+        self.chat.modelLoaded.connect(self.servers.warn_if_unencrypted)
         self.startup.remote_choice = self.servers.chosen_remote
         self.documents = DocumentsController(self, self, self.chat)
         self.servers.embedder_source = self.documents.embedder
@@ -413,6 +415,7 @@ class MainWindow(QMainWindow):
     @sampling.setter
     def sampling(self, sampling: SamplingParams) -> None:
         self.chat.sampling = sampling
+        self.servers.sampling = sampling  # the local API's default sampling
 
     def start_auto(self, preferred: Path | None = None) -> None:
         self.startup.start_auto(preferred)

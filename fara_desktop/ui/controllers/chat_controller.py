@@ -97,7 +97,7 @@ class ChatController(QObject):
         self.turn = Turn()  # the reply being asked for: its phase, the engine's request id, what it waits for
         self._waiting_for_plan = False  # while True, a sent message waits (DEFERRED) for a model to be queued
         self.editing: MessageWidget | None = None
-        self.api_requests = 0  # requests of other apps (local API) waiting or running in the same queue
+        self._api_requests = 0  # requests of other apps (local API) waiting or running in the same queue
         # Adds the passages of the chat's document collections to the prompt (the documents controller sets it).
         # Searches the chat's documents for a prompt on another thread and calls back with the grounded prompt;
         # returns False when the chat uses no documents (the reply then starts at once).
@@ -323,7 +323,7 @@ class ChatController(QObject):
             return
         self.turn.wait_for_paint(PendingReply(model, reply.id, sources), prompt)
         self.set_busy(True)
-        if self.api_requests:
+        if self._api_requests:
             self.screen.set_status("Waiting for another app's request (local API) to finish…")
         else:
             self.screen.set_status("Thinking…" if self.model_info else "Waiting for the model to load…")
@@ -408,6 +408,10 @@ class ChatController(QObject):
         if self._reply_done(event.request_id, event.text, "stopped", event.stats, None, event.reasoning):
             self.screen.set_status("Stopped")
         self.replyCancelled.emit(event)
+
+    def set_api_requests(self, active: int) -> None:
+        """Other apps' requests (local API) waiting or running in the engine's queue: a reply may wait for them."""
+        self._api_requests = active
 
     def no_model_because(self, reason: str) -> None:
         """What a message sent without a model will be told (a load that failed, a model that does not fit)."""

@@ -15,11 +15,11 @@ from PySide6.QtWidgets import QLabel
 
 from fara_desktop.api_keys import LOCAL_API, ApiKeyStore
 from fara_desktop.engine.remote_backend import is_local_host
-from fara_desktop.engine.types import ModelInfo, RemoteModel
+from fara_desktop.engine.types import ModelInfo, RemoteModel, SamplingParams
+from fara_desktop.engine.worker import InferenceWorker
 from fara_desktop.errors import FaraError
 from fara_desktop.serving.local_api import ApiServer, LocalApi, TextEmbedder
 from fara_desktop.settings import LocalApiSettings, RemoteChoice, Settings
-from fara_desktop.ui.controllers.chat_controller import ChatController
 
 
 class ServersScreen(Protocol):
@@ -45,11 +45,16 @@ class ServersController(QObject):
     """Resolves the chosen server model and runs the local API."""
 
     apiActivity = Signal(int)  # API requests waiting or running (emitted from the API's thread; queued to the GUI)
+    apiRequestsChanged = Signal(int)  # the same count, on the GUI thread, for the chat's status line
 
-    def __init__(self, screen: ServersScreen, chat: ChatController, keys: ApiKeyStore) -> None:
+    def __init__(self, screen: ServersScreen, worker: InferenceWorker, keys: ApiKeyStore,
+                 sampling: SamplingParams) -> None:  # fmt: skip
         super().__init__()
         self.screen = screen
-        self.chat = chat
+        self.worker = worker
+        # What the local API samples with by default: replaced whole (never changed in place) by the window, so the
+        # API's thread always reads one consistent value.
+        self.sampling = sampling
         self.keys = keys
         self.api: ApiServer | None = None
         self._api_settings: LocalApiSettings | None = None
@@ -57,7 +62,7 @@ class ServersController(QObject):
         self.embedder_source: Callable[[], TextEmbedder | None] = lambda: None
         self._warned: set[str] = set()
         self.apiActivity.connect(self._show_activity)
-        chat.modelLoaded.connect(self._warn_if_unencrypted)
+        self._api_requests = 0
 
     # ------------------------------------------------------------------ server models
 
@@ -70,7 +75,8 @@ class ServersController(QObject):
     def chosen_remote(self) -> RemoteModel | None:
         return self.remote_model(self.screen.settings.remote_model)
 
-    def _warn_if_unencrypted(self, info: ModelInfo) -> None:
+    def warn_if_unencrypted(self, info: ModelInfo) -> None:
+        """A model just loaded: say once per server when chats with it travel unencrypted."""
         source = info.path
         if isinstance(source, RemoteModel) and source.server not in self._warned:
             warning = unencrypted_warning(source.server, source.base_url)
@@ -90,9 +96,9 @@ class ServersController(QObject):
             self._show_activity(0)
             return
         api = LocalApi(
-            self.chat.bridge.worker,
-            lambda: self.chat.model_info,
-            lambda: self.chat.sampling,
+            self.worker,
+            lambda: self.worker.loaded_model,
+            lambda: self.sampling,
             self.keys.get(LOCAL_API),
             on_activity=self.apiActivity.emit,
             allowed_origins=settings.allowed_origins,
@@ -115,10 +121,12 @@ class ServersController(QObject):
 
     @property
     def api_requests(self) -> int:
-        return self.chat.api_requests
+        return self._api_requests
 
     def _show_activity(self, active: int) -> None:
-        self.chat.api_requests = active
+        if active != self._api_requests:
+            self._api_requests = active
+            self.apiRequestsChanged.emit(active)
         label = self.screen.api_label
         if self.api is None:
             label.hide()
