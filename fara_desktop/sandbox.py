@@ -27,7 +27,7 @@ import os
 import pickle
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.reduction import recv_handle, send_handle
@@ -299,14 +299,3 @@ def _cpu_seconds(process: psutil.Process) -> float:
     times = process.cpu_times()
     return float(times.user + times.system)
 
-
-def emit_all(emit: Callable[[Any], None], items: Iterable[Any], batch: int = 256) -> None:
-    """Send items in batches (one message per item would make a million small messages)."""
-    chunk: list[Any] = []
-    for item in items:
-        chunk.append(item)
-        if len(chunk) >= batch:
-            emit(chunk)
-            chunk = []
-    if chunk:
-        emit(chunk)

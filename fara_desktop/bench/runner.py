@@ -41,9 +41,6 @@ class Figure:
     def median(self) -> float:
         return statistics.median(self.runs) if self.runs else 0.0
 
-    def spread(self) -> str:
-        return f"{min(self.runs):.1f}–{max(self.runs):.1f}" if self.runs else "—"
-
     def to_json(self) -> dict[str, Any]:
         return {"median": round(self.median, 3), "runs": [round(r, 3) for r in self.runs]}
 
@@ -91,16 +88,6 @@ class RawEngine:
             if count > n_tokens:
                 break
         return (count - 1) / (time.perf_counter() - first)
-
-    def decode_tok_per_s(self, n_tokens: int) -> float:
-        """``llama_decode`` of one token at a time with no sampling: the engine's own per-token floor."""
-        self.llm.reset()
-        self.llm.eval(self.tokens[:16])
-        token = self.tokens[16]
-        start = time.perf_counter()
-        for _ in range(n_tokens):
-            self.llm.eval([token])
-        return n_tokens / (time.perf_counter() - start)
 
     def close(self) -> None:
         self.llm.close()

@@ -141,20 +141,6 @@ def read_document(fd: int, suffix: str, limit: int, max_chars: int, *, emit: Cal
     return reader.digest.hexdigest(), reader.bytes_read
 
 
-def read_path(path: Path) -> list[Passage]:
-    """Passages of one file, read here (no sandbox): for tools and tests of the parsers themselves."""
-    from fara_desktop.regular_files import open_regular
-
-    found: list[Passage] = []
-    fd = open_regular(path, follow_links=False)
-    try:
-        size = os.fstat(fd).st_size
-        read_document(fd, path.suffix, min(size, size_limit(path.suffix)), text_budget(size), emit=found.extend)
-    finally:
-        os.close(fd)
-    return found
-
-
 def _text(reader: _BoundedReader) -> Iterator[Passage]:
     head = reader.read(8192)
     if b"\0" in head:

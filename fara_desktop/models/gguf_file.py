@@ -254,18 +254,6 @@ def _open_regular_file(path: Path) -> int:
         raise NotAGGUFError(f"Cannot read {Path(path).name}: {exc.strerror or exc}") from exc
 
 
-def check_gguf_header(path: Path) -> int:
-    """Raise ``NotAGGUFError`` unless the file starts like a GGUF we can read; return its version."""
-    fd = _open_regular_file(path)
-    try:
-        head = os.pread(fd, 8, 0)
-    except OSError as exc:
-        raise NotAGGUFError(f"Cannot read {Path(path).name}: {exc.strerror or exc}") from exc
-    finally:
-        os.close(fd)
-    return _check_magic(Path(path), head)
-
-
 def _check_magic(path: Path, head: bytes) -> int:
     if len(head) < 8 or head[:4] != GGUF_MAGIC:
         size = "empty" if not head else "not a GGUF model file"

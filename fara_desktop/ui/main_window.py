@@ -71,7 +71,6 @@ from fara_desktop.untrusted import one_line
 # Window widths below which a side panel gives its room to the chat: at 1024 px the chat keeps about 790 px
 # (the machine panel is hidden), at 800 px about 770 (the chat list is hidden too).
 HIDE_PANEL_BELOW = 1100
-NATIVE_KEYS = QKeySequence.SequenceFormat.NativeText
 HIDE_CHATS_BELOW = 800
 
 

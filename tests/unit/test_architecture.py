@@ -3,6 +3,7 @@ import cycles, a type checker that passes (mypy, strict outside ui/), and a core
 
 from __future__ import annotations
 
+import os
 import pkgutil
 import subprocess
 import sys
@@ -61,6 +62,33 @@ def test_import_contracts_are_kept():
     result = subprocess.run([BIN / "lint-imports"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert "0 broken" in result.stdout
+
+
+def test_a_new_package_that_imports_qt_or_llama_cpp_breaks_the_fences(tmp_path):
+    """The fences forbid by default: a package nobody listed (here a copy of ours with one more) is checked too
+    (issue 28; the contracts used to name 21 modules, and a new one passed)."""
+    import shutil
+
+    shutil.copytree(ROOT / "fara_desktop", tmp_path / "fara_desktop", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    (tmp_path / "fara_desktop" / "newpart").mkdir()
+    (tmp_path / "fara_desktop" / "newpart" / "__init__.py").write_text("")
+    (tmp_path / "fara_desktop" / "newpart" / "view.py").write_text("from PySide6.QtWidgets import QLabel\n")
+    (tmp_path / "fara_desktop" / "newpart" / "infer.py").write_text("import llama_cpp\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    result = subprocess.run([BIN / "lint-imports"], cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode != 0
+    assert "fara_desktop.newpart.view -> PySide6" in result.stdout.replace("\n", " ")
+    assert "fara_desktop.newpart.infer -> llama_cpp" in result.stdout.replace("\n", " ")
+
+
+def test_no_dead_code():
+    """vulture over the package; what it cannot see being used is listed, with why, in the allow-list."""
+    result = subprocess.run(
+        [BIN / "vulture", "fara_desktop", "tests/dead_code_allowlist.py", "--min-confidence", "60"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0 and result.stdout == "", result.stdout[-4000:] + result.stderr[-2000:]
 
 
 def test_mypy_passes():

@@ -119,10 +119,6 @@ class ServersController(QObject):
             self.api.stop()
             self.api = None
 
-    @property
-    def api_requests(self) -> int:
-        return self._api_requests
-
     def _show_activity(self, active: int) -> None:
         if active != self._api_requests:
             self._api_requests = active

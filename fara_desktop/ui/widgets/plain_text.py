@@ -44,9 +44,6 @@ class ElidedLabel(QLabel):
     def text(self) -> str:
         return self._full
 
-    def shown_text(self) -> str:
-        return super().text()
-
     def minimumSizeHint(self) -> QSize:
         return QSize(0, super().minimumSizeHint().height())
 
