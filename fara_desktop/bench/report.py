@@ -17,8 +17,6 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from fara_desktop.atomic_files import write_text_atomically
 from fara_desktop.bench.cold_probe import MODES as COLD_MODES
 from fara_desktop.bench.plan import SECTION_HELP, SECTIONS, default_sections, plan_for
@@ -41,12 +39,10 @@ from fara_desktop.machine.measurements import MachineCache, machine_key
 from fara_desktop.models.packaged import embedded_default_model
 from fara_desktop.paths import AppPaths
 from fara_desktop.planning.params import LoadParams
-from fara_desktop.planning.planner import thread_candidates
+from fara_desktop.planning.planner import thread_candidates, tuned_for
 from fara_desktop.planning.tuning import (
     expected_prompt_tokens_per_second,
     expected_tokens_per_second,
-    size_class,
-    tune,
 )
 from fara_desktop.regular_files import read_regular_text
 from fara_desktop.untrusted import printable
@@ -124,18 +120,9 @@ class Benchmark:
         self.quick = quick
         self.meta = model_metadata(model)
         self.hardware = detect_hardware()
-        memory = psutil.virtual_memory()
         cache = MachineCache.of_app(paths)
         self.repacks = weights_are_repacked()
-        self.tuned = tune(
-            self.meta,
-            self.hardware.physical_cores,
-            self.hardware.usable_cores,
-            memory.available,
-            memory.total,
-            cache.threads(self.hardware, size_class(self.meta)),
-            repacks_weights=self.repacks,
-        )
+        self.tuned = tuned_for(self.meta, self.hardware, cache)  # as the window would load it, on battery too
         self.n_ctx = min(self.tuned.n_ctx, 4096)
         self.params = replace(self.tuned.load_params(), n_ctx=self.n_ctx, prefault=False)
         self.bandwidth = cache.bandwidth(self.hardware) or measure_read_bandwidth()

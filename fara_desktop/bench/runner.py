@@ -1,8 +1,8 @@
 """`fara-desktop bench`: the raw engine, the app's path and the machine's ceiling, measured side by side.
 
-Everything runs in one process tree on the same model. Each figure is the median of several runs, with the
-spread (min–max) beside it. The Qt parts (app path, event-loop stalls) live in ``ui/bench_app.py``; start-up is
-measured in a child process running the real app.
+Everything runs in one process tree on the same model. Each figure is the median of several runs, all of them
+kept in the report. The Qt parts (app path, event-loop stalls) live in ``bench/qt_probe.py``; start-up is measured
+in a child process running the real app.
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-GGML_TYPE_IDS = {"f16": 1, "q8_0": 8}
+from fara_desktop.engine.ggml_types import GGML_TYPE_IDS
+
 K = TypeVar("K")
 
 

@@ -8,8 +8,9 @@ import time
 from pathlib import Path
 
 from fara_desktop.documents.index import DocumentIndex, DocumentIndexError, documents_path
-from fara_desktop.documents.indexer import IndexProgress, index_collection
-from fara_desktop.documents.semantic import embed_collection, hybrid_search
+from fara_desktop.documents.indexer import IndexProgress
+from fara_desktop.documents.pipeline import update_collection
+from fara_desktop.documents.semantic import hybrid_search
 from fara_desktop.engine.embedder import Embedder
 from fara_desktop.errors import FaraError
 from fara_desktop.format import format_count, format_size
@@ -51,10 +52,10 @@ def run_docs_index(
     vectors = 0
     embed_seconds = 0.0
     try:
-        report = index_collection(index, collection, roots, on_progress=progress)
-        if embedder is not None:
-            done = embed_collection(index, collection, embedder)
-            vectors, embed_seconds = done.done, time.perf_counter() - done.started
+        update = update_collection(index, collection, roots, lambda: embedder, on_index=progress)
+        report = update.report
+        if update.embedded is not None:
+            vectors, embed_seconds = update.embedded.done, time.perf_counter() - update.embedded.started
         summary = next(c for c in index.collections() if c.name == collection)
     finally:
         index.close()

@@ -24,7 +24,7 @@ from fara_desktop.errors import FaraError
 from fara_desktop.format import format_count
 from fara_desktop.models.load_record import LoadRecord
 from fara_desktop.paths import AppPaths
-from fara_desktop.planning.planner import StartupPlan, decide_load, model_file, plan_startup
+from fara_desktop.planning.planner import StartupPlan, prepare_load
 from fara_desktop.regular_files import read_regular_text
 from fara_desktop.serving.local_api import ApiServer, LocalApi, TextEmbedder
 from fara_desktop.settings import load_settings
@@ -79,20 +79,21 @@ def run_serve(
         print(printable(f"fara-desktop serve: {exc}"), file=sys.stderr)
         return 1
     settings = load_settings(paths.config).settings
-    plan = plan_startup(paths, model, [Path(f) for f in settings.extra_model_folders])
+    prepared = prepare_load(paths, model, [Path(f) for f in settings.extra_model_folders], settings.inference.apply)
+    plan, decision = prepared.plan, prepared.decision
     if plan.model is None:
         print("fara-desktop serve: no model found; give one with --model PATH", file=sys.stderr)
         return 1
     if model is not None and Path(plan.model.path) != model:  # the file asked for stopped the app before
         print(printable(f"fara-desktop serve: {model.name} was not loaded: {plan.reason}"), file=sys.stderr)
         return 1
-    decision = decide_load(plan, settings.inference.apply(plan.tuned) if plan.tuned else None)
-    if decision.refusal:
-        print(printable(f"fara-desktop serve: {decision.refusal}"), file=sys.stderr)
+    if decision.refusal or prepared.file is None:
+        why = decision.refusal or f"{plan.model.display_name} could not be prepared for loading"
+        print(printable(f"fara-desktop serve: {why}"), file=sys.stderr)
         return 1
     events: queue.Queue[Event] = queue.Queue()
     worker = InferenceWorker(events.put, load_record=LoadRecord(paths.data)).start()
-    worker.load_model(model_file(plan.model, paths), decision.params)
+    worker.load_model(prepared.file, decision.params, plan.model.display_name)
     loaded: ModelInfo | None = None
     while loaded is None:
         event = events.get()

@@ -26,6 +26,7 @@ from fara_desktop.engine.errors import (
     NoModelLoadedError,
     PromptTooLongError,
 )
+from fara_desktop.engine.ggml_types import GGML_TYPE_IDS
 from fara_desktop.engine.kv_states import KVStateCache, common_prefix
 from fara_desktop.engine.llama_progress import load_progress
 from fara_desktop.engine.llama_state import cached_prefix, restore_sequence, snapshot_sequence, start_prefault
@@ -57,7 +58,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-GGML_TYPE_IDS = {"f16": 1, "q8_0": 8, "q4_0": 2}  # ggml.h enum ggml_type, for the KV cache types we offer
 _PIECE_BUFFER = 256
 
 

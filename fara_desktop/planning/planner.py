@@ -5,6 +5,7 @@ Qt-free; the GUI runs ``plan_startup`` on a background thread and the CLI calls 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from fara_desktop.machine.measurements import MachineCache
 from fara_desktop.models import packaged
 from fara_desktop.models.discovery import DiscoveredModel, ScanResult, packaged_models_dir, scan_models
 from fara_desktop.models.load_record import CrashedLoad, LoadRecord
-from fara_desktop.models.metadata import MetadataCache
+from fara_desktop.models.metadata import MetadataCache, ModelMetadata
 from fara_desktop.paths import AppPaths
 from fara_desktop.planning.cost import CostHere, MachineFacts, cost_here
 from fara_desktop.planning.params import LoadParams, TunedParams
@@ -68,16 +69,17 @@ def bandwidth(hardware: HardwareProfile, cache: MachineCache) -> float:
     return value
 
 
-def tuned_for(model: DiscoveredModel, hardware: HardwareProfile, cache: MachineCache) -> TunedParams:
-    assert model.metadata is not None
+def tuned_for(meta: ModelMetadata, hardware: HardwareProfile, cache: MachineCache) -> TunedParams:
+    """The one place the app's tuning is asked for a model here and now (the window, the server and the benchmark):
+    free memory now, this machine's calibrated threads, the battery, the llama.cpp build."""
     memory = psutil.virtual_memory()
     return tune(
-        model.metadata,
+        meta,
         hardware.physical_cores,
         hardware.usable_cores,
         memory.available,
         memory.total,
-        calibrated_threads=cache.threads(hardware, size_class(model.metadata)),
+        calibrated_threads=cache.threads(hardware, size_class(meta)),
         on_battery=hardware.on_battery,
         repacks_weights=weights_are_repacked(),
     )
@@ -127,7 +129,7 @@ def plan_startup(
     elif best is not None:
         chosen = next(m for m in usable if m.path == best.path)
         reason = f"best for this machine: {best.reason}"
-    tuned = tuned_for(chosen, hardware, cache) if chosen is not None and chosen.metadata else None
+    tuned = tuned_for(chosen.metadata, hardware, cache) if chosen is not None and chosen.metadata else None
     needs_calibration = bool(
         tuned and chosen and chosen.metadata and cache.threads(hardware, size_class(chosen.metadata)) is None
     )
@@ -204,3 +206,28 @@ def remember_calibration(paths: AppPaths, plan: StartupPlan, tok_per_s: dict[int
     if plan.model is not None and plan.model.metadata is not None:
         cache = MachineCache.of_app(paths)
         cache.set_threads(plan.hardware, size_class(plan.model.metadata), tok_per_s, best)
+
+
+@dataclass(frozen=True)
+class PreparedLoad:
+    """The whole plan → decide → file flow's result: the plan, what to do with its model, and the file to load
+    (None when there is no model or it was refused; a packaged model is assembled by then)."""
+
+    plan: StartupPlan
+    decision: LoadDecision
+    file: Path | None
+
+
+def prepare_load(
+    paths: AppPaths,
+    preferred: Path | None,
+    extra_folders: list[Path],
+    with_overrides: Callable[[TunedParams], LoadParams],
+) -> PreparedLoad:
+    """The one start-up flow, for the window (off its thread) and ``fara-desktop serve``: scan and plan, apply the
+    user's overrides (``with_overrides``: the settings' ``InferenceOverrides.apply``), judge the load, and find
+    the file. Slow (it probes the machine and reads every model's header); never on a GUI thread."""
+    plan = plan_startup(paths, preferred, extra_folders)
+    decision = decide_load(plan, with_overrides(plan.tuned) if plan.tuned else None)
+    usable = plan.model is not None and decision.refusal is None
+    return PreparedLoad(plan, decision, model_file(plan.model, paths) if usable and plan.model else None)

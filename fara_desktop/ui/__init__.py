@@ -1,1 +1,1 @@
-"""The Qt user interface. Only this package (and ``app.py``) imports Qt widgets."""
+"""The Qt user interface. Only this package (and the benchmark's ``bench/qt_probe.py``) imports Qt."""

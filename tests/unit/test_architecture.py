@@ -155,3 +155,17 @@ def test_core_does_not_import_llama_cpp_eagerly():
     code = "import sys, fara_desktop.engine.worker; print('llama_cpp' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == "False", result.stderr
+
+
+def test_every_file_a_docstring_names_exists():
+    """Docstrings named ``app.py`` and ``ui/bench_app.py`` long after they were gone (issue 28)."""
+    import re
+
+    named = re.compile(r"``([\w/]+\.py)``")
+    missing = []
+    for module in sorted((ROOT / "fara_desktop").rglob("*.py")):
+        for name in named.findall(module.read_text(encoding="utf-8")):
+            places = (ROOT / name, ROOT / "fara_desktop" / name, module.parent / name, module.parent.parent / name)
+            if not any(place.is_file() for place in places):
+                missing.append(f"{module.relative_to(ROOT)} names {name}")
+    assert missing == []

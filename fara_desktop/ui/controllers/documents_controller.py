@@ -16,8 +16,9 @@ from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox, QToolButton, QWid
 from fara_desktop.chats.storage import Source
 from fara_desktop.documents.grounding import ground, passage_budget
 from fara_desktop.documents.index import DocumentIndex, DocumentIndexError, documents_path
-from fara_desktop.documents.indexer import IndexProgress, IndexReport, index_collection, lower_this_threads_priority
-from fara_desktop.documents.semantic import embed_collection, hybrid_search
+from fara_desktop.documents.indexer import IndexProgress, IndexReport, lower_this_threads_priority
+from fara_desktop.documents.pipeline import update_collection
+from fara_desktop.documents.semantic import hybrid_search
 from fara_desktop.engine.embedder import Embedder
 from fara_desktop.engine.types import ChatMessage
 from fara_desktop.errors import FaraError
@@ -194,26 +195,20 @@ class DocumentsController(QObject):
         try:
             index = DocumentIndex(documents_path(self.screen.paths.data))
             try:
-                replying = reply_busy.is_set
-                report = index_collection(
+                update = update_collection(
                     index, name, paths,
-                    on_progress=lambda state: self.progressed.emit(name, state),
-                    pause=self.pause, yield_to=replying, should_stop=self._stop.is_set,
+                    lambda: self.embedder() if self.embedding_model is not None else None,
+                    on_index=lambda state: self.progressed.emit(name, state),
+                    on_embed=lambda state: self.embedding.emit(name, state.done, state.total, state.per_second),
+                    pause=self.pause, yield_to=reply_busy.is_set, should_stop=self._stop.is_set,
                 )  # fmt: skip
-                embedder = self.embedder() if self.embedding_model is not None else None
-                if embedder is not None:
-                    embed_collection(
-                        index, name, embedder,
-                        on_progress=lambda state: self.embedding.emit(name, state.done, state.total, state.per_second),
-                        pause=self.pause, yield_to=replying, should_stop=self._stop.is_set,
-                    )  # fmt: skip
             finally:
                 index.close()
         except Exception as exc:
             log.warning("Indexing %s failed (%s)", "a collection", type(exc).__name__)
             self.finished.emit(name, exc)
             return
-        self.finished.emit(name, report)
+        self.finished.emit(name, update.report)
 
     def _scan_finished(self, name: str, result: IndexReport | Exception) -> None:
         panel = self.screen.documents_panel

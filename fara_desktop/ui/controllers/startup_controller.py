@@ -16,10 +16,9 @@ from fara_desktop.engine.types import CalibrationPostponed, Event, ModelInfo, Re
 from fara_desktop.format import format_count
 from fara_desktop.paths import AppPaths
 from fara_desktop.planning.planner import (
+    PreparedLoad,
     StartupPlan,
-    decide_load,
-    model_file,
-    plan_startup,
+    prepare_load,
     remember_calibration,
     thread_candidates,
 )
@@ -86,9 +85,10 @@ class StartupController(QObject):
         preferred = preferred or (Path(settings.model_path) if settings.model_path else None)
         folders = [Path(f) for f in settings.extra_model_folders]
 
-        def work() -> tuple[StartupPlan, Path | None]:
-            plan = plan_startup(paths, preferred, folders)
-            return plan, model_file(plan.model, paths) if plan.model else None
+        overrides = settings.inference  # as they are now: a change in Settings starts a new plan
+
+        def work() -> PreparedLoad:
+            return prepare_load(paths, preferred, folders, overrides.apply)
 
         self.chat.plan_started()
         self._generation += 1
@@ -99,8 +99,8 @@ class StartupController(QObject):
             lambda error: self._plan_failed(error) if generation == self._generation else None,
         )
 
-    def apply_plan(self, result: tuple[StartupPlan, Path | None]) -> None:
-        plan, path = result
+    def apply_plan(self, prepared: PreparedLoad) -> None:
+        plan, decision = prepared.plan, prepared.decision
         screen = self.screen
         self.plan = plan
         for crash in plan.crashed_now:
@@ -116,25 +116,24 @@ class StartupController(QObject):
         remote = None if self._explicit else self.remote_choice()
         if remote is not None:
             self.chat.load_model(remote)
-        elif path is None:
+        elif plan.model is None:
             searched = [f"• {loc.source}: {loc.folder}" for loc in plan.scan.searched]
             screen.chat_view.empty_state.show_no_model(searched)
             screen.set_status("No model found")
         else:
-            overrides = screen.settings.inference
-            decision = decide_load(plan, overrides.apply(plan.tuned) if plan.tuned else None)
             if plan.tuned:
-                screen.hardware_panel.show_tuning(plan.tuned, overrides)
+                screen.hardware_panel.show_tuning(plan.tuned, screen.settings.inference)
             screen.hardware_panel.show_choice(plan.reason)
             if decision.estimate is not None:
                 screen.hardware_panel.show_memory_plan(decision.estimate)
-            if decision.refusal:
-                screen.show_notice(decision.refusal, "error")
+            if decision.refusal or prepared.file is None:
+                refusal = decision.refusal or f"{plan.model.display_name} could not be prepared for loading."
+                screen.show_notice(refusal, "error")
                 screen.set_status("The chosen model does not fit in memory")
-                self.chat.no_model_because(decision.refusal)
-                self.chat.modelLoadFailed.emit(decision.refusal)
+                self.chat.no_model_because(refusal)
+                self.chat.modelLoadFailed.emit(refusal)
             else:
-                self.chat.load_model(path, decision.params, plan.model.display_name if plan.model else "")
+                self.chat.load_model(prepared.file, decision.params, plan.model.display_name)
         self.chat.plan_settled()  # a message typed while we were looking is sent now
         self.planReady.emit(plan)
         qt_problem = refcount_problem()

