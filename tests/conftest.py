@@ -40,6 +40,24 @@ def fara_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+@pytest.fixture(autouse=True)
+def restore_appearance() -> Iterator[None]:
+    """A test that changes the theme or font (and fails before it changes them back) leaves the next tests as it
+    found them: the application's style sheet, palette and font are put back after every test."""
+    import sys
+
+    widgets = sys.modules.get("PySide6.QtWidgets")
+    app = widgets.QApplication.instance() if widgets is not None else None
+    saved = (app.styleSheet(), app.palette(), app.font()) if app is not None else None
+    yield
+    if app is not None and saved is not None:
+        sheet, palette, font = saved
+        if app.styleSheet() != sheet:
+            app.setStyleSheet(sheet)
+        app.setPalette(palette)
+        app.setFont(font)
+
+
 @pytest.fixture
 def hf_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A private Hugging Face cache (HF_HUB_CACHE) for download tests."""

@@ -41,7 +41,9 @@ def test_quick_benchmark_prints_every_headline_figure(fara_home, smollm2_path):
     for key in HEADLINE_KEYS:
         assert isinstance(data[key], float) and data[key] > 0, key
     assert 0.1 < data["app_vs_raw_gen_ratio"] < 2
-    assert data["raw"]["tuned"]["gen_tok_per_s"]["median"] > 1
+    # Figures, not speeds: a busy 2-core machine measured 0.29 tok/s here once. Speed is judged as ratios measured
+    # side by side (the app against raw llama.cpp above, a restored snapshot against re-reading below).
+    assert data["raw"]["tuned"]["gen_tok_per_s"]["median"] > 0
     assert data["switch_back_ttft_ratio"] < 1  # a restored snapshot beats re-reading 1,400 tokens
     assert 0 < data["roofline_fraction"] < 1.5
     assert data["memory"]["rss_model_loaded_bytes"] > data["memory"]["rss_no_model_bytes"]

@@ -167,10 +167,7 @@ def test_settings_dialog_pages_persist_and_reload(window, qtbot):
     assert dialog.findChild(type(dialog.temperature), "temperature") is dialog.temperature  # found by its name
     dialog._show_sampling(type(saved.sampling)())  # the reset button's action
     assert dialog.temperature.value() == pytest.approx(0.7)
-    dialog.reject()
-    from fara_desktop.ui.theme import apply_appearance
-
-    apply_appearance(QApplication.instance(), "light", 10)
+    dialog.reject()  # the theme and font it changed are put back by the restore_appearance fixture
 
 
 def test_first_run_without_a_model_explains_what_to_do(qtbot, monkeypatch, tmp_path):
