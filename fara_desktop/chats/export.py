@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fara_desktop.atomic_files import write_text_atomically
+from fara_desktop.chats.exchange import ImportOutcome, export_json, export_markdown, import_or_update
 from fara_desktop.chats.export_format import ImportedConversation, ImportedMessage, ImportRefusedError
 from fara_desktop.chats.imports import read_import_file
-from fara_desktop.chats.storage import ConversationStore, ImportOutcome
+from fara_desktop.chats.storage import ConversationStore
 from fara_desktop.errors import FaraError
 from fara_desktop.regular_files import open_regular
 from fara_desktop.sandbox import Budget, BudgetExceededError, Sandbox, SandboxFailedError, allowed_classes
@@ -51,9 +52,9 @@ def export_conversations(
         for fmt in formats:
             path = out_dir / f"{stem}.{fmt}"
             if fmt == "md":
-                write_text_atomically(path, store.export_markdown(summary.id))
+                write_text_atomically(path, export_markdown(store, summary.id))
             elif fmt == "json":
-                write_text_atomically(path, json.dumps(store.export_json(summary.id), indent=2, ensure_ascii=False))
+                write_text_atomically(path, json.dumps(export_json(store, summary.id), indent=2, ensure_ascii=False))
             else:
                 raise ValueError(f"unknown export format {fmt!r}")
             written.append(path)
@@ -112,7 +113,7 @@ def import_conversations(
     """Every conversation in the file, or none; one seen before is skipped or updated (``import_or_update``).
     Raises what ``read_import`` raises, or ``StorageError`` (cannot be saved)."""
     format_name, conversations = read_import(path, should_stop, budget_for)
-    return ImportResult(format_name, store.import_or_update(conversations))
+    return ImportResult(format_name, import_or_update(store, conversations))
 
 
 def read_import(

@@ -13,8 +13,9 @@ import json
 import math
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Literal, get_args
+from typing import Any
 
+from fara_desktop.chats.records import MAX_TIMESTAMP, MessageStatus
 from fara_desktop.errors import FaraError
 
 EXPORT_FORMAT = "fara-desktop-conversation"
@@ -23,10 +24,7 @@ MAX_CONTENT_CHARS = 10_000_000
 MAX_TITLE_CHARS = 500
 MAX_MODEL_CHARS = 500
 MAX_STATS_KEYS = 32
-MAX_TIMESTAMP = 32_503_680_000.0  # 1 January 3000
 ROLES = ("system", "user", "assistant")
-MessageStatus = Literal["complete", "streaming", "stopped", "failed"]
-MESSAGE_STATUSES: tuple[MessageStatus, ...] = get_args(MessageStatus)
 # "streaming" is a live state; imported, it reads as stopped
 IMPORT_STATUSES: tuple[MessageStatus, ...] = ("complete", "stopped", "failed")
 

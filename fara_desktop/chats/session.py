@@ -20,9 +20,11 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from fara_desktop.chats.export_format import MessageStatus
-from fara_desktop.chats.storage import ConversationStore, Source, StorageError, StoredMessage, title_from
+from fara_desktop.chats.exchange import copy_branch
+from fara_desktop.chats.records import MessageStatus, StoredMessage, title_from
+from fara_desktop.chats.storage import ConversationStore, StorageError
 from fara_desktop.chats.tree import MessageTree, SiblingPlace
+from fara_desktop.citations import Source
 from fara_desktop.engine.types import ChatMessage, GenerationStats
 
 log = logging.getLogger(__name__)
@@ -298,8 +300,8 @@ class ChatSession:
         assert self.conversation_id is not None and 0 <= index < len(self.messages)
         summary = self.store.conversation(self.conversation_id)
         base = summary.title if summary else "Chat"
-        return self.store.branch_off(
-            self.conversation_id, [m.id for m in self.messages[: index + 1]], f"{base} (branch)"[:200]
+        return copy_branch(
+            self.store, self.conversation_id, [m.id for m in self.messages[: index + 1]], f"{base} (branch)"[:200]
         )
 
     def apply_trim(self, dropped: int) -> None:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from fara_desktop.chats.storage import Source
+from fara_desktop.citations import Source
 from fara_desktop.engine.types import ChatMessage
 
 

@@ -10,13 +10,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fara_desktop.documents.index import Hit
-from fara_desktop.engine.types import ChatMessage
+from fara_desktop.citations import Source
+from fara_desktop.documents.index import DocumentIndex, Hit
+from fara_desktop.documents.semantic import TextEmbedder, hybrid_search
+from fara_desktop.engine.types import ChatMessage, SamplingParams
+from fara_desktop.engine.worker import reply_reserve
 
 CHARS_PER_TOKEN = 3.5  # a cautious average for English prose and code: budgets are kept, not overshot
 MIN_BUDGET_TOKENS = 200
 MAX_BUDGET_TOKENS = 2000
 DEFAULT_CONTEXT = 4096  # when the context window is not known (a server's model)
+TOP_PASSAGES = 8
 
 
 @dataclass(frozen=True)
@@ -58,3 +62,24 @@ def ground(messages: Sequence[ChatMessage], hits: Sequence[Hit], budget_tokens: 
         "you use. If they do not contain the answer, say so.\n\nQuestion: " + question
     )
     return Grounded([*messages[:-1], ChatMessage("user", text)], used)
+
+
+def grounded_prompt(
+    index: DocumentIndex,
+    collections: Sequence[str],
+    messages: Sequence[ChatMessage],
+    embedder: TextEmbedder | None,
+    n_ctx: int,
+    sampling: SamplingParams,
+) -> tuple[list[ChatMessage], tuple[Source, ...]]:
+    """The prompt to send for ``messages`` with the best passages of ``collections`` in its last user message,
+    and those passages as numbered sources. The room left for the reply is the engine's own (``reply_reserve``,
+    which honours the user's max tokens), so the passages never push the history out of the window."""
+    hits = hybrid_search(index, list(collections), messages[-1].content, embedder, TOP_PASSAGES)
+    history = sum(len(m.content) for m in messages)
+    reserve = reply_reserve(sampling, n_ctx or DEFAULT_CONTEXT)
+    grounded = ground(messages, hits, passage_budget(n_ctx, history, reserve))
+    sources = tuple(
+        Source(number, h.path, h.text, h.page, h.line_start, h.line_end) for number, h in enumerate(grounded.used, 1)
+    )
+    return grounded.messages, sources

@@ -39,7 +39,8 @@ from PySide6.QtWidgets import (
 from fara_desktop import APP_NAME, __version__
 from fara_desktop.api_keys import LOCAL_API, ApiKeyStore
 from fara_desktop.chats.session import ChatSession
-from fara_desktop.chats.storage import Source, open_store
+from fara_desktop.chats.storage import open_store
+from fara_desktop.citations import Source
 from fara_desktop.engine.backend import Backend
 from fara_desktop.engine.types import Event, ModelInfo, ModelSource, SamplingParams
 from fara_desktop.models.load_record import LoadRecord

@@ -12,7 +12,6 @@ from fara_desktop.chats.export_format import (
     MAX_CONTENT_CHARS,
     MAX_MESSAGES,
     MAX_MODEL_CHARS,
-    MAX_TIMESTAMP,
     MAX_TITLE_CHARS,
     ImportedConversation,
     ImportedMessage,
@@ -20,6 +19,7 @@ from fara_desktop.chats.export_format import (
     checked_text,
     content_source_id,
 )
+from fara_desktop.chats.records import MAX_TIMESTAMP
 
 MAX_SOURCE_ID_CHARS = 200
 

@@ -16,10 +16,11 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QCheckBox, QLabel, QProgressBar, QPushButton
 
-from fara_desktop.chats.export_format import MessageStatus
+from fara_desktop.chats.records import MessageStatus, StoredMessage
 from fara_desktop.chats.session import ChatSession
-from fara_desktop.chats.storage import Source, StorageError, StoredMessage
+from fara_desktop.chats.storage import StorageError
 from fara_desktop.chats.turn import PendingReply, Turn, TurnPhase
+from fara_desktop.citations import Source
 from fara_desktop.engine.types import (
     Cancelled,
     ChatMessage,

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QLineEdit, QMessageBox, QWidget
 
+from fara_desktop.chats.exchange import import_or_update
 from fara_desktop.chats.export import ImportResult, export_conversations, read_import
 from fara_desktop.chats.session import ChatSession
 from fara_desktop.chats.storage import ConversationStore
@@ -180,7 +181,7 @@ class ConversationsController:
             progress.progressed.emit(0, len(conversations))
             store = ConversationStore(database)
             try:
-                return ImportResult(format_name, store.import_or_update(conversations))
+                return ImportResult(format_name, import_or_update(store, conversations))
             finally:
                 store.close()
 

@@ -13,12 +13,11 @@ from typing import Protocol
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox, QToolButton, QWidget
 
-from fara_desktop.chats.storage import Source
-from fara_desktop.documents.grounding import ground, passage_budget
+from fara_desktop.citations import Source
+from fara_desktop.documents.grounding import grounded_prompt
 from fara_desktop.documents.index import DocumentIndex, DocumentIndexError, documents_path
 from fara_desktop.documents.indexer import IndexProgress, IndexReport, lower_this_threads_priority
 from fara_desktop.documents.pipeline import update_collection
-from fara_desktop.documents.semantic import hybrid_search
 from fara_desktop.engine.embedder import Embedder
 from fara_desktop.engine.types import ChatMessage
 from fara_desktop.errors import FaraError
@@ -33,7 +32,6 @@ from fara_desktop.untrusted import one_line
 
 log = logging.getLogger(__name__)
 
-TOP_PASSAGES = 8
 LEXICAL_NOTE = (
     "Retrieval is lexical (SQLite FTS5, BM25): instant, no model needed. For semantic search as well, put an "
     "embedding GGUF (bge-small, e5, all-MiniLM, nomic-embed-text) in a models folder: it is found like any model, "
@@ -293,19 +291,14 @@ class DocumentsController(QObject):
         n_ctx = info.n_ctx if info else 0
         data = self.screen.paths.data
 
+        sampling = self.chat.sampling
+
         def work() -> tuple[list[ChatMessage], tuple[Source, ...]]:
             with self._retrieval_lock:
                 if self._retrieval_index is None:
                     self._retrieval_index = DocumentIndex(documents_path(data))
                 embedder = self.embedder() if self.embedding_model is not None else None
-                hits = hybrid_search(self._retrieval_index, names, messages[-1].content, embedder, TOP_PASSAGES)
-            history = sum(len(m.content) for m in messages)
-            grounded = ground(messages, hits, passage_budget(n_ctx, history, min(512, (n_ctx or 4096) // 4)))
-            sources = tuple(
-                Source(number, h.path, h.text, h.page, h.line_start, h.line_end)
-                for number, h in enumerate(grounded.used, start=1)
-            )
-            return grounded.messages, sources
+                return grounded_prompt(self._retrieval_index, names, messages, embedder, n_ctx, sampling)
 
         def failed(error: Exception) -> None:
             log.warning("Searching the documents failed (%s)", type(error).__name__)

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QFrame, QPushButton, QScrollArea, QVBoxLayout, QWidget
 
-from fara_desktop.chats.storage import Source, StoredMessage
+from fara_desktop.chats.records import StoredMessage
+from fara_desktop.citations import Source
 from fara_desktop.models.packaged import DEFAULT_MODEL_HELP
 from fara_desktop.ui.widgets.message_widget import MessageWidget
 from fara_desktop.ui.widgets.plain_text import plain_label

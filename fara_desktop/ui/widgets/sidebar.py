@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from fara_desktop.chats.storage import ConversationSummary
+from fara_desktop.chats.records import ConversationSummary
 from fara_desktop.format import format_count, format_when
 from fara_desktop.ui.widgets.plain_text import plain_tooltip
 

@@ -9,9 +9,11 @@ import time
 
 import pytest
 
+from fara_desktop.chats.exchange import export_json, export_markdown, import_json
 from fara_desktop.chats.export_format import ImportRefusedError
+from fara_desktop.chats.schema import MIGRATIONS
 from fara_desktop.chats.session import ChatSession
-from fara_desktop.chats.storage import MIGRATIONS, ConversationStore
+from fara_desktop.chats.storage import ConversationStore
 
 
 def turn(session: ChatSession, question: str | None, answer: str, reasoning: str = "") -> None:
@@ -111,7 +113,7 @@ def test_reasoning_is_stored_apart_and_sent_apart(store):
     assert (stored.content, stored.reasoning) == ("Because.", "Let me think about why.")
     prompt = session.prompt_messages()
     assert prompt[1].content == "Because." and prompt[1].reasoning == "Let me think about why."
-    markdown = store.export_markdown(session.conversation_id)
+    markdown = export_markdown(store, session.conversation_id)
     assert "<details><summary>Reasoning</summary>" in markdown
     assert markdown.index("Let me think about why.") < markdown.index("Because.")
 
@@ -160,10 +162,10 @@ def test_export_and_import_keep_every_branch_and_the_one_shown(store):
     session.redo_from(1)
     turn(session, None, "Second")
     session.switch_version(1, -1)
-    data = json.loads(json.dumps(store.export_json(session.conversation_id)))
+    data = json.loads(json.dumps(export_json(store, session.conversation_id)))
     assert data["version"] == 2 and len(data["messages"]) == 3
     imported = ChatSession(store)
-    imported.open(store.import_json(data))
+    imported.open(import_json(store, data))
     assert shown(imported) == ["Question", "First"] and imported.messages[1].reasoning == "hmm"
     assert imported.place(1).count == 2
 
@@ -181,11 +183,11 @@ def test_export_and_import_keep_every_branch_and_the_one_shown(store):
 def test_a_branching_export_with_a_bad_link_is_refused_whole(store, change, reason):
     session = ChatSession(store)
     turn(session, "Question", "Answer")
-    data = store.export_json(session.conversation_id)
+    data = export_json(store, session.conversation_id)
     change(data)
     before = len(store.conversations())
     with pytest.raises(ImportRefusedError, match=reason):
-        store.import_json(data)
+        import_json(store, data)
     assert len(store.conversations()) == before
 
 

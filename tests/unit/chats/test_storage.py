@@ -10,8 +10,10 @@ import pytest
 
 from fara_desktop.chats.export import export_conversations, import_conversation
 from fara_desktop.chats.export_format import ImportRefusedError
+from fara_desktop.chats.records import title_from
+from fara_desktop.chats.schema import SCHEMA_VERSION
 from fara_desktop.chats.session import ChatSession
-from fara_desktop.chats.storage import SCHEMA_VERSION, ConversationStore, StorageError, title_from
+from fara_desktop.chats.storage import ConversationStore, StorageError
 from fara_desktop.engine.types import GenerationStats
 
 STATS = GenerationStats(10, 10, 5, 0.1, 100.0, 50.0, 15, 2048, 0.2)

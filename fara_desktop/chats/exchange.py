@@ -1,0 +1,181 @@
+"""Conversations out of the store and into it: the JSON export (every branch) and the Markdown one (the branch
+shown), and imports — validated whole before anything is written, then written in one transaction."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from fara_desktop.chats.export_format import (
+    EXPORT_FORMAT,
+    ImportedConversation,
+    ImportedMessage,
+    content_digest,
+    validate_export,
+)
+from fara_desktop.chats.records import finite_time
+from fara_desktop.chats.storage import ConversationStore, StorageError
+from fara_desktop.chats.tree import MessageTree
+
+_INTERNAL_FIELDS = ("id", "conversation_id", "position", "parent_id", "sources")  # not exported: keys and parents are
+def _key_of(keys: dict[int, int], message_id: int | None) -> int | None:
+    return keys.get(message_id) if message_id is not None else None
+
+
+@dataclass(frozen=True)
+class ImportOutcome:
+    """What became of one imported conversation: ``added``, ``updated`` (in place) or ``skipped`` (already here)."""
+
+    conversation_id: int
+    action: Literal["added", "updated", "skipped"]
+
+
+def export_json(store: ConversationStore, conversation_id: int) -> dict[str, Any]:
+    """Every branch; ``current`` names the one shown. Message keys are their order in the file."""
+    summary = store.conversation(conversation_id)
+    if summary is None:
+        raise StorageError(f"There is no conversation {conversation_id}.")
+    messages = store.messages(conversation_id)
+    tree = MessageTree(messages)
+    key = {m.id: number for number, m in enumerate(messages)}
+    leaf = tree.path_to(summary.leaf_id)
+    source_id = store.source_id(conversation_id)
+    return {
+        "format": EXPORT_FORMAT,
+        "version": 2,
+        **({"source_id": source_id} if source_id else {}),
+        "title": summary.title,
+        "system_prompt": summary.system_prompt,
+        "created_at": summary.created_at,
+        "updated_at": summary.updated_at,
+        "thinking": summary.thinking,
+        "current": key[leaf[-1].id] if leaf else None,
+        "messages": [
+            {
+                "key": key[m.id],
+                "parent": _key_of(key, tree.parent_of(m)),
+                **{k: v for k, v in asdict(m).items() if k not in _INTERNAL_FIELDS},
+            }
+            for m in messages
+        ],
+    }
+
+def export_markdown(store: ConversationStore, conversation_id: int) -> str:
+    """The branch shown, as a document: the reasoning of a reply in a collapsed ``<details>`` block."""
+    summary = store.conversation(conversation_id)
+    if summary is None:
+        raise StorageError(f"There is no conversation {conversation_id}.")
+    lines = [f"# {summary.title}", ""]
+    if summary.system_prompt:
+        lines += [f"> System prompt: {summary.system_prompt}", ""]
+    for message in store.branch(conversation_id):
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(finite_time(message.created_at)))
+        who = "You" if message.role == "user" else f"Assistant ({message.model or 'model'})"
+        status = "" if message.status == "complete" else f" — {message.status}"
+        lines += [f"## {who} · {when}{status}", ""]
+        if message.reasoning.strip():
+            lines += ["<details><summary>Reasoning</summary>", "", message.reasoning.strip(), "", "</details>", ""]
+        lines += [message.content, ""]
+    return "\n".join(lines)
+
+def import_json(store: ConversationStore, data: Any) -> int:
+    """Add a conversation from a Fara export. The whole file is validated first (``validate_export``): a file
+    with one bad value is refused whole, with the reason, and nothing is written."""
+    return import_conversations(store, [validate_export(data)])[0]
+
+def import_conversations(store: ConversationStore, conversations: Sequence[ImportedConversation]) -> list[int]:
+    """Write validated conversations as new ones, all in one transaction: all of them or none."""
+    with store.transaction() as db:
+        return [_insert_conversation(db, conversation)[0] for conversation in conversations]
+
+def import_or_update(store: ConversationStore, conversations: Sequence[ImportedConversation]) -> list[ImportOutcome]:
+    """Like ``import_conversations``, but a conversation imported before (same ``source_id``) is skipped when
+    it is the same, updated in place when it changed at its source and not here, and added as a new chat
+    when it changed in both places (what the user wrote here is never replaced)."""
+    outcomes: list[ImportOutcome] = []
+    with store.transaction() as db:
+        for conversation in conversations:
+            digest = content_digest(conversation)
+            earlier = None
+            if conversation.source_id:
+                earlier = db.execute(
+                    """SELECT id, source_digest, source_updated_at, updated_at FROM conversations
+                       WHERE source_id = ? ORDER BY id DESC LIMIT 1""",
+                    (conversation.source_id,),
+                ).fetchone()
+            if earlier is not None and earlier[1] == digest:
+                outcomes.append(ImportOutcome(int(earlier[0]), "skipped"))
+                continue
+            if earlier is not None and earlier[2] == earlier[3]:
+                db.execute("DELETE FROM messages WHERE conversation_id = ?", (earlier[0],))
+                _write_conversation(db, int(earlier[0]), conversation, digest)
+                outcomes.append(ImportOutcome(int(earlier[0]), "updated"))
+                continue
+            conversation_id, _rows = _insert_conversation(db, conversation, digest)
+            outcomes.append(ImportOutcome(conversation_id, "added"))
+    return outcomes
+
+def _insert_conversation(
+    db: sqlite3.Connection, conversation: ImportedConversation, digest: str | None = None
+) -> tuple[int, list[int]]:
+    cursor = db.execute("INSERT INTO conversations (title, created_at, updated_at) VALUES ('', 0, 0)")
+    conversation_id = int(cursor.lastrowid or 0)
+    return conversation_id, _write_conversation(db, conversation_id, conversation, digest)
+
+def _write_conversation(
+    db: sqlite3.Connection, conversation_id: int, conversation: ImportedConversation, digest: str | None
+) -> list[int]:
+    """The conversation's fields and messages into the (empty) conversation ``conversation_id``."""
+    row_ids: list[int] = []
+    for position, m in enumerate(conversation.messages):
+        parent = row_ids[m.parent] if m.parent is not None else None
+        cursor = db.execute(
+            """INSERT INTO messages (conversation_id, position, role, content, status, model, stats,
+               created_at, updated_at, parent_id, reasoning) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            (conversation_id, position, m.role, m.content, m.status, m.model,
+             json.dumps(m.stats) if m.stats else None, m.created_at, m.updated_at, parent, m.reasoning),
+        )  # fmt: skip
+        row_ids.append(int(cursor.lastrowid or 0))
+    leaf = conversation.leaf if conversation.leaf is not None else len(row_ids) - 1
+    db.execute(
+        """UPDATE conversations SET title = ?, system_prompt = ?, created_at = ?, updated_at = ?, thinking = ?,
+           leaf_id = ?, source_id = ?, source_digest = ?, source_updated_at = ? WHERE id = ?""",
+        (conversation.title, conversation.system_prompt, conversation.created_at, conversation.updated_at,
+         int(conversation.thinking), row_ids[leaf] if row_ids else None,
+         conversation.source_id if digest is not None else None, digest,
+         conversation.updated_at if digest is not None else None, conversation_id),
+    )  # fmt: skip
+    return row_ids
+
+
+def copy_branch(store: ConversationStore, conversation_id: int, up_to: Sequence[int], title: str) -> int:
+    """A new conversation holding copies of the messages ``up_to`` (a branch, first to last): "Branch from
+    here", with each reply's citations and the chat's collections. The original is not changed."""
+    summary = store.conversation(conversation_id)
+    if summary is None:
+        raise StorageError(f"There is no conversation {conversation_id}.")
+    by_id = {m.id: m for m in store.messages(conversation_id)}
+    originals = [by_id[i] for i in up_to if i in by_id]
+    copied = [
+        ImportedMessage(m.role, m.content, "stopped" if m.status == "streaming" else m.status, m.model, m.stats,
+                        m.created_at, m.updated_at, parent=index - 1 if index else None, reasoning=m.reasoning)
+        for index, m in enumerate(originals)
+    ]  # fmt: skip
+    now = time.time()
+    branch = ImportedConversation(title, summary.system_prompt, now, now, copied, thinking=summary.thinking)
+    with store.transaction() as db:
+        new_id, row_ids = _insert_conversation(db, branch)
+        db.executemany(
+            "UPDATE messages SET sources = (SELECT sources FROM messages WHERE id = ?) WHERE id = ?",
+            [(original.id, copy) for original, copy in zip(originals, row_ids, strict=True)],
+        )
+        db.execute(
+            "UPDATE conversations SET collections = (SELECT collections FROM conversations WHERE id = ?) "
+            "WHERE id = ?",
+            (conversation_id, new_id),
+        )
+    return new_id
