@@ -111,15 +111,24 @@ class ConversationStore:
         return int(cursor.lastrowid or 0)
 
     def conversations(self, search: str | None = None) -> list[ConversationSummary]:
-        query = """SELECT c.*, (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) AS n
-                   FROM conversations c"""
-        args: tuple[Any, ...] = ()
+        """Newest first; ``search`` matches titles and message text."""
         if search and search.strip():
             pattern = "%" + search.strip().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-            query += """ WHERE c.title LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM messages m
-                         WHERE m.conversation_id = c.id AND m.content LIKE ? ESCAPE '\\')"""
-            args = (pattern, pattern)
-        query += " ORDER BY c.updated_at DESC, c.id DESC"
+            return self._summaries(
+                """WHERE c.title LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM messages m
+                   WHERE m.conversation_id = c.id AND m.content LIKE ? ESCAPE '\\')""",
+                (pattern, pattern),
+            )
+        return self._summaries("", ())
+
+    def conversation(self, conversation_id: int) -> ConversationSummary | None:
+        """One conversation's summary, by its key (the list is not read: a Send asks for it twice)."""
+        found = self._summaries("WHERE c.id = ?", (conversation_id,))
+        return found[0] if found else None
+
+    def _summaries(self, where: str, args: tuple[Any, ...]) -> list[ConversationSummary]:
+        query = f"""SELECT c.*, (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) AS n
+                    FROM conversations c {where} ORDER BY c.updated_at DESC, c.id DESC"""
         return [
             ConversationSummary(
                 r["id"],
@@ -134,9 +143,6 @@ class ConversationStore:
             )
             for r in self._db.execute(query, args)
         ]
-
-    def conversation(self, conversation_id: int) -> ConversationSummary | None:
-        return next((c for c in self.conversations() if c.id == conversation_id), None)
 
     def rename(self, conversation_id: int, title: str) -> None:
         with self.transaction() as db:

@@ -400,6 +400,9 @@ class MainWindow(QMainWindow):
     def refresh_sidebar(self) -> None:
         self.conversations.refresh_sidebar()
 
+    def refresh_conversation(self, conversation_id: int | None) -> None:
+        self.conversations.refresh_conversation(conversation_id)
+
     # ------------------------------------------------------------------ the controllers' actions, by name
 
     @property

@@ -72,7 +72,7 @@ class ChatScreen(Protocol):
 
     def set_status(self, text: str) -> None: ...
     def show_notice(self, text: str, role: str = "notice") -> None: ...
-    def refresh_sidebar(self) -> None: ...
+    def refresh_conversation(self, conversation_id: int | None) -> None: ...
 
 
 class ChatController(QObject):
@@ -316,7 +316,7 @@ class ChatController(QObject):
             reply = self.session.begin_reply(model, sources)
         except StorageError as exc:
             self.show_session_messages()  # a regenerate's earlier reply is back
-            self.screen.refresh_sidebar()
+            self.screen.refresh_conversation(self.session.conversation_id)
             self.screen.show_notice(f"The reply could not be started because the chat could not be saved: {exc}",
                                     "error")  # fmt: skip
             self.turn.end()
@@ -340,7 +340,7 @@ class ChatController(QObject):
             self.turn.defer()
         else:
             self.turn.generating(self._generate())
-        self.screen.refresh_sidebar()
+        self.screen.refresh_conversation(self.session.conversation_id)
 
     def settle_pending_reply(self) -> None:
         """The window is closing: a reply whose second step has not come gets its bubble without the engine (closing
@@ -562,7 +562,7 @@ class ChatController(QObject):
         if stats is None:  # stopped or failed before the engine's figures: the panel must not keep a live one
             self.screen.hardware_panel.reply_ended(status)
         self.report_save_problem()
-        self.screen.refresh_sidebar()
+        self.screen.refresh_conversation(self.session.conversation_id)
         return True
 
     # ------------------------------------------------------------------ saving

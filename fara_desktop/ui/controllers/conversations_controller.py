@@ -62,6 +62,15 @@ class ConversationsController:
         sidebar = self.screen.sidebar
         sidebar.show_conversations(self.store.conversations(sidebar.search.text()), self.session.conversation_id)
 
+    def refresh_conversation(self, conversation_id: int | None) -> None:
+        """The open chat changed: its row alone is updated (the whole list only while a search filters it)."""
+        sidebar = self.screen.sidebar
+        summary = self.store.conversation(conversation_id) if conversation_id is not None else None
+        if summary is None or sidebar.search.text().strip():
+            self.refresh_sidebar()
+            return
+        sidebar.show_conversation(summary, self.session.conversation_id)
+
     def new_chat(self) -> None:
         self.chat.stop()
         self.chat.cancel_edit()

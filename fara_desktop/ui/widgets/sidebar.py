@@ -94,19 +94,41 @@ class Sidebar(QFrame):
         self.list.blockSignals(True)
         self.list.clear()
         for conversation in conversations:
-            item = QListWidgetItem(
-                f"{conversation.title}\n{when(conversation.updated_at)} · "
-                f"{format_count(conversation.message_count, 'message')}"
-            )
-            item.setData(Qt.ItemDataRole.UserRole, conversation.id)
-            item.setToolTip(plain_tooltip(conversation.title))
+            item = QListWidgetItem()
+            self._fill(item, conversation)
             self.list.addItem(item)
             if conversation.id == current:
                 self.list.setCurrentItem(item)
         self.list.blockSignals(False)
 
+    def show_conversation(self, conversation: ConversationSummary, current: int | None) -> None:
+        """One conversation changed (a message was added, so it is the newest): its row is updated and moved to
+        the top, or added there; the rest of the list is not rebuilt (2,000 chats took 58 ms per Send)."""
+        self.list.blockSignals(True)
+        row = next((r for r in range(self.list.count()) if self._id_at(r) == conversation.id), None)
+        item = self.list.takeItem(row) if row is not None else QListWidgetItem()
+        self._fill(item, conversation)
+        self.list.insertItem(0, item)
+        if conversation.id == current:
+            self.list.setCurrentItem(item)
+        self.list.blockSignals(False)
+
+    @staticmethod
+    def _fill(item: QListWidgetItem, conversation: ConversationSummary) -> None:
+        item.setText(
+            f"{conversation.title}\n{when(conversation.updated_at)} · "
+            f"{format_count(conversation.message_count, 'message')}"
+        )
+        item.setData(Qt.ItemDataRole.UserRole, conversation.id)
+        item.setToolTip(plain_tooltip(conversation.title))
+
+    def _id_at(self, row: int) -> int | None:
+        item = self.list.item(row)
+        value = item.data(Qt.ItemDataRole.UserRole) if item is not None else None
+        return value if isinstance(value, int) else None
+
     def ids(self) -> list[int]:
-        return [self.list.item(i).data(Qt.ItemDataRole.UserRole) for i in range(self.list.count())]
+        return [found for i in range(self.list.count()) if (found := self._id_at(i)) is not None]
 
     def _chosen(self, item: QListWidgetItem) -> None:
         self.conversationChosen.emit(item.data(Qt.ItemDataRole.UserRole))

@@ -1,0 +1,41 @@
+"""A Send updates the chat's own row in the list, not the whole list (issue 28: each Send listed every
+conversation twice, and looking one up walked the full list: ~58 ms of GUI work per Send at 2,000 chats)."""
+
+from __future__ import annotations
+
+from fara_desktop.chats.storage import ConversationStore
+
+
+def test_a_send_reads_no_conversation_list_and_moves_its_chat_to_the_top(window, qtbot, monkeypatch):
+    win = window()
+    store = win.store
+    with store.transaction() as db:
+        db.executemany(
+            "INSERT INTO conversations (title, created_at, updated_at) VALUES (?, ?, ?)",
+            [(f"Old chat {n}", 1_600_000_000 + n, 1_600_000_000 + n) for n in range(2000)],
+        )
+    win.refresh_sidebar()
+    assert win.sidebar.list.count() == 2000
+    listings: list[object] = []
+    original = ConversationStore.conversations
+    monkeypatch.setattr(
+        ConversationStore, "conversations", lambda self, *a, **k: listings.append(a) or original(self, *a, **k)
+    )
+    win.composer.setPlainText("A brand new question")
+    with qtbot.waitSignal(win.replyFinished, timeout=5000):
+        win.send_button.click()
+    assert listings == []  # no Send step read the whole list
+    ids = win.sidebar.ids()
+    assert len(ids) == 2001 and ids[0] == win.session.conversation_id
+    top = win.sidebar.list.item(0)
+    assert top.text().startswith("A brand new question") and "2 messages" in top.text()
+    assert win.sidebar.list.currentItem() is top
+    monkeypatch.setattr(ConversationStore, "conversations", original)
+    win.sidebar.search.setText("Old chat 1999")  # while a search filters the list, the filter is kept
+    qtbot.waitUntil(lambda: win.sidebar.list.count() == 1)
+    win.composer.setPlainText("Another question")
+    with qtbot.waitSignal(win.replyFinished, timeout=5000):
+        win.send_button.click()
+    assert [win.sidebar.list.item(i).text().split("\n")[0] for i in range(win.sidebar.list.count())] == [
+        "Old chat 1999"
+    ]
