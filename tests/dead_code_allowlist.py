@@ -30,4 +30,5 @@ _._listing, _.paste_button, _.search_button
 # Inspection used by tests only: small, read-only views of state the app keeps.
 import_conversation  # one conversation through the import path (chats/export.py)
 _.import_json  # an export's dict back into the store (round-trip tests)
+split_reasoning  # a whole reply through the streaming splitter at once (the splitter's tests)
 _.unsaved_count, _.integrity_ok, _.vector_count, _.queued, _.arch_value, _.streaming_message, _.code_blocks

@@ -14,7 +14,7 @@ from pathlib import Path
 from fara_desktop.engine.backend import Backend
 from fara_desktop.engine.errors import CalibrationYieldedError, LoadCancelledError, RequestCancelled
 from fara_desktop.engine.llama_backend import LlamaBackend
-from fara_desktop.engine.reasoning import ReasoningSplitter, ReasoningSyntax, split_reasoning
+from fara_desktop.engine.reasoning import ReasoningSplitter, ReasoningSyntax
 from fara_desktop.engine.remote_backend import RemoteBackend
 from fara_desktop.engine.routed_backend import RoutedBackend
 from fara_desktop.engine.types import (
@@ -143,6 +143,15 @@ class ReplyChannels:
         for piece, reasoning in pieces:
             self._batcher.add(piece, reasoning, self._held_tokens)
             self._held_tokens = 0
+
+    @property
+    def reasoning(self) -> str:
+        """The reply's reasoning so far, as split while it streamed (the one split: the end does not split again)."""
+        return self._splitter.reasoning
+
+    @property
+    def answer(self) -> str:
+        return self._splitter.answer
 
     @property
     def thinking_s(self) -> float:
@@ -395,7 +404,7 @@ class InferenceWorker:
         except FaraError as exc:
             self._emit(Failed(request_id, str(exc), type(exc).__name__))
             return
-        reasoning, answer = split_reasoning(result.text, prompt.rendered.reasoning)
+        reasoning, answer = channels.reasoning, channels.answer  # every piece of result.text went through them
         stats = dataclasses.replace(
             result.stats, reasoning_tokens=channels.reasoning_tokens, thinking_s=round(channels.thinking_s, 3)
         )
