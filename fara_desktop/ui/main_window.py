@@ -537,8 +537,9 @@ class MainWindow(QMainWindow):
     def _on_engine_event(self, event: Event) -> None:
         if self._closed:  # events queued before the window closed may still be delivered
             return
-        self.chat.on_engine_event(event)
-        self.startup.on_engine_event(event)
+        # Each event type has one owner: the calibration's belong to the start-up controller, the rest to the chat.
+        owner = self.startup if isinstance(event, StartupController.ENGINE_EVENTS) else self.chat
+        owner.on_engine_event(event)
 
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)

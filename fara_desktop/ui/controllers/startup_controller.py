@@ -164,10 +164,13 @@ class StartupController(QObject):
             self.bridge.calibrate_threads(thread_candidates(plan.hardware))
             self.screen.hardware_panel.note_threads("measuring the fastest count (a question goes first)")
 
+    # Engine events this controller owns (the window routes each type to one controller).
+    ENGINE_EVENTS = (CalibrationPostponed, ThreadsCalibrated)
+
     def on_engine_event(self, event: Event) -> None:
         if isinstance(event, CalibrationPostponed):
             self.screen.hardware_panel.note_threads("measuring after the reply")
-        if isinstance(event, ThreadsCalibrated):
+        elif isinstance(event, ThreadsCalibrated):
             if self.plan is not None:
                 remember_calibration(self.screen.paths, self.plan, event.tok_per_s, event.best)
             n_threads = self.screen.settings.inference.n_threads
