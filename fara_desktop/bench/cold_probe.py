@@ -27,6 +27,7 @@ def pre_read(path: Path) -> None:
 
 
 def main(argv: list[str]) -> None:
+    from fara_desktop.engine.backend import ignore_text
     from fara_desktop.engine.llama_backend import LlamaBackend
     from fara_desktop.engine.types import ChatMessage, SamplingParams
     from fara_desktop.planning.params import LoadParams
@@ -43,7 +44,7 @@ def main(argv: list[str]) -> None:
     backend.load(path, LoadParams(n_ctx=n_ctx, use_mmap=mode in ("mapped", "pre-read"), prefault=mode == "read-ahead"))
     loaded = time.perf_counter()
     prompt = backend.prepare([ChatMessage("user", "Hello!")], 8)
-    backend.reply(prompt, SamplingParams(temperature=0.0, max_tokens=1), lambda: False, lambda _t: None)
+    backend.reply(prompt, SamplingParams(temperature=0.0, max_tokens=1), lambda: False, ignore_text)
     first = time.perf_counter()
     print(json.dumps({"mode": mode, "pre_read_s": read - started, "loaded_s": loaded - started,
                       "first_token_s": first - started}))  # fmt: skip

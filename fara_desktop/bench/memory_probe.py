@@ -23,6 +23,7 @@ def _rss() -> dict[str, int]:
 
 def main(argv: list[str]) -> None:
     from fara_desktop.bench.runner import model_metadata
+    from fara_desktop.engine.backend import ignore_text
     from fara_desktop.engine.llama_backend import LlamaBackend
     from fara_desktop.engine.types import ChatMessage, SamplingParams
     from fara_desktop.machine.llama_build import weights_are_repacked
@@ -36,7 +37,7 @@ def main(argv: list[str]) -> None:
     backend.load(path, LoadParams(n_ctx=n_ctx, kv_type=kv_type, use_mmap=use_mmap, prefault=False,
                                   flash_attn=kv_type != "f16"))  # fmt: skip
     prompt = backend.prepare([ChatMessage("user", "hello " * 200)], 64)
-    backend.reply(prompt, SamplingParams(temperature=0.0, max_tokens=8), lambda: False, lambda _t: None)
+    backend.reply(prompt, SamplingParams(temperature=0.0, max_tokens=8), lambda: False, ignore_text)
     after = _rss()
     estimate = estimate_memory(meta, n_ctx, kv_type, mapped_and_repacked=use_mmap and weights_are_repacked())
     increase = after["VmRSS"] - before["VmRSS"]

@@ -8,22 +8,41 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
-from fara_desktop.engine.chat_format import RenderedPrompt
+from fara_desktop.engine.chat_format import PLAIN_REASONING
+from fara_desktop.engine.reasoning import ReasoningSyntax
 from fara_desktop.engine.types import ChatMessage, GenerationStats, ModelInfo, ModelSource, SamplingParams, TokenLogprob
 from fara_desktop.planning.params import LoadParams
 
 
 @dataclass(frozen=True)
 class PreparedPrompt:
-    """The prompt tokens of one turn, after old turns were trimmed to fit the context window."""
+    """One turn's prompt, after old turns were trimmed to fit the context window. The worker reads the neutral
+    fields; ``detail`` belongs to the backend that made it and is read only by that backend (llama.cpp: the tokens
+    and the rendered text; a server applies its own template and needs nothing more than the messages)."""
 
-    tokens: list[int]
-    rendered: RenderedPrompt
-    dropped_messages: int
-    kept_messages: int
-    messages: tuple[ChatMessage, ...] = ()  # the turns themselves, for a backend that sends them as they are
+    messages: tuple[ChatMessage, ...]  # the turns that are sent (the oldest may have been dropped)
+    dropped_messages: int = 0
+    note: str | None = None  # how the conversation had to be adapted to the template, for the user to read
+    reasoning: ReasoningSyntax = PLAIN_REASONING  # how the reply marks its reasoning, when it is not sent apart
+    detail: Any = None
+
+    @property
+    def kept_messages(self) -> int:
+        return len(self.messages)
+
+
+class TextSink(Protocol):
+    """Where a backend sends reply text as it arrives. ``reasoning``: None when the text may mix reasoning and
+    answer (the worker splits it by the model's markers, once); True or False when the backend already knows
+    (a server that sends its reasoning apart)."""
+
+    def __call__(self, text: str, reasoning: bool | None = None) -> None: ...
+
+
+def ignore_text(text: str, reasoning: bool | None = None) -> None:
+    """A ``TextSink`` for callers that want only the finished reply (the benchmark)."""
 
 
 @dataclass(frozen=True)
@@ -72,7 +91,7 @@ class Backend(Protocol):
         prompt: PreparedPrompt,
         sampling: SamplingParams,
         should_cancel: Callable[[], bool],
-        on_text: Callable[[str], None],
+        on_text: TextSink,
         conversation: Hashable | None = None,
         on_prompt_progress: Callable[[int, int], None] | None = None,
     ) -> ReplyResult: ...

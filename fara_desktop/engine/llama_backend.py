@@ -1,6 +1,9 @@
-"""The one place that talks to llama_cpp: load a GGUF, turn a conversation into a streamed reply.
+"""llama.cpp's side of the ``Backend`` protocol: load a GGUF, turn a conversation into a streamed reply.
 
-Runs on the inference thread only; ``llama_cpp`` is imported lazily so the rest of the core loads without it.
+The engine's other llama.cpp modules serve this one (its KV states, load progress, control tokens, the
+embedder); the machine probe and the benchmark's measuring code are the only others that import llama_cpp, as the
+forbid-by-default contract in pyproject.toml lists. Runs on the inference thread only; ``llama_cpp`` is imported
+lazily so the rest of the core loads without it.
 """
 
 from __future__ import annotations
@@ -10,11 +13,11 @@ import ctypes
 import logging
 import time
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from fara_desktop.engine.backend import PreparedPrompt, ReplyResult
+from fara_desktop.engine.backend import PreparedPrompt, ReplyResult, TextSink
 from fara_desktop.engine.chat_format import ChatFormatter, RenderedPrompt, formatter_for
 from fara_desktop.engine.control_tokens import ControlTokenText
 from fara_desktop.engine.errors import (
@@ -59,6 +62,20 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _PIECE_BUFFER = 256
+
+
+@dataclass(frozen=True)
+class LlamaPrompt:
+    """What llama.cpp needs of a prepared prompt: its tokens, and the text they came from (for its stop strings)."""
+
+    tokens: list[int]
+    rendered: RenderedPrompt
+
+
+def llama_prompt(
+    messages: Sequence[ChatMessage], dropped: int, tokens: list[int], rendered: RenderedPrompt
+) -> PreparedPrompt:
+    return PreparedPrompt(tuple(messages), dropped, rendered.note, rendered.reasoning, LlamaPrompt(tokens, rendered))
 
 
 class LlamaBackend:
@@ -347,7 +364,7 @@ class LlamaBackend:
             raise PromptTooLongError(
                 f"The prompt is {len(tokens):,} tokens; with room for the reply the context holds {room:,}."
             )
-        return PreparedPrompt(tokens, RenderedPrompt(text, True, ()), 0, 1)
+        return PreparedPrompt((ChatMessage("user", text),), detail=LlamaPrompt(tokens, RenderedPrompt(text, True, ())))
 
     def prepare(
         self,
@@ -368,7 +385,7 @@ class LlamaBackend:
         messages = self._quiet(messages)
         tokens, rendered = self.tokenize_prompt(messages, should_cancel, thinking)
         if len(tokens) <= room:
-            return PreparedPrompt(tokens, rendered, 0, len(messages))
+            return llama_prompt(messages, 0, tokens, rendered)
         system = [m for m in messages if m.role == "system"]
         turns = [m for m in messages if m.role != "system"]
         starts = [i for i in range(1, len(turns)) if turns[i].role == "user"]  # kept history opens with the user
@@ -394,7 +411,7 @@ class LlamaBackend:
             start = first_fitting(room)
         if start is not None:
             kept_tokens, kept_rendered = attempt(start)
-            return PreparedPrompt(kept_tokens, kept_rendered, start, len(system) + len(turns) - start)
+            return llama_prompt([*system, *turns[start:]], start, kept_tokens, kept_rendered)
         shortest = attempt(starts[-1])[0] if starts else tokens
         raise PromptTooLongError(
             f"The message is too long for this model's context window ({len(shortest)} tokens of "
@@ -424,14 +441,17 @@ class LlamaBackend:
         prompt: PreparedPrompt,
         sampling: SamplingParams,
         should_cancel: Callable[[], bool],
-        on_text: Callable[[str], None],
+        on_text: TextSink,
         conversation: Hashable | None = None,
         on_prompt_progress: Callable[[int, int], None] | None = None,
     ) -> ReplyResult:
         import llama_cpp
 
         llm, _, info = self._require()
-        tokens = prompt.tokens
+        detail = prompt.detail
+        if not isinstance(detail, LlamaPrompt):
+            raise GenerationError("This prompt was prepared for another model; prepare it again.")
+        tokens = detail.tokens
         if conversation != self._kv_owner:  # a request of no conversation (the local API) also keeps the chat's
             self._switch_kv(llm, conversation, tokens)
         self._kv_owner = conversation
@@ -441,7 +461,7 @@ class LlamaBackend:
             llm.reset()
         reused = cached_prefix(llm, tokens)
         max_tokens = sampling.max_tokens or info.n_ctx
-        stream = TextStream((*prompt.rendered.stop, *sampling.stop))
+        stream = TextStream((*detail.rendered.stop, *sampling.stop))
         grammar = json_grammar(sampling.json_schema)
         vocab = llama_cpp.llama_model_get_vocab(llm.model)
         buffer = ctypes.create_string_buffer(_PIECE_BUFFER)

@@ -28,8 +28,7 @@ from typing import Any
 
 import httpx
 
-from fara_desktop.engine.backend import PreparedPrompt, ReplyResult
-from fara_desktop.engine.chat_format import RenderedPrompt
+from fara_desktop.engine.backend import PreparedPrompt, ReplyResult, TextSink
 from fara_desktop.engine.errors import GenerationError, ModelLoadError, NoModelLoadedError, RemoteServerError
 from fara_desktop.engine.sse import SSEDecoder, SSELineTooLong
 from fara_desktop.engine.types import ChatMessage, GenerationStats, ModelInfo, ModelSource, RemoteModel, SamplingParams
@@ -327,7 +326,8 @@ class RemoteBackend:
     def calibrate_threads(
         self, candidates: Sequence[int], tokens: int = 48, should_yield: Callable[[], bool] | None = None
     ) -> dict[int, float]:
-        return {}  # the server's threads are the server's business
+        # Never asked (the worker does not calibrate a server's model); said plainly rather than faked.
+        raise GenerationError("A server's model runs on the server's threads: there is nothing to measure here.")
 
     def prepare(
         self,
@@ -339,8 +339,7 @@ class RemoteBackend:
         if self._model is None:
             raise NoModelLoadedError("No model is loaded yet.")
         # The server applies its own template and context limits; the answer goes back, never the reasoning.
-        turns = tuple(ChatMessage(m.role, m.content) for m in messages)
-        return PreparedPrompt([], RenderedPrompt("", False, ()), 0, len(messages), turns)
+        return PreparedPrompt(tuple(ChatMessage(m.role, m.content) for m in messages))
 
     def prepare_raw(self, text: str, reply_reserve: int) -> PreparedPrompt:
         raise GenerationError("Completing raw text is done with a model on this computer, not relayed to a server.")
@@ -350,7 +349,7 @@ class RemoteBackend:
         prompt: PreparedPrompt,
         sampling: SamplingParams,
         should_cancel: Callable[[], bool],
-        on_text: Callable[[str], None],
+        on_text: TextSink,
         conversation: Hashable | None = None,
         on_prompt_progress: Callable[[int, int], None] | None = None,  # a server does not say
     ) -> ReplyResult:
@@ -378,13 +377,12 @@ class _StreamReader:
         model: RemoteModel,
         timeouts: Timeouts,
         should_cancel: Callable[[], bool],
-        on_text: Callable[[str], None],
+        on_text: TextSink,
     ) -> None:
         self.model, self.timeouts, self.should_cancel, self.on_text = model, timeouts, should_cancel, on_text
         self.parts: list[str] = []
         self.length = 0
         self.chunks = 0
-        self.reasoning_open = False
         self.usage: dict[str, Any] = {}
         self.timings: dict[str, Any] = {}
         self.finish_reason = "stop"
@@ -489,22 +487,18 @@ class _StreamReader:
         delta: dict[str, Any] = raw_delta if isinstance(raw_delta, dict) else {}
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
         content = delta.get("content")
-        # A server that parses reasoning out (vLLM, llama-server, DeepSeek) sends it apart: it is wrapped in
-        # <think> markers so the worker tells it from the answer exactly as for a local model.
+        # A server that parses reasoning out (vLLM, llama-server, DeepSeek) sends it apart, and it goes on apart;
+        # content may still carry a model's own markers (a server that does not parse them): the worker splits it.
         if isinstance(reasoning, str) and reasoning:
-            self._text(("" if self.reasoning_open else "<think>") + reasoning)
-            self.reasoning_open = True
+            self._text(reasoning, True)
         if isinstance(content, str) and content:
-            if self.reasoning_open:
-                self._text("</think>")
-                self.reasoning_open = False
             self._text(content)
         if isinstance(choice.get("finish_reason"), str):
             self.saw_done = True
             if choice["finish_reason"] == "length":
                 self.finish_reason = "length"
 
-    def _text(self, text: str) -> None:
+    def _text(self, text: str, reasoning: bool | None = None) -> None:
         room = MAX_REPLY_CHARS - self.length
         text = text[:room]
         if not text:
@@ -513,12 +507,11 @@ class _StreamReader:
             self.first_token = time.perf_counter()
         self.chunks += 1
         self.length += len(text)
-        self.parts.append(text)
-        self.on_text(text)
+        if not reasoning:
+            self.parts.append(text)
+        self.on_text(text, reasoning)
 
     def _result(self, reason: str) -> ReplyResult:
-        if self.reasoning_open:
-            self._text("</think>")
         ended = time.perf_counter()
         first = self.first_token or ended
         completion = _count(self.usage.get("completion_tokens"), self.chunks)

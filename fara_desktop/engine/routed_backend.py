@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 
-from fara_desktop.engine.backend import Backend, PreparedPrompt, ReplyResult
+from fara_desktop.engine.backend import Backend, PreparedPrompt, ReplyResult, TextSink
 from fara_desktop.engine.types import ChatMessage, ModelInfo, ModelSource, RemoteModel, SamplingParams
 from fara_desktop.planning.params import LoadParams
 
@@ -62,7 +62,7 @@ class RoutedBackend:
         prompt: PreparedPrompt,
         sampling: SamplingParams,
         should_cancel: Callable[[], bool],
-        on_text: Callable[[str], None],
+        on_text: TextSink,
         conversation: Hashable | None = None,
         on_prompt_progress: Callable[[int, int], None] | None = None,
     ) -> ReplyResult:

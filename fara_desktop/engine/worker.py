@@ -118,17 +118,24 @@ class ReplyChannels:
 
     def __init__(self, syntax: ReasoningSyntax, batcher: TokenBatcher) -> None:
         self._splitter = ReasoningSplitter(syntax)
+        self._apart: dict[bool, list[str]] = {True: [], False: []}  # text the backend sent already split
         self._batcher = batcher
         self._held_tokens = 0  # tokens whose text the splitter still holds back
         self.reasoning_tokens = 0
         self._thinking_from: float | None = None
         self._thinking_to: float | None = None
 
-    def add(self, text: str) -> None:
-        was_reasoning = self._splitter.in_reasoning
-        pieces = self._splitter.feed(text)
+    def add(self, text: str, reasoning: bool | None = None) -> None:
+        """One token's text; ``reasoning`` None: split it by the model's markers, else it is already known."""
+        if reasoning is None:
+            was_reasoning = self._splitter.in_reasoning
+            pieces = self._splitter.feed(text)
+            reasoning_now = was_reasoning or self._splitter.in_reasoning
+        else:
+            self._apart[reasoning].append(text)
+            pieces, reasoning_now = [(text, reasoning)], reasoning
         now = time.monotonic()
-        if was_reasoning or self._splitter.in_reasoning:
+        if reasoning_now:
             self.reasoning_tokens += 1
             self._thinking_from = self._thinking_from or now
             self._thinking_to = now
@@ -147,11 +154,11 @@ class ReplyChannels:
     @property
     def reasoning(self) -> str:
         """The reply's reasoning so far, as split while it streamed (the one split: the end does not split again)."""
-        return self._splitter.reasoning
+        return "".join(self._apart[True]) + self._splitter.reasoning
 
     @property
     def answer(self) -> str:
-        return self._splitter.answer
+        return self._splitter.answer + "".join(self._apart[False])
 
     @property
     def thinking_s(self) -> float:
@@ -348,7 +355,7 @@ class InferenceWorker:
 
     def _calibrate(self, command: CalibrateThreads) -> None:
         info = self._backend.info
-        if info is None:
+        if info is None or info.remote:  # a server's threads are the server's business: nothing to measure here
             return
         try:
             results = self._backend.calibrate_threads(command.candidates, command.tokens, self._reply_waiting)
@@ -359,7 +366,7 @@ class InferenceWorker:
         except FaraError as exc:
             log.warning("Thread calibration failed: %s", exc)
             return
-        if not results:  # nothing to measure here (a server's model)
+        if not results:
             return
         self._emit(ThreadsCalibrated(info.path, results, max(results, key=lambda t: results[t])))
 
@@ -384,9 +391,9 @@ class InferenceWorker:
                 prompt = self._backend.prepare(command.messages, reserve, should_cancel, command.thinking)
             if prompt.dropped_messages:
                 self._emit(HistoryTrimmed(request_id, prompt.dropped_messages, prompt.kept_messages))
-            if prompt.rendered.note:
-                self._emit(PromptAdjusted(request_id, prompt.rendered.note))
-            channels = ReplyChannels(prompt.rendered.reasoning, TokenBatcher(request_id, self._emit))
+            if prompt.note:
+                self._emit(PromptAdjusted(request_id, prompt.note))
+            channels = ReplyChannels(prompt.reasoning, TokenBatcher(request_id, self._emit))
             try:
                 result = self._backend.reply(
                     prompt,

@@ -7,7 +7,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from fara_desktop.engine.backend import PreparedPrompt, ReplyResult
-from fara_desktop.engine.chat_format import RenderedPrompt
 from fara_desktop.engine.errors import LoadCancelledError, ModelLoadError, NoModelLoadedError
 from fara_desktop.engine.types import ChatMessage, GenerationStats, ModelInfo, SamplingParams
 from fara_desktop.planning.params import LoadParams
@@ -76,7 +75,7 @@ class FakeBackend:
             raise NoModelLoadedError("No model is loaded yet.")
         self.prompts.append(list(messages))
         self.thinking.append(thinking)
-        return PreparedPrompt([1, 2, 3], RenderedPrompt("", False, ()), 0, len(messages))
+        return PreparedPrompt(tuple(messages))
 
     def reply(
         self,

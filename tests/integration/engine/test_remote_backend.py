@@ -68,6 +68,17 @@ def reply(worker, event_log, sampling=None):
             return event, pieces
 
 
+def test_reasoning_a_server_sends_apart_stays_apart_even_when_it_names_a_marker(worker, event_log, server):
+    """A server's separated reasoning used to be wrapped back in <think> markers to be split again: reasoning that
+    mentions "</think>" then ended early and its rest leaked into the answer (issue 28)."""
+    server.script.reasoning = ["The tag ", "</think>", " closes a block."]
+    load(worker, event_log, model_of(server))
+    finished, pieces = reply(worker, event_log)
+    assert isinstance(finished, Finished)
+    assert (finished.text, finished.reasoning) == ("Hello from the server.", "The tag </think> closes a block.")
+    assert "".join(p.text for p in pieces if p.reasoning) == "The tag </think> closes a block."
+
+
 def test_a_server_model_streams_through_the_same_worker(worker, event_log, server):
     server.script.reasoning = ["The user", " greets me."]
     loaded = load(worker, event_log, model_of(server))

@@ -31,7 +31,7 @@ backend.load(Path(sys.argv[1]), LoadParams(n_ctx=int(sys.argv[2]), prefault=Fals
 text = "The quick brown fox jumps over the lazy dog. " * 60
 prompt = backend.prepare([ChatMessage("user", text)], 8)
 backend.reply(prompt, SamplingParams(temperature=0.0, max_tokens=4), lambda: False, lambda _t: None)
-print(json.dumps({"rss_increase": process.memory_info().rss - before, "prompt_tokens": len(prompt.tokens)}))
+print(json.dumps({"rss_increase": process.memory_info().rss - before, "prompt_tokens": len(prompt.detail.tokens)}))
 """
 
 

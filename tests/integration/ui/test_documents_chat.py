@@ -29,7 +29,7 @@ def test_the_real_model_answers_from_a_collection_with_citations(qtbot, smollm2_
 
     def recording(*args, **kwargs):
         prompt = original(*args, **kwargs)
-        rendered.append(prompt.rendered.text)
+        rendered.append(prompt.detail.rendered.text)
         return prompt
 
     backend.prepare = recording

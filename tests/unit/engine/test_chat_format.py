@@ -117,7 +117,7 @@ class TemplateBackend(FakeBackend):
     def prepare(self, messages, reply_reserve, should_cancel=None, thinking=True):
         prompt = super().prepare(messages, reply_reserve, should_cancel, thinking)
         rendered = self.formatter.render(messages, should_cancel, thinking)
-        return type(prompt)(prompt.tokens, rendered, 0, len(messages))
+        return type(prompt)(prompt.messages, 0, rendered.note, rendered.reasoning, rendered)
 
 
 def _worker(template: str, event_log) -> InferenceWorker:
