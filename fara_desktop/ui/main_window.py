@@ -101,15 +101,23 @@ class MainWindow(QMainWindow):
         self.bridge = EngineBridge(backend, self, LoadRecord(self.paths.data))
         self._build()
         self.chat = ChatController(self, self.session, self.bridge, sampling or self.settings.sampling.params())
-        self.startup = StartupController(self, self.chat, self.bridge)
+        self.startup = StartupController(self, self.bridge)
+        self.startup.planStarted.connect(self.chat.plan_started)
+        self.startup.planSettled.connect(self.chat.plan_settled)
+        self.startup.loadRequested.connect(self.chat.load_model)
+        self.startup.modelRefused.connect(self.chat.refuse_model)
+        self.chat.modelLoaded.connect(self.startup.calibrate_if_needed)
         self.startup.store_problem = opened.problem
-        self.conversations = ConversationsController(self, self, self.store, self.session, self.chat)
+        self.conversations = ConversationsController(self, self, self.store, self.session)
+        self.conversations.leavingChat.connect(self.chat.leave_chat)
+        self.conversations.enteredChat.connect(self.chat.enter_chat)
         self.api_keys = ApiKeyStore(self.paths.config)
         self.servers = ServersController(self, self.bridge.worker, self.api_keys, self.chat.sampling)
         self.servers.apiRequestsChanged.connect(self.chat.set_api_requests)
         self.chat.modelLoaded.connect(self.servers.warn_if_unencrypted)
         self.startup.remote_choice = self.servers.chosen_remote
-        self.documents = DocumentsController(self, self, self.chat)
+        self.documents = DocumentsController(self, self, self.session, self.chat.turn.busy_event)
+        self.chat.retrieve = self.documents.retrieve
         self.servers.embedder_source = self.documents.embedder
         self._connect()
         self.bridge.engine_event.connect(self._on_engine_event)

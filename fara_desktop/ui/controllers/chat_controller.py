@@ -54,7 +54,10 @@ from fara_desktop.ui.widgets.message_widget import MessageWidget
 from fara_desktop.untrusted import one_line
 
 SAVE_RETRY_MS = 5000
-Retriever = Callable[[list[ChatMessage], Callable[[list[ChatMessage], tuple[Source, ...]], None]], bool]
+# Searches the open chat's documents for a prompt: (prompt, context size, sampling, on_done) → whether it started.
+Retriever = Callable[
+    [list[ChatMessage], int, SamplingParams, Callable[[list[ChatMessage], tuple[Source, ...]], None]], bool
+]
 
 
 class ChatScreen(Protocol):
@@ -297,7 +300,9 @@ class ChatController(QObject):
         prompt = self.session.prompt_messages()
         if self.retrieve is not None:
             ticket = self.turn.start_retrieving()
-            if self.retrieve(prompt, lambda grounded, found: self._retrieved(ticket, model, grounded, found)):
+            n_ctx = self.model_info.n_ctx if self.model_info else 0
+            done = lambda grounded, found: self._retrieved(ticket, model, grounded, found)  # noqa: E731
+            if self.retrieve(prompt, n_ctx, self.sampling, done):
                 self.set_busy(True)
                 self.screen.set_status("Searching your documents…")
                 return
@@ -353,6 +358,22 @@ class ChatController(QObject):
         prompt = self.turn.take_prompt()
         prompt = prompt if prompt is not None else session.prompt_messages()
         return self.bridge.generate(prompt, self.sampling, session.conversation_id, session.thinking)
+
+    def leave_chat(self) -> None:
+        """Another chat is about to open: the reply is stopped and an edit dropped."""
+        self.stop()
+        self.cancel_edit()
+
+    def enter_chat(self, show_messages: bool) -> None:
+        """Another chat (or a new one) is open: its switches, and its messages unless it is new."""
+        self.chat_changed()
+        if show_messages:
+            self.show_session_messages()
+
+    def refuse_model(self, reason: str) -> None:
+        """The start-up refused to load the model (it would not fit): said to the next message, and signalled."""
+        self.no_model_because(reason)
+        self.modelLoadFailed.emit(reason)
 
     def chat_changed(self) -> None:
         """Another conversation is open: the per-chat switches show its choices."""

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QLineEdit, QMessageBox, QWidget
 
 from fara_desktop.chats.exchange import import_or_update
@@ -17,7 +18,6 @@ from fara_desktop.errors import FaraError
 from fara_desktop.format import format_count
 from fara_desktop.sandbox import SandboxStoppedError
 from fara_desktop.ui.background import BackgroundCall
-from fara_desktop.ui.controllers.chat_controller import ChatController
 from fara_desktop.ui.widgets.chat_view import ChatView
 from fara_desktop.ui.widgets.composer import Composer
 from fara_desktop.ui.widgets.plain_text import plain_message_box
@@ -39,8 +39,12 @@ class ConversationsScreen(Protocol):
     def show_notice(self, text: str, role: str = "notice") -> None: ...
 
 
-class ConversationsController:
-    """Keeps the sidebar, the open session and the chat on screen in step."""
+class ConversationsController(QObject):
+    """Keeps the sidebar, the open session and the chat on screen in step. It tells the chat through signals (the
+    window connects them): ``leavingChat`` before another chat opens, ``enteredChat(show_messages)`` after."""
+
+    leavingChat = Signal()
+    enteredChat = Signal(bool)
 
     def __init__(
         self,
@@ -48,13 +52,12 @@ class ConversationsController:
         dialog_parent: QWidget,
         store: ConversationStore,
         session: ChatSession,
-        chat: ChatController,
     ) -> None:
+        super().__init__()
         self.screen = screen
         self.dialog_parent = dialog_parent
         self.store = store
         self.session = session
-        self.chat = chat
         self._stop_task = threading.Event()
         self.task: BackgroundCall | None = None  # the import or export running, if any
 
@@ -72,10 +75,9 @@ class ConversationsController:
         sidebar.show_conversation(summary, self.session.conversation_id)
 
     def new_chat(self) -> None:
-        self.chat.stop()
-        self.chat.cancel_edit()
+        self.leavingChat.emit()
         self.session.new()
-        self.chat.chat_changed()
+        self.enteredChat.emit(False)
         self.screen.system_prompt.setText(self.session.system_prompt)
         self.screen.chat_view.clear()
         self.refresh_sidebar()
@@ -84,12 +86,10 @@ class ConversationsController:
     def open_conversation(self, conversation_id: int) -> None:
         if conversation_id == self.session.conversation_id:
             return
-        self.chat.stop()
-        self.chat.cancel_edit()
+        self.leavingChat.emit()
         self.session.open(conversation_id)
-        self.chat.chat_changed()
+        self.enteredChat.emit(True)
         self.screen.system_prompt.setText(self.session.system_prompt)
-        self.chat.show_session_messages()
         self.refresh_sidebar()
 
     def rename_conversation(self, conversation_id: int) -> None:

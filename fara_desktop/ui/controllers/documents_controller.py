@@ -13,19 +13,19 @@ from typing import Protocol
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox, QToolButton, QWidget
 
+from fara_desktop.chats.session import ChatSession
 from fara_desktop.citations import Source
 from fara_desktop.documents.grounding import grounded_prompt
 from fara_desktop.documents.index import DocumentIndex, DocumentIndexError, documents_path
 from fara_desktop.documents.indexer import IndexProgress, IndexReport, lower_this_threads_priority
 from fara_desktop.documents.pipeline import update_collection
 from fara_desktop.engine.embedder import Embedder
-from fara_desktop.engine.types import ChatMessage
+from fara_desktop.engine.types import ChatMessage, SamplingParams
 from fara_desktop.errors import FaraError
 from fara_desktop.format import format_count
 from fara_desktop.paths import AppPaths
 from fara_desktop.planning.planner import StartupPlan
 from fara_desktop.ui.background import BackgroundCall
-from fara_desktop.ui.controllers.chat_controller import ChatController
 from fara_desktop.ui.widgets.documents_panel import DocumentsPanel
 from fara_desktop.ui.widgets.plain_text import plain_message_box
 from fara_desktop.untrusted import one_line
@@ -55,11 +55,16 @@ class DocumentsController(QObject):
     finished = Signal(str, object)  # (collection, IndexReport or Exception)
     embedding = Signal(str, int, int, float)  # (collection, passages done, of, per second), from the thread
 
-    def __init__(self, screen: DocumentsScreen, dialog_parent: QWidget, chat: ChatController) -> None:
+    def __init__(
+        self, screen: DocumentsScreen, dialog_parent: QWidget, session: ChatSession, reply_busy: threading.Event
+    ) -> None:
+        """``session``: the open chat (its choice of collections); ``reply_busy``: set while a reply is asked for
+        (indexing yields to it). The window wires ``retrieve`` to the chat controller."""
         super().__init__()
         self.screen = screen
         self.dialog_parent = dialog_parent
-        self.chat = chat
+        self.session = session
+        self._reply_busy = reply_busy
         self.index: DocumentIndex | None = None
         try:
             self.index = DocumentIndex(documents_path(screen.paths.data))
@@ -88,7 +93,6 @@ class DocumentsController(QObject):
         menu.aboutToShow.connect(self._fill_menu)
         screen.documents_button.setMenu(menu)
         screen.documents_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
-        chat.retrieve = self.retrieve
         self.refresh()
 
     # ------------------------------------------------------------------ collections
@@ -161,7 +165,7 @@ class DocumentsController(QObject):
         if box.exec() != QMessageBox.StandardButton.Yes:
             return
         self.index.remove_collection(name)
-        session = self.chat.session
+        session = self.session
         if name in session.collections:
             session.set_collections(tuple(n for n in session.collections if n != name))
         self.refresh()
@@ -182,7 +186,7 @@ class DocumentsController(QObject):
         name, paths = self._queue.pop(0)
         self.screen.documents_panel.show_progress(name, IndexProgress())
         # The thread reads only this Event (set while a reply is asked for), never the chat controller.
-        replying = self.chat.turn.busy_event
+        replying = self._reply_busy
         self._scan = threading.Thread(
             target=self._run_scan, args=(name, paths, replying), name="fara-indexer", daemon=True
         )
@@ -253,7 +257,7 @@ class DocumentsController(QObject):
     def _fill_menu(self) -> None:
         menu = self.screen.documents_button.menu()
         menu.clear()
-        chosen = set(self.chat.session.collections)
+        chosen = set(self.session.collections)
         names = self.collection_names()
         for name in names:
             action = menu.addAction(name)
@@ -264,14 +268,14 @@ class DocumentsController(QObject):
             menu.addAction("No collections yet: add documents in the Documents panel").setEnabled(False)
 
     def use_collection(self, name: str, used: bool) -> None:
-        current = [n for n in self.chat.session.collections if n != name]
+        current = [n for n in self.session.collections if n != name]
         if used:
             current.append(name)
-        self.chat.session.set_collections(tuple(current))
+        self.session.set_collections(tuple(current))
         self.show_chat_choice()
 
     def show_chat_choice(self) -> None:
-        names = [n for n in self.chat.session.collections if n in set(self.collection_names())]
+        names = [n for n in self.session.collections if n in set(self.collection_names())]
         button = self.screen.documents_button
         button.setText(f"Documents: {', '.join(names)}" if names else "Documents: off")
         button.setToolTip("Answer from these document collections" if names else "Answer from your documents")
@@ -279,19 +283,17 @@ class DocumentsController(QObject):
     def retrieve(
         self,
         messages: list[ChatMessage],
+        n_ctx: int,
+        sampling: SamplingParams,
         on_done: Callable[[list[ChatMessage], tuple[Source, ...]], None],
     ) -> bool:
         """For a chat that uses collections: search them for the question on a background thread (loading the
         embedding model, or waiting for it while indexing uses it, never holds up the window), then
         ``on_done(prompt with the best passages, their sources)`` on the window's thread. False: nothing to do."""
-        names = [n for n in self.chat.session.collections if n in set(self.collection_names())]
+        names = [n for n in self.session.collections if n in set(self.collection_names())]
         if not names or self.index is None or not messages or messages[-1].role != "user":
             return False
-        info = self.chat.model_info
-        n_ctx = info.n_ctx if info else 0
         data = self.screen.paths.data
-
-        sampling = self.chat.sampling
 
         def work() -> tuple[list[ChatMessage], tuple[Source, ...]]:
             with self._retrieval_lock:

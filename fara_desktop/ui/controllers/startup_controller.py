@@ -24,7 +24,6 @@ from fara_desktop.planning.planner import (
 )
 from fara_desktop.settings import Settings
 from fara_desktop.ui.background import BackgroundCall
-from fara_desktop.ui.controllers.chat_controller import ChatController
 from fara_desktop.ui.engine_bridge import EngineBridge
 from fara_desktop.ui.qt_health import refcount_problem
 from fara_desktop.ui.widgets.chat_view import ChatView
@@ -48,11 +47,15 @@ class StartupController(QObject):
     """Plans the start (machine, models, choice, tuning), loads the chosen model, calibrates threads once."""
 
     planReady = Signal(object)  # StartupPlan
+    # What the chat hears from the start-up (the window connects them to the chat controller):
+    planStarted = Signal()  # a message sent now waits for the plan
+    planSettled = Signal()  # a message that waited is sent now
+    loadRequested = Signal(object, object, str)  # (model source, LoadParams or None, display name)
+    modelRefused = Signal(str)  # why the chosen model is not loaded
 
-    def __init__(self, screen: StartupScreen, chat: ChatController, bridge: EngineBridge) -> None:
+    def __init__(self, screen: StartupScreen, bridge: EngineBridge) -> None:
         super().__init__()
         self.screen = screen
-        self.chat = chat
         self.bridge = bridge
         self.plan: StartupPlan | None = None
         self.store_problem: str | None = None  # said once, after the first plan, when chats are kept temporarily
@@ -60,7 +63,6 @@ class StartupController(QObject):
         self._background: set[BackgroundCall] = set()
         self._explicit = False  # the user just picked a file: it wins over a server model chosen before
         self.remote_choice: Callable[[], RemoteModel | None] = lambda: None  # the server model chosen in Settings
-        chat.modelLoaded.connect(self._calibrate_if_needed)
 
     def run_in_background(
         self,
@@ -90,7 +92,7 @@ class StartupController(QObject):
         def work() -> PreparedLoad:
             return prepare_load(paths, preferred, folders, overrides.apply)
 
-        self.chat.plan_started()
+        self.planStarted.emit()
         self._generation += 1
         generation = self._generation
         self.run_in_background(
@@ -115,7 +117,7 @@ class StartupController(QObject):
         screen.hardware_panel.show_hardware(plan.hardware)
         remote = None if self._explicit else self.remote_choice()
         if remote is not None:
-            self.chat.load_model(remote)
+            self.loadRequested.emit(remote, None, "")
         elif plan.model is None:
             searched = [f"• {loc.source}: {loc.folder}" for loc in plan.scan.searched]
             screen.chat_view.empty_state.show_no_model(searched)
@@ -130,11 +132,10 @@ class StartupController(QObject):
                 refusal = decision.refusal or f"{plan.model.display_name} could not be prepared for loading."
                 screen.show_notice(refusal, "error")
                 screen.set_status("The chosen model does not fit in memory")
-                self.chat.no_model_because(refusal)
-                self.chat.modelLoadFailed.emit(refusal)
+                self.modelRefused.emit(refusal)
             else:
-                self.chat.load_model(prepared.file, decision.params, plan.model.display_name)
-        self.chat.plan_settled()  # a message typed while we were looking is sent now
+                self.loadRequested.emit(prepared.file, decision.params, plan.model.display_name)
+        self.planSettled.emit()  # a message typed while we were looking is sent now
         self.planReady.emit(plan)
         qt_problem = refcount_problem()
         if qt_problem:  # this PySide6 would abort the app later in the session: say it while nothing is lost
@@ -149,14 +150,15 @@ class StartupController(QObject):
 
     def _plan_failed(self, error: Exception) -> None:
         self.screen.show_notice(f"Could not examine this machine's models: {error}", "error")
-        self.chat.plan_settled()
+        self.planSettled.emit()
 
     def recalibrate(self) -> None:
-        if self.plan is not None and self.chat.model_info is not None:
+        if self.plan is not None and self.bridge.worker.loaded_model is not None:
             self.screen.set_status("Measuring generation speed at each thread count…")
             self.bridge.calibrate_threads(thread_candidates(self.plan.hardware))
 
-    def _calibrate_if_needed(self, _info: ModelInfo) -> None:
+    def calibrate_if_needed(self, _info: ModelInfo) -> None:
+        """A model loaded: measure the fastest thread count for it, unless this machine knows it already."""
         plan = self.plan
         if _info.remote:
             return
