@@ -20,6 +20,7 @@ import time
 from dataclasses import asdict
 from typing import Any
 
+from fara_desktop.chats.draft import ReplyDraft
 from fara_desktop.chats.exchange import copy_branch
 from fara_desktop.chats.records import MessageStatus, StoredMessage, title_from
 from fara_desktop.chats.storage import ConversationStore, StorageError
@@ -50,8 +51,7 @@ class ChatSession:
         self.tree: MessageTree[StoredMessage] = MessageTree([])
         self.context_start = 0
         self._reply: StoredMessage | None = None
-        self._reply_parts: list[str] = []
-        self._reasoning_parts: list[str] = []
+        self.draft = ReplyDraft()  # the reply being written: the one copy of its text on this side of the queue
         self._last_save = 0.0
         self._restore_leaf: int | None = None  # the branch to go back to when a regenerate fails empty-handed
         self._unsaved: dict[int, _UnsavedReply] = {}
@@ -163,22 +163,20 @@ class ChatSession:
             reply = dataclasses.replace(reply, sources=sources)
             self.messages[-1] = reply
             self.tree = MessageTree([reply if m.id == reply.id else m for m in self.tree.by_id.values()])
-        self._reply, self._reply_parts, self._reasoning_parts = reply, [], []
+        self._reply, self.draft = reply, ReplyDraft()
         self._last_save = time.monotonic()
         return reply
 
-    def reply_text(self, text: str, reasoning: bool = False) -> None:
+    def reply_text(self, text: str, reasoning: bool = False, thinking_s: float | None = None) -> None:
         """Text arrived (of the answer, or of the reasoning before it); saved at most once a second."""
         if self._reply is None:
             return
-        (self._reasoning_parts if reasoning else self._reply_parts).append(text)
+        self.draft.add(text, reasoning, thinking_s)
         now = time.monotonic()
         if now - self._last_save >= SAVE_INTERVAL_S:
             self._last_save = now
             try:
-                self.store.update_message(
-                    self._reply.id, "".join(self._reply_parts), reasoning="".join(self._reasoning_parts)
-                )
+                self.store.update_message(self._reply.id, self.draft.answer, reasoning=self.draft.reasoning)
             except StorageError as exc:  # kept in memory; the final save (and each later one) tries again
                 self.save_problem = str(exc)
 
@@ -194,12 +192,12 @@ class ChatSession:
         reply = self._reply
         if reply is None:
             return None
-        content = text if text is not None else "".join(self._reply_parts)
-        thought = reasoning if reasoning is not None else "".join(self._reasoning_parts)
+        content = text if text is not None else self.draft.answer
+        thought = reasoning if reasoning is not None else self.draft.reasoning
         stats_data: dict[str, Any] | None = asdict(stats) if stats else None
         if error:
             stats_data = {**(stats_data or {}), "error": error}
-        self._reply, self._reply_parts, self._reasoning_parts = None, [], []
+        self._reply, self.draft = None, ReplyDraft()
         restore, self._restore_leaf = self._restore_leaf, None
         if status == "failed" and not content.strip() and not thought.strip():
             return self._drop_failed(reply, restore, stats_data)

@@ -261,6 +261,7 @@ class TokenText:
     text: str
     tokens: int = 1
     reasoning: bool = False  # part of the reasoning before the answer, not of the answer
+    thinking_s: float | None = None  # on the first answer text after reasoning: how long the model reasoned
 
 
 @dataclass(frozen=True)

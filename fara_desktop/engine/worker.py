@@ -94,6 +94,7 @@ class TokenBatcher:
         self._parts: list[str] = []
         self._tokens = 0
         self._reasoning = False
+        self._thinking_s: float | None = None  # sent with the next batch (the first of the answer)
         self._last = 0.0
 
     def add(self, text: str, reasoning: bool = False, tokens: int = 1) -> None:
@@ -107,10 +108,17 @@ class TokenBatcher:
             self._last = now
             self.flush()
 
+    def note_thinking(self, seconds: float) -> None:
+        """The reasoning ended after ``seconds``: said with the answer's first text."""
+        self.flush()
+        self._thinking_s = seconds
+
     def flush(self) -> None:
         if self._parts:
-            self._emit(TokenText(self._request_id, "".join(self._parts), self._tokens, self._reasoning))
-            self._parts, self._tokens = [], 0
+            self._emit(
+                TokenText(self._request_id, "".join(self._parts), self._tokens, self._reasoning, self._thinking_s)
+            )
+            self._parts, self._tokens, self._thinking_s = [], 0, None
 
 
 class ReplyChannels:
@@ -119,6 +127,7 @@ class ReplyChannels:
     def __init__(self, syntax: ReasoningSyntax, batcher: TokenBatcher) -> None:
         self._splitter = ReasoningSplitter(syntax)
         self._apart: dict[bool, list[str]] = {True: [], False: []}  # text the backend sent already split
+        self._thinking_reported = False
         self._batcher = batcher
         self._held_tokens = 0  # tokens whose text the splitter still holds back
         self.reasoning_tokens = 0
@@ -148,6 +157,9 @@ class ReplyChannels:
 
     def _send(self, pieces: list[tuple[str, bool]]) -> None:
         for piece, reasoning in pieces:
+            if not reasoning and self.reasoning_tokens and not self._thinking_reported:
+                self._thinking_reported = True
+                self._batcher.note_thinking(self.thinking_s)
             self._batcher.add(piece, reasoning, self._held_tokens)
             self._held_tokens = 0
 

@@ -339,7 +339,9 @@ class ChatController(QObject):
         pending = self.turn.take_pending()
         if pending is None:  # stopped before this step came
             return
-        self.screen.chat_view.begin_stream(pending.model, pending.reply_id).set_sources(pending.sources)
+        self.screen.chat_view.begin_stream(pending.model, pending.reply_id, self.session.draft).set_sources(
+            pending.sources
+        )
         self.screen.hardware_panel.reply_started()
         if self._waiting_for_plan or not start_engine:
             self.turn.defer()
@@ -404,8 +406,8 @@ class ChatController(QObject):
 
     def _on_token_text(self, event: TokenText) -> None:
         if self.turn.owns(event.request_id):
-            self.screen.chat_view.append_stream(event.text, event.reasoning)
-            self.session.reply_text(event.text, event.reasoning)
+            self.session.reply_text(event.text, event.reasoning, event.thinking_s)
+            self.screen.chat_view.stream_changed()
             self.screen.hardware_panel.token_arrived(event.tokens)
             if event.reasoning != self._reasoning_shown:
                 self._reasoning_shown = event.reasoning

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QFrame, QPushButton, QScrollArea, QVBoxLayout, QWidget
 
+from fara_desktop.chats.draft import ReplyDraft
 from fara_desktop.chats.records import StoredMessage
 from fara_desktop.citations import Source
 from fara_desktop.models.packaged import DEFAULT_MODEL_HELP
@@ -169,10 +170,7 @@ class ChatView(QScrollArea):
         self._messages: list[MessageWidget] = []
         self._hidden: list[ShownMessage] = []
         self._streaming: MessageWidget | None = None
-        self._stream_parts: list[str] = []
-        self._reasoning_parts: list[str] = []
-        self._thinking_since: float | None = None  # when the streaming reply began to reason
-        self._thought_s: float | None = None  # how long it reasoned, once its answer began
+        self._draft = ReplyDraft()  # the reply being streamed: the session's, read here (never a copy)
         self._stream_dirty = False
         self._flush_timer = QTimer(self)
         self._flush_timer.setInterval(REPAINT_INTERVAL_MS)
@@ -279,31 +277,22 @@ class ChatView(QScrollArea):
     def streaming_message(self) -> MessageWidget | None:
         return self._streaming
 
-    def begin_stream(self, model: str | None = None, message_id: int | None = None) -> MessageWidget:
+    def begin_stream(
+        self, model: str | None = None, message_id: int | None = None, draft: ReplyDraft | None = None
+    ) -> MessageWidget:
+        """A bubble for the reply being written; ``draft`` holds its text as it arrives (the session's), and
+        ``stream_changed`` says when it grew."""
         self.end_stream()
         self._streaming = self.add_message("assistant", "", model=model, message_id=message_id)
-        self._stream_parts, self._reasoning_parts = [], []
-        self._thinking_since = self._thought_s = None
+        self._draft = draft if draft is not None else ReplyDraft()
         self._flush_timer.start()
         self._update_regenerate()
         return self._streaming
 
-    def append_stream(self, text: str, reasoning: bool = False) -> None:
-        if self._streaming is None:
-            return
-        now = time.monotonic()
-        if reasoning:
-            self._reasoning_parts.append(text)
-            self._thinking_since = self._thinking_since or now
-        else:
-            self._stream_parts.append(text)
-            if self._thinking_since is not None and self._thought_s is None:
-                self._thought_s = now - self._thinking_since
-        self._stream_dirty = True
-
-    @property
-    def stream_reasoning(self) -> str:
-        return "".join(self._reasoning_parts)
+    def stream_changed(self) -> None:
+        """The draft grew: it is repainted at the next flush (10 times a second, not per token)."""
+        if self._streaming is not None:
+            self._stream_dirty = True
 
     def end_stream(
         self,
@@ -315,18 +304,18 @@ class ChatView(QScrollArea):
         widget = self._streaming
         self._flush_timer.stop()
         if widget is not None:
-            widget.set_text(final_text if final_text is not None else "".join(self._stream_parts))
+            draft = self._draft
+            widget.set_text(final_text if final_text is not None else draft.answer)
             widget.set_footer(footer)
-            thought = reasoning if reasoning is not None else self.stream_reasoning
+            thought = reasoning if reasoning is not None else draft.reasoning
             if thought.strip():
-                widget.reasoning.show_reasoning(thought, False, thinking_s or self._thought_s)
+                widget.reasoning.show_reasoning(thought, False, thinking_s or draft.thinking_s)
                 if (final_text or "").strip():
                     widget.reasoning.collapse()
             else:
                 widget.reasoning.hide()
         self._streaming = None
-        self._stream_parts, self._reasoning_parts = [], []
-        self._thinking_since = self._thought_s = None
+        self._draft = ReplyDraft()
         self._stream_dirty = False
         self._update_regenerate()
         return widget
@@ -335,19 +324,16 @@ class ChatView(QScrollArea):
         if not self._stream_dirty or self._streaming is None:
             return
         self._stream_dirty = False
-        if self._reasoning_parts:
-            thought = "".join(self._reasoning_parts)
-            self._reasoning_parts = [thought]
+        draft = self._draft
+        thought = draft.reasoning
+        if thought:
             section = self._streaming.reasoning
-            answering = self._thought_s is not None
             was_thinking = section.header.text() == "Thinking…"
-            section.show_reasoning(thought, thinking=not answering, seconds=self._thought_s)
-            if answering and was_thinking:
+            section.show_reasoning(thought, thinking=not draft.answering, seconds=draft.thinking_s)
+            if draft.answering and was_thinking:
                 section.collapse()  # the answer started: the reasoning folds away
-        if self._stream_parts or not self._reasoning_parts:
-            joined = "".join(self._stream_parts)
-            self._stream_parts = [joined]
-            self._streaming.set_text(joined, streaming=True)
+        if draft.answering or not thought:
+            self._streaming.set_text(draft.answer, streaming=True)
         self.streamFlushed.emit()
 
     # ------------------------------------------------------------------ scrolling

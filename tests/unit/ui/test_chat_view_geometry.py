@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import QPoint
 
+from fara_desktop.chats.draft import ReplyDraft
 from fara_desktop.ui.widgets.chat_view import ChatView
 
 PARAGRAPH = "The quick brown fox jumps over the lazy dog near the riverbank while the sun sets slowly. " * 6
@@ -33,11 +34,13 @@ def _newest_text_is_shown(view: ChatView) -> bool:
 def test_the_newest_text_of_a_long_reply_stays_in_view(qtbot, width, height):
     view = _shown_view(qtbot, width, height)
     view.add_message("user", "Tell me a long story")
-    view.begin_stream("model")
+    draft = ReplyDraft()
+    view.begin_stream("model", draft=draft)
     text = ""
     for _ in range(30):  # about 16,000 characters in 30 paragraphs
         text += PARAGRAPH + "\n\n"
-        view.append_stream(PARAGRAPH + "\n\n")
+        draft.add(PARAGRAPH + "\n\n")
+        view.stream_changed()
         view._flush()
         qtbot.waitUntil(lambda: _newest_text_is_shown(view), timeout=2000)
     view.end_stream(text)

@@ -87,20 +87,24 @@ def test_streaming_repaints_in_batches_not_per_token(window, qtbot):
 def test_the_paragraph_being_written_is_a_plain_draft_until_complete(qtbot):
     """The growing block is laid out as plain text (cheap); finished blocks, and the whole reply at the end, get
     their markdown formatting and become selectable."""
+    from fara_desktop.chats.draft import ReplyDraft
     from fara_desktop.ui.widgets.chat_view import ChatView
 
     view = ChatView()
     qtbot.addWidget(view)
     view.show()
-    message = view.begin_stream("model")
-    view.append_stream("First **bold** paragraph.\n\nSecond *growing*")
+    draft = ReplyDraft()
+    message = view.begin_stream("model", draft=draft)
+    draft.add("First **bold** paragraph.\n\nSecond *growing*")
+    view.stream_changed()
     view._flush()
     first, second = message.findChildren(QLabel, "messageBody")
     assert first.textFormat() == Qt.TextFormat.RichText and first.property("draft") is False
     assert first.textInteractionFlags() & Qt.TextInteractionFlag.TextSelectableByMouse
     assert second.textFormat() == Qt.TextFormat.PlainText and second.property("draft") is True
     assert second.textInteractionFlags() == Qt.TextInteractionFlag.NoTextInteraction
-    view.append_stream(" paragraph.\n\nThird")
+    draft.add(" paragraph.\n\nThird")
+    view.stream_changed()
     view._flush()
     labels = message.findChildren(QLabel, "messageBody")
     assert [label.property("draft") for label in labels] == [False, False, True]  # the second one is complete
@@ -199,7 +203,7 @@ def test_closing_the_window_mid_reply_saves_the_reply(qtbot):
     win.composer.setPlainText("Tell me")
     win.send_button.click()
     gate.release(2)
-    qtbot.waitUntil(lambda: win.session._reply_parts != [], timeout=5000)
+    qtbot.waitUntil(lambda: win.session.draft.answering, timeout=5000)
     store_path = win.store.path
     conversation = win.session.conversation_id
     gate.release(10)
