@@ -1,0 +1,113 @@
+"""`fara-desktop bench`'s results: the figures saved per machine and model (the next run compares with them), and
+the table printed from them."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from fara_desktop.atomic_files import write_text_atomically
+from fara_desktop.paths import AppPaths
+from fara_desktop.regular_files import read_regular_text
+
+
+def save_result(paths: AppPaths, out: dict[str, Any]) -> Path:
+    """Keep the figures with the machine and model they belong to, so a later run can be compared."""
+    folder = paths.data / "benchmarks"
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    target = folder / f"{stamp}-{Path(out['model']).stem[:60]}.json"
+    write_text_atomically(target, json.dumps(out, indent=2), 0o644)
+    return target
+
+
+def previous_result(paths: AppPaths, out: dict[str, Any]) -> dict[str, Any] | None:
+    """The latest saved run on this machine with this model file (same path and size)."""
+    folder = paths.data / "benchmarks"
+    candidates = sorted(folder.glob("*.json"), reverse=True) if folder.is_dir() else []
+    for file in candidates:
+        try:
+            data = json.loads(read_regular_text(file, 4 << 20))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and all(data.get(k) == out[k] for k in ("machine", "model", "model_bytes")):
+            return data
+    return None
+
+
+COMPARED = (
+    "read_bandwidth_gb_per_s",
+    "app_vs_raw_gen_ratio",
+    "tuned_vs_default_gen_ratio",
+    "roofline_fraction",
+    "estimate_vs_rss_ratio",
+    "max_event_loop_stall_ms",
+)
+
+
+def row(what: str, figure: str) -> str:
+    return f"{what:62} {figure}"
+
+
+def table(out: dict[str, Any]) -> str:
+    """The figures the sections measured, one per line (a section not run leaves its lines out)."""
+    mib, gb = 1024 * 1024, 1e9
+    rows = [
+        f"Fara Desktop benchmark — {out['model_name']} ({out['quantization']}, {out['model_bytes'] / gb:.2f} GB) on "
+        f"{out['cpu']} ({out['cores']['physical']} cores); medians, [spread]",
+        "",
+    ]
+    if "bandwidth_runs_bytes_per_s" in out:
+        runs = out["bandwidth_runs_bytes_per_s"]
+        rows.append(row("memory read bandwidth, two probes (GB/s)", f"{runs[0] / gb:.1f} / {runs[1] / gb:.1f}"))
+    if "sweep" in out:
+        rows.append(row("settings (interleaved runs)", "prompt tok/s   generation tok/s"))
+        for entry in out["sweep"]:
+            pp, gen = entry["pp_tok_per_s"], entry["gen_tok_per_s"]
+            rows.append(row(f"  {entry['label']}", f"{pp['median']:10.1f}   {gen['median']:10.2f}"))
+        rows += [
+            row("tuned / llama-cpp-python defaults: generation, prompt",
+                 f"{out['tuned_vs_default_gen_ratio']:.3f}, {out['tuned_vs_default_pp_ratio']:.3f}"),
+            row("tuned / best of the sweep: generation, prompt",
+                 f"{out['tuned_vs_best_sweep_gen_ratio']:.3f}, {out['tuned_vs_best_sweep_pp_ratio']:.3f}"),
+            row("predicted generation tok/s (measured / predicted)",
+                 f"{out['predicted']['gen_tok_per_s']:.2f} ({out['predicted']['gen_measured_over_predicted']:.2f})"),
+            row("predicted prompt tok/s (measured / predicted)",
+                 f"{out['predicted']['pp_tok_per_s']:.1f} ({out['predicted']['pp_measured_over_predicted']:.2f})"),
+            row("generation roofline (tok/s) and fraction reached",
+                 f"{out['roofline_tok_per_s']:.1f} / {out['roofline_fraction']:.2f}"),
+        ]  # fmt: skip
+    if "app" in out:
+        app = out["app"]["gen_tok_per_s"]
+        stalls = out["event_loop_stall_ms"]
+        rows += [
+            row("app path (window → queue → worker → Qt → chat view) tok/s", f"{app['median']:.2f} {app['runs']}"),
+            row("app / raw engine with sampling (raw runs around it)", f"{out['app_vs_raw_gen_ratio']:.3f}"),
+            row(f"longest event-loop stall: load / {out['long_prompt_tokens']}-token prompt / stream (ms)",
+                 f"{stalls['loading']:.0f} / {stalls['prompt']:.0f} / {stalls['streaming']:.0f}"),
+        ]  # fmt: skip
+    for case in out.get("memory_cases", []):
+        rows.append(
+            row(f"memory at {case['n_ctx']:,} ctx, {case['kv_type']} KV: measured / estimate (MiB)",
+                 f"{case['increase'] / mib:.0f} / {case['estimate'] / mib:.0f} = {case['ratio']:.3f}")
+        )  # fmt: skip
+    if "startup" in out:
+        rows.append(row("window shown / model ready after launch (s)",
+                         f"{out['window_shown_s']:.2f} / {out['model_ready_s']:.2f}"))  # fmt: skip
+    if "ttft_s" in out:
+        rows += [
+            row("TTFT turns 1 / 4 / 8 with reuse (ms)",
+                 " / ".join(f"{out['ttft_s']['reuse'][t] * 1000:.0f}" for t in ("1", "4", "8"))),
+            row("TTFT turns 1 / 4 / 8, fresh context each turn (ms)",
+                 " / ".join(f"{out['ttft_s']['fresh'][t] * 1000:.0f}" for t in ("1", "4", "8"))),
+            row(f"switch back to a {out['switch_back']['history_tokens']}-token chat: snapshot / re-read",
+                 f"{out['switch_back_ttft_ratio']:.3f}"),
+        ]  # fmt: skip
+    if "cold_start" in out:
+        cold = out["cold_start"]
+        rows.append(row("cold start to first token: " + " / ".join(cold["first_token_s"]) + " (s)",
+                         " / ".join(f"{v:.1f}" for v in cold["first_token_s"].values())
+                         + f"  (default: {cold['default_mode']})"))  # fmt: skip
+    return "\n".join(rows)
