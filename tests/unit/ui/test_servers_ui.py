@@ -19,14 +19,19 @@ from tests.helpers.fakes import FakeBackend
 from tests.helpers.openai_servers import ScriptedServer
 
 
+def servers_page_of(qtbot, server: ScriptedServer):
+    """A window that can chat with local and server models, its Settings open on the Servers page."""
+    server.script.models = ["llama-3.1-8b", "qwen2.5-7b"]
+    win = MainWindow(backend=RoutedBackend(FakeBackend(), RemoteBackend()))
+    qtbot.addWidget(win)
+    win.show()
+    dialog = win.open_settings("Servers")
+    return win, dialog, dialog.servers_page
+
+
 def test_add_a_server_list_its_models_and_chat_with_one(qtbot):
     with ScriptedServer() as server:
-        server.script.models = ["llama-3.1-8b", "qwen2.5-7b"]
-        win = MainWindow(backend=RoutedBackend(FakeBackend(), RemoteBackend()))
-        qtbot.addWidget(win)
-        win.show()
-        dialog = win.open_settings("Servers")
-        page = dialog.servers_page
+        win, dialog, page = servers_page_of(qtbot, server)
         page.name_edit.setText("gpu-box")
         page.url_edit.setText(server.base_url)
         page.key_edit.setText("sk-secret-123")
@@ -139,13 +144,8 @@ def test_the_servers_page_at_its_default_size_keyboard_and_double_click(qtbot):
     from PySide6.QtWidgets import QPushButton, QScrollArea
 
     with ScriptedServer() as server:
-        server.script.models = ["llama-3.1-8b", "qwen2.5-7b"]
-        win = MainWindow(backend=RoutedBackend(FakeBackend(), RemoteBackend()))
-        qtbot.addWidget(win)
-        win.show()
-        dialog = win.open_settings("Servers")
+        win, dialog, page = servers_page_of(qtbot, server)
         qtbot.waitExposed(dialog)
-        page = dialog.servers_page
         area = page.parentWidget().parentWidget()
         assert isinstance(area, QScrollArea)
         url = page.url_edit
