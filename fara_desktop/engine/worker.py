@@ -51,7 +51,7 @@ from fara_desktop.errors import FaraError
 from fara_desktop.models.gguf_file import read_gguf_header
 from fara_desktop.models.load_record import LoadRecord
 from fara_desktop.models.metadata import header_display_name
-from fara_desktop.models.naming import MAX_NAME, model_display_name
+from fara_desktop.models.naming import MAX_NAME, model_display_name, name_from_file
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.untrusted import one_line
 
@@ -65,6 +65,8 @@ def display_name_of(source: ModelSource) -> str:
     """The name a model is shown by while it loads: the same one ``ModelInfo.name`` will have."""
     if isinstance(source, RemoteModel):
         return source.name
+    if name_from_file(source.name):  # the file's name is the model's name: no need to read the header twice
+        return model_display_name(source.name)
     try:
         return header_display_name(read_gguf_header(source))
     except Exception:  # not readable, not a GGUF: the load says why; the file's name will do until then
