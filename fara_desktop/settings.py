@@ -152,6 +152,16 @@ class LocalApiSettings:
 
 
 @dataclass(frozen=True)
+class PromptSettings:
+    """How the app spares the user from waiting for prompts to be read."""
+
+    chat_states_gb: float = 4.0  # disk kept for chats' KV states (0: none are kept)
+    read_ahead: bool = True  # read the chat and the text being typed before Enter
+    read_ahead_on_battery: bool = False  # also on battery (it spends energy on text that may change)
+    document_wait_s: float = 10.0  # the reading time a question's document passages may add
+
+
+@dataclass(frozen=True)
 class Settings:
     """Everything the user chose; unknown keys in the file are ignored, bad values fall back to defaults."""
 
@@ -165,6 +175,7 @@ class Settings:
     servers: list[ServerEntry] = field(default_factory=list)
     remote_model: RemoteChoice | None = None
     local_api: LocalApiSettings = field(default_factory=LocalApiSettings)
+    prompts: PromptSettings = field(default_factory=PromptSettings)
 
     def server(self, name: str) -> ServerEntry | None:
         return next((s for s in self.servers if s.name == name), None)
@@ -199,6 +210,13 @@ class Settings:
             allowed_origins=_short_strings(api.get("allowed_origins"), ("http://", "https://")),
             relay_servers=tuple(n for n in _short_strings(api.get("relay_servers")) if settings_has(servers, n)),
         )  # fmt: skip
+        raw_prompts = _mapping(data.get("prompts"))
+        prompts = PromptSettings(
+            chat_states_gb=_number(raw_prompts.get("chat_states_gb"), 0, 10_000, 4.0),
+            read_ahead=raw_prompts.get("read_ahead") is not False,
+            read_ahead_on_battery=raw_prompts.get("read_ahead_on_battery") is True,
+            document_wait_s=_number(raw_prompts.get("document_wait_s"), 1, 600, 10.0),
+        )
         return cls(
             model_path=model_path if isinstance(model_path, str) else None,
             extra_model_folders=[f for f in folders if isinstance(f, str)] if isinstance(folders, list) else [],
@@ -209,6 +227,7 @@ class Settings:
             servers=servers,
             remote_model=remote_model,
             local_api=local_api,
+            prompts=prompts,
         )
 
 

@@ -95,3 +95,20 @@ class Backend(Protocol):
         conversation: Hashable | None = None,
         on_prompt_progress: Callable[[int, int], None] | None = None,
     ) -> ReplyResult: ...
+
+    def read_ahead(
+        self,
+        prompt: PreparedPrompt,
+        conversation: Hashable | None,
+        should_stop: Callable[[], bool],
+        on_progress: Callable[[int, int], None],
+    ) -> int:
+        """Read ``prompt`` into the KV cache before it is sent, reporting ``(tokens, cached)`` as it goes, until
+        ``should_stop()``; returns the tokens cached. A backend with nothing to read ahead (a server) returns 0
+        and reports nothing."""
+        ...
+
+    def keep_state(self, wait: bool = False) -> None:
+        """A reply ended and nothing waits: keep the chat's KV state where it survives a restart (``wait``: until
+        it is kept). A backend without such state does nothing."""
+        ...

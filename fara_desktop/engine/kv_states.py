@@ -17,7 +17,7 @@ DEFAULT_BUDGET_BYTES = 512 * 1024 * 1024
 @dataclass(frozen=True)
 class KVSnapshot:
     tokens: tuple[int, ...]
-    data: bytes
+    data: bytearray  # llama.cpp's sequence data; mutable so ctypes can hand it over without a copy
 
 
 class KVStateCache:

@@ -30,7 +30,8 @@ from fara_desktop.engine.errors import (
     PromptTooLongError,
 )
 from fara_desktop.engine.ggml_types import GGML_TYPE_IDS
-from fara_desktop.engine.kv_states import KVStateCache, common_prefix
+from fara_desktop.engine.kv_disk import MIN_TOKENS, KVDiskStore, KVDiskWriter, StateIdentity
+from fara_desktop.engine.kv_states import KVSnapshot, KVStateCache, common_prefix
 from fara_desktop.engine.llama_progress import load_progress
 from fara_desktop.engine.llama_state import cached_prefix, restore_sequence, snapshot_sequence, start_prefault
 from fara_desktop.engine.text_stream import TextStream
@@ -81,9 +82,10 @@ def llama_prompt(
 class LlamaBackend:
     """Owns one ``llama_cpp.Llama`` at a time; not thread-safe by design (the worker serialises calls)."""
 
-    def __init__(self, load_record: LoadRecord | None = None) -> None:
+    def __init__(self, load_record: LoadRecord | None = None, state_store: KVDiskStore | None = None) -> None:
         """``load_record``: where a load in progress is recorded, so a file that aborts llama.cpp (and the
-        process) is known at the next start and not loaded again (see ``models.load_record``)."""
+        process) is known at the next start and not loaded again (see ``models.load_record``). ``state_store``:
+        where chats' KV states are kept across restarts (none: they live in memory only)."""
         self._llm: Llama | None = None
         self._info: ModelInfo | None = None
         self._formatter: ChatFormatter | None = None
@@ -95,6 +97,10 @@ class LlamaBackend:
         self._prompt_report: Callable[[], None] | None = None  # set while a long prompt is read
         self._load_record = load_record
         self._loaded_as: tuple[Path, LoadParams] | None = None  # what to load again when a switch fails
+        self._disk = state_store
+        self._writer = KVDiskWriter(state_store) if state_store is not None else None
+        self._identity: StateIdentity | None = None  # what the loaded model's states are bound to
+        self._kept: tuple[Hashable, int, int] | None = None  # the state last handed to the writer
 
     # ------------------------------------------------------------------ loading
 
@@ -216,9 +222,21 @@ class LlamaBackend:
         self._install_abort_callback()
         self._info = info
         self._loaded_as = (info.path, params) if isinstance(info.path, Path) else None
+        self._identity = self._state_identity(info)
         if params.use_mmap and params.prefault and isinstance(info.path, Path):
             start_prefault(info.path)
         return info
+
+    @staticmethod
+    def _state_identity(info: ModelInfo) -> StateIdentity | None:
+        import llama_cpp
+
+        if not isinstance(info.path, Path):
+            return None
+        try:
+            return StateIdentity.of(info.path, info.n_ctx, info.kv_type, info.flash_attn, llama_cpp.__version__)
+        except OSError:
+            return None
 
     def _reload(self, path: Path, params: LoadParams) -> None:
         """The model that was in use, back after a switch that failed; a failure here leaves no model."""
@@ -251,6 +269,9 @@ class LlamaBackend:
         import llama_cpp
 
         llm, _, info = self._require()
+        if self._kv_owner is not None:  # the chat in the context is kept: calibrating empties it
+            self._switch_kv(llm, None, [])
+            self._kv_owner = None
         prompt = llm.tokenize(b"Write a short story about a lighthouse keeper.", add_bos=True)
         results: dict[int, float] = {}
         for threads in candidates:
@@ -284,6 +305,8 @@ class LlamaBackend:
         self._loaded_as = None
         self.kv_states.clear()
         self._kv_owner = None
+        self._identity = None
+        self._kept = None
         self._formatter = None
         self._abort_cb = None
         return path
@@ -418,23 +441,96 @@ class LlamaBackend:
             f"{info.n_ctx}, with {reply_reserve} kept for the reply). Shorten it or raise the context length."
         )
 
-    # ------------------------------------------------------------------ generation
+    # ------------------------------------------------------------------ KV states
 
     def _switch_kv(self, llm: Llama, conversation: Hashable | None, tokens: list[int]) -> None:
         """Keep the KV state of the conversation we leave; bring back the one we return to if it helps (or, for a
-        conversation new to the cache, such as a branch, the one that shares most of its prompt)."""
+        conversation new to the cache, such as a branch, the one that shares most of its prompt): from memory,
+        else from disk (a chat reopened after a restart)."""
         if self._kv_owner is not None and self._kv_owner is not ISOLATED:
             snapshot = snapshot_sequence(llm)
             if snapshot is not None:
                 self.kv_states.put(self._kv_owner, snapshot)
         if conversation is None or conversation is ISOLATED:
             return  # a one-off request reuses whatever prefix it shares (an isolated one none), and is not kept
-        saved = self.kv_states.get(conversation) or self.kv_states.closest(tokens)
-        if saved is None:
-            return
         current = common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens)
-        if common_prefix(saved.tokens, tokens) > current and not restore_sequence(llm, saved):
+        saved = self.kv_states.get(conversation) or self.kv_states.closest(tokens)
+        shared = common_prefix(saved.tokens, tokens) if saved is not None else 0
+        if max(current, shared) < len(tokens) - 1:
+            stored = self._stored_state(conversation, tokens, max(current, shared))
+            if stored is not None:
+                saved, shared = stored, common_prefix(stored.tokens, tokens)
+        if saved is not None and shared > current and not restore_sequence(llm, saved):
             log.info("Could not restore the KV state of conversation %s; it will be re-read", conversation)
+
+    def _stored_state(self, conversation: Hashable, tokens: Sequence[int], better_than: int) -> KVSnapshot | None:
+        """The state on disk that shares more than ``better_than`` tokens with the prompt, read and checked."""
+        if self._disk is None or self._identity is None:
+            return None
+        if self._writer is not None:
+            self._writer.wait_idle(30.0)  # a state still being written is the one to read
+        stored = self._disk.best_for(conversation, self._identity, tokens, better_than)
+        return self._disk.load(stored.path, self._identity) if stored is not None else None
+
+    def keep_state(self, wait: bool = False) -> None:
+        """The chat in the context goes to disk: its state is copied out of llama.cpp here (the inference
+        thread, once a reply has ended and nothing waits) and written by the writer thread. ``wait``: until it is
+        written (at shutdown)."""
+        llm, owner, identity = self._llm, self._kv_owner, self._identity
+        if self._writer is None or llm is None or identity is None or owner is None or owner is ISOLATED:
+            return
+        if llm.n_tokens >= MIN_TOKENS:
+            kept = (owner, llm.n_tokens, hash(llm.input_ids[: llm.n_tokens].tobytes()))
+            if kept != self._kept:
+                snapshot = snapshot_sequence(llm)
+                if snapshot is not None:
+                    self._writer.put(owner, identity, snapshot)
+                    self._kept = kept
+        if wait:
+            self._writer.wait_idle(10.0)
+
+    def read_ahead(
+        self,
+        prompt: PreparedPrompt,
+        conversation: Hashable | None,
+        should_stop: Callable[[], bool],
+        on_progress: Callable[[int, int], None],
+    ) -> int:
+        """Read the prompt, batch by batch, into the KV cache (all but its last token, which the reply reads for
+        its logits); ``should_stop`` is checked between batches and by llama.cpp's abort callback inside one, so a
+        key press takes effect within one layer's compute. Reports ``(tokens, cached)``; returns the tokens cached."""
+        llm, _, _ = self._require()
+        tokens = self._tokens_of(prompt)
+        if conversation != self._kv_owner:
+            self._switch_kv(llm, conversation, tokens)
+        self._kv_owner = conversation
+        cached = cached_prefix(llm, tokens)
+        on_progress(len(tokens), cached)
+        end = len(tokens) - 1
+        if cached >= end or should_stop():
+            return cached
+        llm.n_tokens = cached  # eval drops the cells past it
+        self._should_abort = should_stop
+        try:
+            for start in range(cached, end, llm.n_batch):
+                if should_stop():
+                    break
+                llm.eval(tokens[start : min(start + llm.n_batch, end)])
+                on_progress(len(tokens), llm.n_tokens)
+        except RuntimeError as exc:  # llama.cpp aborted (stopped) the batch: the batches before it stay
+            if not should_stop():
+                log.info("Reading ahead stopped: %s", exc)
+        finally:
+            self._should_abort = _never
+        return llm.n_tokens
+
+    # ------------------------------------------------------------------ generation
+
+    @staticmethod
+    def _tokens_of(prompt: PreparedPrompt) -> list[int]:
+        if not isinstance(prompt.detail, LlamaPrompt):
+            raise GenerationError("This prompt was prepared for another model; prepare it again.")
+        return prompt.detail.tokens
 
     def reply(
         self,
@@ -448,10 +544,8 @@ class LlamaBackend:
         import llama_cpp
 
         llm, _, info = self._require()
+        tokens = self._tokens_of(prompt)
         detail = prompt.detail
-        if not isinstance(detail, LlamaPrompt):
-            raise GenerationError("This prompt was prepared for another model; prepare it again.")
-        tokens = detail.tokens
         if conversation != self._kv_owner:  # a request of no conversation (the local API) also keeps the chat's
             self._switch_kv(llm, conversation, tokens)
         self._kv_owner = conversation

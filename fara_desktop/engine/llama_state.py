@@ -27,16 +27,19 @@ def snapshot_sequence(llm: Llama) -> KVSnapshot | None:
     if llm.n_tokens == 0:
         return None
     size = llama_cpp.llama_state_seq_get_size(llm.ctx, 0)
-    buffer = (ctypes.c_uint8 * size)()
-    written = llama_cpp.llama_state_seq_get_data(llm.ctx, buffer, size, 0)
-    return KVSnapshot(tuple(llm.input_ids[: llm.n_tokens].tolist()), bytes(buffer)[:written])
+    data = bytearray(size)  # one copy of the state (hundreds of MB at 1.7B), written into by llama.cpp
+    view = (ctypes.c_uint8 * size).from_buffer(data)
+    written = llama_cpp.llama_state_seq_get_data(llm.ctx, view, size, 0)
+    del view  # releases the buffer, so it can shrink
+    del data[written:]
+    return KVSnapshot(tuple(llm.input_ids[: llm.n_tokens].tolist()), data)
 
 
 def restore_sequence(llm: Llama, snapshot: KVSnapshot) -> bool:
     import llama_cpp
 
     llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(llm.ctx), -1, 0, -1)
-    data = (ctypes.c_uint8 * len(snapshot.data)).from_buffer_copy(snapshot.data)
+    data = (ctypes.c_uint8 * len(snapshot.data)).from_buffer(snapshot.data)  # read in place, not copied
     if llama_cpp.llama_state_seq_set_data(llm.ctx, data, len(snapshot.data), 0) == 0:
         llm.n_tokens = 0
         return False

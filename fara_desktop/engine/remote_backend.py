@@ -341,6 +341,18 @@ class RemoteBackend:
         # The server applies its own template and context limits; the answer goes back, never the reasoning.
         return PreparedPrompt(tuple(ChatMessage(m.role, m.content) for m in messages))
 
+    def read_ahead(
+        self,
+        prompt: PreparedPrompt,
+        conversation: Hashable | None,
+        should_stop: Callable[[], bool],
+        on_progress: Callable[[int, int], None],
+    ) -> int:
+        return 0  # the server reads the prompt when it is sent; its cache is its own
+
+    def keep_state(self, wait: bool = False) -> None:
+        return None  # the server keeps (or not) its own cache
+
     def prepare_raw(self, text: str, reply_reserve: int) -> PreparedPrompt:
         raise GenerationError("Completing raw text is done with a model on this computer, not relayed to a server.")
 

@@ -67,3 +67,15 @@ class RoutedBackend:
         on_prompt_progress: Callable[[int, int], None] | None = None,
     ) -> ReplyResult:
         return self._active.reply(prompt, sampling, should_cancel, on_text, conversation, on_prompt_progress)
+
+    def read_ahead(
+        self,
+        prompt: PreparedPrompt,
+        conversation: Hashable | None,
+        should_stop: Callable[[], bool],
+        on_progress: Callable[[int, int], None],
+    ) -> int:
+        return self._active.read_ahead(prompt, conversation, should_stop, on_progress)
+
+    def keep_state(self, wait: bool = False) -> None:
+        self._active.keep_state(wait)

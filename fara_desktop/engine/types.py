@@ -102,6 +102,20 @@ class Generate:
 
 
 @dataclass(frozen=True)
+class ReadAhead:
+    """Read what would be sent (the chat and the text being typed) into the KV cache before Enter; any other
+    command, a newer read-ahead or ``cancel_read_ahead`` stops it at once. ``read`` False: only count the tokens
+    not cached yet (for the wait forecast, where reading ahead is off)."""
+
+    ahead_id: int
+    messages: tuple[ChatMessage, ...]
+    sampling: SamplingParams = field(default_factory=SamplingParams)
+    conversation: Conversation = None
+    thinking: bool = True
+    read: bool = True
+
+
+@dataclass(frozen=True)
 class CalibrateThreads:
     """Measure generation speed at each thread count on the loaded model and keep the fastest."""
 
@@ -119,7 +133,7 @@ class Shutdown:
     pass
 
 
-Command = LoadModel | Generate | CalibrateThreads | Unload | Shutdown
+Command = LoadModel | Generate | ReadAhead | CalibrateThreads | Unload | Shutdown
 
 
 # ---------------------------------------------------------------- events (worker → GUI)
@@ -254,6 +268,17 @@ class PromptProgress:
 
 
 @dataclass(frozen=True)
+class ReadAheadProgress:
+    """How much of what would be sent is in the KV cache: ``cached`` of ``tokens`` (the rest is what Enter would
+    wait for). Sent once the prompt is tokenized and after each batch read ahead; ``finished`` on the last."""
+
+    ahead_id: int
+    tokens: int
+    cached: int
+    finished: bool = False
+
+
+@dataclass(frozen=True)
 class TokenText:
     """New reply text; ``tokens`` is how many tokens it covers (pieces are batched, see ``TokenBatcher``)."""
 
@@ -290,7 +315,8 @@ class Failed:
 
 
 Event = (
-    ModelLoading
+    ReadAheadProgress
+    | ModelLoading
     | LoadProgress
     | ModelLoaded
     | ModelLoadFailed

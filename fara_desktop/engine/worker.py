@@ -13,6 +13,7 @@ from pathlib import Path
 
 from fara_desktop.engine.backend import Backend
 from fara_desktop.engine.errors import CalibrationYieldedError, LoadCancelledError, RequestCancelled
+from fara_desktop.engine.kv_disk import KVDiskStore
 from fara_desktop.engine.llama_backend import LlamaBackend
 from fara_desktop.engine.reasoning import ReasoningSplitter, ReasoningSyntax
 from fara_desktop.engine.remote_backend import RemoteBackend
@@ -40,6 +41,8 @@ from fara_desktop.engine.types import (
     ModelUnloaded,
     PromptAdjusted,
     PromptProgress,
+    ReadAhead,
+    ReadAheadProgress,
     RemoteModel,
     SamplingParams,
     Shutdown,
@@ -197,12 +200,17 @@ class InferenceWorker:
     """
 
     def __init__(
-        self, on_event: EventSink, backend: Backend | None = None, load_record: LoadRecord | None = None
+        self,
+        on_event: EventSink,
+        backend: Backend | None = None,
+        load_record: LoadRecord | None = None,
+        state_store: KVDiskStore | None = None,
     ) -> None:
-        """``load_record``: for the default backend, where llama.cpp's loads are recorded (crash-safe loading)."""
+        """For the default backend: ``load_record``, where llama.cpp's loads are recorded (crash-safe loading);
+        ``state_store``, where chats' KV states are kept across restarts."""
         self._emit_default = on_event
         self._backend: Backend = (
-            backend if backend is not None else RoutedBackend(LlamaBackend(load_record), RemoteBackend())
+            backend if backend is not None else RoutedBackend(LlamaBackend(load_record, state_store), RemoteBackend())
         )
         self._commands: queue.Queue[Command] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="fara-inference", daemon=True)
@@ -216,6 +224,8 @@ class InferenceWorker:
         self._last_load_id = 0
         self._replies_waiting = 0  # Generate commands queued and not yet taken: a calibration gives way to them
         self._load_cancel_below = 0  # every load with a smaller id is stopped
+        self._last_ahead_id = 0
+        self._ahead_cancel_below = 0  # every read-ahead with a smaller id stops
 
     # ------------------------------------------------------------------ public, any thread
 
@@ -267,6 +277,33 @@ class InferenceWorker:
             Generate(request_id, tuple(messages), sampling or SamplingParams(), conversation, thinking, raw)
         )
         return request_id
+
+    def read_ahead(
+        self,
+        messages: Sequence[ChatMessage],
+        sampling: SamplingParams | None = None,
+        conversation: Conversation = None,
+        thinking: bool = True,
+        read: bool = True,
+    ) -> int:
+        """Queue reading ``messages`` (the chat and the text being typed) into the KV cache; ``ReadAheadProgress``
+        events say how much of it is cached. It yields to every other command: a reply, a load, a newer read-ahead."""
+        with self._lock:
+            self._last_ahead_id += 1
+            ahead_id = self._last_ahead_id
+        self._commands.put(ReadAhead(ahead_id, tuple(messages), sampling or SamplingParams(), conversation, thinking,
+                                     read))  # fmt: skip
+        return ahead_id
+
+    def cancel_read_ahead(self) -> None:
+        """Stop reading ahead (a key was pressed): within one batch's layer, tens of milliseconds."""
+        with self._lock:
+            self._ahead_cancel_below = self._last_ahead_id + 1
+
+    def _ahead_stopped(self, ahead_id: int) -> bool:
+        with self._lock:
+            stopped = self._stopping or ahead_id < self._ahead_cancel_below
+        return stopped or not self._commands.empty()
 
     def cancel(self) -> None:
         """Stop the GUI's reply being generated and any GUI reply already queued (requests with their own sink,
@@ -327,6 +364,7 @@ class InferenceWorker:
         while True:
             command = self._commands.get()
             if isinstance(command, Shutdown):
+                self._keep_state(wait=True)
                 self._safe_unload()
                 return
             if isinstance(command, Generate):
@@ -337,6 +375,10 @@ class InferenceWorker:
                     self._load(command)
                 elif isinstance(command, Generate):
                     self._generate(command)
+                    if self._commands.empty():  # nothing waits: the chat's state goes to disk
+                        self._keep_state()
+                elif isinstance(command, ReadAhead):
+                    self._read_ahead(command)
                 elif isinstance(command, CalibrateThreads):
                     self._calibrate(command)
                 elif isinstance(command, Unload):
@@ -433,6 +475,34 @@ class InferenceWorker:
             self._emit(Cancelled(request_id, answer, stats, reasoning.strip()))
         else:
             self._emit(Finished(request_id, answer, stats, result.finish_reason, reasoning.strip(), result.logprobs))
+
+    def _read_ahead(self, command: ReadAhead) -> None:
+        ahead_id = command.ahead_id
+        if self._ahead_stopped(ahead_id) or self._backend.info is None:
+            return
+        should_stop = (lambda: True) if not command.read else (lambda: self._ahead_stopped(ahead_id))
+        last = [0, 0]
+
+        def report(tokens: int, cached: int) -> None:
+            last[:] = tokens, cached
+            self._emit(ReadAheadProgress(ahead_id, tokens, cached))
+
+        try:
+            reserve = reply_reserve(command.sampling, self._backend.info.n_ctx)
+            prompt = self._backend.prepare(command.messages, reserve, lambda: self._ahead_stopped(ahead_id),
+                                           command.thinking)  # fmt: skip
+            self._backend.read_ahead(prompt, command.conversation, should_stop, report)
+        except FaraError as exc:  # too long, no model, stopped while rendering: Enter will say what matters
+            log.info("Reading ahead stopped: %s", type(exc).__name__)
+            return
+        if last[0]:
+            self._emit(ReadAheadProgress(ahead_id, last[0], last[1], finished=True))
+
+    def _keep_state(self, wait: bool = False) -> None:
+        try:
+            self._backend.keep_state(wait)
+        except Exception:  # a state is only a speed-up
+            log.exception("Keeping the chat's state failed")
 
     def _report_unexpected(self, command: Command) -> None:
         message = "Something went wrong inside the engine; details are in the log file."

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from PySide6.QtCore import QObject, Signal
 
 from fara_desktop.engine.backend import Backend
+from fara_desktop.engine.kv_disk import KVDiskStore
 from fara_desktop.engine.types import ChatMessage, ModelSource, SamplingParams
 from fara_desktop.engine.worker import InferenceWorker
 from fara_desktop.models.load_record import LoadRecord
@@ -20,11 +21,15 @@ class EngineBridge(QObject):
     engine_event = Signal(object)  # not `event`: that would hide QObject.event, which Qt calls for every QEvent
 
     def __init__(
-        self, backend: Backend | None = None, parent: QObject | None = None, load_record: LoadRecord | None = None
+        self,
+        backend: Backend | None = None,
+        parent: QObject | None = None,
+        load_record: LoadRecord | None = None,
+        state_store: KVDiskStore | None = None,
     ) -> None:
         super().__init__(parent)
         # Signal.emit is thread-safe; Qt queues the call to slots of objects living on the GUI thread.
-        self.worker = InferenceWorker(self.engine_event.emit, backend, load_record)
+        self.worker = InferenceWorker(self.engine_event.emit, backend, load_record, state_store)
         self.worker.start()
 
     def load_model(self, path: ModelSource, params: LoadParams | None = None, name: str = "") -> None:
@@ -39,6 +44,20 @@ class EngineBridge(QObject):
     ) -> int:
         """Queue a reply; returns its request id (events of this reply carry it)."""
         return self.worker.generate(messages, sampling, conversation, thinking)
+
+    def read_ahead(
+        self,
+        messages: Sequence[ChatMessage],
+        sampling: SamplingParams,
+        conversation: int | None,
+        thinking: bool,
+        read: bool = True,
+    ) -> int:
+        """Read what would be sent into the KV cache before Enter (``read`` False: only count what is not cached)."""
+        return self.worker.read_ahead(messages, sampling, conversation, thinking, read)
+
+    def cancel_read_ahead(self) -> None:
+        self.worker.cancel_read_ahead()
 
     def cancel_load(self) -> None:
         """Stop the model being loaded."""

@@ -42,6 +42,7 @@ from fara_desktop.chats.session import ChatSession
 from fara_desktop.chats.storage import open_store
 from fara_desktop.citations import Source
 from fara_desktop.engine.backend import Backend
+from fara_desktop.engine.kv_disk import chat_state_store
 from fara_desktop.engine.types import Event, ModelInfo, ModelSource, SamplingParams
 from fara_desktop.models.load_record import LoadRecord
 from fara_desktop.paths import AppPaths, app_paths
@@ -98,7 +99,8 @@ class MainWindow(QMainWindow):
         opened = open_store(self.paths.data)
         self.store = opened.store
         self.session = ChatSession(self.store)
-        self.bridge = EngineBridge(backend, self, LoadRecord(self.paths.data))
+        self.chat_states = chat_state_store(self.paths.data, self.settings.prompts.chat_states_gb)
+        self.bridge = EngineBridge(backend, self, LoadRecord(self.paths.data), self.chat_states)
         self._build()
         self.chat = ChatController(self, self.session, self.bridge, sampling or self.settings.sampling.params())
         self.startup = StartupController(self, self.bridge)
@@ -111,6 +113,7 @@ class MainWindow(QMainWindow):
         self.conversations = ConversationsController(self, self, self.store, self.session)
         self.conversations.leavingChat.connect(self.chat.leave_chat)
         self.conversations.enteredChat.connect(self.chat.enter_chat)
+        self.conversations.conversationDeleted.connect(self._forget_chat_states)
         self.api_keys = ApiKeyStore(self.paths.config)
         self.servers = ServersController(self, self.bridge.worker, self.api_keys, self.chat.sampling)
         self.servers.apiRequestsChanged.connect(self.chat.set_api_requests)
@@ -554,6 +557,11 @@ class MainWindow(QMainWindow):
         if not self._placed:  # the frame is known now: a remembered geometry from another screen is brought back
             self._placed = True
             keep_on_screen(self)
+
+    def _forget_chat_states(self, conversation_id: int) -> None:
+        """A deleted chat leaves nothing behind: its KV states hold its text in another form."""
+        if self.chat_states is not None:
+            self.chat_states.forget(conversation_id)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         if self._closed:

@@ -26,6 +26,10 @@ class FakeBackend:
         self.prompt_batches = 0  # report reading a long prompt in this many batches of 512 tokens
         self.load_steps = 0  # report loading in this many steps, each waiting for ``load_gate`` when set
         self.load_gate: threading.Semaphore | None = None
+        self.read_ahead_prompts: list[list[ChatMessage]] = []  # what was read ahead, in order
+        self.read_ahead_gate: threading.Semaphore | None = None  # holds each of 4 read-ahead batches
+        self.read_ahead_stopped = 0  # read-aheads that stopped before their end
+        self.kept_states = 0
 
     @property
     def info(self) -> ModelInfo | None:
@@ -103,3 +107,25 @@ class FakeBackend:
             on_text(word)
         stats = GenerationStats(3, 3, len(sent), 0.01, 300.0, 100.0, 3 + len(sent), 2048, 0.05)
         return ReplyResult("".join(sent), stats, reason)  # type: ignore[arg-type]
+
+    def read_ahead(
+        self,
+        prompt: PreparedPrompt,
+        conversation: object,
+        should_stop: Callable[[], bool],
+        on_progress: Callable[[int, int], None],
+    ) -> int:
+        self.read_ahead_prompts.append(list(prompt.messages))
+        total = 400 * len(prompt.messages)
+        on_progress(total, 0)
+        for batch in range(1, 5):
+            if self.read_ahead_gate is not None:
+                self.read_ahead_gate.acquire()
+            if should_stop():
+                self.read_ahead_stopped += 1
+                return (batch - 1) * total // 4
+            on_progress(total, batch * total // 4)
+        return total
+
+    def keep_state(self, wait: bool = False) -> None:
+        self.kept_states += 1

@@ -45,6 +45,7 @@ class ConversationsController(QObject):
 
     leavingChat = Signal()
     enteredChat = Signal(bool)
+    conversationDeleted = Signal(int)  # its saved KV states go too
 
     def __init__(
         self,
@@ -120,6 +121,7 @@ class ConversationsController(QObject):
         if conversation_id == self.session.conversation_id:
             self.new_chat()
         self.store.delete(conversation_id)
+        self.conversationDeleted.emit(conversation_id)
         self.refresh_sidebar()
 
     def focus_search(self) -> None:

@@ -1,0 +1,336 @@
+"""Chats' KV states on disk, so a chat reopened after a restart is restored in about a second instead of re-read.
+
+A file holds one conversation's state for one model: llama.cpp's sequence data (``llama_state_seq_get_data``)
+and the exact tokens it covers, behind a header that binds it to the model file's identity (path, size,
+modification time), the context it was made in (length, KV type, flash attention) and the llama-cpp-python
+version. A file is checked before llama.cpp sees a byte of it: its size, its header, its identity, and a CRC-32 of
+its tokens and data (6 GB/s here: 0.1 s for a 590 MB state). A truncated, foreign or corrupt file is deleted and
+the chat is simply re-read.
+
+Files are private (0600, in a 0700 folder), written through a temporary file and renamed (never half of one), and
+kept within a byte budget, the least recently used first out. Writing runs on its own thread (``KVDiskWriter``):
+the inference thread only copies the state out of llama.cpp.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import queue
+import struct
+import tempfile
+import threading
+import zlib
+from collections.abc import Hashable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from fara_desktop.engine.kv_states import KVSnapshot, common_prefix
+
+log = logging.getLogger(__name__)
+
+MAGIC = b"FARAKV1\n"
+_PREFIX = struct.Struct("<8sI")  # magic, header length
+_MAX_HEADER = 4096
+_MAX_TOKENS = 1 << 24
+SUFFIX = ".kvstate"
+# A 3,000-token chat at 1.7B (no GQA, f16) is a 590 MB state, 2,000 tokens at 8B (GQA) 262 MB: 4 GiB keeps the
+# last 6-15 long chats, and never more than a tenth of the disk's free space (see ``budget_within``).
+DEFAULT_BUDGET_BYTES = 4 << 30
+MIN_TOKENS = 64  # a shorter state is re-read faster than a file is opened
+
+
+class StateFileError(Exception):
+    """A state file that cannot be used (truncated, foreign, corrupt): it is deleted and the chat re-read."""
+
+
+@dataclass(frozen=True)
+class StateIdentity:
+    """What a state belongs to: the model file as it is now and the context it was made in."""
+
+    model: str  # resolved path
+    size: int
+    mtime_ns: int
+    n_ctx: int
+    kv_type: str
+    flash_attn: bool
+    engine: str  # llama-cpp-python's version: the state format is llama.cpp's own
+
+    @property
+    def key(self) -> str:
+        text = json.dumps([self.model, self.size, self.mtime_ns, self.n_ctx, self.kv_type, self.flash_attn,
+                           self.engine])  # fmt: skip
+        return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+    @classmethod
+    def of(cls, path: Path, n_ctx: int, kv_type: str, flash_attn: bool, engine: str) -> StateIdentity:
+        info = path.stat()
+        return cls(str(path.resolve()), info.st_size, info.st_mtime_ns, n_ctx, kv_type, flash_attn, engine)
+
+
+@dataclass(frozen=True)
+class StoredState:
+    """A state file found on disk (its header read, its data not)."""
+
+    path: Path
+    conversation: str
+    tokens: tuple[int, ...]
+    size: int
+
+
+def budget_within(folder: Path, wanted: int) -> int:
+    """The budget, at most a tenth of the free space of the disk the states go to (and of the space they use)."""
+    try:
+        free = os.statvfs(folder).f_bavail * os.statvfs(folder).f_frsize if hasattr(os, "statvfs") else wanted
+    except OSError:
+        return wanted
+    used = sum(p.stat().st_size for p in _state_files(folder))
+    return max(0, min(wanted, (free + used) // 10))
+
+
+def _state_files(folder: Path) -> Iterator[Path]:
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return iter(())
+    return iter(p for p in entries if p.name.endswith(SUFFIX) and p.is_file() and not p.is_symlink())
+
+
+def _checksum(tokens: bytes, data: bytes | bytearray | memoryview) -> int:
+    return zlib.crc32(data, zlib.crc32(tokens))
+
+
+class KVDiskStore:
+    """The folder of state files; safe to use from the inference thread and the writer thread at once."""
+
+    def __init__(self, folder: Path, budget_bytes: int = DEFAULT_BUDGET_BYTES) -> None:
+        self.folder = folder
+        self.budget_bytes = budget_bytes
+        self._lock = threading.Lock()  # deletions (the budget) against reads
+
+    def file_for(self, conversation: Hashable, identity: StateIdentity) -> Path:
+        return self.folder / f"c{conversation}-{identity.key}{SUFFIX}"
+
+    # ------------------------------------------------------------------ writing (the writer thread)
+
+    def save(self, conversation: Hashable, identity: StateIdentity, snapshot: KVSnapshot) -> Path | None:
+        """Write the state atomically, then keep the folder within the budget; None when it was not written (too
+        short, larger than the budget, or the disk refused: states are only a speed-up, so that is logged)."""
+        if len(snapshot.tokens) < MIN_TOKENS or len(snapshot.data) > self.budget_bytes:
+            return None
+        tokens = struct.pack(f"<{len(snapshot.tokens)}i", *snapshot.tokens)
+        header = json.dumps({
+            "identity": identity.key, "conversation": str(conversation), "tokens": len(snapshot.tokens),
+            "data": len(snapshot.data), "crc32": _checksum(tokens, snapshot.data),
+        }).encode()  # fmt: skip
+        target = self.file_for(conversation, identity)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd, tmp_name = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=self.folder)
+        except OSError as exc:
+            log.warning("A chat's state was not saved: %s", exc)
+            return None
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(_PREFIX.pack(MAGIC, len(header)))
+                handle.write(header)
+                handle.write(tokens)
+                handle.write(snapshot.data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            with self._lock:
+                os.replace(tmp_name, target)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp_name)
+            log.warning("A chat's state was not saved: %s", exc)
+            return None
+        self.enforce_budget(keep=target)
+        return target
+
+    def enforce_budget(self, keep: Path | None = None) -> None:
+        """Delete the least recently used files until the folder holds at most the budget."""
+        with self._lock:
+            files = []
+            for path in _state_files(self.folder):
+                with contextlib.suppress(OSError):
+                    info = path.stat()
+                    files.append((info.st_mtime_ns, info.st_size, path))
+            files.sort()
+            total = sum(size for _, size, _ in files)
+            for _, size, path in files:
+                if total <= self.budget_bytes:
+                    break
+                if path == keep:
+                    continue
+                with contextlib.suppress(OSError):
+                    path.unlink()
+                    total -= size
+
+    # ------------------------------------------------------------------ reading (the inference thread)
+
+    def load(self, path: Path, identity: StateIdentity) -> KVSnapshot | None:
+        """The state in ``path``, checked whole; a file that fails a check is deleted (logged) and None returned."""
+        try:
+            with self._lock, open(path, "rb") as handle:
+                header, tokens = self._read_header(handle, identity, os.fstat(handle.fileno()).st_size)
+                data = bytearray(header["data"])
+                if handle.readinto(data) != len(data):
+                    raise StateFileError("truncated data")
+                packed = struct.pack(f"<{len(tokens)}i", *tokens)
+                if _checksum(packed, data) != header["crc32"]:
+                    raise StateFileError("checksum mismatch")
+                os.utime(path)  # recently used: the budget evicts others first
+        except FileNotFoundError:
+            return None
+        except (OSError, StateFileError) as exc:
+            self._discard(path, exc)
+            return None
+        return KVSnapshot(tokens, data)
+
+    def best_for(
+        self, conversation: Hashable, identity: StateIdentity, tokens: Sequence[int], better_than: int = 0
+    ) -> StoredState | None:
+        """The stored state for this model sharing the longest prefix with ``tokens`` (more than ``better_than``
+        and ``MIN_TOKENS``): the chat's own first, then any other (a branch, an edited copy)."""
+        best: StoredState | None = None
+        best_length = max(better_than, MIN_TOKENS - 1)
+        own = self.file_for(conversation, identity)
+        candidates = sorted(self._files_of(identity), key=lambda p: p != own)
+        for path in candidates:
+            stored = self.header(path, identity)
+            if stored is None:
+                continue
+            length = common_prefix(stored.tokens, tokens)
+            if length > best_length:
+                best, best_length = stored, length
+        return best
+
+    def header(self, path: Path, identity: StateIdentity) -> StoredState | None:
+        try:
+            with open(path, "rb") as handle:
+                size = os.fstat(handle.fileno()).st_size
+                header, tokens = self._read_header(handle, identity, size)
+        except FileNotFoundError:
+            return None
+        except (OSError, StateFileError) as exc:
+            self._discard(path, exc)
+            return None
+        return StoredState(path, header["conversation"], tokens, size)
+
+    def _files_of(self, identity: StateIdentity) -> list[Path]:
+        ending = f"-{identity.key}{SUFFIX}"
+        return [p for p in _state_files(self.folder) if p.name.endswith(ending)]
+
+    @staticmethod
+    def _read_header(handle: BinaryIO, identity: StateIdentity, size: int) -> tuple[dict[str, Any], tuple[int, ...]]:
+        read = handle.read
+        prefix = read(_PREFIX.size)
+        if len(prefix) != _PREFIX.size:
+            raise StateFileError("too short")
+        magic, header_length = _PREFIX.unpack(prefix)
+        if magic != MAGIC or not 0 < header_length <= _MAX_HEADER:
+            raise StateFileError("not a state file")
+        try:
+            header = json.loads(read(header_length))
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise StateFileError("unreadable header") from exc
+        if not isinstance(header, dict) or header.get("identity") != identity.key:
+            raise StateFileError("made for another model or context")
+        count, data, crc = header.get("tokens"), header.get("data"), header.get("crc32")
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (count, data, crc)):
+            raise StateFileError("malformed header")
+        assert isinstance(count, int) and isinstance(data, int)
+        if not 0 < count <= min(_MAX_TOKENS, identity.n_ctx) or data <= 0:
+            raise StateFileError("malformed header")
+        promised = _PREFIX.size + header_length + 4 * count + data
+        if size != promised:
+            raise StateFileError(f"{size} bytes where the header promises {promised}")
+        packed = read(4 * count)
+        if len(packed) != 4 * count:
+            raise StateFileError("truncated tokens")
+        header["conversation"] = str(header.get("conversation", ""))
+        return header, struct.unpack(f"<{count}i", packed)
+
+    def _discard(self, path: Path, why: Exception) -> None:
+        log.warning("The saved state %s is not used (%s); its chat will be read again", path.name, why)
+        with self._lock, contextlib.suppress(OSError):
+            path.unlink()
+
+    # ------------------------------------------------------------------ for the user
+
+    def bytes_used(self) -> int:
+        return sum(p.stat().st_size for p in _state_files(self.folder))
+
+    def size_of(self, conversation: Hashable) -> int:
+        """Bytes held for one chat, over every model."""
+        prefix = f"c{conversation}-"
+        return sum(p.stat().st_size for p in _state_files(self.folder) if p.name.startswith(prefix))
+
+    def forget(self, conversation: Hashable | None = None) -> None:
+        """Delete one chat's states (it was deleted), or all of them."""
+        prefix = "" if conversation is None else f"c{conversation}-"
+        with self._lock:
+            for path in _state_files(self.folder):
+                if path.name.startswith(prefix):
+                    with contextlib.suppress(OSError):
+                        path.unlink()
+
+
+class KVDiskWriter:
+    """One thread writing states to a ``KVDiskStore``; a newer state of a chat replaces one still waiting."""
+
+    def __init__(self, store: KVDiskStore) -> None:
+        self.store = store
+        self._pending: dict[Hashable, tuple[StateIdentity, KVSnapshot]] = {}
+        self._lock = threading.Lock()
+        self._wake: queue.Queue[Hashable | None] = queue.Queue()
+        self._idle = threading.Event()
+        self._idle.set()
+        self._thread = threading.Thread(target=self._run, name="fara-kv-writer", daemon=True)
+        self._thread.start()
+
+    def put(self, conversation: Hashable, identity: StateIdentity, snapshot: KVSnapshot) -> None:
+        with self._lock:
+            fresh = conversation not in self._pending
+            self._pending[conversation] = (identity, snapshot)
+            self._idle.clear()
+        if fresh:
+            self._wake.put(conversation)
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Block until every state handed over is written; True when they are."""
+        return self._idle.wait(timeout)
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Write what waits (up to ``timeout`` seconds), then end the thread."""
+        self._wake.put(None)
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while True:
+            conversation = self._wake.get()
+            if conversation is None:
+                return
+            with self._lock:
+                item = self._pending.pop(conversation, None)
+            if item is not None:
+                try:
+                    self.store.save(conversation, *item)
+                except Exception:  # the thread must survive anything: a state is only a speed-up
+                    log.exception("Saving a chat's state failed")
+            with self._lock:
+                if not self._pending:
+                    self._idle.set()
+
+
+def chat_state_store(data_folder: Path, budget_gb: float) -> KVDiskStore | None:
+    """The app's store of chats' states, in its private data folder; None when the user keeps none (0 GB)."""
+    if budget_gb <= 0:
+        return None
+    folder = data_folder / "chat-states"
+    return KVDiskStore(folder, budget_within(folder, int(budget_gb * (1 << 30))))

@@ -1,0 +1,179 @@
+"""Chats resume where they were across restarts, and are read ahead while the user types (real SmolLM2)."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+
+from fara_desktop.engine.kv_disk import KVDiskStore
+from fara_desktop.engine.kv_states import common_prefix
+from fara_desktop.engine.llama_backend import LlamaBackend
+from fara_desktop.engine.types import (
+    ChatMessage,
+    Finished,
+    ModelLoaded,
+    ModelLoadFailed,
+    ReadAheadProgress,
+    SamplingParams,
+)
+from fara_desktop.engine.worker import InferenceWorker
+from fara_desktop.planning.params import LoadParams
+from tests.conftest import EventLog
+
+pytestmark = pytest.mark.real_model
+
+GREEDY = SamplingParams(temperature=0.0, max_tokens=12)
+PARAMS = LoadParams(n_ctx=4096, prefault=False)
+
+
+def history(topic: str, turns: int) -> list[ChatMessage]:
+    messages = [ChatMessage("system", "You are a helpful assistant.")]
+    for i in range(turns):
+        messages.append(ChatMessage("user", f"Question {i} about {topic}: " + "please explain it in detail. " * 8))
+        messages.append(ChatMessage("assistant", f"Answer {i} about {topic}: " + "here are the details. " * 10))
+    return messages
+
+
+def started_worker(log: EventLog, store: KVDiskStore | None, model: Path) -> InferenceWorker:
+    worker = InferenceWorker(log, state_store=store).start()
+    worker.load_model(model, PARAMS)
+    assert isinstance(log.next_of(ModelLoaded, ModelLoadFailed), ModelLoaded)
+    return worker
+
+
+def ask(worker: InferenceWorker, log: EventLog, messages: list[ChatMessage], conversation: int) -> Finished:
+    worker.generate(messages, GREEDY, conversation)
+    finished = log.next_of(Finished)
+    assert isinstance(finished, Finished)
+    return finished
+
+
+def test_a_restart_resumes_a_long_chat_from_disk(tmp_path, smollm2_path):
+    store = KVDiskStore(tmp_path / "kv")
+    chat = history("gardening", 12)
+    first_log = EventLog()
+    worker = started_worker(first_log, store, smollm2_path)
+    first = ask(worker, first_log, [*chat, ChatMessage("user", "Thanks!")], 7)
+    assert first.stats.prompt_tokens > 1400
+    assert worker.shutdown(timeout=60)  # the app closes: the chat's state is on disk
+    (saved,) = (tmp_path / "kv").iterdir()
+    assert stat.S_IMODE(saved.stat().st_mode) == 0o600
+
+    second_log = EventLog()
+    worker = started_worker(second_log, store, smollm2_path)  # the next start: a new llama.cpp context
+    try:
+        follow_up = [*chat, ChatMessage("user", "Thanks!"), ChatMessage("assistant", first.text),
+                     ChatMessage("user", "And roses?")]  # fmt: skip
+        resumed = ask(worker, second_log, follow_up, 7)
+    finally:
+        assert worker.shutdown(timeout=60)
+    print(f"\nresumed {resumed.stats.prompt_tokens} tokens, read {resumed.stats.prompt_tokens_evaluated}")
+    assert resumed.stats.prompt_tokens_evaluated < 60  # the new question and the reply's re-rendered end only
+
+
+@pytest.fixture
+def backend_and_store(tmp_path, smollm2_path):
+    store = KVDiskStore(tmp_path / "kv")
+    backend = LlamaBackend(state_store=store)
+    backend.load(smollm2_path, PARAMS)
+    yield backend, store
+    backend.unload()
+
+
+def reply(backend: LlamaBackend, messages: list[ChatMessage], conversation: int):
+    prompt = backend.prepare(messages, 64)
+    return prompt.detail.tokens, backend.reply(prompt, GREEDY, lambda: False, lambda *_: None, conversation)
+
+
+def save_and_forget(backend: LlamaBackend) -> Path:
+    """The chat's state goes to disk, and the context is emptied as a restart would."""
+    backend.keep_state(wait=True)
+    backend.forget_context(snapshots=True)
+    files = list(backend._disk.folder.iterdir())  # type: ignore[union-attr]
+    assert len(files) == 1
+    return files[0]
+
+
+def flip_a_byte(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x55
+    path.write_bytes(bytes(data))
+
+
+def truncate(path: Path) -> None:
+    with open(path, "r+b") as handle:
+        handle.truncate(path.stat().st_size // 2)
+
+
+@pytest.mark.parametrize("damage", [flip_a_byte, truncate])
+def test_a_corrupt_or_truncated_state_file_is_read_again_with_the_same_answer(backend_and_store, damage):
+    backend, _ = backend_and_store
+    chat = [*history("sailing", 6), ChatMessage("user", "What wind is best?")]
+    _, reference = reply(backend, chat, 3)  # read whole, as after a restart with no state
+    state_file = save_and_forget(backend)
+    damage(state_file)
+    tokens, again = reply(backend, chat, 3)
+    assert again.stats.prompt_tokens_evaluated == len(tokens)  # nothing was restored from the damaged file
+    assert again.text == reference.text  # and the answer is the one a full read gives
+    assert not state_file.exists() or state_file.stat().st_size > 0  # deleted, or written anew after this reply
+
+
+def test_an_edited_message_restores_only_what_precedes_the_edit(backend_and_store):
+    backend, _ = backend_and_store
+    chat = [*history("cooking", 8), ChatMessage("user", "And dessert?")]
+    stored_tokens, _ = reply(backend, chat, 4)
+    save_and_forget(backend)
+    edited = list(chat)
+    edited[9] = ChatMessage("user", "Question 4 about baking instead: what flour?")  # in the middle of the chat
+    tokens, after_edit = reply(backend, edited, 4)
+    shared = common_prefix(stored_tokens, tokens)
+    assert 200 < shared < len(tokens) - 200
+    assert after_edit.stats.prompt_tokens_evaluated == len(tokens) - shared  # the tail after the edit is read again
+
+
+def progress_until_finished(log: EventLog) -> list[ReadAheadProgress]:
+    seen = []
+    while True:
+        event = log.next_of(ReadAheadProgress)
+        seen.append(event)
+        if event.finished:
+            return seen
+
+
+def test_read_ahead_leaves_only_the_last_token_for_enter(smollm2_path):
+    log = EventLog()
+    worker = started_worker(log, None, smollm2_path)
+    try:
+        messages = [*history("birds", 10), ChatMessage("user", "Which bird sings at night?")]
+        worker.read_ahead(messages, GREEDY, 9)
+        progress = progress_until_finished(log)
+        assert progress[0].cached == 0 and progress[-1].cached == progress[-1].tokens - 1
+        sent = ask(worker, log, messages, 9)
+        assert sent.stats.prompt_tokens == progress[-1].tokens
+        assert sent.stats.prompt_tokens_evaluated <= 1
+    finally:
+        assert worker.shutdown(timeout=60)
+
+
+def test_read_ahead_is_preempted_by_a_key_press_and_by_send(smollm2_path):
+    log = EventLog()
+    worker = started_worker(log, None, smollm2_path)
+    try:
+        messages = [*history("trains", 14), ChatMessage("user", "Which train is fastest?")]
+        worker.read_ahead(messages, GREEDY, 2)
+        first = log.next_of(ReadAheadProgress)
+        worker.cancel_read_ahead()  # a key press
+        stopped = progress_until_finished(log)[-1]
+        assert first.cached == 0 and stopped.cached < stopped.tokens - 1
+
+        more = [*messages[:-1], ChatMessage("user", "Which train is fastest in Japan?")]
+        worker.read_ahead(more, GREEDY, 2)
+        log.next_of(ReadAheadProgress)
+        sent = ask(worker, log, more, 2)  # Enter, while it reads ahead: the reply starts at once
+        assert sent.stats.prompt_tokens_evaluated > 1  # it had not finished: the reply read the rest
+        events = [e for _, e in log.of(ReadAheadProgress)]
+        assert events[-1].finished and events[-1].cached < events[-1].tokens - 1
+    finally:
+        assert worker.shutdown(timeout=60)

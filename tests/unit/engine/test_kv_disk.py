@@ -1,0 +1,143 @@
+"""Chats' KV states on disk (no llama.cpp): private atomic files, checked before use, within a byte budget."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from fara_desktop.engine.kv_disk import MIN_TOKENS, KVDiskStore, KVDiskWriter, StateIdentity
+from fara_desktop.engine.kv_states import KVSnapshot
+
+IDENTITY = StateIdentity("/models/a.gguf", 1000, 1, 4096, "f16", False, "0.3.36")
+OTHER_MODEL = StateIdentity("/models/b.gguf", 1000, 1, 4096, "f16", False, "0.3.36")
+
+
+def snapshot(count: int = 200, fill: int = 7, size: int = 10_000, first: int = 0) -> KVSnapshot:
+    return KVSnapshot(tuple(range(first, first + count)), bytearray([fill]) * size)
+
+
+def test_a_state_is_written_privately_and_atomically_and_read_back_whole(tmp_path: Path):
+    store = KVDiskStore(tmp_path / "kv")
+    path = store.save(3, IDENTITY, snapshot())
+    assert path is not None and path.exists()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "kv").stat().st_mode) == 0o700
+    assert [p.name for p in (tmp_path / "kv").iterdir()] == [path.name]  # no temporary file left behind
+    loaded = store.load(path, IDENTITY)
+    assert loaded is not None and loaded.tokens == tuple(range(200)) and loaded.data == bytearray([7]) * 10_000
+
+
+def damage_truncate(path: Path) -> None:
+    with open(path, "r+b") as handle:
+        handle.truncate(path.stat().st_size - 100)
+
+
+def damage_flip_a_data_byte(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[-50] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def damage_flip_a_token(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[-10_000 - 40] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def damage_header(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[:8] + b"\xff\xff\xff\x7f" + data[12:])
+
+
+def damage_grow(path: Path) -> None:
+    with open(path, "ab") as handle:
+        handle.write(b"\0" * 64)
+
+
+@pytest.mark.parametrize(
+    "damage", [damage_truncate, damage_flip_a_data_byte, damage_flip_a_token, damage_header, damage_grow]
+)
+def test_a_damaged_file_is_refused_and_deleted(tmp_path: Path, damage):
+    store = KVDiskStore(tmp_path)
+    path = store.save(3, IDENTITY, snapshot())
+    assert path is not None
+    damage(path)
+    assert store.best_for(3, IDENTITY, range(300)) is None or store.load(path, IDENTITY) is None
+    assert not path.exists()
+
+
+def test_a_state_of_another_model_or_context_is_not_used(tmp_path: Path):
+    store = KVDiskStore(tmp_path)
+    path = store.save(3, IDENTITY, snapshot())
+    assert path is not None
+    assert store.best_for(3, OTHER_MODEL, range(300)) is None  # another model's file is not even looked at
+    foreign = store.file_for(3, OTHER_MODEL)
+    path.rename(foreign)  # a file under another model's name: its header says whose it is
+    assert store.load(foreign, OTHER_MODEL) is None
+    assert not foreign.exists()
+
+
+def test_the_state_sharing_the_longest_prefix_is_chosen(tmp_path: Path):
+    store = KVDiskStore(tmp_path)
+    store.save(1, IDENTITY, snapshot(count=300))
+    store.save(2, IDENTITY, snapshot(count=150))
+    prompt = [*range(250), 9999]
+    best = store.best_for(2, IDENTITY, prompt)
+    assert best is not None and best.conversation == "1"  # a branch of chat 1: 250 shared tokens beat 150
+    assert store.best_for(2, IDENTITY, prompt, better_than=250) is None  # nothing better than what is in the context
+    assert store.best_for(2, IDENTITY, [5, 6, 7]) is None
+
+
+def test_short_states_are_not_written(tmp_path: Path):
+    store = KVDiskStore(tmp_path)
+    assert store.save(1, IDENTITY, snapshot(count=MIN_TOKENS - 1)) is None
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_budget_evicts_the_least_recently_used(tmp_path: Path):
+    store = KVDiskStore(tmp_path, budget_bytes=35_000)
+    paths = [store.save(c, IDENTITY, snapshot(first=c * 1000)) for c in range(3)]
+    assert all(p is not None and p.exists() for p in paths)
+    for age, path in enumerate(paths):  # chat 0 oldest... then chat 0 is used again
+        assert path is not None
+        os.utime(path, ns=(10**18 + age * 10**9, 10**18 + age * 10**9))
+    assert store.load(paths[0], IDENTITY) is not None  # touches it
+    store.save(3, IDENTITY, snapshot(first=3000))
+    assert paths[0].exists() and not paths[1].exists() and paths[2].exists()
+    assert store.bytes_used() <= 35_000
+    assert store.size_of(3) == store.file_for(3, IDENTITY).stat().st_size
+
+
+def test_a_state_larger_than_the_budget_is_not_written(tmp_path: Path):
+    store = KVDiskStore(tmp_path, budget_bytes=5_000)
+    assert store.save(1, IDENTITY, snapshot(size=10_000)) is None
+
+
+def test_a_disk_that_refuses_is_logged_not_raised(tmp_path: Path, caplog):
+    blocker = tmp_path / "kv"
+    blocker.write_text("a file where the folder should be")
+    assert KVDiskStore(blocker).save(1, IDENTITY, snapshot()) is None
+    assert "not saved" in caplog.text
+
+
+def test_the_writer_writes_the_newest_state_of_a_chat(tmp_path: Path):
+    store = KVDiskStore(tmp_path)
+    writer = KVDiskWriter(store)
+    for count in (100, 200, 300):
+        writer.put(5, IDENTITY, snapshot(count=count))
+    assert writer.wait_idle(10)
+    found = store.best_for(5, IDENTITY, range(400))
+    assert found is not None and len(found.tokens) == 300
+    writer.close()
+
+
+def test_forgetting_a_chat_deletes_its_states(tmp_path: Path):
+    store = KVDiskStore(tmp_path)
+    store.save(1, IDENTITY, snapshot())
+    store.save(1, OTHER_MODEL, snapshot())
+    store.save(12, IDENTITY, snapshot())
+    store.forget(1)
+    assert store.size_of(1) == 0 and store.size_of(12) > 0
