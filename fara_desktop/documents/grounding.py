@@ -31,11 +31,12 @@ class Grounded:
     used: list[Hit]
 
 
-def passage_budget(n_ctx: int, history_chars: int, reply_reserve: int) -> int:
-    """Tokens the passages may take: a share of what the history and the reply leave free."""
+def passage_budget(n_ctx: int, history_chars: int, reply_reserve: int, readable: int = MAX_BUDGET_TOKENS) -> int:
+    """Tokens the passages may take: a share of what the history and the reply leave free, and no more than the
+    model reads in the wait the user accepts (``readable``: its measured prompt speed × that wait)."""
     window = n_ctx or DEFAULT_CONTEXT
     free = window - reply_reserve - int(history_chars / CHARS_PER_TOKEN)
-    return max(MIN_BUDGET_TOKENS, min(MAX_BUDGET_TOKENS, int(free * 0.6)))
+    return max(MIN_BUDGET_TOKENS, min(MAX_BUDGET_TOKENS, readable, int(free * 0.6)))
 
 
 def ground(messages: Sequence[ChatMessage], hits: Sequence[Hit], budget_tokens: int) -> Grounded:
@@ -71,14 +72,16 @@ def grounded_prompt(
     embedder: TextEmbedder | None,
     n_ctx: int,
     sampling: SamplingParams,
+    readable: int = MAX_BUDGET_TOKENS,
 ) -> tuple[list[ChatMessage], tuple[Source, ...]]:
     """The prompt to send for ``messages`` with the best passages of ``collections`` in its last user message,
     and those passages as numbered sources. The room left for the reply is the engine's own (``reply_reserve``,
-    which honours the user's max tokens), so the passages never push the history out of the window."""
+    which honours the user's max tokens), so the passages never push the history out of the window; ``readable``
+    caps them at what the model reads in the wait the user accepts."""
     hits = hybrid_search(index, list(collections), messages[-1].content, embedder, TOP_PASSAGES)
     history = sum(len(m.content) for m in messages)
     reserve = reply_reserve(sampling, n_ctx or DEFAULT_CONTEXT)
-    grounded = ground(messages, hits, passage_budget(n_ctx, history, reserve))
+    grounded = ground(messages, hits, passage_budget(n_ctx, history, reserve, readable))
     sources = tuple(
         Source(number, h.path, h.text, h.page, h.line_start, h.line_end) for number, h in enumerate(grounded.used, 1)
     )

@@ -328,9 +328,7 @@ class KVDiskWriter:
                     self._idle.set()
 
 
-def chat_state_store(data_folder: Path, budget_gb: float) -> KVDiskStore | None:
-    """The app's store of chats' states, in its private data folder; None when the user keeps none (0 GB)."""
-    if budget_gb <= 0:
-        return None
+def chat_state_store(data_folder: Path, budget_gb: float) -> KVDiskStore:
+    """The app's store of chats' states, in its private data folder (a budget of 0 GB keeps none)."""
     folder = data_folder / "chat-states"
-    return KVDiskStore(folder, budget_within(folder, int(budget_gb * (1 << 30))))
+    return KVDiskStore(folder, budget_within(folder, int(max(0.0, budget_gb) * (1 << 30))))

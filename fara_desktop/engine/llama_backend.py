@@ -53,7 +53,7 @@ from fara_desktop.models.gguf_file import GGUFHeader, read_gguf_header
 from fara_desktop.models.load_record import LoadRecord
 from fara_desktop.models.metadata import header_display_name, metadata_from_header
 from fara_desktop.planning.params import LoadParams
-from fara_desktop.planning.tuning import default_threads, fit_verdict
+from fara_desktop.planning.tuning import default_threads, expected_prompt_tokens_per_second, fit_verdict
 from fara_desktop.untrusted import one_line
 
 if TYPE_CHECKING:
@@ -212,8 +212,16 @@ class LlamaBackend:
             load_seconds=time.perf_counter() - started,
             file_bytes=path.stat().st_size,
             thinking_switch=formatter.thinking_switch,
+            expected_prompt_tok_per_s=self._expected_prompt_speed(header, threads_batch),
         )
         return llm, formatter, info, params
+
+    @staticmethod
+    def _expected_prompt_speed(header: GGUFHeader, threads: int) -> float:
+        try:
+            return expected_prompt_tokens_per_second(metadata_from_header(header), threads)
+        except FaraError:
+            return 0.0
 
     def _install(self, llm: Llama, formatter: ChatFormatter, info: ModelInfo, params: LoadParams) -> ModelInfo:
         self._llm = llm

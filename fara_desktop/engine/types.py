@@ -156,6 +156,7 @@ class ModelInfo:
     load_seconds: float
     file_bytes: int
     thinking_switch: bool = False  # the template honours ``enable_thinking`` (Qwen3 and others)
+    expected_prompt_tok_per_s: float = 0.0  # predicted from its size and the threads, until a reply measures it
     server: str | None = None  # the server that runs it; None: this computer
 
     @property

@@ -267,3 +267,14 @@ def detect_hardware(
         cpu_backend_variant=variant,
         probe_notes=notes,
     )
+
+
+def on_battery_now() -> bool:
+    """Whether the computer runs on its battery at this moment (a machine without one never does)."""
+    import psutil
+
+    try:
+        battery = psutil.sensors_battery() if hasattr(psutil, "sensors_battery") else None
+    except (OSError, RuntimeError, AttributeError):
+        return False
+    return battery is not None and not battery.power_plugged

@@ -41,9 +41,11 @@ from fara_desktop.api_keys import LOCAL_API, ApiKeyStore
 from fara_desktop.chats.session import ChatSession
 from fara_desktop.chats.storage import open_store
 from fara_desktop.citations import Source
+from fara_desktop.documents.grounding import MAX_BUDGET_TOKENS
 from fara_desktop.engine.backend import Backend
-from fara_desktop.engine.kv_disk import chat_state_store
+from fara_desktop.engine.kv_disk import budget_within, chat_state_store
 from fara_desktop.engine.types import Event, ModelInfo, ModelSource, SamplingParams
+from fara_desktop.machine.hardware import on_battery_now
 from fara_desktop.models.load_record import LoadRecord
 from fara_desktop.paths import AppPaths, app_paths
 from fara_desktop.planning.catalog_fit import assess_catalog_here
@@ -121,6 +123,8 @@ class MainWindow(QMainWindow):
         self.startup.remote_choice = self.servers.chosen_remote
         self.documents = DocumentsController(self, self, self.session, self.chat.turn.busy_event)
         self.chat.retrieve = self.documents.retrieve
+        self.chat.read_ahead_allowed = self._read_ahead_allowed
+        self.documents.readable_tokens = self._readable_passage_tokens
         self.servers.embedder_source = self.documents.embedder
         self._connect()
         self.bridge.engine_event.connect(self._on_engine_event)
@@ -155,6 +159,14 @@ class MainWindow(QMainWindow):
         self.edit_banner.setWordWrap(True)
         self.edit_banner.hide()
         self.composer = Composer()
+        self.wait_hint = plain_label("")
+        self.wait_hint.setObjectName("waitHint")
+        self.wait_hint.setAccessibleName("How long the model would take to read the message")
+        self.wait_hint.setToolTip(
+            "The model reads the chat and your message before its first word. It reads ahead while you type; "
+            "this is what would be left to read if you pressed Enter now."
+        )
+        self.wait_hint.hide()
         self.send_button = QPushButton("Send")
         self.send_button.setObjectName("sendButton")
         self.send_button.setAccessibleName("Send message")
@@ -193,6 +205,7 @@ class MainWindow(QMainWindow):
         bottom.setSpacing(6)
         bottom.addWidget(self.edit_banner)
         bottom.addLayout(composer_row)
+        bottom.addWidget(self.wait_hint)
         self.chats_toggle = self._panel_toggle("chatsToggle", "Chats", "Show or hide the chat list (Ctrl+Shift+L)")
         self.panel_toggle = self._panel_toggle(
             "machineToggle", "Machine", "Show or hide the machine and model panel (Ctrl+Shift+H)"
@@ -498,7 +511,8 @@ class MainWindow(QMainWindow):
         self.apply_settings(dataclasses.replace(self.settings, model_path=str(path)), str(path))
 
     def open_settings(self, page: str | None = None) -> SettingsDialog:
-        dialog = SettingsDialog(self.settings, self.plan, self.api_keys, self)
+        dialog = SettingsDialog(self.settings, self.plan, self.api_keys, self, self.chat_states,
+                                self.session.conversation_id)  # fmt: skip
         if page:
             dialog.show_page(page)
         dialog.accepted.connect(lambda: self._settings_accepted(dialog))
@@ -527,6 +541,10 @@ class MainWindow(QMainWindow):
         except OSError as exc:
             self.show_notice(f"Settings could not be saved ({exc}); they apply until you quit.", "error")
         self.chat.sampling = settings.sampling.params()
+        if old.prompts.chat_states_gb != settings.prompts.chat_states_gb:
+            self.chat_states.budget_bytes = budget_within(self.chat_states.folder,
+                                                          int(settings.prompts.chat_states_gb * (1 << 30)))  # fmt: skip
+            self.chat_states.enforce_budget()
         app = QApplication.instance()
         if isinstance(app, QApplication) and (old.theme, old.font_size) != (settings.theme, settings.font_size):
             apply_appearance(app, settings.theme, settings.font_size)
@@ -558,10 +576,20 @@ class MainWindow(QMainWindow):
             self._placed = True
             keep_on_screen(self)
 
+    def _read_ahead_allowed(self) -> bool:
+        """Reading ahead spends energy on text that may still change: on battery only if the user said so."""
+        prompts = self.settings.prompts
+        return prompts.read_ahead and (prompts.read_ahead_on_battery or not on_battery_now())
+
+    def _readable_passage_tokens(self) -> int:
+        """What the model reads of a question's passages in the wait the user accepts (Settings ▸ Prompts), at its
+        prompt speed measured here; a server's model (no speed known) is not limited by it."""
+        speed = self.chat.read_ahead.speed.tok_per_s
+        return int(speed * self.settings.prompts.document_wait_s) if speed > 0 else MAX_BUDGET_TOKENS
+
     def _forget_chat_states(self, conversation_id: int) -> None:
         """A deleted chat leaves nothing behind: its KV states hold its text in another form."""
-        if self.chat_states is not None:
-            self.chat_states.forget(conversation_id)
+        self.chat_states.forget(conversation_id)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         if self._closed:

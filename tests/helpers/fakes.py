@@ -30,6 +30,8 @@ class FakeBackend:
         self.read_ahead_gate: threading.Semaphore | None = None  # holds each of 4 read-ahead batches
         self.read_ahead_stopped = 0  # read-aheads that stopped before their end
         self.kept_states = 0
+        self.prompt_speed = 100.0  # tok/s the fake model is said to read prompts at
+        self._thinking = True
 
     @property
     def info(self) -> ModelInfo | None:
@@ -57,6 +59,7 @@ class FakeBackend:
             0.01,
             1,
             thinking_switch=self.thinking_switch,
+            expected_prompt_tok_per_s=self.prompt_speed,
         )
         return self._info
 
@@ -77,8 +80,7 @@ class FakeBackend:
     ) -> PreparedPrompt:
         if self._info is None:
             raise NoModelLoadedError("No model is loaded yet.")
-        self.prompts.append(list(messages))
-        self.thinking.append(thinking)
+        self._thinking = thinking  # recorded with the prompt when it is replied to (not when it is read ahead)
         return PreparedPrompt(tuple(messages))
 
     def reply(
@@ -90,6 +92,8 @@ class FakeBackend:
         conversation: object = None,
         on_prompt_progress: Callable[[int, int], None] | None = None,
     ) -> ReplyResult:
+        self.prompts.append(list(prompt.messages))
+        self.thinking.append(self._thinking)
         if on_prompt_progress is not None and self.prompt_batches:
             for batch in range(1, self.prompt_batches + 1):
                 if self.gate is not None:

@@ -39,6 +39,7 @@ from fara_desktop.engine.types import (
     ModelUnloaded,
     PromptAdjusted,
     PromptProgress,
+    ReadAheadProgress,
     RemoteModel,
     SamplingParams,
     TokenText,
@@ -46,6 +47,7 @@ from fara_desktop.engine.types import (
 from fara_desktop.format import format_duration
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.ui.after_paint import AfterPaint
+from fara_desktop.ui.controllers.read_ahead import DraftPrompt, Retriever, TypingReadAhead
 from fara_desktop.ui.engine_bridge import EngineBridge
 from fara_desktop.ui.widgets.chat_view import ChatView, ShownMessage, footer_for, thinking_seconds
 from fara_desktop.ui.widgets.composer import Composer
@@ -54,10 +56,6 @@ from fara_desktop.ui.widgets.message_widget import MessageWidget
 from fara_desktop.untrusted import one_line
 
 SAVE_RETRY_MS = 5000
-# Searches the open chat's documents for a prompt: (prompt, context size, sampling, on_done) → whether it started.
-Retriever = Callable[
-    [list[ChatMessage], int, SamplingParams, Callable[[list[ChatMessage], tuple[Source, ...]], None]], bool
-]
 
 
 class ChatScreen(Protocol):
@@ -67,6 +65,7 @@ class ChatScreen(Protocol):
     composer: Composer
     hardware_panel: HardwarePanel
     edit_banner: QLabel
+    wait_hint: QLabel
     send_button: QPushButton
     stop_button: QPushButton
     thinking_box: QCheckBox
@@ -102,10 +101,11 @@ class ChatController(QObject):
         self._waiting_for_plan = False  # while True, a sent message waits (DEFERRED) for a model to be queued
         self.editing: MessageWidget | None = None
         self._api_requests = 0  # requests of other apps (local API) waiting or running in the same queue
-        # Adds the passages of the chat's document collections to the prompt (the documents controller sets it).
-        # Searches the chat's documents for a prompt on another thread and calls back with the grounded prompt;
-        # returns False when the chat uses no documents (the reply then starts at once).
-        self.retrieve: Retriever | None = None
+        self._retrieve: Retriever | None = None
+        # Whether reading ahead while typing is allowed now (the window: the setting, and the battery).
+        self.read_ahead_allowed: Callable[[], bool] = lambda: True
+        self.read_ahead = TypingReadAhead(screen.composer, screen.wait_hint, bridge, self._draft_prompt,
+                                          lambda: self.read_ahead_allowed())  # fmt: skip
         self._adjusted: set[int | None] = set()  # chats already told how their prompt was adapted to the template
         self._save_problem_shown = False
         self._reasoning_shown: bool | None = None  # which part of the current reply the status line names
@@ -130,8 +130,28 @@ class ChatController(QObject):
             ModelLoaded: self._on_model_loaded,
             ModelLoadFailed: self._on_model_load_failed,
             ModelUnloaded: self._on_model_unloaded,
+            ReadAheadProgress: self.read_ahead.on_progress,
         }
         self.set_busy(False)
+
+    @property
+    def retrieve(self) -> Retriever | None:
+        """Adds the passages of the chat's document collections to the prompt (the documents controller's): searches
+        on another thread and calls back with the grounded prompt; False when the chat uses no documents."""
+        return self._retrieve
+
+    @retrieve.setter
+    def retrieve(self, retriever: Retriever | None) -> None:
+        self._retrieve = retriever
+        self.read_ahead.retrieve = retriever  # the passages are searched for, and read, on the typing pause too
+
+    def _draft_prompt(self, draft: str) -> DraftPrompt | None:
+        """What Enter would send for ``draft``, when it would go to a model on this computer now."""
+        info = self.model_info
+        if self.turn.busy or self.editing is not None or info is None or info.remote:
+            return None
+        messages = [*self.session.prompt_messages(), ChatMessage("user", draft)]
+        return DraftPrompt(messages, self.session.conversation_id, self.session.thinking, self.sampling, info.n_ctx)
 
     # ------------------------------------------------------------------ what the user does
 
@@ -144,6 +164,7 @@ class ChatController(QObject):
         text = screen.composer.toPlainText().strip()
         if not text or self.turn.busy:
             return
+        self.read_ahead.stop()
         if self.editing is not None:  # the edited text becomes a new version of that message
             index = screen.chat_view.messages().index(self.editing)
             self.session.redo_from(self._message_index(self.editing, index))
@@ -298,6 +319,10 @@ class ChatController(QObject):
         the window answers input in between."""
         model = self.model_info.name if self.model_info else None
         prompt = self.session.prompt_messages()
+        ready = self.read_ahead.grounded_for(prompt)
+        if ready is not None:  # searched, and read ahead, while the question was typed
+            self._start_reply(model, *ready)
+            return
         if self.retrieve is not None:
             ticket = self.turn.start_retrieving()
             n_ctx = self.model_info.n_ctx if self.model_info else 0
@@ -363,6 +388,7 @@ class ChatController(QObject):
 
     def leave_chat(self) -> None:
         """Another chat is about to open: the reply is stopped and an edit dropped."""
+        self.read_ahead.stop()
         self.stop()
         self.cancel_edit()
 
@@ -422,6 +448,7 @@ class ChatController(QObject):
             self.screen.set_status("Reading the conversation…")
 
     def _on_finished(self, event: Finished) -> None:
+        self.read_ahead.speed.observe(event.stats)
         if self._reply_done(event.request_id, event.text, "complete", event.stats, None, event.reasoning):
             self.screen.hardware_panel.show_stats(event.stats)
             note = {"length": " (stopped at the token limit)", "context": " (the context window is full)"}
@@ -510,6 +537,7 @@ class ChatController(QObject):
 
     def _on_model_loaded(self, event: ModelLoaded) -> None:
         self.model_info = event.info
+        self.read_ahead.speed.reset(event.info.expected_prompt_tok_per_s)
         self._no_model_reason = None
         self._show_loading(False)
         self.screen.hardware_panel.show_model(event.info)

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox, QToolButton, QWid
 
 from fara_desktop.chats.session import ChatSession
 from fara_desktop.citations import Source
-from fara_desktop.documents.grounding import grounded_prompt
+from fara_desktop.documents.grounding import MAX_BUDGET_TOKENS, grounded_prompt
 from fara_desktop.documents.index import DocumentIndex, DocumentIndexError, documents_path
 from fara_desktop.documents.indexer import IndexProgress, IndexReport, lower_this_threads_priority
 from fara_desktop.documents.pipeline import update_collection
@@ -80,6 +80,8 @@ class DocumentsController(QObject):
         self._retrieval_index: DocumentIndex | None = None  # the searches' own connection, on their thread
         self._retrieval_lock = threading.Lock()
         self.retrieval: BackgroundCall | None = None  # the search running for a reply, if any
+        # The passage tokens the model reads in the wait the user accepts (the window: speed × the setting).
+        self.readable_tokens: Callable[[], int] = lambda: MAX_BUDGET_TOKENS
         self.progressed.connect(lambda name, state: screen.documents_panel.show_progress(name, state))
         self.finished.connect(self._scan_finished)
         self.embedding.connect(screen.documents_panel.show_embedding)
@@ -294,13 +296,14 @@ class DocumentsController(QObject):
         if not names or self.index is None or not messages or messages[-1].role != "user":
             return False
         data = self.screen.paths.data
+        readable = self.readable_tokens()
 
         def work() -> tuple[list[ChatMessage], tuple[Source, ...]]:
             with self._retrieval_lock:
                 if self._retrieval_index is None:
                     self._retrieval_index = DocumentIndex(documents_path(data))
                 embedder = self.embedder() if self.embedding_model is not None else None
-                return grounded_prompt(self._retrieval_index, names, messages, embedder, n_ctx, sampling)
+                return grounded_prompt(self._retrieval_index, names, messages, embedder, n_ctx, sampling, readable)
 
         def failed(error: Exception) -> None:
             log.warning("Searching the documents failed (%s)", type(error).__name__)

@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from fara_desktop.api_keys import ApiKeyStore
+from fara_desktop.engine.kv_disk import KVDiskStore
 from fara_desktop.engine.remote_backend import NOT_SENT_TO_SERVERS
 from fara_desktop.format import format_size
 from fara_desktop.models.discovery import DiscoveredModel
@@ -38,6 +39,7 @@ from fara_desktop.planning.planner import StartupPlan
 from fara_desktop.planning.tuning import KV_TYPES, VERDICT_LABELS, verdict_kind
 from fara_desktop.settings import THEMES, InferenceOverrides, RemoteChoice, SamplingSettings, Settings
 from fara_desktop.ui.dialogs.local_api_page import LocalApiPage
+from fara_desktop.ui.dialogs.prompts_page import PromptsPage
 from fara_desktop.ui.dialogs.servers_page import ServersPage
 from fara_desktop.ui.widgets.plain_text import plain_label, plain_tooltip
 from fara_desktop.ui.window_state import fit_to_screen
@@ -110,8 +112,15 @@ class SettingsDialog(QDialog):
     """Edits a copy of the settings; ``settings()`` returns the result, ``chosen_model()`` a picked model."""
 
     def __init__(
-        self, settings: Settings, plan: StartupPlan | None, keys: ApiKeyStore, parent: QWidget | None = None
+        self,
+        settings: Settings,
+        plan: StartupPlan | None,
+        keys: ApiKeyStore,
+        parent: QWidget | None = None,
+        chat_states: KVDiskStore | None = None,
+        conversation: int | None = None,
     ) -> None:
+        """``chat_states``: the chats' saved KV states, whose size the Prompts page shows (for ``conversation``)."""
         super().__init__(parent)
         self.setObjectName("settingsDialog")
         self.setWindowTitle("Settings")
@@ -130,12 +139,14 @@ class SettingsDialog(QDialog):
         self.local_api_page = LocalApiPage(
             settings.local_api, keys, lambda: {server.name for server in self.servers_page.servers}
         )
+        self.prompts_page = PromptsPage(settings.prompts, chat_states, conversation)
         for title, page in (
             ("Model", self._model_page()),
             ("Servers", _scrolling(self.servers_page)),
             ("Local API", _scrolling(self.local_api_page)),
             ("Inference", self._inference_page()),
             ("Sampling", self._sampling_page()),
+            ("Prompts", _scrolling(self.prompts_page)),
             ("Appearance", self._appearance_page()),
         ):
             self.nav.addItem(title)
@@ -473,6 +484,7 @@ class SettingsDialog(QDialog):
             servers=list(self.servers_page.servers),
             remote_model=remote if remote and remote.server in names else None,
             local_api=self.local_api_page.api_settings(),
+            prompts=self.prompts_page.prompt_settings(),
             model_path=self._chosen or self._settings.model_path,
             extra_model_folders=list(self._folders),
             inference=inference,

@@ -28,3 +28,12 @@ def test_a_longer_reply_asked_for_leaves_less_room_for_passages(tmp_path):
     assert len(long_messages[-1].content) < len(short_messages[-1].content)
     assert len(long_sources) <= len(short_sources)
     assert "[1]" in short_messages[-1].content and short_messages[-1].content.endswith("How is the pump primed?")
+
+
+def test_a_slow_model_gets_the_passages_it_reads_in_the_accepted_wait():
+    from fara_desktop.documents.grounding import MIN_BUDGET_TOKENS, passage_budget
+
+    roomy = passage_budget(32768, 0, 512)
+    assert roomy == 2000  # a fast model (or none measured) is limited by the context only
+    assert passage_budget(32768, 0, 512, readable=int(12 * 10)) == MIN_BUDGET_TOKENS  # 8B here: 12 tok/s × 10 s
+    assert passage_budget(32768, 0, 512, readable=int(60 * 10)) == 600  # 1.7B: 60 tok/s × 10 s

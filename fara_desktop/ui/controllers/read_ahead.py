@@ -1,0 +1,133 @@
+"""Reading ahead while the user types: the chat and the text typed so far go into the KV cache on a pause in
+typing (at once after a paste), so Enter reads only what changed since; the composer says how long Enter would
+make the user wait for the rest when that is more than a few seconds."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from PySide6.QtCore import QObject, QTimer
+from PySide6.QtWidgets import QLabel
+
+from fara_desktop.chats.prompt_wait import PromptSpeed, wait_text
+from fara_desktop.citations import Source
+from fara_desktop.engine.types import ChatMessage, ReadAheadProgress, SamplingParams
+from fara_desktop.ui.engine_bridge import EngineBridge
+from fara_desktop.ui.widgets.composer import Composer
+
+PAUSE_MS = 600  # a pause in typing this long starts reading ahead
+PASTE_CHARS = 200  # text that grew this much at once was pasted: read it at once
+
+# Searches the chat's documents: (prompt, context size, sampling, on_done) → whether it started.
+Retriever = Callable[
+    [list[ChatMessage], int, SamplingParams, Callable[[list[ChatMessage], tuple[Source, ...]], None]], bool
+]
+
+
+@dataclass(frozen=True)
+class DraftPrompt:
+    """What Enter would send for the text typed so far, and where."""
+
+    messages: list[ChatMessage]
+    conversation: int | None
+    thinking: bool
+    sampling: SamplingParams
+    n_ctx: int
+
+
+class TypingReadAhead(QObject):
+    """Reads ahead on typing pauses; any key stops it at once (the engine yields to every other command, so a
+    Send, a Stop or a model switch stops it too)."""
+
+    def __init__(
+        self,
+        composer: Composer,
+        hint: QLabel,
+        bridge: EngineBridge,
+        draft_prompt: Callable[[str], DraftPrompt | None],
+        may_read: Callable[[], bool],
+    ) -> None:
+        super().__init__(composer)
+        self.composer = composer
+        self.hint = hint
+        self.bridge = bridge
+        self.draft_prompt = draft_prompt
+        self.may_read = may_read  # reading ahead is allowed now (the setting, the battery)
+        self.retrieve: Retriever | None = None
+        self.speed = PromptSpeed()
+        self._ahead_id: int | None = None
+        self._reading = False
+        self._length = 0
+        self._retrieval = 0  # the retrieval whose passages are wanted; an older one is ignored
+        self._grounded: tuple[list[ChatMessage], list[ChatMessage], tuple[Source, ...]] | None = None
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.timeout.connect(self._paused)
+        composer.textChanged.connect(self._text_changed)
+
+    # ------------------------------------------------------------------ typing
+
+    def _text_changed(self) -> None:
+        if self._reading:
+            self.bridge.cancel_read_ahead()  # a key: the inference thread gives the CPU back within one batch layer
+            self._reading = False
+        length = len(self.composer.toPlainText())
+        grown, self._length = length - self._length, length
+        self._retrieval += 1
+        if not length:
+            self.stop()
+            return
+        self._timer.start(0 if grown >= PASTE_CHARS else PAUSE_MS)
+
+    def stop(self) -> None:
+        """The message was sent, or the chat left: nothing more is read for this text, and the hint goes."""
+        self._timer.stop()
+        if self._reading:
+            self.bridge.cancel_read_ahead()
+        self._reading = False
+        self._ahead_id = None
+        self._retrieval += 1
+        self.hint.clear()
+        self.hint.hide()
+
+    def _paused(self) -> None:
+        draft = self.composer.toPlainText().strip()
+        prepared = self.draft_prompt(draft) if draft else None
+        if prepared is None:
+            self.hint.hide()
+            return
+        ticket = self._retrieval
+        if self.retrieve is not None:
+
+            def found(grounded: list[ChatMessage], sources: tuple[Source, ...]) -> None:
+                if ticket == self._retrieval:  # no key since: these passages are the ones Enter would send
+                    self._grounded = (prepared.messages, grounded, sources)
+                    self._read(prepared, grounded)
+
+            if self.retrieve(prepared.messages, prepared.n_ctx, prepared.sampling, found):
+                return
+        self._read(prepared, prepared.messages)
+
+    def _read(self, prepared: DraftPrompt, messages: list[ChatMessage]) -> None:
+        read = self.may_read()
+        self._ahead_id = self.bridge.read_ahead(messages, prepared.sampling, prepared.conversation, prepared.thinking,
+                                                read)  # fmt: skip
+        self._reading = read
+
+    # ------------------------------------------------------------------ the engine
+
+    def on_progress(self, event: ReadAheadProgress) -> None:
+        if event.ahead_id != self._ahead_id:
+            return
+        if event.finished:
+            self._reading = False
+        text = wait_text(self.speed.seconds_for(event.tokens - event.cached))
+        self.hint.setText(text)
+        self.hint.setVisible(bool(text))
+
+    def grounded_for(self, messages: list[ChatMessage]) -> tuple[list[ChatMessage], tuple[Source, ...]] | None:
+        """The passages found on the typing pause for exactly this prompt (the ones already read ahead)."""
+        if self._grounded is not None and self._grounded[0] == messages:
+            return self._grounded[1], self._grounded[2]
+        return None

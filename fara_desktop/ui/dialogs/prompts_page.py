@@ -1,0 +1,89 @@
+"""Settings ▸ Prompts: what the app does so the user does not wait twice for the same prompt to be read."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QCheckBox, QDoubleSpinBox, QFormLayout, QPushButton, QVBoxLayout, QWidget
+
+from fara_desktop.engine.kv_disk import KVDiskStore
+from fara_desktop.format import format_size
+from fara_desktop.settings import PromptSettings
+from fara_desktop.ui.widgets.plain_text import plain_label
+
+
+class PromptsPage(QWidget):
+    """Edits a copy of the prompt settings; shows what the chats' saved states take on disk."""
+
+    def __init__(
+        self, prompts: PromptSettings, states: KVDiskStore | None, conversation: int | None,
+        parent: QWidget | None = None,
+    ) -> None:  # fmt: skip
+        super().__init__(parent)
+        self._states = states
+        self._conversation = conversation
+        layout = QVBoxLayout(self)
+        intro = plain_label(
+            "On a CPU the wait before the first word is the model reading the chat. Fara keeps what it has read "
+            "of each chat on disk, so a chat opened again continues at once, and reads ahead while you type."
+        )
+        intro.setWordWrap(True)
+        layout.addWidget(intro)
+        form = QFormLayout()
+        self.states_gb = QDoubleSpinBox()
+        self.states_gb.setRange(0.0, 1000.0)
+        self.states_gb.setDecimals(1)
+        self.states_gb.setSuffix(" GB")
+        self.states_gb.setValue(prompts.chat_states_gb)
+        self.states_gb.setToolTip(
+            "Disk space for chats' read state; the least recently used go first. 0 keeps none. A long chat with a "
+            "1.7B model takes about 0.2 MB a token (600 MB for 3,000 tokens); at 8B about 0.13 MB."
+        )
+        form.addRow("Saved chat reading:", self.states_gb)
+        self.usage = plain_label()
+        self.usage.setObjectName("chatStatesUsage")
+        self.usage.setWordWrap(True)
+        form.addRow("", self.usage)
+        self.clear_states = QPushButton("Delete saved reading")
+        self.clear_states.setAutoDefault(False)
+        self.clear_states.clicked.connect(self._clear)
+        form.addRow("", self.clear_states)
+        self.read_ahead = QCheckBox("Read ahead while I type")
+        self.read_ahead.setChecked(prompts.read_ahead)
+        self.read_ahead_on_battery = QCheckBox("Also on battery")
+        self.read_ahead_on_battery.setChecked(prompts.read_ahead_on_battery)
+        self.read_ahead_on_battery.setToolTip("Reading ahead spends energy on text that may still change.")
+        form.addRow("", self.read_ahead)
+        form.addRow("", self.read_ahead_on_battery)
+        self.document_wait = QDoubleSpinBox()
+        self.document_wait.setRange(1.0, 600.0)
+        self.document_wait.setDecimals(0)
+        self.document_wait.setSuffix(" s")
+        self.document_wait.setValue(prompts.document_wait_s)
+        self.document_wait.setToolTip(
+            "Passages from your documents are read with each question: fewer are sent when the model reads slowly."
+        )
+        form.addRow("Documents may add:", self.document_wait)
+        layout.addLayout(form)
+        layout.addStretch(1)
+        self._show_usage()
+
+    def _show_usage(self) -> None:
+        if self._states is None:
+            self.usage.setText("")
+            return
+        used = self._states.bytes_used()
+        this = self._states.size_of(self._conversation) if self._conversation is not None else 0
+        self.usage.setText(f"In use: {format_size(used)}; this chat: {format_size(this)}.")
+        self.clear_states.setEnabled(used > 0)
+
+    def _clear(self) -> None:
+        if self._states is not None:
+            self._states.forget()
+        self._show_usage()
+
+    def prompt_settings(self) -> PromptSettings:
+        return PromptSettings(
+            chat_states_gb=self.states_gb.value(),
+            read_ahead=self.read_ahead.isChecked(),
+            read_ahead_on_battery=self.read_ahead_on_battery.isChecked(),
+            document_wait_s=self.document_wait.value(),
+        )

@@ -1,0 +1,117 @@
+"""Reading ahead while the user types, in the real window (scripted engine): started by a pause or a paste,
+stopped by the next key and by Send, and the wait it leaves said in the composer."""
+
+from __future__ import annotations
+
+import threading
+
+from PySide6.QtCore import Qt
+
+from fara_desktop.engine.kv_disk import KVDiskStore, StateIdentity
+from fara_desktop.engine.kv_states import KVSnapshot
+from fara_desktop.engine.types import ChatMessage
+from tests.helpers.fakes import FakeBackend
+
+PASTE = "Please summarise this report. " * 20  # 600 characters: a paste
+
+
+def test_a_pause_in_typing_reads_the_chat_and_the_draft_ahead(window, qtbot):
+    backend = FakeBackend()
+    win = window(backend)
+    qtbot.keyClicks(win.composer, "What is a heron?")
+    qtbot.waitUntil(lambda: bool(backend.read_ahead_prompts), timeout=10_000)
+    assert backend.read_ahead_prompts[-1][-1] == ChatMessage("user", "What is a heron?")
+    assert backend.prompts == []  # nothing was sent
+
+
+def test_a_paste_is_read_at_once_and_the_wait_is_said_until_it_is_read(window, qtbot):
+    backend = FakeBackend()
+    backend.prompt_speed = 100.0  # the system prompt and the draft, 800 tokens in the fake: 8 s
+    backend.read_ahead_gate = threading.Semaphore(0)
+    win = window(backend)
+    win.composer.insertPlainText(PASTE)
+    qtbot.waitUntil(lambda: bool(win.wait_hint.isVisible()), timeout=10_000)
+    assert win.wait_hint.text() == "about 8 s to read"
+    backend.read_ahead_gate.release(2)  # half of it is read
+    qtbot.waitUntil(lambda: bool(win.wait_hint.text() == "about 4 s to read"), timeout=10_000)
+    backend.read_ahead_gate.release(2)
+    qtbot.waitUntil(lambda: bool(not win.wait_hint.isVisible()), timeout=10_000)
+
+
+def test_a_key_press_stops_reading_ahead(window, qtbot):
+    backend = FakeBackend()
+    backend.read_ahead_gate = threading.Semaphore(0)
+    win = window(backend)
+    win.composer.insertPlainText(PASTE)
+    qtbot.waitUntil(lambda: bool(len(backend.read_ahead_prompts) == 1), timeout=10_000)
+    qtbot.keyClick(win.composer, Qt.Key.Key_A)  # the user types on
+    backend.read_ahead_gate.release(1)
+    qtbot.waitUntil(lambda: bool(backend.read_ahead_stopped == 1), timeout=10_000)
+    backend.read_ahead_gate.release(100)
+
+
+def test_send_stops_reading_ahead_and_the_reply_goes_first(window, qtbot):
+    backend = FakeBackend()
+    backend.read_ahead_gate = threading.Semaphore(0)
+    win = window(backend)
+    win.composer.insertPlainText(PASTE)
+    qtbot.waitUntil(lambda: bool(len(backend.read_ahead_prompts) == 1), timeout=10_000)
+    with qtbot.waitSignal(win.chat.replyFinished, timeout=10_000):
+        qtbot.keyClick(win.composer, Qt.Key.Key_Return)
+        backend.read_ahead_gate.release(1)  # the batch being read ends; the next is not begun
+    assert backend.read_ahead_stopped == 1
+    assert backend.prompts[-1][-1] == ChatMessage("user", PASTE.strip())
+    assert not win.wait_hint.isVisible()
+    backend.read_ahead_gate.release(100)
+
+
+def test_reading_ahead_is_off_on_battery_unless_allowed(window, qtbot, monkeypatch):
+    import dataclasses
+
+    from fara_desktop.ui import main_window
+
+    backend = FakeBackend()
+    win = window(backend)
+    monkeypatch.setattr(main_window, "on_battery_now", lambda: True)
+    win.composer.insertPlainText(PASTE)
+    qtbot.waitUntil(lambda: bool(win.wait_hint.isVisible()), timeout=10_000)
+    assert backend.read_ahead_prompts == [] or backend.read_ahead_stopped == len(backend.read_ahead_prompts)
+    win.composer.clear()
+    win.settings = dataclasses.replace(
+        win.settings, prompts=dataclasses.replace(win.settings.prompts, read_ahead_on_battery=True)
+    )
+    before = len(backend.read_ahead_prompts)
+    win.composer.insertPlainText(PASTE)
+    qtbot.waitUntil(lambda: len(backend.read_ahead_prompts) > before and not win.wait_hint.isVisible(), timeout=10_000)
+
+
+def test_deleting_a_chat_deletes_its_saved_states(window, qtbot):
+    win = window(FakeBackend())
+    with qtbot.waitSignal(win.chat.replyFinished, timeout=10_000):
+        win.composer.setPlainText("Hello")
+        win.chat.send()
+    conversation = win.session.conversation_id
+    assert win.chat_states is not None and conversation is not None
+    identity = StateIdentity("/m.gguf", 1, 1, 4096, "f16", False, "x")
+    win.chat_states.save(conversation, identity, KVSnapshot(tuple(range(100)), bytearray(100)))
+    assert win.chat_states.size_of(conversation) > 0
+    win.conversations.delete_conversation(conversation, confirm=False)
+    assert win.chat_states.size_of(conversation) == 0
+    assert isinstance(win.chat_states, KVDiskStore)
+
+
+def test_the_prompts_page_shows_the_saved_states_and_a_budget_of_zero_keeps_none(window, qtbot):
+    win = window(FakeBackend())
+    with qtbot.waitSignal(win.chat.replyFinished, timeout=10_000):
+        win.composer.setPlainText("Hello")
+        win.chat.send()
+    conversation = win.session.conversation_id
+    identity = StateIdentity("/m.gguf", 1, 1, 4096, "f16", False, "x")
+    win.chat_states.save(conversation, identity, KVSnapshot(tuple(range(100)), bytearray(3 << 20)))
+    dialog = win.open_settings("Prompts")
+    page = dialog.prompts_page
+    assert page.usage.text() == "In use: 3.0 MiB; this chat: 3.0 MiB."
+    page.states_gb.setValue(0.0)
+    dialog.accept()
+    assert win.settings.prompts.chat_states_gb == 0.0
+    assert win.chat_states.bytes_used() == 0
