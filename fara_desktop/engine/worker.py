@@ -226,6 +226,7 @@ class InferenceWorker:
         self._load_cancel_below = 0  # every load with a smaller id is stopped
         self._last_ahead_id = 0
         self._ahead_cancel_below = 0  # every read-ahead with a smaller id stops
+        self._aheads_waiting = 0  # ReadAhead commands queued and not yet taken
 
     # ------------------------------------------------------------------ public, any thread
 
@@ -291,19 +292,23 @@ class InferenceWorker:
         with self._lock:
             self._last_ahead_id += 1
             ahead_id = self._last_ahead_id
+            self._aheads_waiting += 1
         self._commands.put(ReadAhead(ahead_id, tuple(messages), sampling or SamplingParams(), conversation, thinking,
                                      read))  # fmt: skip
         return ahead_id
 
     def cancel_read_ahead(self) -> None:
-        """Stop reading ahead (a key was pressed): within one batch's layer, tens of milliseconds."""
+        """Stop reading ahead (the text was changed before its end): within one batch's layer, tens of ms."""
         with self._lock:
             self._ahead_cancel_below = self._last_ahead_id + 1
 
     def _ahead_stopped(self, ahead_id: int) -> bool:
+        """Stopped, or another command waits (a reply, a load...): a newer read-ahead follows this one instead,
+        since the text typed on at the end leaves what this one reads valid up to its last words."""
         with self._lock:
-            stopped = self._stopping or ahead_id < self._ahead_cancel_below
-        return stopped or not self._commands.empty()
+            return (
+                self._stopping or ahead_id < self._ahead_cancel_below or self._commands.qsize() > self._aheads_waiting
+            )
 
     def cancel(self) -> None:
         """Stop the GUI's reply being generated and any GUI reply already queued (requests with their own sink,
@@ -370,6 +375,9 @@ class InferenceWorker:
             if isinstance(command, Generate):
                 with self._lock:
                     self._replies_waiting -= 1
+            elif isinstance(command, ReadAhead):
+                with self._lock:
+                    self._aheads_waiting -= 1
             try:
                 if isinstance(command, LoadModel):
                     self._load(command)

@@ -17,6 +17,7 @@ from fara_desktop.ui.engine_bridge import EngineBridge
 from fara_desktop.ui.widgets.composer import Composer
 
 PAUSE_MS = 600  # a pause in typing this long starts reading ahead
+TYPING_MS = 250  # while text is added at the end, the read-ahead follows it this often
 PASTE_CHARS = 200  # text that grew this much at once was pasted: read it at once
 
 # Searches the chat's documents: (prompt, context size, sampling, on_done) → whether it started.
@@ -37,8 +38,10 @@ class DraftPrompt:
 
 
 class TypingReadAhead(QObject):
-    """Reads ahead on typing pauses; any key stops it at once (the engine yields to every other command, so a
-    Send, a Stop or a model switch stops it too)."""
+    """Reads ahead on typing pauses. A key that changes the text before its end (a deletion, an edit in the middle)
+    stops it at once; text typed on at the end leaves what it reads valid up to its last words, so it reads on and
+    a newer read-ahead of the longer text follows. The engine yields to every other command: Send, Stop and a
+    model switch stop it at once."""
 
     def __init__(
         self,
@@ -59,6 +62,7 @@ class TypingReadAhead(QObject):
         self._ahead_id: int | None = None
         self._reading = False
         self._length = 0
+        self._read_text = ""  # the text the last read-ahead was asked to read
         self._retrieval = 0  # the retrieval whose passages are wanted; an older one is ignored
         self._grounded: tuple[list[ChatMessage], list[ChatMessage], tuple[Source, ...]] | None = None
         self._timer = QTimer(self)
@@ -69,16 +73,22 @@ class TypingReadAhead(QObject):
     # ------------------------------------------------------------------ typing
 
     def _text_changed(self) -> None:
-        if self._reading:
-            self.bridge.cancel_read_ahead()  # a key: the inference thread gives the CPU back within one batch layer
+        text = self.composer.toPlainText()
+        appended = text.startswith(self._read_text)
+        if self._reading and not appended:  # what it reads is stale: the CPU comes back within one batch layer
+            self.bridge.cancel_read_ahead()
             self._reading = False
-        length = len(self.composer.toPlainText())
-        grown, self._length = length - self._length, length
+        grown, self._length = len(text) - self._length, len(text)
         self._retrieval += 1
-        if not length:
+        if not text:
             self.stop()
             return
-        self._timer.start(0 if grown >= PASTE_CHARS else PAUSE_MS)
+        if grown >= PASTE_CHARS:
+            self._timer.start(0)
+        elif appended and self._read_text:
+            self._timer.start(TYPING_MS)
+        else:
+            self._timer.start(PAUSE_MS)
 
     def stop(self) -> None:
         """The message was sent, or the chat left: nothing more is read for this text, and the hint goes."""
@@ -87,12 +97,14 @@ class TypingReadAhead(QObject):
             self.bridge.cancel_read_ahead()
         self._reading = False
         self._ahead_id = None
+        self._read_text = ""
         self._retrieval += 1
         self.hint.clear()
         self.hint.hide()
 
     def _paused(self) -> None:
-        draft = self.composer.toPlainText().strip()
+        self._read_text = self.composer.toPlainText()
+        draft = self._read_text.strip()
         prepared = self.draft_prompt(draft) if draft else None
         if prepared is None:
             self.hint.hide()

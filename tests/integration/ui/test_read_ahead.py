@@ -38,15 +38,31 @@ def test_a_paste_is_read_at_once_and_the_wait_is_said_until_it_is_read(window, q
     qtbot.waitUntil(lambda: bool(not win.wait_hint.isVisible()), timeout=10_000)
 
 
-def test_a_key_press_stops_reading_ahead(window, qtbot):
+def test_a_key_that_changes_the_text_before_its_end_stops_reading_ahead(window, qtbot):
     backend = FakeBackend()
     backend.read_ahead_gate = threading.Semaphore(0)
     win = window(backend)
     win.composer.insertPlainText(PASTE)
     qtbot.waitUntil(lambda: bool(len(backend.read_ahead_prompts) == 1), timeout=10_000)
-    qtbot.keyClick(win.composer, Qt.Key.Key_A)  # the user types on
+    qtbot.keyClick(win.composer, Qt.Key.Key_Backspace)  # the pasted text's end is deleted
     backend.read_ahead_gate.release(1)
     qtbot.waitUntil(lambda: bool(backend.read_ahead_stopped == 1), timeout=10_000)
+    backend.read_ahead_gate.release(100)
+    qtbot.waitUntil(lambda: len(backend.read_ahead_prompts) == 2, timeout=10_000)  # the new text, after a pause
+    assert backend.read_ahead_prompts[-1][-1].content == PASTE[:-1].strip()
+
+
+def test_typing_on_at_the_end_lets_the_reading_go_on_and_follows_it(window, qtbot):
+    backend = FakeBackend()
+    backend.read_ahead_gate = threading.Semaphore(0)
+    win = window(backend)
+    win.composer.insertPlainText(PASTE)
+    qtbot.waitUntil(lambda: bool(len(backend.read_ahead_prompts) == 1), timeout=10_000)
+    qtbot.keyClicks(win.composer, " Why?")  # the question typed after the paste: the paste stays valid
+    backend.read_ahead_gate.release(4)
+    qtbot.waitUntil(lambda: len(backend.read_ahead_prompts) == 2, timeout=10_000)
+    assert backend.read_ahead_stopped == 0  # the paste was read to its end
+    assert backend.read_ahead_prompts[-1][-1].content.endswith("Why?")
     backend.read_ahead_gate.release(100)
 
 
