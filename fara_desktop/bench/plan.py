@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from fara_desktop.models.metadata import ModelMetadata
 from fara_desktop.planning.tuning import expected_prompt_tokens_per_second, expected_tokens_per_second
 
-SECTIONS = ("bandwidth", "engine", "app", "memory", "startup", "turns", "cold")
+SECTIONS = ("bandwidth", "engine", "app", "memory", "startup", "turns", "resume", "typeahead", "cold")
 SECTION_HELP = {
     "bandwidth": "the machine's memory read bandwidth, probed twice",
     "engine": "tuned settings vs llama-cpp-python's defaults vs a sweep over threads, batch, KV type and flash "
@@ -22,6 +22,10 @@ SECTION_HELP = {
     "memory": "the memory estimate vs the RSS a load adds, at 4k and the tuned context, f16 and q8_0 KV",
     "startup": "the real app launched: window shown, model ready, RSS",
     "turns": "time to first token over an 8-turn chat with and without KV reuse, and switching chats back",
+    "resume": "a long chat resumed from its KV state on disk (cold page cache) vs re-read, and whether the "
+    "continuation is the same",
+    "typeahead": "a 1,000-token paste read ahead while a question is typed for 5 s vs read at Enter, the longest "
+    "stall meanwhile, and the wait forecast vs the reading",
     "cold": "start-up with the model file evicted from the page cache, read vs mapped vs pre-read",
 }
 SLOW_AT_SIZE = frozenset({"turns", "cold"})  # not run by default when generation is predicted below 20 tok/s

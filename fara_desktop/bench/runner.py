@@ -13,7 +13,6 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,13 +43,6 @@ class Figure:
 
     def to_json(self) -> dict[str, Any]:
         return {"median": round(self.median, 3), "runs": [round(r, 3) for r in self.runs]}
-
-
-def median_of(repeats: int, measure: Callable[[], float]) -> Figure:
-    figure = Figure()
-    for _ in range(repeats):
-        figure.runs.append(measure())
-    return figure
 
 
 class RawEngine:

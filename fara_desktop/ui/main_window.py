@@ -582,7 +582,7 @@ class MainWindow(QMainWindow):
         return prompts.read_ahead and (prompts.read_ahead_on_battery or not on_battery_now())
 
     def _readable_passage_tokens(self) -> int:
-        """What the model reads of a question's passages in the wait the user accepts (Settings ▸ Prompts), at its
+        """What the model reads of a question's passages in the wait the user accepts in Settings ▸ Prompts, at its
         prompt speed measured here; a server's model (no speed known) is not limited by it."""
         speed = self.chat.read_ahead.speed.tok_per_s
         return int(speed * self.settings.prompts.document_wait_s) if speed > 0 else MAX_BUDGET_TOKENS

@@ -32,10 +32,10 @@ def test_quick_benchmark_prints_every_headline_figure(fara_home, smollm2_path):
     assert result.returncode == 0, result.stderr[-3000:]
     stages = [line for line in result.stderr.splitlines() if line.startswith("bench: [")]
     # a 135M model is fast: every section but the cold start (which evicts the file) runs by default
-    assert [line.split("]")[0] for line in stages] == [f"bench: [{n}/6" for n in range(1, 7)], result.stderr[-2000:]
+    assert [line.split("]")[0] for line in stages] == [f"bench: [{n}/8" for n in range(1, 9)], result.stderr[-2000:]
     assert result.stderr.rstrip().splitlines()[-1].startswith("bench: done in")
     data = json.loads(result.stdout[result.stdout.index("{") :])
-    assert data["sections"] == ["bandwidth", "engine", "app", "memory", "startup", "turns"]
+    assert data["sections"] == ["bandwidth", "engine", "app", "memory", "startup", "turns", "resume", "typeahead"]
     saved = list((fara_home / "data" / "benchmarks").glob("*.json"))
     assert len(saved) == 1 and json.loads(saved[0].read_text())["machine"] == data["machine"]
     for key in HEADLINE_KEYS:
@@ -53,6 +53,10 @@ def test_quick_benchmark_prints_every_headline_figure(fara_home, smollm2_path):
     assert all(entry["gen_tok_per_s"]["median"] > 0 for entry in data["sweep"])
     assert set(data["event_loop_stall_ms"]) == {"loading", "prompt", "streaming"}
     assert 0.5 < data["estimate_vs_rss_ratio"] < 2
+    assert data["resume_same_tokens"] is True  # the continuation on the state read from disk is the one kept in memory
+    assert data["resume_restore_ratio"] < 1 and data["resume_restored_tokens_read"] <= 1
+    assert data["typeahead_ttft_ratio"] < 1  # the paste was read while the question was typed
+    assert len(data["app_vs_raw_round_ratios"]) == 2
 
 
 def test_one_section_runs_alone_and_a_second_run_is_compared_with_the_first(fara_home, smollm2_path):

@@ -35,5 +35,5 @@ def test_a_slow_model_gets_the_passages_it_reads_in_the_accepted_wait():
 
     roomy = passage_budget(32768, 0, 512)
     assert roomy == 2000  # a fast model (or none measured) is limited by the context only
-    assert passage_budget(32768, 0, 512, readable=int(12 * 10)) == MIN_BUDGET_TOKENS  # 8B here: 12 tok/s × 10 s
-    assert passage_budget(32768, 0, 512, readable=int(60 * 10)) == 600  # 1.7B: 60 tok/s × 10 s
+    assert passage_budget(32768, 0, 512, readable=12 * 10) == MIN_BUDGET_TOKENS  # 8B here: 12 tok/s × 10 s
+    assert passage_budget(32768, 0, 512, readable=60 * 10) == 600  # 1.7B: 60 tok/s × 10 s

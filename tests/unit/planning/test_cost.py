@@ -27,7 +27,7 @@ def test_a_tight_machine_gets_the_smaller_context_and_cache_it_would_really_use(
 def test_the_summary_names_memory_context_speed_and_the_wait_for_a_long_message():
     cost = cost_here(LLAMA_8B, ROOMY)
     expected_wait = 1000 / expected_prompt_tokens_per_second(LLAMA_8B, 2)
-    assert abs(cost.typical_prompt_s - expected_wait) < 1e-9 and 60 < expected_wait < 120  # ~89 s for 8B on 2 cores
+    assert abs(cost.typical_prompt_s - expected_wait) < 1e-9 and 100 < expected_wait < 160  # 8B, 2 cores: ~122 s read
     summary = cost.summary()
     assert summary.startswith("needs about ") and "with a context of 8,192 tokens" in summary
     assert f"about {cost.gen_tok_per_s:.0f} tokens/s" in summary

@@ -1,0 +1,196 @@
+"""The prompt wall: a chat resumed from its state on disk vs re-read, and a paste read ahead while a question is
+typed vs read at Enter. Both drive the app's own engine (``LlamaBackend``, the worker) on the model."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from fara_desktop.engine.kv_disk import KVDiskStore
+from fara_desktop.engine.llama_backend import LlamaBackend
+from fara_desktop.engine.llama_state import restore_sequence, snapshot_sequence
+from fara_desktop.engine.types import ChatMessage, Finished, ModelLoaded, ReadAheadProgress, SamplingParams
+from fara_desktop.engine.worker import InferenceWorker
+from fara_desktop.planning.params import LoadParams
+
+CONTINUATION = SamplingParams(temperature=0.0, max_tokens=16, repeat_penalty=1.0)
+PARAGRAPH = (
+    "The committee reviewed the quarterly figures for the northern depots, the delays at the harbour and the new "
+    "rota for the weekend shifts, and asked for a shorter report with the three most urgent points first. "
+)
+
+
+def chat_of(backend: LlamaBackend, tokens: int) -> list[ChatMessage]:
+    """A chat whose prompt is about ``tokens`` long."""
+    messages = [ChatMessage("system", "You are a helpful assistant.")]
+    turn = 0
+    while True:
+        messages += [ChatMessage("user", f"Point {turn}: " + PARAGRAPH * 2), ChatMessage("assistant", PARAGRAPH * 2)]
+        turn += 1
+        prompt = [*messages, ChatMessage("user", "Summarise the chat.")]
+        if len(backend.tokenize_prompt(prompt)[0]) >= tokens:
+            return prompt
+
+
+def evict(path: Path) -> None:
+    """Drop the file's pages from the page cache (a cold read, as after a reboot or a long day)."""
+    with open(path, "rb") as handle:
+        os.fsync(handle.fileno())
+        if hasattr(os, "posix_fadvise"):
+            os.posix_fadvise(handle.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+
+
+def resume(model: Path, params: LoadParams, tokens: int) -> dict[str, Any]:
+    """Re-read a chat vs restore its state from disk (cold and warm), and the continuation on each."""
+    with tempfile.TemporaryDirectory(prefix="fara-resume-") as folder:
+        store = KVDiskStore(Path(folder), budget_bytes=1 << 40)
+        backend = LlamaBackend(state_store=store)
+        backend.load(model, params)
+        try:
+            prompt = backend.prepare(chat_of(backend, tokens), 64)
+            llm = backend._llm
+            assert llm is not None
+
+            def run(conversation: int) -> Any:
+                return backend.reply(prompt, CONTINUATION, lambda: False, lambda *_: None, conversation)
+
+            reread = run(1)  # from an empty context: every token read
+            started = time.perf_counter()
+            kept = snapshot_sequence(llm)
+            snapshot_s = time.perf_counter() - started
+            assert kept is not None
+            started = time.perf_counter()
+            backend.keep_state(wait=True)
+            save_s = time.perf_counter() - started
+            (state_file,) = Path(folder).iterdir()
+            state_bytes = state_file.stat().st_size
+            restore_sequence(llm, kept)  # the same state, kept in memory: its last token decoded again
+            in_memory = run(1)
+            restored = {}
+            for label, cold in (("cold", True), ("warm", False)):
+                backend.forget_context(snapshots=True)  # as after a restart
+                if cold:
+                    evict(state_file)
+                restored[label] = run(1)
+        finally:
+            backend.unload()
+    return {
+        "resume_tokens": reread.stats.prompt_tokens,
+        "resume_reread_s": reread.stats.ttft_s,
+        "resume_restore_s": restored["cold"].stats.ttft_s,
+        "resume_restore_warm_s": restored["warm"].stats.ttft_s,
+        "resume_restore_ratio": restored["cold"].stats.ttft_s / reread.stats.ttft_s,
+        "resume_restored_tokens_read": restored["cold"].stats.prompt_tokens_evaluated,
+        "resume_same_tokens": restored["cold"].text == in_memory.text and restored["warm"].text == in_memory.text,
+        "resume_state_bytes": state_bytes,
+        "resume_snapshot_s": snapshot_s,
+        "resume_save_s": save_s,
+    }
+
+
+class StallProbe:
+    """A thread that wakes every 5 ms and records how late it woke: what a GUI thread would feel meanwhile."""
+
+    def __init__(self) -> None:
+        self.worst_ms = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> StallProbe:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            asked = time.perf_counter()
+            self._stop.wait(0.005)
+            self.worst_ms = max(self.worst_ms, (time.perf_counter() - asked - 0.005) * 1000)
+
+
+def typeahead(
+    model: Path, params: LoadParams, paste_tokens: int, typing_s: float = 5.0, rounds: int = 3
+) -> dict[str, Any]:
+    """A paste of ``paste_tokens`` then ``typing_s`` seconds of typing a question (a key every 200 ms), then Enter:
+    the time to the first token with read-ahead vs without, and the wait forecast vs the reading it forecast."""
+    events: list[Any] = []
+    arrived = threading.Condition()
+
+    def sink(event: Any) -> None:
+        with arrived:
+            events.append(event)
+            arrived.notify_all()
+
+    def wait_for(kind: type, after: int) -> Any:
+        with arrived:
+            arrived.wait_for(lambda: any(isinstance(e, kind) for e in events[after:]))
+            return next(e for e in events[after:] if isinstance(e, kind))
+
+    worker = InferenceWorker(sink).start()
+
+    def fresh() -> Any:
+        """The model loaded again: an empty context, no snapshot of the previous run."""
+        mark = len(events)
+        worker.unload()
+        worker.load_model(model, params)
+        return wait_for(ModelLoaded, mark).info
+
+    backend_probe = LlamaBackend()  # only to size the paste with the model's tokenizer
+    backend_probe.load(model, params)
+    paste = " ".join([PARAGRAPH] * 200)
+    while len(backend_probe.tokenize_prompt([ChatMessage("user", paste)])[0]) > paste_tokens:
+        paste = paste[: int(len(paste) * 0.9)]
+    backend_probe.unload()
+    question = " What are the three urgent points, and who should act on each of them first?"
+    system = ChatMessage("system", "You are a helpful assistant.")
+    sampling = SamplingParams(temperature=0.0, max_tokens=4, repeat_penalty=1.0)
+    results: dict[str, list[float]] = {"with": [], "without": [], "forecast_ratio": []}
+    worst_stall = 0.0
+    try:
+        for round_number in range(rounds):  # alternating, so drift affects both alike
+            for mode in ("without", "with") if round_number % 2 == 0 else ("with", "without"):
+                conversation = 100 + round_number * 2 + (mode == "with")
+                info = fresh()
+                prompt = [system, ChatMessage("user", paste + question)]
+                if mode == "with":
+                    with StallProbe() as probe:
+                        worker.read_ahead([system, ChatMessage("user", paste)], sampling, conversation)
+                        typed = ""
+                        for key in range(int(typing_s / 0.2)):
+                            typed = question[: int(len(question) * (key + 1) / (typing_s / 0.2))]
+                            time.sleep(0.2)  # the user's typing: the benchmark plays it at a person's pace
+                            worker.read_ahead([system, ChatMessage("user", paste + typed)], sampling, conversation)
+                    worst_stall = max(worst_stall, probe.worst_ms)
+                mark = len(events)
+                worker.generate(prompt, sampling, conversation)
+                finished = wait_for(Finished, mark)
+                results[mode].append(finished.stats.ttft_s)
+                if mode == "without":  # the forecast from the speed measured on the previous reading, vs this one
+                    speed = finished.stats.prompt_tok_per_s
+                    results.setdefault("speeds", []).append(speed)
+                    results.setdefault("predicted_ratio", []).append(info.expected_prompt_tok_per_s / speed)
+                    if len(results["speeds"]) > 1:
+                        forecast = finished.stats.prompt_tokens_evaluated / results["speeds"][-2]
+                        results["forecast_ratio"].append(forecast / finished.stats.ttft_s)
+    finally:
+        worker.shutdown(30)
+    ratios = [w / wo for w, wo in zip(results["with"], results["without"], strict=True)]
+    return {
+        "typeahead_paste_tokens": paste_tokens,
+        "typeahead_ttft_with_s": statistics.median(results["with"]),
+        "typeahead_ttft_without_s": statistics.median(results["without"]),
+        "typeahead_ttft_ratio": statistics.median(ratios),
+        "typeahead_max_stall_ms": worst_stall,
+        "wait_forecast_ratio": statistics.median(results["forecast_ratio"]) if results["forecast_ratio"] else None,
+        "prompt_speed_tok_per_s": statistics.median(results["speeds"]),
+        "prompt_speed_predicted_over_measured": statistics.median(results["predicted_ratio"]),
+        "read_ahead_events": sum(isinstance(e, ReadAheadProgress) for e in events),
+    }
