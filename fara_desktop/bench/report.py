@@ -314,7 +314,7 @@ class Benchmark:
     def resume_section(self) -> None:
         self.close()  # one copy of the model at a time
         tokens = min(2000 if self.plan.big else 3000, self.n_ctx - 256)
-        self.out.update(resume(self.model, self.params, min(tokens, 600) if self.quick else tokens))
+        self.out.update(resume(self.model, self.params, min(tokens, 600) if self.quick else tokens, not self.quick))
 
     def typeahead_section(self) -> None:
         self.close()

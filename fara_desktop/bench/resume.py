@@ -8,6 +8,7 @@ import statistics
 import tempfile
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -45,8 +46,20 @@ def evict(path: Path) -> None:
             os.posix_fadvise(handle.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
 
 
-def resume(model: Path, params: LoadParams, tokens: int) -> dict[str, Any]:
-    """Re-read a chat vs restore its state from disk (cold and warm), and the continuation on each."""
+def resume(model: Path, params: LoadParams, tokens: int, compare_q8_0: bool = True) -> dict[str, Any]:
+    """Re-read a chat vs restore its state from disk (cold and warm), and the continuation on each; with
+    ``compare_q8_0``, the same with a q8_0 KV cache: its state's size and whether its continuation is f16's."""
+    figures = resume_once(model, params, tokens)
+    if compare_q8_0 and params.kv_type != "q8_0":
+        q8 = resume_once(model, replace(params, kv_type="q8_0"), tokens)
+        figures["resume_q8_0_state_ratio"] = q8["resume_state_bytes"] / figures["resume_state_bytes"]
+        figures["resume_q8_0_same_tokens"] = q8["resume_same_tokens"]
+        figures["resume_q8_0_same_as_f16"] = q8["continuation"] == figures["continuation"]
+        figures["resume_q8_0_reread_s"] = q8["resume_reread_s"]
+    return figures
+
+
+def resume_once(model: Path, params: LoadParams, tokens: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="fara-resume-") as folder:
         store = KVDiskStore(Path(folder), budget_bytes=1 << 40)
         backend = LlamaBackend(state_store=store)
@@ -90,6 +103,7 @@ def resume(model: Path, params: LoadParams, tokens: int) -> dict[str, Any]:
         "resume_state_bytes": state_bytes,
         "resume_snapshot_s": snapshot_s,
         "resume_save_s": save_s,
+        "continuation": in_memory.text,
     }
 
 
