@@ -321,7 +321,7 @@ class Benchmark:
         if self.quick:
             self.out.update(typeahead(self.model, self.params, 300, typing_s=2.0, rounds=2))
         else:
-            self.out.update(typeahead(self.model, self.params, 1000))
+            self.out.update(typeahead(self.model, self.params, 1000, rounds=2 if self.plan.big else 3))
 
     def cold_section(self) -> None:
         self.close()  # nothing of ours may keep the file's pages

@@ -199,6 +199,7 @@ def typeahead(
     ratios = [w / wo for w, wo in zip(results["with"], results["without"], strict=True)]
     return {
         "typeahead_paste_tokens": paste_tokens,
+        "typeahead_typing_s": typing_s,
         "typeahead_ttft_with_s": statistics.median(results["with"]),
         "typeahead_ttft_without_s": statistics.median(results["without"]),
         "typeahead_ttft_ratio": statistics.median(ratios),

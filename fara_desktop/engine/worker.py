@@ -486,7 +486,9 @@ class InferenceWorker:
 
     def _read_ahead(self, command: ReadAhead) -> None:
         ahead_id = command.ahead_id
-        if self._ahead_stopped(ahead_id) or self._backend.info is None:
+        with self._lock:
+            superseded = ahead_id < self._last_ahead_id  # a newer read-ahead (of longer text) is queued
+        if superseded or self._ahead_stopped(ahead_id) or self._backend.info is None:
             return
         should_stop = (lambda: True) if not command.read else (lambda: self._ahead_stopped(ahead_id))
         last = [0, 0]

@@ -271,6 +271,7 @@ class ChatController(QObject):
             self.cancel_edit()
 
     def stop(self) -> None:
+        self.read_ahead.stop()  # Esc or Stop: the CPU comes back from reading ahead too
         phase = self.turn.phase
         if phase is TurnPhase.RETRIEVING:  # the question is saved; no reply was started for it
             self.turn.end()
@@ -388,7 +389,6 @@ class ChatController(QObject):
 
     def leave_chat(self) -> None:
         """Another chat is about to open: the reply is stopped and an edit dropped."""
-        self.read_ahead.stop()
         self.stop()
         self.cancel_edit()
 

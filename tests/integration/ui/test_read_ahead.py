@@ -131,3 +131,16 @@ def test_the_prompts_page_shows_the_saved_states_and_a_budget_of_zero_keeps_none
     dialog.accept()
     assert win.settings.prompts.chat_states_gb == 0.0
     assert win.chat_states.bytes_used() == 0
+
+
+def test_escape_stops_reading_ahead_and_hides_the_wait(window, qtbot):
+    backend = FakeBackend()
+    backend.read_ahead_gate = threading.Semaphore(0)
+    win = window(backend)
+    win.composer.insertPlainText(PASTE)
+    qtbot.waitUntil(lambda: win.wait_hint.isVisible(), timeout=10_000)
+    qtbot.keyClick(win.composer, Qt.Key.Key_Escape)
+    backend.read_ahead_gate.release(1)
+    qtbot.waitUntil(lambda: backend.read_ahead_stopped == 1, timeout=10_000)
+    assert not win.wait_hint.isVisible()
+    backend.read_ahead_gate.release(100)
