@@ -4,6 +4,7 @@ stopped by the next key and by Send, and the wait it leaves said in the composer
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from PySide6.QtCore import Qt
 
@@ -13,6 +14,16 @@ from fara_desktop.engine.types import ChatMessage
 from tests.helpers.fakes import FakeBackend
 
 PASTE = "Please summarise this report. " * 20  # 600 characters: a paste
+
+
+def reading_a_paste(window, qtbot) -> tuple[FakeBackend, Any]:
+    """A window whose engine is reading a paste ahead, held at its first batch until the test releases it."""
+    backend = FakeBackend()
+    backend.read_ahead_gate = threading.Semaphore(0)
+    win = window(backend)
+    win.composer.insertPlainText(PASTE)
+    qtbot.waitUntil(lambda: len(backend.read_ahead_prompts) == 1, timeout=10_000)
+    return backend, win
 
 
 def test_a_pause_in_typing_reads_the_chat_and_the_draft_ahead(window, qtbot):
@@ -39,11 +50,7 @@ def test_a_paste_is_read_at_once_and_the_wait_is_said_until_it_is_read(window, q
 
 
 def test_a_key_that_changes_the_text_before_its_end_stops_reading_ahead(window, qtbot):
-    backend = FakeBackend()
-    backend.read_ahead_gate = threading.Semaphore(0)
-    win = window(backend)
-    win.composer.insertPlainText(PASTE)
-    qtbot.waitUntil(lambda: bool(len(backend.read_ahead_prompts) == 1), timeout=10_000)
+    backend, win = reading_a_paste(window, qtbot)
     qtbot.keyClick(win.composer, Qt.Key.Key_Backspace)  # the pasted text's end is deleted
     backend.read_ahead_gate.release(1)
     qtbot.waitUntil(lambda: bool(backend.read_ahead_stopped == 1), timeout=10_000)
@@ -53,11 +60,7 @@ def test_a_key_that_changes_the_text_before_its_end_stops_reading_ahead(window, 
 
 
 def test_typing_on_at_the_end_lets_the_reading_go_on_and_follows_it(window, qtbot):
-    backend = FakeBackend()
-    backend.read_ahead_gate = threading.Semaphore(0)
-    win = window(backend)
-    win.composer.insertPlainText(PASTE)
-    qtbot.waitUntil(lambda: bool(len(backend.read_ahead_prompts) == 1), timeout=10_000)
+    backend, win = reading_a_paste(window, qtbot)
     qtbot.keyClicks(win.composer, " Why?")  # the question typed after the paste: the paste stays valid
     backend.read_ahead_gate.release(4)
     qtbot.waitUntil(lambda: len(backend.read_ahead_prompts) == 2, timeout=10_000)
@@ -67,11 +70,7 @@ def test_typing_on_at_the_end_lets_the_reading_go_on_and_follows_it(window, qtbo
 
 
 def test_send_stops_reading_ahead_and_the_reply_goes_first(window, qtbot):
-    backend = FakeBackend()
-    backend.read_ahead_gate = threading.Semaphore(0)
-    win = window(backend)
-    win.composer.insertPlainText(PASTE)
-    qtbot.waitUntil(lambda: bool(len(backend.read_ahead_prompts) == 1), timeout=10_000)
+    backend, win = reading_a_paste(window, qtbot)
     with qtbot.waitSignal(win.chat.replyFinished, timeout=10_000):
         qtbot.keyClick(win.composer, Qt.Key.Key_Return)
         backend.read_ahead_gate.release(1)  # the batch being read ends; the next is not begun
