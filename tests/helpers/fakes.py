@@ -30,6 +30,7 @@ class FakeBackend:
         self.read_ahead_gate: threading.Semaphore | None = None  # holds each of 4 read-ahead batches
         self.read_ahead_stopped = 0  # read-aheads that stopped before their end
         self.kept_states = 0
+        self.kept_before_reply: list[int] = []  # states kept before each reply began
         self.prompt_speed = 100.0  # tok/s the fake model is said to read prompts at
         self._thinking = True
 
@@ -94,6 +95,7 @@ class FakeBackend:
     ) -> ReplyResult:
         self.prompts.append(list(prompt.messages))
         self.thinking.append(self._thinking)
+        self.kept_before_reply.append(self.kept_states)
         if on_prompt_progress is not None and self.prompt_batches:
             for batch in range(1, self.prompt_batches + 1):
                 if self.gate is not None:
