@@ -7,6 +7,7 @@ new at size (multi-turn chats re-read whole histories) run only when asked for.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from fara_desktop.models.metadata import ModelMetadata
@@ -54,9 +55,11 @@ def _clamp(value: float, low: int, high: int) -> int:
     return int(max(low, min(high, value)))
 
 
-def plan_for(meta: ModelMetadata, bandwidth: float, threads: int, quick: bool) -> BenchPlan:
+def plan_for(
+    meta: ModelMetadata, bandwidth: float, threads: int, quick: bool, cpu_features: Collection[str] = ()
+) -> BenchPlan:
     gen_speed = expected_tokens_per_second(meta, bandwidth)
-    pp_speed = expected_prompt_tokens_per_second(meta, threads)
+    pp_speed = expected_prompt_tokens_per_second(meta, threads, cpu_features)
     if quick:
         return BenchPlan(16, 64, 1, 1, 1, 128, gen_speed, pp_speed)
     return BenchPlan(

@@ -128,7 +128,7 @@ class Benchmark:
         self.n_ctx = min(self.tuned.n_ctx, 4096)
         self.params = replace(self.tuned.load_params(), n_ctx=self.n_ctx, prefault=False)
         self.bandwidth = cache.bandwidth(self.hardware) or measure_read_bandwidth()
-        self.plan = plan_for(self.meta, self.bandwidth, self.tuned.n_threads, quick)
+        self.plan = plan_for(self.meta, self.bandwidth, self.tuned.n_threads, quick, self.hardware.cpu_features)
         self.out: dict[str, Any] = {
             "model": str(model),
             "model_name": self.meta.name,
@@ -201,7 +201,7 @@ class Benchmark:
                       and c.kv_type == tuned.kv_type and c.flash_attn == tuned.flash_attn}  # fmt: skip
         best_threads = max(by_threads, key=lambda t: statistics.median(sweep.gen[by_threads[t]]))
         predicted_gen = expected_tokens_per_second(self.meta, self.bandwidth)
-        predicted_pp = expected_prompt_tokens_per_second(self.meta, tuned.n_threads_batch)
+        predicted_pp = expected_prompt_tokens_per_second(self.meta, tuned.n_threads_batch, self.hardware.cpu_features)
         measured_gen, measured_pp = statistics.median(sweep.gen[tuned]), statistics.median(sweep.pp[tuned])
         roofline = self.bandwidth / self.meta.weights_bytes
         self.out["library_default_threads"] = {

@@ -79,7 +79,7 @@ def models_report(paths: AppPaths, as_json: bool = False) -> int:
     usable = [m.metadata for m in scan.usable if m.metadata]
     speed = bandwidth(profile, cache)
     facts = MachineFacts(profile.physical_cores, profile.usable_cores, memory.available, memory.total, speed,
-                         weights_are_repacked())  # fmt: skip
+                         weights_are_repacked(), cpu_features=tuple(profile.cpu_features))  # fmt: skip
     costs = {
         meta.path: cost_here(meta, replace(facts, calibrated_threads=cache.threads(profile, size_class(meta))))
         for meta in usable

@@ -46,7 +46,7 @@ from fara_desktop.engine.types import (
     TokenLogprob,
 )
 from fara_desktop.errors import FaraError
-from fara_desktop.machine.hardware import physical_cores, usable_cores
+from fara_desktop.machine.hardware import physical_cores, this_cpu_features, usable_cores
 from fara_desktop.machine.llama_build import load_ggml_cpu_library, route_llama_logs_to_logging
 from fara_desktop.models.gguf_checks import check_loadable
 from fara_desktop.models.gguf_file import GGUFHeader, read_gguf_header
@@ -63,6 +63,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _PIECE_BUFFER = 256
+READ_AHEAD_FIRST_CHUNK = 32  # tokens read ahead at once before the speed is known
+READ_AHEAD_CHUNK_S = 0.5  # then as many as take this long: what a stop throws away
 
 
 @dataclass(frozen=True)
@@ -219,7 +221,7 @@ class LlamaBackend:
     @staticmethod
     def _expected_prompt_speed(header: GGUFHeader, threads: int) -> float:
         try:
-            return expected_prompt_tokens_per_second(metadata_from_header(header), threads)
+            return expected_prompt_tokens_per_second(metadata_from_header(header), threads, this_cpu_features())
         except FaraError:
             return 0.0
 
@@ -504,9 +506,10 @@ class LlamaBackend:
         should_stop: Callable[[], bool],
         on_progress: Callable[[int, int], None],
     ) -> int:
-        """Read the prompt, batch by batch, into the KV cache (all but its last token, which the reply reads for
-        its logits); ``should_stop`` is checked between batches and by llama.cpp's abort callback inside one, so a
-        key press takes effect within one layer's compute. Reports ``(tokens, cached)``; returns the tokens cached."""
+        """Read the prompt into the KV cache (all but its last token, which the reply reads for its logits) in
+        chunks of about half a second (a batch of 512 takes 16 s at 8B here: a stop would throw it all away);
+        ``should_stop`` is checked between chunks and by llama.cpp's abort callback inside one, so a stop takes
+        effect within one layer's compute. Reports ``(tokens, cached)``; returns the tokens cached."""
         llm, _, _ = self._require()
         tokens = self._tokens_of(prompt)
         if conversation != self._kv_owner:
@@ -519,12 +522,16 @@ class LlamaBackend:
             return cached
         llm.n_tokens = cached  # eval drops the cells past it
         self._should_abort = should_stop
+        chunk, start = READ_AHEAD_FIRST_CHUNK, cached
         try:
-            for start in range(cached, end, llm.n_batch):
-                if should_stop():
-                    break
-                llm.eval(tokens[start : min(start + llm.n_batch, end)])
+            while start < end and not should_stop():
+                began = time.perf_counter()
+                llm.eval(tokens[start : min(start + chunk, end)])
                 on_progress(len(tokens), llm.n_tokens)
+                rate = (llm.n_tokens - start) / max(time.perf_counter() - began, 1e-6)
+                start = llm.n_tokens
+                # chunks of about half a second: a stop (Enter) loses at most that much reading, at any model size
+                chunk = int(max(READ_AHEAD_FIRST_CHUNK // 2, min(llm.n_batch, rate * READ_AHEAD_CHUNK_S)))
         except RuntimeError as exc:  # llama.cpp aborted (stopped) the batch: the batches before it stay
             if not should_stop():
                 log.info("Reading ahead stopped: %s", exc)

@@ -7,6 +7,7 @@ the GUI thread: the build probe imports llama_cpp and py-cpuinfo can take a seco
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import subprocess
@@ -278,3 +279,16 @@ def on_battery_now() -> bool:
     except (OSError, RuntimeError, AttributeError):
         return False
     return battery is not None and not battery.power_plugged
+
+
+@functools.cache
+def this_cpu_features() -> tuple[str, ...]:
+    """This machine's instruction-set features (as ``HardwareProfile.cpu_features``), read once."""
+    try:
+        if platform.system() == "Linux":
+            return tuple(cpu_features(parse_cpuinfo_flags(Path("/proc/cpuinfo").read_text(errors="replace"))))
+        if platform.system() == "Darwin":
+            return tuple(cpu_features(macos_flags()))
+        return tuple(cpu_features(cpuinfo_flags()))
+    except Exception:  # a probe that fails only makes the prediction the cautious one
+        return ()

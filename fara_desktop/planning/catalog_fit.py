@@ -140,7 +140,7 @@ def assess_catalog_here(models_dir: Path, cache_dir: Path, extra_folders: Iterab
     speed = bandwidth(profile, cache)
     installed = [Path(model.path) for model in scan.usable]
     facts = MachineFacts(profile.physical_cores, profile.usable_cores, memory.available, memory.total, speed,
-                         weights_are_repacked())  # fmt: skip
+                         weights_are_repacked(), cpu_features=tuple(profile.cpu_features))  # fmt: skip
     assessment = assess_catalog(
         load_catalog(), memory.available, memory.total, speed, installed, facts, cache.recommended(profile, "catalog")
     )

@@ -30,6 +30,7 @@ class MachineFacts:
     bandwidth_bytes_per_s: float
     repacks_weights: bool = False
     calibrated_threads: int | None = None
+    cpu_features: tuple[str, ...] = ()  # the instruction sets prompt reading depends on
 
 
 @dataclass(frozen=True)
@@ -79,5 +80,5 @@ def cost_here(meta: ModelMetadata, facts: MachineFacts) -> CostHere:
         tuned,
         memory,
         expected_tokens_per_second(meta, facts.bandwidth_bytes_per_s),
-        expected_prompt_tokens_per_second(meta, tuned.n_threads_batch),
+        expected_prompt_tokens_per_second(meta, tuned.n_threads_batch, facts.cpu_features),
     )

@@ -97,7 +97,7 @@ def plan_startup(
     usable = scan.usable
     speed = bandwidth(hardware, cache)
     facts = MachineFacts(hardware.physical_cores, hardware.usable_cores, memory.available, memory.total, speed,
-                         weights_are_repacked())  # fmt: skip
+                         weights_are_repacked(), cpu_features=tuple(hardware.cpu_features))  # fmt: skip
     costs = {
         m.path: cost_here(
             m.metadata, replace(facts, calibrated_threads=cache.threads(hardware, size_class(m.metadata)))

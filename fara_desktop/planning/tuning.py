@@ -16,7 +16,7 @@ RSS increase after loading and reading a 600-token prompt at n_ctx 2048 and 8192
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -278,19 +278,23 @@ def expected_tokens_per_second(
     return 1.0 / seconds
 
 
-# Q4_K_M on an AVX2 EPYC reached 85-99 GFLOP/s a thread on 512-token prompts at 1.7B, 7B and 8B; a chat's prompt
-# reads slower (attention grows with the history, the batches are not all full): the app's 1.7B and 8B prompts
-# read at 0.71 and 0.67 of that figure (37 and 8.2 tok/s where 52.6 and 12.2 were predicted), so it is re-fitted
-# to their mean. Gemma-3-1B, whose 1152-wide rows fall back to q5_0/q8_0, reads at 0.74 of this.
+# Reading a prompt is compute-bound, and how fast depends on the instruction set llama.cpp's kernels use. Fitted to
+# the app's own prompts (1,000-3,000 tokens, 2 threads, Q4_K_M) on two 2-core EPYC VMs: with AVX2 only, a 1.7B model
+# read 37 tok/s and an 8B 8.2 (about 62 GFLOP/s a thread); with AVX-512 and VNNI (int8 dot products), the 1.7B 119
+# and the 8B 31.9 tok/s (200 and 256 GFLOP/s). Gemma-3-1B, whose 1152-wide rows fall back to q5_0/q8_0, reads at
+# 0.74 of this.
 PROMPT_FLOPS_PER_THREAD = 62e9
+PROMPT_FLOPS_PER_THREAD_VNNI = 220e9
 
 
-def expected_prompt_tokens_per_second(meta: ModelMetadata, threads: int) -> float:
-    """Reading a prompt is compute-bound: about two floating-point operations per parameter per token, at what
-    llama.cpp's matrix kernels reach on one core, times the threads reading it."""
+def expected_prompt_tokens_per_second(meta: ModelMetadata, threads: int, cpu_features: Collection[str] = ()) -> float:
+    """About two floating-point operations per parameter per token, at what llama.cpp's matrix kernels reach on
+    one core with this CPU's instruction set (``HardwareProfile.cpu_features``), times the threads reading it."""
     if not meta.parameters or threads <= 0:
         return 0.0
-    return PROMPT_FLOPS_PER_THREAD * threads / (2.0 * meta.parameters)
+    vnni = "AVX512" in cpu_features and "AVX512_VNNI" in cpu_features
+    per_thread = PROMPT_FLOPS_PER_THREAD_VNNI if vnni else PROMPT_FLOPS_PER_THREAD
+    return per_thread * threads / (2.0 * meta.parameters)
 
 
 def quality_score(meta: ModelMetadata) -> float:

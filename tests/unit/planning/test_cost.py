@@ -37,3 +37,12 @@ def test_the_summary_names_memory_context_speed_and_the_wait_for_a_long_message(
 def test_a_small_model_reads_a_message_in_seconds():
     cost = cost_here(GEMMA_1B, ROOMY)
     assert cost.typical_prompt_s < cost_here(LLAMA_8B, ROOMY).typical_prompt_s / 5
+
+
+def test_prompt_reading_is_predicted_for_the_instruction_set_the_kernels_use():
+    from dataclasses import replace as with_
+
+    avx2 = cost_here(LLAMA_8B, with_(ROOMY, cpu_features=("AVX", "AVX2", "FMA", "F16C")))
+    vnni = cost_here(LLAMA_8B, with_(ROOMY, cpu_features=("AVX", "AVX2", "FMA", "F16C", "AVX512", "AVX512_VNNI")))
+    assert avx2.prompt_tok_per_s == expected_prompt_tokens_per_second(LLAMA_8B, 2)
+    assert 3.0 < vnni.prompt_tok_per_s / avx2.prompt_tok_per_s < 4.0  # 1.7B: 119 vs 37 tok/s measured
