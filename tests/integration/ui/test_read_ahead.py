@@ -143,3 +143,26 @@ def test_escape_stops_reading_ahead_and_hides_the_wait(window, qtbot):
     qtbot.waitUntil(lambda: backend.read_ahead_stopped == 1, timeout=10_000)
     assert not win.wait_hint.isVisible()
     backend.read_ahead_gate.release(100)
+
+
+def test_a_chat_with_documents_searches_them_on_the_typing_pause_and_enter_sends_what_was_read(window, qtbot, tmp_path):
+    from tests.helpers.documents import write_mixed_folder
+
+    backend = FakeBackend()
+    win = window(backend)
+    write_mixed_folder(tmp_path / "manuals")
+    with qtbot.waitSignal(win.documents.finished, timeout=60_000):
+        win.documents.index_paths("manuals", [tmp_path / "manuals"])
+    win.documents.use_collection("manuals", True)
+    searches = []
+    search = win.chat.retrieve
+    assert search is not None
+    win.chat.retrieve = lambda *args: searches.append(args[0][-1].content) or search(*args)
+    qtbot.keyClicks(win.composer, "Which valve controls the pressure?")
+    qtbot.waitUntil(lambda: bool(backend.read_ahead_prompts), timeout=10_000)
+    read = backend.read_ahead_prompts[-1]
+    assert "The aquamarine valve controls the pressure." in read[-1].content  # the passages were read ahead
+    with qtbot.waitSignal(win.chat.replyFinished, timeout=10_000):
+        qtbot.keyClick(win.composer, Qt.Key.Key_Return)
+    assert backend.prompts[-1] == read  # Enter sent exactly what was read ahead
+    assert searches == ["Which valve controls the pressure?"]  # searched once, on the pause
