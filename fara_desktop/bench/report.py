@@ -265,6 +265,8 @@ class Benchmark:
         self.out["app"] = {"gen_tok_per_s": app_runs.to_json()}
         self.out["app_vs_raw_gen_ratio"] = statistics.median(ratios)
         self.out["app_vs_raw_round_ratios"] = ratios
+        self.out["event_loop_stall_runs_ms"] = [[c["stall_load_ms"], c["stall_prompt_ms"], c["stall_stream_ms"]]
+                                                for c in children]  # fmt: skip
         self.out["max_event_loop_stall_ms"] = max(stalls.values())
         self.out["event_loop_stall_ms"] = stalls
         self.out["long_prompt_tokens"] = self.plan.long_prompt_tokens

@@ -89,7 +89,8 @@ def resume_once(model: Path, params: LoadParams, tokens: int) -> dict[str, Any]:
                 backend.forget_context(snapshots=True)  # as after a restart
                 if cold:
                     evict(state_file)
-                restored[label] = run(1)
+                with StallProbe() as probe:  # what the window's thread would feel while the state is read
+                    restored[label] = run(1)
         finally:
             backend.unload()
     return {
@@ -101,6 +102,7 @@ def resume_once(model: Path, params: LoadParams, tokens: int) -> dict[str, Any]:
         "resume_restored_tokens_read": restored["cold"].stats.prompt_tokens_evaluated,
         "resume_same_tokens": restored["cold"].text == in_memory.text and restored["warm"].text == in_memory.text,
         "resume_state_bytes": state_bytes,
+        "resume_restore_max_stall_ms": probe.worst_ms,
         "resume_snapshot_s": snapshot_s,
         "resume_save_s": save_s,
         "continuation": in_memory.text,

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from fara_desktop.engine.kv_states import KVSnapshot, common_prefix
+from fara_desktop.engine.kv_states import KVSnapshot, common_prefix, zeroed_buffer
 
 log = logging.getLogger(__name__)
 
@@ -178,7 +178,7 @@ class KVDiskStore:
         try:
             with self._lock, open(path, "rb") as handle:
                 header, tokens = self._read_header(handle, identity, os.fstat(handle.fileno()).st_size)
-                data = bytearray(header["data"])
+                data = zeroed_buffer(header["data"])
                 if handle.readinto(data) != len(data):
                     raise StateFileError("truncated data")
                 packed = struct.pack(f"<{len(tokens)}i", *tokens)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fara_desktop.engine.kv_states import KVSnapshot, common_prefix
+from fara_desktop.engine.kv_states import KVSnapshot, common_prefix, zeroed_buffer
 from fara_desktop.machine.llama_internals import mark_logits_stale
 
 if TYPE_CHECKING:
@@ -27,12 +27,9 @@ def snapshot_sequence(llm: Llama) -> KVSnapshot | None:
     if llm.n_tokens == 0:
         return None
     size = llama_cpp.llama_state_seq_get_size(llm.ctx, 0)
-    data = bytearray(size)  # one copy of the state (hundreds of MB at 1.7B), written into by llama.cpp
-    view = (ctypes.c_uint8 * size).from_buffer(data)
-    written = llama_cpp.llama_state_seq_get_data(llm.ctx, view, size, 0)
-    del view  # releases the buffer, so it can shrink
-    del data[written:]
-    return KVSnapshot(tuple(llm.input_ids[: llm.n_tokens].tolist()), data)
+    data = zeroed_buffer(size)  # one copy of the state (hundreds of MB at 1.7B), written into by llama.cpp
+    written = llama_cpp.llama_state_seq_get_data(llm.ctx, (ctypes.c_uint8 * size).from_buffer(data), size, 0)
+    return KVSnapshot(tuple(llm.input_ids[: llm.n_tokens].tolist()), data[:written])
 
 
 def restore_sequence(llm: Llama, snapshot: KVSnapshot) -> bool:
