@@ -56,12 +56,12 @@ class PromptsPage(QWidget):
         self.document_wait = QDoubleSpinBox()
         self.document_wait.setRange(1.0, 600.0)
         self.document_wait.setDecimals(0)
-        self.document_wait.setSuffix(" s")
+        self.document_wait.setSuffix(" s of reading")
         self.document_wait.setValue(prompts.document_wait_s)
         self.document_wait.setToolTip(
             "Passages from your documents are read with each question: fewer are sent when the model reads slowly."
         )
-        form.addRow("Documents may add:", self.document_wait)
+        form.addRow("Document passages add at most:", self.document_wait)
         layout.addLayout(form)
         layout.addStretch(1)
         self._show_usage()
