@@ -186,3 +186,30 @@ def test_a_whole_chat_session_opens_no_network_connection(qtbot, no_network, smo
     win.close()
     assert no_network == []
     assert open_sockets == []
+
+
+def test_a_long_chat_resumes_after_a_restart_and_a_typed_question_is_read_before_enter(real_window, qtbot):
+    """The user's path with the real model: a long chat, the app closed and opened again, the chat reopened, a
+    question typed (read ahead on the typing pause), Enter: only the question's last token is left to read."""
+    sampling = SamplingParams(temperature=0.0, max_tokens=8)
+    win = real_window(sampling)
+    win.session.set_system_prompt("You are a helpful assistant. " + "Answer briefly and precisely. " * 250)
+    win.composer.setPlainText("Hello!")
+    with qtbot.waitSignal(win.replyFinished, timeout=120000) as first:
+        win.send_button.click()
+    assert first.args[0].stats.prompt_tokens > 1200
+    conversation = win.session.conversation_id
+    win.close()  # the state goes to disk as the engine stops
+    states = list((app_paths().data / "chat-states").iterdir())
+    assert len(states) == 1
+
+    again = real_window(sampling)
+    again.conversations.open_conversation(conversation)
+    qtbot.keyClicks(again.composer, "What is the capital of France?")
+    progress = []
+    again.bridge.engine_event.connect(lambda e: progress.append(e) if type(e).__name__ == "ReadAheadProgress" else None)
+    qtbot.waitUntil(lambda: any(e.finished and e.cached == e.tokens - 1 for e in progress), timeout=60000)
+    assert progress[0].cached > 1200  # the chat came back from disk: only the question was read ahead
+    with qtbot.waitSignal(again.replyFinished, timeout=120000) as second:
+        qtbot.keyClick(again.composer, Qt.Key.Key_Return)
+    assert second.args[0].stats.prompt_tokens_evaluated <= 1
