@@ -69,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "docs":
         from fara_desktop.cli import docs
 
+        if args.docs_command == "import-embedder":
+            return docs.run_import_embedder(paths, args.source, args.type)
         if args.docs_command == "index":
             return docs.run_docs_index(paths, args.paths, args.collection, args.json, args.embedding_model)
         query = " ".join(args.query)

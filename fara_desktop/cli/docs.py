@@ -14,6 +14,7 @@ from fara_desktop.documents.semantic import hybrid_search
 from fara_desktop.engine.embedder import Embedder
 from fara_desktop.errors import FaraError
 from fara_desktop.format import format_count, format_size
+from fara_desktop.models.embedder_convert import import_embedder
 from fara_desktop.paths import AppPaths
 from fara_desktop.untrusted import one_line, printable
 
@@ -126,4 +127,15 @@ def run_docs_search(
         print(printable(f"    {excerpt}"))
     if not hits:
         print("no passage matches", file=sys.stderr)
+    return 0
+
+
+def run_import_embedder(paths: AppPaths, source: str, file_type: str) -> int:
+    """Convert a sentence-transformers embedder into the app's models folder, where the Documents panel finds it."""
+    try:
+        target = import_embedder(source, paths.models, file_type)
+    except FaraError as exc:
+        print(printable(f"fara-desktop docs import-embedder: {exc}"), file=sys.stderr)
+        return 1
+    print(target)
     return 0

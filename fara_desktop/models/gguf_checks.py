@@ -85,6 +85,10 @@ def check_loadable(header: GGUFHeader, total_bytes: int | None = None) -> None:
     if not isinstance(architecture, str) or not architecture.strip():
         raise refuse("it does not name its architecture (general.architecture)")
     _check_tensors(header, header.tensor_bytes + max(0, (total_bytes or 0) - header.file_bytes), refuse)
+    token_types = next((t for t in header.tensors if t.name == "token_types.weight"), None)
+    if token_types is not None and token_types.ggml_type != 0:
+        # BERT's graph adds this table to the activations; ggml's CPU add aborts the process unless it is f32
+        raise refuse("its token-type embeddings are not stored as f32, which llama.cpp cannot add (it would abort)")
     values = _check_hyperparameters(header, architecture, refuse)
     _check_layers(header, values.get("block_count"), refuse)
     _check_heads(values, refuse)

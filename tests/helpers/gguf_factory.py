@@ -137,6 +137,7 @@ def write_bert_embedder(
     context_length: int = 512,
     seed: int = 0,
     extra_tokens: tuple[str, ...] = (),
+    token_types_f16: bool = False,
 ) -> Path:
     """A BERT-family sentence embedder (mean pooling, WordPiece vocabulary) with random weights, as llama.cpp runs
     bge, e5 and all-MiniLM. ``n_vocab`` pads the vocabulary to a real model's size (30,522 for bge-small)."""
@@ -178,7 +179,8 @@ def write_bert_embedder(
         return np.zeros(n, dtype=np.float32)
 
     writer.add_tensor("token_embd.weight", weight(len(tokens), n_embd))
-    writer.add_tensor("token_types.weight", weight(2, n_embd))
+    types = weight(2, n_embd)
+    writer.add_tensor("token_types.weight", types.astype(np.float16) if token_types_f16 else types)
     writer.add_tensor("position_embd.weight", weight(context_length, n_embd))
     writer.add_tensor("token_embd_norm.weight", ones(n_embd))
     writer.add_tensor("token_embd_norm.bias", zeros(n_embd))

