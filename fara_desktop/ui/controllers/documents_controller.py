@@ -23,6 +23,7 @@ from fara_desktop.engine.embedder import Embedder
 from fara_desktop.engine.types import ChatMessage, SamplingParams
 from fara_desktop.errors import FaraError
 from fara_desktop.format import format_count
+from fara_desktop.models.embedder_convert import PACKAGED_EMBEDDER, import_embedder, packaged_embedder_installed
 from fara_desktop.paths import AppPaths
 from fara_desktop.planning.planner import StartupPlan
 from fara_desktop.ui.background import BackgroundCall
@@ -91,6 +92,7 @@ class DocumentsController(QObject):
         panel.rescanRequested.connect(lambda name: self.index_paths(name, []))
         panel.removeRequested.connect(self.remove)
         panel.pauseToggled.connect(lambda paused: self.pause.set() if paused else self.pause.clear())
+        panel.semanticRequested.connect(self.import_embedder)
         menu = QMenu(screen.documents_button)
         menu.aboutToShow.connect(self._fill_menu)
         screen.documents_button.setMenu(menu)
@@ -103,14 +105,39 @@ class DocumentsController(QObject):
         return [c.name for c in self.index.collections()] if self.index else []
 
     def use_plan(self, plan: StartupPlan) -> None:
-        """The start-up scan found the models: an embedding model among them turns on semantic search."""
+        """The start-up scan found the models: an embedding model among them turns on semantic search; without one,
+        an installed all-MiniLM-L6-v2 package is offered."""
         found = next((Path(m.path) for m in plan.scan.usable if m.metadata and m.metadata.embedding), None)
+        self.use_embedding_model(found)
+        self.screen.documents_panel.semantic_button.setVisible(found is None and packaged_embedder_installed())
+
+    def use_embedding_model(self, found: Path | None) -> None:
         if found != self.embedding_model:
             self.embedding_model = found
             if found is not None:
                 for name in self.collection_names():  # vectors for what was indexed before
                     self.index_paths(name, [])
             self.refresh()
+
+    def import_embedder(self) -> None:
+        """Convert the installed all-MiniLM-L6-v2 into the models folder (off the window's thread), then use it."""
+        panel = self.screen.documents_panel
+        panel.semantic_button.setEnabled(False)
+        panel.show_idle("Converting all-MiniLM-L6-v2 for llama.cpp…")
+        models = self.screen.paths.models
+
+        def done(path: Path) -> None:
+            panel.semantic_button.hide()
+            self.use_embedding_model(path)
+
+        def failed(error: Exception) -> None:
+            panel.semantic_button.setEnabled(True)
+            panel.show_idle(f"Semantic search could not be turned on: {one_line(error, 200)}")
+
+        call = BackgroundCall(lambda: import_embedder(PACKAGED_EMBEDDER, models), owner=self)
+        call.done.connect(done)
+        call.failed.connect(failed)
+        call.start()  # BackgroundCall keeps itself alive until its result has arrived
 
     def embedder(self) -> Embedder | None:
         """The embedding model, loaded on first use (shared by the indexing thread and the queries; it locks)."""

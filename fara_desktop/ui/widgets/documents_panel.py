@@ -39,6 +39,7 @@ class DocumentsPanel(QWidget):
     rescanRequested = Signal(str)
     removeRequested = Signal(str)
     pauseToggled = Signal(bool)
+    semanticRequested = Signal()  # convert the installed embedder and turn semantic search on
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -80,12 +81,21 @@ class DocumentsPanel(QWidget):
         self.pause_button.setCheckable(True)
         self.pause_button.toggled.connect(self._pause_toggled)
         self.pause_button.hide()
+        self.semantic_button = QPushButton("Turn on semantic search")
+        self.semantic_button.setObjectName("semanticButton")
+        self.semantic_button.setToolTip(
+            "all-MiniLM-L6-v2 is installed: convert it for llama.cpp (about 46 MB, a few seconds) so that questions "
+            "also find passages that say the same thing in other words."
+        )
+        self.semantic_button.clicked.connect(self.semanticRequested)
+        self.semantic_button.hide()
         layout.addWidget(title)
         layout.addWidget(self.list, 1)
         layout.addLayout(add_row)
         layout.addLayout(actions)
         layout.addWidget(self.progress)
         layout.addWidget(self.pause_button)
+        layout.addWidget(self.semantic_button)
         layout.addWidget(self.status)
 
     def _current_name(self, act: Callable[[str], object]) -> None:

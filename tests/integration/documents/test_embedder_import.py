@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from PySide6.QtCore import Qt
 
 from fara_desktop.engine.embedder import Embedder
 from fara_desktop.models.embedder_convert import EmbedderConversionError, convert_embedder
@@ -99,3 +100,20 @@ def test_fused_search_finds_a_paraphrase_that_lexical_search_misses(minilm_folde
     # among the five passages the question is sent with; equal-weight fusion ranks it third here (semantic search
     # alone ranks it first): the weights are the next thing to measure
     assert "boiler.txt" in fused
+
+
+def test_the_documents_panel_offers_the_installed_embedder_and_turns_semantic_search_on(window, qtbot):
+    from types import SimpleNamespace
+
+    from tests.helpers.fakes import FakeBackend
+
+    pytest.importorskip("all_minilm_l6_v2")
+    win = window(FakeBackend())
+    panel = win.documents_panel
+    win.documents.use_plan(SimpleNamespace(scan=SimpleNamespace(usable=[])))  # no embedding model among the models
+    assert panel.semantic_button.isVisibleTo(win)
+    qtbot.mouseClick(panel.semantic_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: win.documents.embedding_model is not None, timeout=60_000)
+    assert win.documents.embedding_model == win.paths.models / "all-minilm-l6-v2.f16.gguf"
+    assert not panel.semantic_button.isVisibleTo(win)
+    assert "semantic (all-minilm-l6-v2.f16.gguf)" in win.documents.retrieval_note()
