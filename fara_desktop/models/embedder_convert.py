@@ -11,6 +11,7 @@ wheel, a compiled dependency for what is twenty lines).
 from __future__ import annotations
 
 import json
+import math
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -140,7 +141,8 @@ def read_safetensors(path: Path) -> Iterator[tuple[str, np.ndarray]]:
         if dtype is None or not valid_shape or not isinstance(offsets, list) or len(offsets) != 2:
             raise EmbedderConversionError(f"{path.name}: the tensor {str(name)[:80]!r} is not described properly.")
         begin, end = offsets
-        count = int(np.prod(shape)) if shape else 1
+        assert isinstance(shape, list)
+        count = math.prod(shape)  # Python integers: a hostile shape cannot wrap around as int64 would
         if not (isinstance(begin, int) and isinstance(end, int) and 0 <= begin <= end <= len(data)) or (
             end - begin != count * np.dtype(dtype).itemsize
         ):
@@ -176,7 +178,8 @@ def wordpiece_vocabulary(folder: Path) -> tuple[list[str], list[int], dict[str, 
     vocab = model.get("vocab") if isinstance(model, dict) else None
     if not isinstance(model, dict) or model.get("type") != "WordPiece" or not isinstance(vocab, dict):
         raise EmbedderConversionError("tokenizer.json is not a WordPiece tokenizer (BERT's).")
-    if not 0 < len(vocab) <= MAX_VOCAB or sorted(vocab.values()) != list(range(len(vocab))):
+    ids_ok = all(isinstance(i, int) and not isinstance(i, bool) for i in vocab.values())
+    if not 0 < len(vocab) <= MAX_VOCAB or not ids_ok or sorted(vocab.values()) != list(range(len(vocab))):
         raise EmbedderConversionError("tokenizer.json: the vocabulary's ids are not 0…n-1.")
     by_id = sorted(vocab, key=lambda token: vocab[token])
     specials = {t for t in by_id if t.startswith("[") and t.endswith("]")}
