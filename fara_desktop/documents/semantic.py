@@ -22,6 +22,7 @@ class TextEmbedder(Protocol):
     name: str
 
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+    def embed_query(self, text: str) -> np.ndarray: ...
 
 
 @dataclass
@@ -85,7 +86,7 @@ def hybrid_search(
     lexical = index.search(collections, query, top * 4)
     if embedder is None or not query.strip():
         return lexical[:top]
-    semantic = index.semantic_search(collections, embedder.embed([query])[0], embedder.name, top * 4)
+    semantic = index.semantic_search(collections, embedder.embed_query(query), embedder.name, top * 4)
     if not semantic:
         return lexical[:top]
     return fuse([lexical, semantic], top)
