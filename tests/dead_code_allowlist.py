@@ -7,7 +7,7 @@ _ = object()
 
 # Called by name: the benchmark runs the sections the command line names (getattr(f"{name}_section")).
 _.bandwidth_section, _.engine_section, _.app_section, _.memory_section
-_.startup_section, _.turns_section, _.cold_section, _.resume_section, _.typeahead_section
+_.startup_section, _.turns_section, _.cold_section, _.resume_section, _.typeahead_section, _.retrieval_section
 
 # Interfaces other code calls: llama.cpp's ctypes structs, sqlite3, lxml's parser target, urllib's handlers,
 # uvicorn's server, Jinja's sandbox, QTextDocument's resource loader.
@@ -31,4 +31,4 @@ _._listing, _.paste_button, _.search_button
 import_conversation  # one conversation through the import path (chats/export.py)
 _.import_json  # an export's dict back into the store (round-trip tests)
 split_reasoning  # a whole reply through the streaming splitter at once (the splitter's tests)
-_.unsaved_count, _.integrity_ok, _.vector_count, _.queued, _.arch_value, _.streaming_message, _.code_blocks
+_.unsaved_count, _.integrity_ok, _.vector_count, _.replying, _.passages_embedded, _.threads_that_ran_the_model, _.queued, _.arch_value, _.streaming_message, _.code_blocks

@@ -22,6 +22,7 @@ from fara_desktop.bench.cold_probe import MODES as COLD_MODES
 from fara_desktop.bench.plan import SECTION_HELP, SECTIONS, default_sections, plan_for
 from fara_desktop.bench.results import COMPARED, previous_result, save_result, table
 from fara_desktop.bench.resume import resume, typeahead
+from fara_desktop.bench.retrieval import retrieval
 from fara_desktop.bench.runner import (
     Figure,
     RawEngine,
@@ -37,6 +38,7 @@ from fara_desktop.machine.bandwidth import measure_read_bandwidth
 from fara_desktop.machine.hardware import detect_hardware
 from fara_desktop.machine.llama_build import weights_are_repacked
 from fara_desktop.machine.measurements import MachineCache, machine_key
+from fara_desktop.models.embedder_convert import PACKAGED_EMBEDDER, import_embedder, packaged_embedder_installed
 from fara_desktop.models.packaged import embedded_default_model
 from fara_desktop.paths import AppPaths
 from fara_desktop.planning.params import LoadParams
@@ -110,6 +112,7 @@ STAGE_TITLES = {
     "resume": "a chat resumed from disk vs re-read",
     "typeahead": "reading ahead while a question is typed",
     "cold": "cold start (the file evicted from the page cache)",
+    "retrieval": "document search: quality and the embedder's speed",
 }
 
 
@@ -335,6 +338,16 @@ class Benchmark:
         default_mode = "read-ahead" if not self.tuned.use_mmap else "mapped"  # prefault is on by default
         self.out["cold_start"] = {"runs": runs, "first_token_s": medians, "default_mode": default_mode,
                                   "fastest_mode": min(medians, key=lambda m: medians[m])}  # fmt: skip
+
+    def retrieval_section(self) -> None:
+        """On all-MiniLM-L6-v2, converted from its installed package into a scratch folder (the chat model is not
+        used: the section is about the documents' embedder)."""
+        if not packaged_embedder_installed():
+            self.out["retrieval"] = {"skipped": f"{PACKAGED_EMBEDDER} is not installed"}
+            return
+        with tempfile.TemporaryDirectory(prefix="fara-embedder-") as folder:
+            model = import_embedder(PACKAGED_EMBEDDER, Path(folder))
+            self.out["retrieval"] = retrieval(model, self.quick, _Progress(0).note)
 
     def close(self) -> None:
         if self._raw is not None:

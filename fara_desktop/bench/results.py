@@ -110,4 +110,32 @@ def table(out: dict[str, Any]) -> str:
         rows.append(row("cold start to first token: " + " / ".join(cold["first_token_s"]) + " (s)",
                          " / ".join(f"{v:.1f}" for v in cold["first_token_s"].values())
                          + f"  (default: {cold['default_mode']})"))  # fmt: skip
+    rows += retrieval_rows(out.get("retrieval"))
     return "\n".join(rows)
+
+
+def retrieval_rows(figures: dict[str, Any] | None) -> list[str]:
+    """The retrieval section's lines: quality per set and method, the fusion chosen, the embedder's speed."""
+    if not figures or "quality" not in figures:
+        return [row("document search", figures["skipped"])] if figures and "skipped" in figures else []
+    rows = [row("document search (recall@5 / MRR@10)", "lexical       semantic      fused")]
+    for name, quality in figures["quality"].items():
+        for group in ("all", "direct", "paraphrased"):
+            if group in quality:
+                cells = "   ".join(f"{quality[group][m]['recall_at_5']:.2f} / {quality[group][m]['mrr']:.2f}"
+                                   for m in ("lexical", "semantic", "fused"))  # fmt: skip
+                rows.append(row(f"  {name}, {group} ({quality[group]['questions']} questions)", cells))
+    best, speed, corpus = figures["fusion_best"], figures["throughput"]["passages_per_s"], figures["stdlib_corpus"]
+    rows += [
+        row("best fusion on both sets: k, semantic weight (MRR)",
+            f"{best['k']}, {best['semantic_weight']} ({best['mrr']:.3f})"),
+        row("embedding passages/s: 1 thread / 2 threads / 2 without flash attention",
+            f"{speed['threads_1']:.1f} / {speed['threads_2']:.1f} / {speed['threads_2_no_flash_attention']:.1f}"),
+        row("query embedding ms: alone / during background indexing (p95)",
+            f"{figures['query_ms_alone']:.1f} / {corpus['query_embed_ms_during_indexing'] or 0:.1f} "
+            f"({corpus['query_embed_ms_during_indexing_p95'] or 0:.1f})"),
+        row(f"{corpus['corpus_mb']:.0f} MB made searchable: words / vectors (passages/s)",
+            f"{corpus['text_index_s']:.0f} s / {corpus['passages'] / corpus['passages_per_s']:.0f} s "
+            f"({corpus['passages_per_s']:.1f})"),
+    ]  # fmt: skip
+    return rows

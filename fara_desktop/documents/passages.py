@@ -35,9 +35,12 @@ class Passage:
 
 
 class PassageCutter:
-    """Passages of text fed in pieces; ``line``: the number of the first line (None: a page without lines)."""
+    """Passages of text fed in pieces; ``line``: the number of the first line (None: a page without lines);
+    ``target_chars``: the passage size (the app's is ``TARGET_CHARS``; the retrieval benchmark tries others)."""
 
-    def __init__(self, page: int | None = None, line: int | None = None) -> None:
+    def __init__(self, page: int | None = None, line: int | None = None, target_chars: int = TARGET_CHARS) -> None:
+        self._target = target_chars
+        self._max = target_chars * MAX_CHARS // TARGET_CHARS
         self._page = page
         self._line = line  # the line being read
         self._first = line  # the first line of the passage being built
@@ -79,18 +82,18 @@ class PassageCutter:
     def _cut_long_line(self) -> Iterator[Passage]:
         """A line longer than ``MAX_CHARS`` becomes passages of ``TARGET_CHARS`` as it arrives (what is kept of
         it stays under ``MAX_CHARS``, so each piece is joined once)."""
-        if self._partial_size <= MAX_CHARS:
+        if self._partial_size <= self._max:
             return
         if self._lines:
             yield self._passage(self._previous_line())
             self._lines, self._size, self._first = [], 0, self._line
         joined = "".join(self._partial)
         position = 0
-        while len(joined) - position > MAX_CHARS:
-            head = joined[position : position + TARGET_CHARS].strip()
+        while len(joined) - position > self._max:
+            head = joined[position : position + self._target].strip()
             if head:
                 yield Passage(head, self._page, self._line, self._line)
-            position += TARGET_CHARS
+            position += self._target
         rest = joined[position:]
         self._partial, self._partial_size = [rest], len(rest)
 
@@ -99,7 +102,7 @@ class PassageCutter:
         self._partial, self._partial_size = [], 0
         self._lines.append(line)
         self._size += len(line)
-        if self._size >= TARGET_CHARS:
+        if self._size >= self._target:
             yield self._passage(self._line)
             self._lines, self._size = [], 0
             self._first = self._line + 1 if self._line is not None else None
