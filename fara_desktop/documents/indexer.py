@@ -80,12 +80,6 @@ class IndexReport:
     seconds: float = 0.0
 
 
-def lower_this_threads_priority() -> None:
-    """Indexing must not take the CPU from the window or from llama.cpp: on Linux a thread has its own nice value."""
-    with contextlib.suppress(AttributeError, OSError):  # not Linux, or not allowed: the scan still yields
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
-
-
 def candidate_files(roots: Sequence[Path]) -> Iterator[tuple[Path, os.stat_result]]:
     """Regular files under ``roots`` that a parser reads, with what ``lstat`` found when they were listed (a FIFO,
     a device or a link is never listed; hidden folders, version control and virtual environments are skipped)."""

@@ -27,6 +27,7 @@ import numpy as np
 from fara_desktop.engine.errors import ModelLoadError
 from fara_desktop.errors import FaraError, NotAGGUFError
 from fara_desktop.machine.hardware import physical_cores, usable_cores
+from fara_desktop.machine.priority import lower_this_threads_priority
 from fara_desktop.models.gguf_checks import check_loadable
 from fara_desktop.models.gguf_file import read_gguf_header
 from fara_desktop.planning.tuning import default_threads
@@ -125,6 +126,7 @@ class Embedder:
     # ------------------------------------------------------------------ the owner thread
 
     def _own(self, loaded: Future[Llama]) -> None:
+        lower_this_threads_priority()  # like indexing: the window and the chat model come first
         try:
             llm = self._load()
         except BaseException as exc:

@@ -121,7 +121,8 @@ class MainWindow(QMainWindow):
         self.servers.apiRequestsChanged.connect(self.chat.set_api_requests)
         self.chat.modelLoaded.connect(self.servers.warn_if_unencrypted)
         self.startup.remote_choice = self.servers.chosen_remote
-        self.documents = DocumentsController(self, self, self.session, self.chat.turn.busy_event)
+        self.documents = DocumentsController(self, self, self.session, (self.chat.turn.busy_event,
+                                                                         self.chat.read_ahead.reading))  # fmt: skip
         self.chat.retrieve = self.documents.retrieve
         self.chat.read_ahead_allowed = self._read_ahead_allowed
         self.documents.readable_tokens = self._readable_passage_tokens

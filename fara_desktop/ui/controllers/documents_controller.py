@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -17,12 +17,13 @@ from fara_desktop.chats.session import ChatSession
 from fara_desktop.citations import Source
 from fara_desktop.documents.grounding import MAX_BUDGET_TOKENS, grounded_prompt
 from fara_desktop.documents.index import DocumentIndex, DocumentIndexError, documents_path
-from fara_desktop.documents.indexer import IndexProgress, IndexReport, lower_this_threads_priority
+from fara_desktop.documents.indexer import IndexProgress, IndexReport
 from fara_desktop.documents.pipeline import update_collection
-from fara_desktop.engine.embedder import Embedder
+from fara_desktop.engine.embedder import Embedder, EmbedderClosedError
 from fara_desktop.engine.types import ChatMessage, SamplingParams
 from fara_desktop.errors import FaraError
 from fara_desktop.format import format_count
+from fara_desktop.machine.priority import lower_this_threads_priority
 from fara_desktop.models.embedder_convert import PACKAGED_EMBEDDER, import_embedder, packaged_embedder_installed
 from fara_desktop.paths import AppPaths
 from fara_desktop.planning.planner import StartupPlan
@@ -57,15 +58,20 @@ class DocumentsController(QObject):
     embedding = Signal(str, int, int, float)  # (collection, passages done, of, per second), from the thread
 
     def __init__(
-        self, screen: DocumentsScreen, dialog_parent: QWidget, session: ChatSession, reply_busy: threading.Event
+        self,
+        screen: DocumentsScreen,
+        dialog_parent: QWidget,
+        session: ChatSession,
+        engine_busy: Sequence[threading.Event],
     ) -> None:
-        """``session``: the open chat (its choice of collections); ``reply_busy``: set while a reply is asked for
-        (indexing yields to it). The window wires ``retrieve`` to the chat controller."""
+        """``session``: the open chat (its choice of collections); ``engine_busy``: events set while the chat model
+        works (a reply asked for, a prompt read ahead): indexing waits while any is set. The window wires
+        ``retrieve`` to the chat controller."""
         super().__init__()
         self.screen = screen
         self.dialog_parent = dialog_parent
         self.session = session
-        self._reply_busy = reply_busy
+        self._engine_busy = tuple(engine_busy)
         self.index: DocumentIndex | None = None
         try:
             self.index = DocumentIndex(documents_path(screen.paths.data))
@@ -76,6 +82,8 @@ class DocumentsController(QObject):
         self._scan: threading.Thread | None = None
         self._queue: list[tuple[str, list[Path]]] = []
         self.embedding_model: Path | None = None  # an embedding GGUF found among the models
+        self._packaged_embedder = False  # all-MiniLM-L6-v2's package is installed and not converted yet
+        self._converting = False
         self._embedder: Embedder | None = None
         self._embedder_lock = threading.Lock()
         self._retrieval_index: DocumentIndex | None = None  # the searches' own connection, on their thread
@@ -105,33 +113,43 @@ class DocumentsController(QObject):
         return [c.name for c in self.index.collections()] if self.index else []
 
     def use_plan(self, plan: StartupPlan) -> None:
-        """The start-up scan found the models: an embedding model among them turns on semantic search; without one,
-        an installed all-MiniLM-L6-v2 package is offered."""
+        """The start-up scan found the models: an embedding model among them turns on semantic search. Without one,
+        semantic search is still on by default when all-MiniLM-L6-v2's package is installed: it is converted (once)
+        as soon as there are documents to search."""
         found = next((Path(m.path) for m in plan.scan.usable if m.metadata and m.metadata.embedding), None)
         self.use_embedding_model(found)
-        self.screen.documents_panel.semantic_button.setVisible(found is None and packaged_embedder_installed())
+        self._packaged_embedder = found is None and packaged_embedder_installed()
+        if self._packaged_embedder and self.collection_names():
+            self.import_embedder()
 
     def use_embedding_model(self, found: Path | None) -> None:
         if found != self.embedding_model:
             self.embedding_model = found
             if found is not None:
-                for name in self.collection_names():  # vectors for what was indexed before
-                    self.index_paths(name, [])
+                for name in self.collection_names():  # vectors for what was indexed before, or stopped halfway
+                    self.index_paths(name, [], quiet=True)
             self.refresh()
 
     def import_embedder(self) -> None:
-        """Convert the installed all-MiniLM-L6-v2 into the models folder (off the window's thread), then use it."""
+        """Convert the installed all-MiniLM-L6-v2 into the models folder (off the window's thread), then use it;
+        a failure offers the panel's button to try again."""
+        if self._converting:
+            return
+        self._converting = True
         panel = self.screen.documents_panel
-        panel.semantic_button.setEnabled(False)
-        panel.show_idle("Converting all-MiniLM-L6-v2 for llama.cpp…")
+        panel.semantic_button.hide()
+        self.screen.set_status("Turning on semantic search: converting all-MiniLM-L6-v2 for llama.cpp…")
         models = self.screen.paths.models
 
         def done(path: Path) -> None:
-            panel.semantic_button.hide()
+            self._converting = False
+            self._packaged_embedder = False
+            self.screen.set_status("Semantic search is on (all-MiniLM-L6-v2)")
             self.use_embedding_model(path)
 
         def failed(error: Exception) -> None:
-            panel.semantic_button.setEnabled(True)
+            self._converting = False
+            panel.semantic_button.show()
             panel.show_idle(f"Semantic search could not be turned on: {one_line(error, 200)}")
 
         call = BackgroundCall(lambda: import_embedder(PACKAGED_EMBEDDER, models), owner=self)
@@ -201,12 +219,17 @@ class DocumentsController(QObject):
 
     # ------------------------------------------------------------------ indexing
 
-    def index_paths(self, name: str, paths: list[Path]) -> None:
-        """Index ``paths`` into ``name`` (or re-scan it) on a background thread; scans run one after another."""
+    def index_paths(self, name: str, paths: list[Path], quiet: bool = False) -> None:
+        """Index ``paths`` into ``name`` (or re-scan it) on a background thread; scans run one after another.
+        ``quiet``: the app's own re-scan (vectors to add), not a click to answer."""
+        if self.embedding_model is None and self._packaged_embedder:
+            self.import_embedder()  # the first documents turn semantic search on; the words do not wait for it
+        if (name, paths) in self._queue:
+            return
         self._queue.append((name, paths))
         if self._scan is None or not self._scan.is_alive():
             self._next_scan()
-        else:  # one scan at a time: say this one waits rather than seem to ignore the click
+        elif not quiet:  # one scan at a time: say this one waits rather than seem to ignore the click
             self.screen.set_status(f"{one_line(name, 80)} will be scanned after the scan running now")
 
     def _next_scan(self) -> None:
@@ -214,14 +237,16 @@ class DocumentsController(QObject):
             return
         name, paths = self._queue.pop(0)
         self.screen.documents_panel.show_progress(name, IndexProgress())
-        # The thread reads only this Event (set while a reply is asked for), never the chat controller.
-        replying = self._reply_busy
         self._scan = threading.Thread(
-            target=self._run_scan, args=(name, paths, replying), name="fara-indexer", daemon=True
+            target=self._run_scan, args=(name, paths, self.engine_busy), name="fara-indexer", daemon=True
         )
         self._scan.start()
 
-    def _run_scan(self, name: str, paths: list[Path], reply_busy: threading.Event) -> None:
+    def engine_busy(self) -> bool:
+        """The chat model is working (a reply, a read-ahead): indexing waits. Reads only Events (any thread)."""
+        return any(event.is_set() for event in self._engine_busy)
+
+    def _run_scan(self, name: str, paths: list[Path], engine_busy: Callable[[], bool]) -> None:
         lower_this_threads_priority()
         try:
             index = DocumentIndex(documents_path(self.screen.paths.data))
@@ -230,11 +255,16 @@ class DocumentsController(QObject):
                     index, name, paths,
                     lambda: self.embedder() if self.embedding_model is not None else None,
                     on_index=lambda state: self.progressed.emit(name, state),
-                    on_embed=lambda state: self.embedding.emit(name, state.done, state.total, state.per_second),
-                    pause=self.pause, yield_to=reply_busy.is_set, should_stop=self._stop.is_set,
+                    on_embed=lambda state: self.embedding.emit(
+                        name, state.already + state.done, state.already + state.total, state.per_second
+                    ),
+                    pause=self.pause, yield_to=engine_busy, should_stop=self._stop.is_set,
                 )  # fmt: skip
             finally:
                 index.close()
+        except EmbedderClosedError:
+            log.info("Vectors stopped as the app closes; the next start resumes them")
+            return
         except Exception as exc:
             log.warning("Indexing %s failed (%s)", "a collection", type(exc).__name__)
             self.finished.emit(name, exc)

@@ -4,6 +4,7 @@ make the user wait for the rest when that is more than a few seconds."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -60,7 +61,9 @@ class TypingReadAhead(QObject):
         self.retrieve: Retriever | None = None
         self.speed = PromptSpeed()
         self._ahead_id: int | None = None
-        self._reading = False
+        # Set while the model reads ahead (any thread may look: background indexing waits, as for a reply, so
+        # that two llama.cpp thread pools never spin on the same cores).
+        self.reading = threading.Event()
         self._length = 0
         self._read_text = ""  # the text the last read-ahead was asked to read
         self._retrieval = 0  # the retrieval whose passages are wanted; an older one is ignored
@@ -69,6 +72,17 @@ class TypingReadAhead(QObject):
         self._timer.setSingleShot(True)
         self._timer.timeout.connect(self._paused)
         composer.textChanged.connect(self._text_changed)
+
+    @property
+    def _reading(self) -> bool:
+        return self.reading.is_set()
+
+    @_reading.setter
+    def _reading(self, value: bool) -> None:
+        if value:
+            self.reading.set()
+        else:
+            self.reading.clear()
 
     # ------------------------------------------------------------------ typing
 

@@ -102,18 +102,34 @@ def test_fused_search_finds_a_paraphrase_that_lexical_search_misses(minilm_folde
     assert "boiler.txt" in fused
 
 
-def test_the_documents_panel_offers_the_installed_embedder_and_turns_semantic_search_on(window, qtbot):
+def test_a_failed_conversion_offers_the_panel_button_which_tries_again(window, qtbot, monkeypatch, tmp_path):
     from types import SimpleNamespace
 
+    from fara_desktop.models import embedder_convert
+    from fara_desktop.ui.controllers import documents_controller
+    from tests.helpers.documents import write_mixed_folder
     from tests.helpers.fakes import FakeBackend
 
     pytest.importorskip("all_minilm_l6_v2")
+    attempts: list[str] = []
+
+    def full_disk_once(source: str, models: Path) -> Path:
+        attempts.append(source)
+        if len(attempts) == 1:
+            raise embedder_convert.EmbedderConversionError("No space left on the disk for the converted model.")
+        return embedder_convert.import_embedder(source, models)
+
+    monkeypatch.setattr(documents_controller, "import_embedder", full_disk_once)
     win = window(FakeBackend())
     panel = win.documents_panel
     win.documents.use_plan(SimpleNamespace(scan=SimpleNamespace(usable=[])))  # no embedding model among the models
-    assert panel.semantic_button.isVisibleTo(win)
+    assert not panel.semantic_button.isVisibleTo(win)
+    write_mixed_folder(tmp_path / "docs")
+    win.documents.index_paths("docs", [tmp_path / "docs"])  # the first documents turn semantic search on
+    qtbot.waitUntil(lambda: panel.semantic_button.isVisibleTo(win), timeout=60_000)
+    assert "No space left" in panel.status.text()
     qtbot.mouseClick(panel.semantic_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: win.documents.embedding_model is not None, timeout=60_000)
     assert win.documents.embedding_model == win.paths.models / "all-minilm-l6-v2.f16.gguf"
-    assert not panel.semantic_button.isVisibleTo(win)
+    assert not panel.semantic_button.isVisibleTo(win) and len(attempts) == 2
     assert "semantic (all-minilm-l6-v2.f16.gguf)" in win.documents.retrieval_note()

@@ -166,3 +166,16 @@ def test_a_chat_with_documents_searches_them_on_the_typing_pause_and_enter_sends
         qtbot.keyClick(win.composer, Qt.Key.Key_Return)
     assert backend.prompts[-1] == read  # Enter sent exactly what was read ahead
     assert searches == ["Which valve controls the pressure?"]  # searched once, on the pause
+
+
+def test_background_indexing_waits_while_the_model_reads_ahead(window, qtbot, tmp_path):
+    from tests.helpers.documents import write_mixed_folder
+
+    backend, win = reading_a_paste(window, qtbot)
+    documents = win.documents
+    assert documents.engine_busy()  # two llama.cpp thread pools would spin on the same cores
+    write_mixed_folder(tmp_path / "docs")
+    documents.index_paths("docs", [tmp_path / "docs"])
+    backend.read_ahead_gate.release(100)
+    qtbot.waitUntil(lambda: not documents.engine_busy(), timeout=10_000)
+    qtbot.waitUntil(lambda: "docs" in documents.collection_names() and not documents._scan.is_alive(), timeout=60_000)
