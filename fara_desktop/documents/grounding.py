@@ -20,7 +20,7 @@ CHARS_PER_TOKEN = 3.5  # a cautious average for English prose and code: budgets 
 MIN_BUDGET_TOKENS = 200
 MAX_BUDGET_TOKENS = 2000
 DEFAULT_CONTEXT = 4096  # when the context window is not known (a server's model)
-TOP_PASSAGES = 8
+TOP_PASSAGES = 16  # of ~400 characters: the token budget decides how many go in (2,000 tokens hold ~16)
 
 
 @dataclass(frozen=True)

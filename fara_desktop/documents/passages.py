@@ -1,4 +1,4 @@
-"""Cutting extracted text into passages: about ``TARGET_CHARS`` each (≈ 200 tokens), ending at a line break where
+"""Cutting extracted text into passages: about ``TARGET_CHARS`` each (≈ 100 tokens), ending at a line break where
 possible, each knowing its page or its first and last line, so a citation points at the right place.
 
 Text arrives in pieces of any size (a block of a file, a page, a paragraph); the cutter keeps only the passage
@@ -11,8 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-TARGET_CHARS = 800
-MAX_CHARS = 1600
+# Measured (bench --section retrieval, all-MiniLM-L6-v2): with passages of 400 characters rather than 800 or 1,600,
+# the answer is within the passages a ~1,000-token prompt holds more often (fused: 0.74 vs 0.65 vs 0.62 on the
+# READMEs set, 1.00 vs 0.92 vs 0.83 on a standard-library slice), and a slow model's small budget holds several.
+TARGET_CHARS = 400
+MAX_CHARS = 800
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ It is a second, small model on its own llama.cpp context, owned by one thread: t
 a search's query and the local API's ``/v1/embeddings`` are requests to that thread, and a query goes before the
 passages still waiting (a search during background indexing waits for one passage, ~25 ms, not for the batch).
 The chat model and its inference thread are not involved. Inputs longer than the model's context are cut to it
-(a passage is ~200 tokens; the cut only touches pathological ones).
+(a passage is ~100 tokens; the cut only touches pathological ones).
 
 Measured with all-MiniLM-L6-v2 on 2 cores (bench ``--section retrieval``): one text per llama.cpp call is faster
 than several in one batch (their attention spans the whole batch), and flash attention 1.8× faster than without.

@@ -149,6 +149,7 @@ class DocumentsController(QObject):
 
         def failed(error: Exception) -> None:
             self._converting = False
+            self._packaged_embedder = False  # not again by itself: the button tries again when the user asks
             panel.semantic_button.show()
             panel.show_idle(f"Semantic search could not be turned on: {one_line(error, 200)}")
 
@@ -158,7 +159,8 @@ class DocumentsController(QObject):
         call.start()  # BackgroundCall keeps itself alive until its result has arrived
 
     def embedder(self) -> Embedder | None:
-        """The embedding model, loaded on first use (shared by the indexing thread and the queries; it locks)."""
+        """The embedding model, loaded on first use: its own thread serves the indexing, the searches' queries
+        (first) and the local API."""
         with self._embedder_lock:
             if self._embedder is None and self.embedding_model is not None:
                 try:

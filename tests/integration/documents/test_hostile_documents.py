@@ -15,6 +15,7 @@ import pytest
 
 from fara_desktop.documents.index import DocumentIndex
 from fara_desktop.documents.indexer import IndexProgress, index_collection
+from fara_desktop.documents.passages import TARGET_CHARS
 from fara_desktop.sandbox import Budget
 from tests.helpers.documents import write_mixed_folder
 from tests.helpers.hostile_files import (
@@ -76,7 +77,7 @@ def test_a_file_of_one_long_line_is_cut_in_linear_time(index, tmp_path):
     folder.mkdir()
     write_one_line_text(folder / "bundle.min.js", size_mb=32)  # 88 s before the fix
     report = _index(index, folder)
-    assert report.unreadable == [] and report.passages == 32 * MB // 800
+    assert report.unreadable == [] and report.passages == 32 * MB // TARGET_CHARS
 
 
 def _swap_after_first_file(action):
