@@ -5,38 +5,20 @@ known. Prints indexing speed, query latency (median, p95) and recall@5."""
 from __future__ import annotations
 
 import statistics
-import sysconfig
 import time
-from pathlib import Path
 
+from fara_desktop.bench.retrieval import stdlib_roots
+from fara_desktop.bench.retrieval_questions import STDLIB_QUESTIONS
 from fara_desktop.documents.index import DocumentIndex
 from fara_desktop.documents.indexer import index_collection
 
-# (question, file that answers it, a phrase the answering passage holds)
-QUESTIONS = [
-    ("How does json escape non-ASCII characters when ensure_ascii is true?", "json/encoder.py", "ensure_ascii"),
-    ("What does shutil.rmtree do with the onerror callback?", "shutil.py", "onerror"),
-    ("How is heappush implemented in the heap queue algorithm?", "heapq.py", "def heappush"),
-    ("What timeout does socket create_connection use by default?", "socket.py", "def create_connection"),
-    ("How does textwrap dedent remove common leading whitespace?", "textwrap.py", "def dedent"),
-    ("How does lru_cache build its cache key from the arguments?", "functools.py", "_make_key"),
-    ("What does Path mkdir do with parents and exist_ok?", "pathlib.py", "exist_ok"),
-    ("How does SequenceMatcher compute the similarity ratio?", "difflib.py", "def ratio"),
-    ("How are urlsafe base64 strings decoded?", "base64.py", "urlsafe_b64decode"),
-    ("How does the csv Sniffer guess the delimiter?", "csv.py", "_guess_delimiter"),
-    ("What does gather do when return_exceptions is true?", "asyncio/tasks.py", "return_exceptions"),
-    ("How does zipfile check the CRC of an extracted member?", "zipfile.py", "crc"),
-]
-
-
-def corpus_roots() -> list[Path]:
-    stdlib = Path(sysconfig.get_paths()["stdlib"])
-    return sorted(p for p in stdlib.iterdir() if p.name not in ("site-packages", "dist-packages", "__pycache__"))
+# (question, file that answers it, a phrase the answering passage holds): the retrieval benchmark's set
+QUESTIONS = [(q.text, q.file, q.phrase) for q in STDLIB_QUESTIONS]
 
 
 def test_index_speed_query_latency_and_recall_on_the_standard_library(tmp_path):
     index = DocumentIndex(tmp_path / "documents.sqlite3")
-    report = index_collection(index, "stdlib", corpus_roots())
+    report = index_collection(index, "stdlib", stdlib_roots())
     mb = report.bytes_read / 1e6
     assert mb >= 20, f"the corpus is only {mb:.1f} MB"
     latencies: list[float] = []
