@@ -150,8 +150,10 @@ class DocumentsController(QObject):
         def failed(error: Exception) -> None:
             self._converting = False
             self._packaged_embedder = False  # not again by itself: the button tries again when the user asks
+            reason = f"Semantic search could not be turned on: {one_line(error, 200)}"
+            self.screen.set_status(reason)
+            self.screen.show_notice(f"{reason} Search stays lexical; Turn on semantic search tries again.", "error")
             panel.semantic_button.show()
-            panel.show_idle(f"Semantic search could not be turned on: {one_line(error, 200)}")
 
         call = BackgroundCall(lambda: import_embedder(PACKAGED_EMBEDDER, models), owner=self)
         call.done.connect(done)

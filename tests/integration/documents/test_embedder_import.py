@@ -127,7 +127,7 @@ def test_a_failed_conversion_offers_the_panel_button_which_tries_again(window, q
     write_mixed_folder(tmp_path / "docs")
     win.documents.index_paths("docs", [tmp_path / "docs"])  # the first documents turn semantic search on
     qtbot.waitUntil(lambda: panel.semantic_button.isVisibleTo(win), timeout=60_000)
-    assert "No space left" in panel.status.text()
+    assert "No space left" in win.notice_bar.label.text() and win.notice_bar.property("role") == "error"
     qtbot.mouseClick(panel.semantic_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: win.documents.embedding_model is not None, timeout=60_000)
     assert win.documents.embedding_model == win.paths.models / "all-minilm-l6-v2.f16.gguf"
