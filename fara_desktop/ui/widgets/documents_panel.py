@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QListWidget,
@@ -54,6 +54,8 @@ class DocumentsPanel(QWidget):
         self.list.setAccessibleName("Document collections")
         self.list.setWordWrap(True)
         self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        # On a short screen the list gives way (it scrolls) before the progress and its status are cut off.
+        self.list.setMinimumHeight(44)
         add_row = QHBoxLayout()
         self.add_folder_button = _tool_button("Add folder…")
         self.add_folder_button.clicked.connect(self.addFolderRequested)
@@ -106,6 +108,15 @@ class DocumentsPanel(QWidget):
     def _pause_toggled(self, paused: bool) -> None:
         self.pause_button.setText("Resume" if paused else "Pause")
         self.pauseToggled.emit(paused)
+
+    def minimumSizeHint(self) -> QSize:
+        """Tall enough for the wrapped status at this width (a splitter asks this; Qt's own hint counts one line
+        of a word-wrapped label, and a long status was cut off at 1024×600)."""
+        hint = super().minimumSizeHint()
+        layout = self.layout()
+        if layout is not None and layout.hasHeightForWidth():
+            hint.setHeight(max(hint.height(), layout.minimumHeightForWidth(max(self.width(), hint.width()))))
+        return hint
 
     def show_collections(self, collections: list[CollectionSummary], retrieval: str, semantic: bool = False) -> None:
         current = self.list.currentItem().data(Qt.ItemDataRole.UserRole) if self.list.currentItem() else None

@@ -96,3 +96,22 @@ def test_vectors_stopped_by_closing_the_app_resume_where_they_were(window, qtbot
     assert counts(again.paths.data, "notes", name) == (passages, passages)
     assert resumed[0] == (stopped_at, passages)  # the panel shows where it stands at once
     assert again.documents.embedder().passages_embedded == passages - stopped_at  # type: ignore[union-attr]
+
+
+def test_the_vectors_progress_is_not_cut_off_at_1024_by_600(window, qtbot):
+    """Semantic search on by default means this status shows for minutes: at 1024×600, with a long collection name
+    and the panel's button too, every wrapped line of it is on screen (it was cut after two)."""
+    win = window(FakeBackend())
+    win.resize(1024, 600)
+    panel = win.documents_panel
+    panel.semantic_button.show()
+    panel.show_embedding("stdlib — a collection with a long name for the check", 12_345, 76_756, 55.0)
+    qtbot.waitUntil(lambda: win.height() == 600 and panel.status.width() > 0, timeout=5_000)
+    status = panel.status
+
+    def status_fits() -> bool:  # after the splitter has answered the panel's new minimum (a layout pass)
+        bottom = status.mapTo(win.left_column, status.rect().bottomLeft()).y()
+        return status.height() >= status.heightForWidth(status.width()) and bottom <= win.left_column.height()
+
+    qtbot.waitUntil(status_fits, timeout=5_000)
+    assert status.heightForWidth(status.width()) > 3 * status.fontMetrics().height()  # it does wrap: 4+ lines
