@@ -140,13 +140,12 @@ class Embedder:
                     text = request.texts[len(request.rows)]
                     request.rows.append(self._vector(llm, text))
                 except Exception as exc:
-                    self._drop(request)
-                    request.result.set_exception(exc)
+                    if self._drop(request):
+                        request.result.set_exception(exc)
                     continue
                 if not request.is_query:
                     self.passages_embedded += 1
-                if len(request.rows) == len(request.texts):
-                    self._drop(request)
+                if len(request.rows) == len(request.texts) and self._drop(request):
                     request.result.set_result(np.vstack(request.rows).astype(np.float32, copy=False))
         finally:
             llm.close()
@@ -160,11 +159,14 @@ class Embedder:
                 return None
             return self._queries[0] if self._queries else self._passages[0]
 
-    def _drop(self, request: _Request) -> None:
+    def _drop(self, request: _Request) -> bool:
+        """Takes a finished request out of its queue; False when ``close`` took it first (and answered it)."""
         with self._wake:
             queue = self._queries if request.is_query else self._passages
-            if request in queue:
-                queue.remove(request)
+            if request not in queue:
+                return False
+            queue.remove(request)
+            return True
 
     def _load(self) -> Llama:
         from llama_cpp import Llama

@@ -56,3 +56,42 @@ def test_a_closed_embedder_refuses_work_and_frees_its_waiters(embedder):
     with pytest.raises(EmbedderClosedError):
         embedder.embed_query("anything")
     embedder.close()  # twice is harmless
+
+
+def test_closing_while_passages_are_embedded_ends_them_with_a_clear_error(embedder):
+    passages = [f"Passage {i}: the pump is primed before the valve is opened. " * 12 for i in range(200)]
+    outcome: list[BaseException] = []
+
+    def index() -> None:
+        try:
+            embedder.embed(passages)
+        except EmbedderClosedError as exc:
+            outcome.append(exc)
+
+    indexing = threading.Thread(target=index)
+    indexing.start()
+    wait_until(lambda: embedder.passages_embedded > 0, 30, "indexing to start")
+    embedder.close()  # the app closes mid-way: the owner thread ends after the text it is on
+    indexing.join(30)
+    assert len(outcome) == 1 and embedder.passages_embedded < len(passages)
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_closing_during_a_requests_last_text_leaves_the_owner_thread_clean(embedder, attempt):
+    """``close`` answers a waiting request with an error; the owner thread, finishing that request's last text
+    meanwhile, must not answer it twice (an exception in the thread is an error here)."""
+    long = "The pump is primed before the valve is opened, and the pressure is then checked. " * 20
+    outcome: list[object] = []
+
+    def index() -> None:
+        try:
+            outcome.append(embedder.embed([long, long]))
+        except EmbedderClosedError as exc:
+            outcome.append(exc)
+
+    indexing = threading.Thread(target=index)
+    indexing.start()
+    wait_until(lambda: embedder.passages_embedded >= 1, 30, "the first text")
+    embedder.close()  # during the second, last text (or just after it)
+    indexing.join(30)
+    assert len(outcome) == 1
