@@ -6,6 +6,7 @@ semantically searchable (``fara-desktop bench --section retrieval``)."""
 from __future__ import annotations
 
 import os
+import re
 import statistics
 import sysconfig
 import tempfile
@@ -146,12 +147,19 @@ def write_package_readmes(folder: Path) -> Path:
 
     folder.mkdir(parents=True, exist_ok=True)
     for dist in importlib.metadata.distributions():
-        name = str(dist.metadata["Name"] or "").lower().replace("-", "_").replace(".", "_")
+        name = readme_file_name(str(dist.metadata["Name"] or ""))
         body = dist.metadata.get_payload() if hasattr(dist.metadata, "get_payload") else ""
-        if not name or name == "fara_desktop" or not isinstance(body, str) or not body.strip():
+        if name is None or name == "fara_desktop.md" or not isinstance(body, str) or not body.strip():
             continue
-        (folder / f"{name}.md").write_text(body, encoding="utf-8")
+        (folder / name).write_text(body, encoding="utf-8")
     return folder
+
+
+def readme_file_name(distribution: str) -> str | None:
+    """``python-dotenv`` → ``python_dotenv.md``; a name is outside input, so only letters, digits and ``_`` stay
+    (None: nothing is left)."""
+    name = re.sub(r"[^a-z0-9_]", "_", distribution.lower()).strip("_")
+    return f"{name}.md" if name else None
 
 
 def index_with_passage_size(index: DocumentIndex, collection: str, roots: Sequence[Path], target_chars: int) -> int:

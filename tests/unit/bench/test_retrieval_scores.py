@@ -56,3 +56,13 @@ def test_the_readme_questions_name_packages_the_test_command_installs():
                  for d in importlib.metadata.distributions()}  # fmt: skip
     missing = {q.file for q in README_QUESTIONS if q.file.removesuffix(".md") not in installed}
     assert not missing
+
+
+def test_a_package_name_becomes_a_plain_file_name():
+    from fara_desktop.bench.retrieval import readme_file_name
+
+    assert readme_file_name("python-dotenv") == "python_dotenv.md"
+    assert readme_file_name("jaraco.functools") == "jaraco_functools.md"
+    for hostile in ("../../etc/evil", "/abs/path", "a\\b", "..", ""):
+        name = readme_file_name(hostile)
+        assert name is None or ("/" not in name and "\\" not in name and not name.startswith("."))
