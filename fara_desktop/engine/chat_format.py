@@ -13,6 +13,9 @@ Gemma 3 270M) gets a documented fallback:
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
+import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
@@ -22,7 +25,8 @@ from jinja2 import TemplateError
 from fara_desktop.engine.errors import ModelLoadError, RequestCancelled, TemplateRenderError
 from fara_desktop.engine.reasoning import THINK, ReasoningSyntax, markers_for_template, syntax_for_prompt
 from fara_desktop.engine.template_sandbox import BoundedSandbox, RenderBudget
-from fara_desktop.engine.types import ChatMessage
+from fara_desktop.engine.tool_calls import ParsedCall, ToolCallFamily, family_for_rendered_call
+from fara_desktop.engine.types import ChatMessage, ToolCall, ToolSpec
 
 PLAIN_REASONING = ReasoningSyntax((THINK,))
 
@@ -34,6 +38,9 @@ class RenderedPrompt:
     stop: tuple[str, ...]
     note: str | None = None  # how the conversation had to be adapted to the template, for the user to read
     reasoning: ReasoningSyntax = PLAIN_REASONING  # how the reply marks its reasoning
+    tool_family: ToolCallFamily | None = None  # set when tools were declared: how the reply writes its calls
+    reply_prefix: str = ""  # the reply's start the prompt already holds (a forced tool call's opening)
+    reply_suffix: str = ""  # what closes a forced call after its arguments
 
 
 class ChatFormatter(Protocol):
@@ -41,9 +48,15 @@ class ChatFormatter(Protocol):
 
     name: str
     thinking_switch: bool  # the template can turn the model's reasoning off (``enable_thinking``)
+    tool_family: ToolCallFamily | None  # None: the template declares no tools (the model is not offered any)
 
     def render(
-        self, messages: Sequence[ChatMessage], should_cancel: Callable[[], bool] | None = None, thinking: bool = True
+        self,
+        messages: Sequence[ChatMessage],
+        should_cancel: Callable[[], bool] | None = None,
+        thinking: bool = True,
+        tools: Sequence[ToolSpec] = (),
+        forced_tool: str | None = None,
     ) -> RenderedPrompt: ...
 
 
@@ -87,6 +100,66 @@ def fold_system_prompt(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
     return folded
 
 
+def plain_tool_turns(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+    """Tool turns as plain text, for a format without tools: a conversation that called tools with another model
+    goes on with this one (the calls and results are said, not lost)."""
+    plain: list[ChatMessage] = []
+    for m in messages:
+        if m.role == "tool":
+            plain.append(ChatMessage("user", f"Result of the tool {m.name or 'call'}:\n{m.content}"))
+        elif m.tool_calls:
+            said = "\n".join(f"[called the tool {c.name} with {c.arguments}]" for c in m.tool_calls)
+            plain.append(ChatMessage(m.role, f"{m.content}\n{said}".strip(), m.reasoning))
+        else:
+            plain.append(m)
+    return plain
+
+
+def template_call_id(call_id: str) -> str:
+    """An id every template takes: Mistral's insist on nine letters and digits, so any other id is mapped to
+    nine, the same way each time (a call and its result keep matching)."""
+    if re.fullmatch(r"[A-Za-z0-9]{9}", call_id):
+        return call_id
+    digest = hashlib.sha256(call_id.encode("utf-8")).hexdigest()
+    return "".join(c if c.isdigit() or i % 2 else c.upper() for i, c in enumerate(digest[:9]))
+
+
+def _tool_entry(tool: ToolSpec) -> dict[str, Any]:
+    try:
+        parameters = json.loads(tool.parameters)
+    except ValueError:
+        parameters = {"type": "object", "properties": {}}
+    return {"type": "function", "function": {"name": tool.name, "description": tool.description,
+                                             "parameters": parameters}}  # fmt: skip
+
+
+def _arguments_object(arguments: str) -> Any:
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return arguments  # kept as the model wrote it
+
+
+PROBE_TOOL = ToolSpec("fara_probe_tool", "Probe.", '{"type": "object", "properties": {"probe": {"type": "string"}}}')
+PROBE_CALL = ToolCall("fara1prob", "fara_probe_tool", '{"probe": "fara probe value"}')
+SENTINEL_ARGUMENTS = '{"fara_arguments_here": 0}'
+
+
+def reply_start(full: str, prompt: str) -> int:
+    """Where the reply begins in ``full`` (a conversation rendered with the reply), given the prompt rendered
+    for it: where the two part, moved back to the start of a marker they share only in part (``<|START_`` of
+    ``<|START_THINKING|>`` and ``<|START_ACTION|>``)."""
+    size = 0
+    for x, y in zip(full, prompt, strict=False):
+        if x != y:
+            break
+        size += 1
+    opener = max(full.rfind("<", 0, size), full.rfind("[", 0, size))
+    if opener >= 0 and not any(c in full[opener:size] for c in ">]\n"):
+        return opener
+    return size
+
+
 def merge_same_roles(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
     merged: list[ChatMessage] = []
     for message in messages:
@@ -121,16 +194,99 @@ class JinjaChatFormatter:
             raise ModelLoadError(f"The model's chat template is too deeply nested to compile ({exc}).") from exc
         self._bos = bos_token
         self._eos = eos_token
+        self._source = template
+        self._string_arguments = False  # the template joins a call's arguments to text (Functionary 3.2)
+        self.tool_family = self._probe_tool_family()
 
-    def _message(self, message: ChatMessage) -> dict[str, str]:
+    def _message(self, message: ChatMessage) -> dict[str, Any]:
         """A turn as Hugging Face passes it. The answer is the content; an earlier reply's reasoning goes only in
-        the fields a template may read it from, so a template that does not ask for it never sees it."""
-        turn = {"role": message.role, "content": message.content}
+        the fields a template may read it from, so a template that does not ask for it never sees it. Calls carry
+        their arguments as an object, a result its call's id and tool's name."""
+        turn: dict[str, Any] = {"role": message.role, "content": message.content}
         if message.reasoning:
             turn["reasoning_content"] = message.reasoning
             if self._thinking_field:
                 turn["thinking"] = message.reasoning
+        if message.tool_calls:
+            turn["tool_calls"] = [
+                {"id": template_call_id(c.id), "type": "function",
+                 "function": {"name": c.name,
+                              "arguments": c.arguments if self._string_arguments else _arguments_object(c.arguments)}}
+                for c in message.tool_calls
+            ]  # fmt: skip
+        if message.role == "tool":
+            turn["tool_call_id"] = template_call_id(message.tool_call_id)
+            turn["name"] = message.name
         return turn
+
+    def _tools_render(
+        self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec], budget: RenderBudget, generation: bool
+    ) -> str:
+        entries = [_tool_entry(t) for t in tools]
+        return self._env.render_bounded(
+            self._template,
+            budget,
+            messages=self._env.checked(self._message(m) for m in messages),
+            tools=entries,
+            functions=json.dumps([e["function"] for e in entries]),  # FireFunction's own variable
+            add_generation_prompt=generation,
+            bos_token=self._bos,
+            eos_token=self._eos,
+            enable_thinking=False,
+            datetime=_dt.datetime.now().strftime("%b %d %Y %H:%M:%S"),
+        )
+
+    def _probe_tool_family(self) -> ToolCallFamily | None:
+        """Whether the template declares tools and how its model writes a call: a call rendered by the template
+        itself must be read back by one family's parser. A template that ignores ``tools`` offers none."""
+        if "tools" not in self._source and "functions" not in self._source:
+            return None
+        question = [ChatMessage("user", "Probe?")]
+        called = ChatMessage("assistant", "", tool_calls=(PROBE_CALL,))
+        result = ChatMessage("tool", "probe result", tool_call_id=PROBE_CALL.id, name=PROBE_CALL.name)
+        budget = RenderBudget()
+        try:
+            prompt = self._tools_render(question, [PROBE_TOOL], budget, True)
+        except Exception:
+            return None  # the template cannot render tools (Command R+'s older format, Kimi's list.append)
+        for no_tools in NO_TOOLS:
+            try:
+                if self._render_once(question, budget, no_tools, False) == prompt:
+                    return None  # the tools are not shown to the model
+                break
+            except Exception:
+                continue
+        replies = []
+        for turns in ([*question, called], [*question, called, result]):
+            for as_text in (False, True):
+                self._string_arguments = as_text
+                try:
+                    text = self._tools_render(turns, [PROBE_TOOL], budget, False)
+                except Exception:
+                    continue
+                replies.append(text[reply_start(text, prompt) :])
+                break
+        expected = [ParsedCall(PROBE_CALL.name, json.loads(PROBE_CALL.arguments))]
+        for reply in replies:
+            family = family_for_rendered_call(reply, expected, "")
+            if family is not None:
+                return family
+        return family_for_rendered_call("", expected, self._source)
+
+    def forced_call(
+        self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec], name: str, budget: RenderBudget
+    ) -> tuple[str, str, str] | None:
+        """A prompt that ends where the call of ``name`` writes its arguments, the reply's opening up to there and
+        what closes it; None when the family does not write arguments as JSON (they cannot be constrained)."""
+        sentinel = ToolCall("fara1sent", name, SENTINEL_ARGUMENTS)
+        prompt = self._tools_render(messages, tools, budget, True)
+        called = ChatMessage("assistant", "", tool_calls=(sentinel,))
+        full = self._tools_render([*messages, called], tools, budget, False)
+        reply_at = reply_start(full, prompt)
+        at = full.find(SENTINEL_ARGUMENTS, reply_at)
+        if at < 0:
+            return None
+        return full[:at], full[reply_at:at], full[at + len(SENTINEL_ARGUMENTS) :]
 
     def _render_once(
         self, messages: Sequence[ChatMessage], budget: RenderBudget, no_tools: dict[str, Any], thinking: bool
@@ -148,9 +304,18 @@ class JinjaChatFormatter:
         )
 
     def render(
-        self, messages: Sequence[ChatMessage], should_cancel: Callable[[], bool] | None = None, thinking: bool = True
+        self,
+        messages: Sequence[ChatMessage],
+        should_cancel: Callable[[], bool] | None = None,
+        thinking: bool = True,
+        tools: Sequence[ToolSpec] = (),
+        forced_tool: str | None = None,
     ) -> RenderedPrompt:
         budget = RenderBudget(should_cancel=should_cancel)  # one budget for all attempts
+        if self.tool_family is None:
+            messages = plain_tool_turns(messages)
+        elif tools:
+            return self._render_with_tools(messages, tools, forced_tool, budget)
         attempts: list[tuple[list[ChatMessage], str | None]] = [(list(messages), None)]
         folded = fold_system_prompt(messages)
         if any(m.role == "system" for m in messages):
@@ -175,6 +340,25 @@ class JinjaChatFormatter:
         assert first_error is not None
         raise TemplateRenderError(_template_message(first_error)) from first_error
 
+    def _render_with_tools(
+        self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec], forced: str | None, budget: RenderBudget
+    ) -> RenderedPrompt:
+        assert self.tool_family is not None
+        try:
+            if forced is not None:
+                call = self.forced_call(messages, tools, forced, budget)
+                if call is not None:
+                    text, prefix, suffix = call
+                    reasoning = syntax_for_prompt(self.reasoning_markers, text[: len(text) - len(prefix)])
+                    return RenderedPrompt(text, False, (), None, reasoning, self.tool_family, prefix, suffix)
+            text = self._tools_render(messages, tools, budget, True)
+        except (TemplateRenderError, RequestCancelled):
+            raise
+        except Exception as exc:
+            raise TemplateRenderError(_template_message(exc)) from exc
+        reasoning = syntax_for_prompt(self.reasoning_markers, text)
+        return RenderedPrompt(text=text, add_bos=False, stop=(), reasoning=reasoning, tool_family=self.tool_family)
+
 
 def _template_message(error: Exception) -> str:
     detail = " ".join(str(error).split())[:300] or type(error).__name__
@@ -188,10 +372,17 @@ class GemmaTurnFormatter:
 
     name = "gemma turns (fallback)"
     thinking_switch = False
+    tool_family: ToolCallFamily | None = None
 
     def render(
-        self, messages: Sequence[ChatMessage], should_cancel: Callable[[], bool] | None = None, thinking: bool = True
+        self,
+        messages: Sequence[ChatMessage],
+        should_cancel: Callable[[], bool] | None = None,
+        thinking: bool = True,
+        tools: Sequence[ToolSpec] = (),
+        forced_tool: str | None = None,
     ) -> RenderedPrompt:
+        messages = plain_tool_turns(messages)
         system = "\n\n".join(m.content for m in messages if m.role == "system")
         parts: list[str] = []
         first_user = True
@@ -215,10 +406,17 @@ class TranscriptFormatter:
     name = "plain transcript (fallback)"
     _titles: ClassVar[dict[str, str]] = {"system": "System", "user": "User", "assistant": "Assistant"}
     thinking_switch = False
+    tool_family: ToolCallFamily | None = None
 
     def render(
-        self, messages: Sequence[ChatMessage], should_cancel: Callable[[], bool] | None = None, thinking: bool = True
+        self,
+        messages: Sequence[ChatMessage],
+        should_cancel: Callable[[], bool] | None = None,
+        thinking: bool = True,
+        tools: Sequence[ToolSpec] = (),
+        forced_tool: str | None = None,
     ) -> RenderedPrompt:
+        messages = plain_tool_turns(messages)
         parts = [f"### {self._titles[m.role]}:\n{m.content}\n\n" for m in messages]
         parts.append("### Assistant:\n")
         return RenderedPrompt(text="".join(parts), add_bos=True, stop=("\n### ",))

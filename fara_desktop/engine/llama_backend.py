@@ -387,7 +387,11 @@ class LlamaBackend:
     def _quiet(self, messages: Sequence[ChatMessage]) -> list[ChatMessage]:
         """The template's own markers become control tokens; the same text inside a message stays text."""
         quiet = self._control_text.neutralize
-        return [ChatMessage(m.role, quiet(m.content), quiet(m.reasoning) if m.reasoning else "") for m in messages]
+        return [
+            replace(m, content=quiet(m.content), reasoning=quiet(m.reasoning) if m.reasoning else "",
+                    tool_calls=tuple(replace(c, arguments=quiet(c.arguments)) for c in m.tool_calls))
+            for m in messages
+        ]  # fmt: skip
 
     def prepare_raw(self, text: str, reply_reserve: int) -> PreparedPrompt:
         llm, _, info = self._require()

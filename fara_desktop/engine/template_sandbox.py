@@ -14,6 +14,7 @@ does this environment.
 from __future__ import annotations
 
 import functools
+import json
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -77,6 +78,17 @@ class _Unbudgeted(RenderBudget):
     def check(self) -> None: ...
 
 
+def _tojson(
+    value: Any, ensure_ascii: bool = False, indent: int | None = None, separators: Any = None, sort_keys: bool = False
+) -> str:
+    """Hugging Face's ``tojson``: plain JSON, not HTML-escaped markup (Jinja's own would turn a tool call's quotes
+    into ``&#34;`` once joined to text), with the ``ensure_ascii``/``indent`` arguments GLM, Kimi and MiniMax pass.
+    A ``map(...)`` result is a generator: it becomes a list, as in llama.cpp's own template engine."""
+    if isinstance(value, Iterator):
+        value = list(value)
+    return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+
 def _length(value: Any) -> int:
     return len(value) if isinstance(value, (str, list, tuple, dict, bytes)) else 0
 
@@ -118,6 +130,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         super().__init__(**options)
         self.budget: RenderBudget = _Unbudgeted()
         self.globals["range"] = self._range
+        self.filters["tojson"] = _tojson
         self.filters = {name: self._bounded_filter(f) for name, f in self.filters.items()}
 
     def _range(self, *args: Any) -> CheckedList:
@@ -154,7 +167,16 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
             raise TemplateRenderError("The model's chat template raised a number to a huge power and was stopped.")
         return super().call_binop(context, operator, left, right)
 
+    def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
+        # Kimi K2's templates queue ids with ``list.append``/``pop``, as llama.cpp's own engine allows; the lists a
+        # template sees are fresh copies made for each render, and ``call`` bounds their growth.
+        if attr in ("append", "pop") and type(obj) is list:
+            return True
+        return super().is_safe_attribute(obj, attr, value)
+
     def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+        if getattr(__obj, "__name__", "") == "append" and type(getattr(__obj, "__self__", None)) is list:
+            __self.budget.size(len(__obj.__self__) * 16)  # each entry holds at least a pointer and a small object
         __self.budget.tick()
         __self._check_arguments([*args, *kwargs.values()])
         result = super().call(__context, __obj, *args, **kwargs)

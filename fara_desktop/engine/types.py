@@ -12,7 +12,8 @@ from typing import Literal
 from fara_desktop.models.naming import server_model_name
 from fara_desktop.planning.params import LoadParams
 
-Role = Literal["system", "user", "assistant"]
+Role = Literal["system", "user", "assistant", "tool"]
+ToolChoice = str  # "auto", "none", "required", or the name of the one tool the reply must call
 
 
 @dataclass(frozen=True)
@@ -38,12 +39,34 @@ ModelSource = Path | RemoteModel  # what LoadModel loads: a GGUF file here, or a
 
 
 @dataclass(frozen=True)
+class ToolSpec:
+    """A tool the model may call: its name, what it does and its parameters' JSON schema (as text)."""
+
+    name: str
+    description: str = ""
+    parameters: str = '{"type": "object", "properties": {}}'
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A call a reply made: ``arguments`` is a JSON object as text (what OpenAI's API carries)."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
 class ChatMessage:
-    """One turn of a conversation, as the chat template sees it."""
+    """One turn of a conversation, as the chat template sees it. An assistant turn may hold ``tool_calls``; a
+    ``tool`` turn is one call's result (``tool_call_id`` names the call, ``name`` the tool)."""
 
     role: Role
     content: str
     reasoning: str = ""  # an assistant turn's reasoning, kept apart from its answer
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str = ""
+    name: str = ""
 
 
 @dataclass(frozen=True)
@@ -99,6 +122,8 @@ class Generate:
     conversation: Conversation = None  # lets the engine keep and restore this conversation's KV state
     thinking: bool = True  # the chat's switch, for templates that can turn reasoning off
     raw: bool = False  # the one message's text is the prompt itself, no chat template (the API's /v1/completions)
+    tools: tuple[ToolSpec, ...] = ()  # the tools the model may call, declared through its template
+    tool_choice: ToolChoice = "auto"
 
 
 @dataclass(frozen=True)
@@ -295,9 +320,10 @@ class Finished:
     request_id: int
     text: str  # the answer
     stats: GenerationStats
-    finish_reason: Literal["stop", "length", "context"]
+    finish_reason: Literal["stop", "length", "context", "tool_calls"]
     reasoning: str = ""
     logprobs: tuple[TokenLogprob, ...] = ()  # when the request asked for them (the local API)
+    tool_calls: tuple[ToolCall, ...] = ()  # the calls the reply made (finish_reason "tool_calls")
 
 
 @dataclass(frozen=True)
