@@ -12,7 +12,17 @@ from typing import Any, Literal, Protocol
 
 from fara_desktop.engine.chat_format import PLAIN_REASONING
 from fara_desktop.engine.reasoning import ReasoningSyntax
-from fara_desktop.engine.types import ChatMessage, GenerationStats, ModelInfo, ModelSource, SamplingParams, TokenLogprob
+from fara_desktop.engine.tool_calls import ToolCallFamily
+from fara_desktop.engine.types import (
+    ChatMessage,
+    GenerationStats,
+    ModelInfo,
+    ModelSource,
+    SamplingParams,
+    TokenLogprob,
+    ToolCall,
+    ToolOffer,
+)
 from fara_desktop.planning.params import LoadParams
 
 
@@ -27,6 +37,8 @@ class PreparedPrompt:
     note: str | None = None  # how the conversation had to be adapted to the template, for the user to read
     reasoning: ReasoningSyntax = PLAIN_REASONING  # how the reply marks its reasoning, when it is not sent apart
     detail: Any = None
+    tool_family: ToolCallFamily | None = None  # tools were offered: how the reply writes its calls
+    tools: ToolOffer | None = None
 
     @property
     def kept_messages(self) -> int:
@@ -53,6 +65,7 @@ class ReplyResult:
     stats: GenerationStats
     finish_reason: Literal["stop", "length", "context", "cancelled"]
     logprobs: tuple[TokenLogprob, ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()  # calls a server read out of the reply itself (sent apart from the text)
 
 
 class Backend(Protocol):
@@ -81,7 +94,11 @@ class Backend(Protocol):
         reply_reserve: int,
         should_cancel: Callable[[], bool] | None = None,
         thinking: bool = True,
-    ) -> PreparedPrompt: ...
+        tools: ToolOffer | None = None,
+    ) -> PreparedPrompt:
+        """Raises ``ToolsUnsupportedError`` when ``tools`` are offered to a model that cannot call any."""
+        ...
+
     def prepare_raw(self, text: str, reply_reserve: int) -> PreparedPrompt:
         """``text`` as the prompt itself, without a chat template (control-token text stays text)."""
         ...

@@ -40,7 +40,17 @@ class RenderedPrompt:
     reasoning: ReasoningSyntax = PLAIN_REASONING  # how the reply marks its reasoning
     tool_family: ToolCallFamily | None = None  # set when tools were declared: how the reply writes its calls
     reply_prefix: str = ""  # the reply's start the prompt already holds (a forced tool call's opening)
-    reply_suffix: str = ""  # what closes a forced call after its arguments
+    forced_calls: tuple[ForcedCall, ...] = ()  # the reply must go on with one of these
+
+
+@dataclass(frozen=True)
+class ForcedCall:
+    """How a reply forced to call ``name`` goes on after the prompt: ``opening`` (the rest of the call's start,
+    naming the tool), the arguments as JSON, then ``closing``."""
+
+    name: str
+    opening: str
+    closing: str
 
 
 class ChatFormatter(Protocol):
@@ -56,7 +66,7 @@ class ChatFormatter(Protocol):
         should_cancel: Callable[[], bool] | None = None,
         thinking: bool = True,
         tools: Sequence[ToolSpec] = (),
-        forced_tool: str | None = None,
+        forced_tools: Sequence[str] = (),
     ) -> RenderedPrompt: ...
 
 
@@ -149,11 +159,7 @@ def reply_start(full: str, prompt: str) -> int:
     """Where the reply begins in ``full`` (a conversation rendered with the reply), given the prompt rendered
     for it: where the two part, moved back to the start of a marker they share only in part (``<|START_`` of
     ``<|START_THINKING|>`` and ``<|START_ACTION|>``)."""
-    size = 0
-    for x, y in zip(full, prompt, strict=False):
-        if x != y:
-            break
-        size += 1
+    size = _shared_length(full, prompt)
     opener = max(full.rfind("<", 0, size), full.rfind("[", 0, size))
     if opener >= 0 and not any(c in full[opener:size] for c in ">]\n"):
         return opener
@@ -273,11 +279,11 @@ class JinjaChatFormatter:
                 return family
         return family_for_rendered_call("", expected, self._source)
 
-    def forced_call(
+    def _forced_call(
         self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec], name: str, budget: RenderBudget
-    ) -> tuple[str, str, str] | None:
-        """A prompt that ends where the call of ``name`` writes its arguments, the reply's opening up to there and
-        what closes it; None when the family does not write arguments as JSON (they cannot be constrained)."""
+    ) -> tuple[str, int, str] | None:
+        """The conversation rendered up to where a call of ``name`` writes its arguments, where the reply starts
+        in it, and what closes the call; None when the family does not write arguments as JSON."""
         sentinel = ToolCall("fara1sent", name, SENTINEL_ARGUMENTS)
         prompt = self._tools_render(messages, tools, budget, True)
         called = ChatMessage("assistant", "", tool_calls=(sentinel,))
@@ -286,7 +292,11 @@ class JinjaChatFormatter:
         at = full.find(SENTINEL_ARGUMENTS, reply_at)
         if at < 0:
             return None
-        return full[:at], full[reply_at:at], full[at + len(SENTINEL_ARGUMENTS) :]
+        closing = full[at + len(SENTINEL_ARGUMENTS) :]
+        end = self.tool_family.end if self.tool_family else None
+        if end and end in closing:  # what follows the call's end (the turn's end) is not the reply's
+            closing = closing[: closing.index(end) + len(end)]
+        return full[:at], reply_at, closing
 
     def _render_once(
         self, messages: Sequence[ChatMessage], budget: RenderBudget, no_tools: dict[str, Any], thinking: bool
@@ -309,13 +319,13 @@ class JinjaChatFormatter:
         should_cancel: Callable[[], bool] | None = None,
         thinking: bool = True,
         tools: Sequence[ToolSpec] = (),
-        forced_tool: str | None = None,
+        forced_tools: Sequence[str] = (),
     ) -> RenderedPrompt:
         budget = RenderBudget(should_cancel=should_cancel)  # one budget for all attempts
         if self.tool_family is None:
             messages = plain_tool_turns(messages)
         elif tools:
-            return self._render_with_tools(messages, tools, forced_tool, budget)
+            return self._render_with_tools(messages, tools, forced_tools, budget)
         attempts: list[tuple[list[ChatMessage], str | None]] = [(list(messages), None)]
         folded = fold_system_prompt(messages)
         if any(m.role == "system" for m in messages):
@@ -341,16 +351,27 @@ class JinjaChatFormatter:
         raise TemplateRenderError(_template_message(first_error)) from first_error
 
     def _render_with_tools(
-        self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec], forced: str | None, budget: RenderBudget
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolSpec],
+        forced: Sequence[str],
+        budget: RenderBudget,
     ) -> RenderedPrompt:
+        """The prompt with the tools declared; with ``forced`` names, it ends where their calls part, so the reply
+        can only go on as a call of one of them (the grammar that keeps it there is the engine's)."""
         assert self.tool_family is not None
         try:
-            if forced is not None:
-                call = self.forced_call(messages, tools, forced, budget)
-                if call is not None:
-                    text, prefix, suffix = call
-                    reasoning = syntax_for_prompt(self.reasoning_markers, text[: len(text) - len(prefix)])
-                    return RenderedPrompt(text, False, (), None, reasoning, self.tool_family, prefix, suffix)
+            calls = [self._forced_call(messages, tools, name, budget) for name in forced]
+            if calls and all(c is not None for c in calls):
+                ready = [c for c in calls if c is not None]
+                common = ready[0][0][: min(_shared_length(ready[0][0], c[0]) for c in ready)]
+                reply_at = min(min(c[1] for c in ready), len(common))
+                reasoning = syntax_for_prompt(self.reasoning_markers, common[:reply_at])
+                openings = tuple(
+                    ForcedCall(name, text[len(common) :], closing)
+                    for name, (text, _, closing) in zip(forced, ready, strict=True)
+                )
+                return RenderedPrompt(common, False, (), None, reasoning, self.tool_family, common[reply_at:], openings)
             text = self._tools_render(messages, tools, budget, True)
         except (TemplateRenderError, RequestCancelled):
             raise
@@ -358,6 +379,15 @@ class JinjaChatFormatter:
             raise TemplateRenderError(_template_message(exc)) from exc
         reasoning = syntax_for_prompt(self.reasoning_markers, text)
         return RenderedPrompt(text=text, add_bos=False, stop=(), reasoning=reasoning, tool_family=self.tool_family)
+
+
+def _shared_length(a: str, b: str) -> int:
+    size = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        size += 1
+    return size
 
 
 def _template_message(error: Exception) -> str:
@@ -380,7 +410,7 @@ class GemmaTurnFormatter:
         should_cancel: Callable[[], bool] | None = None,
         thinking: bool = True,
         tools: Sequence[ToolSpec] = (),
-        forced_tool: str | None = None,
+        forced_tools: Sequence[str] = (),
     ) -> RenderedPrompt:
         messages = plain_tool_turns(messages)
         system = "\n\n".join(m.content for m in messages if m.role == "system")
@@ -414,7 +444,7 @@ class TranscriptFormatter:
         should_cancel: Callable[[], bool] | None = None,
         thinking: bool = True,
         tools: Sequence[ToolSpec] = (),
-        forced_tool: str | None = None,
+        forced_tools: Sequence[str] = (),
     ) -> RenderedPrompt:
         messages = plain_tool_turns(messages)
         parts = [f"### {self._titles[m.role]}:\n{m.content}\n\n" for m in messages]

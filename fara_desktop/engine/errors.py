@@ -47,3 +47,14 @@ class RemoteServerError(GenerationError):
     def __init__(self, message: str, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
+
+
+class ToolsUnsupportedError(FaraError):
+    """Tools were offered to a model whose chat template declares none: it cannot call them, and it is not faked."""
+
+
+def tools_unsupported(model: str) -> ToolsUnsupportedError:
+    return ToolsUnsupportedError(
+        f"{model}'s chat template does not declare tools, so it cannot call any. Choose a model made for tool "
+        "calling (Qwen 2.5/3, Llama 3.1+, Mistral, Granite, Hermes, gpt-oss …)."
+    )

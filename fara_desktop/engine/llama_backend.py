@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from fara_desktop.engine.backend import PreparedPrompt, ReplyResult, TextSink
-from fara_desktop.engine.chat_format import ChatFormatter, RenderedPrompt, formatter_for
+from fara_desktop.engine.chat_format import ChatFormatter, ForcedCall, RenderedPrompt, formatter_for
 from fara_desktop.engine.control_tokens import ControlTokenText
 from fara_desktop.engine.errors import (
     CalibrationYieldedError,
@@ -28,6 +28,7 @@ from fara_desktop.engine.errors import (
     ModelLoadError,
     NoModelLoadedError,
     PromptTooLongError,
+    tools_unsupported,
 )
 from fara_desktop.engine.ggml_types import GGML_TYPE_IDS
 from fara_desktop.engine.kv_disk import MIN_TOKENS, KVDiskStore, KVDiskWriter, StateIdentity
@@ -35,6 +36,7 @@ from fara_desktop.engine.kv_states import KVSnapshot, KVStateCache, common_prefi
 from fara_desktop.engine.llama_progress import load_progress
 from fara_desktop.engine.llama_state import cached_prefix, restore_sequence, snapshot_sequence, start_prefault
 from fara_desktop.engine.text_stream import TextStream
+from fara_desktop.engine.tool_grammar import forced_call_grammar
 from fara_desktop.engine.types import (
     ISOLATED,
     ChatMessage,
@@ -44,6 +46,7 @@ from fara_desktop.engine.types import (
     RemoteModel,
     SamplingParams,
     TokenLogprob,
+    ToolOffer,
 )
 from fara_desktop.errors import FaraError
 from fara_desktop.machine.hardware import physical_cores, this_cpu_features, usable_cores
@@ -76,9 +79,16 @@ class LlamaPrompt:
 
 
 def llama_prompt(
-    messages: Sequence[ChatMessage], dropped: int, tokens: list[int], rendered: RenderedPrompt
+    messages: Sequence[ChatMessage],
+    dropped: int,
+    tokens: list[int],
+    rendered: RenderedPrompt,
+    tools: ToolOffer | None = None,
 ) -> PreparedPrompt:
-    return PreparedPrompt(tuple(messages), dropped, rendered.note, rendered.reasoning, LlamaPrompt(tokens, rendered))
+    return PreparedPrompt(
+        tuple(messages), dropped, rendered.note, rendered.reasoning, LlamaPrompt(tokens, rendered),
+        rendered.tool_family, tools if rendered.tool_family else None,
+    )  # fmt: skip
 
 
 class LlamaBackend:
@@ -214,6 +224,7 @@ class LlamaBackend:
             load_seconds=time.perf_counter() - started,
             file_bytes=path.stat().st_size,
             thinking_switch=formatter.thinking_switch,
+            tool_calls=formatter.tool_family.name if formatter.tool_family else "",
             expected_prompt_tok_per_s=self._expected_prompt_speed(header, threads_batch),
         )
         return llm, formatter, info, params
@@ -376,11 +387,19 @@ class LlamaBackend:
         return self._llm, self._formatter, self._info
 
     def tokenize_prompt(
-        self, messages: Sequence[ChatMessage], should_cancel: Callable[[], bool] | None = None, thinking: bool = True
+        self,
+        messages: Sequence[ChatMessage],
+        should_cancel: Callable[[], bool] | None = None,
+        thinking: bool = True,
+        tools: ToolOffer | None = None,
     ) -> tuple[list[int], RenderedPrompt]:
         """Render and tokenize; ``messages`` must already be ``_quiet`` (see ``prepare``)."""
-        llm, formatter, _ = self._require()
-        rendered = formatter.render(messages, should_cancel, thinking)
+        llm, formatter, info = self._require()
+        offered = tools.declared() if tools else ()
+        if offered and formatter.tool_family is None:
+            raise tools_unsupported(info.name)
+        forced = tools.forced() if tools and offered else ()
+        rendered = formatter.render(messages, should_cancel, thinking, offered, forced)
         tokens = llm.tokenize(rendered.text.encode("utf-8"), add_bos=rendered.add_bos, special=True)
         return tokens, rendered
 
@@ -409,6 +428,7 @@ class LlamaBackend:
         reply_reserve: int,
         should_cancel: Callable[[], bool] | None = None,
         thinking: bool = True,
+        tools: ToolOffer | None = None,
     ) -> PreparedPrompt:
         """Fit the conversation into the context window, dropping the oldest turns (never the system prompt).
 
@@ -420,9 +440,9 @@ class LlamaBackend:
         _, _, info = self._require()
         room = info.n_ctx - reply_reserve
         messages = self._quiet(messages)
-        tokens, rendered = self.tokenize_prompt(messages, should_cancel, thinking)
+        tokens, rendered = self.tokenize_prompt(messages, should_cancel, thinking, tools)
         if len(tokens) <= room:
-            return llama_prompt(messages, 0, tokens, rendered)
+            return llama_prompt(messages, 0, tokens, rendered, tools)
         system = [m for m in messages if m.role == "system"]
         turns = [m for m in messages if m.role != "system"]
         starts = [i for i in range(1, len(turns)) if turns[i].role == "user"]  # kept history opens with the user
@@ -430,7 +450,7 @@ class LlamaBackend:
 
         def attempt(start: int) -> tuple[list[int], RenderedPrompt]:
             if start not in tried:
-                tried[start] = self.tokenize_prompt([*system, *turns[start:]], should_cancel, thinking)
+                tried[start] = self.tokenize_prompt([*system, *turns[start:]], should_cancel, thinking, tools)
             return tried[start]
 
         def first_fitting(limit: int) -> int | None:
@@ -448,7 +468,7 @@ class LlamaBackend:
             start = first_fitting(room)
         if start is not None:
             kept_tokens, kept_rendered = attempt(start)
-            return llama_prompt([*system, *turns[start:]], start, kept_tokens, kept_rendered)
+            return llama_prompt([*system, *turns[start:]], start, kept_tokens, kept_rendered, tools)
         shortest = attempt(starts[-1])[0] if starts else tokens
         raise PromptTooLongError(
             f"The message is too long for this model's context window ({len(shortest)} tokens of "
@@ -575,7 +595,11 @@ class LlamaBackend:
         reused = cached_prefix(llm, tokens)
         max_tokens = sampling.max_tokens or info.n_ctx
         stream = TextStream((*detail.rendered.stop, *sampling.stop))
-        grammar = json_grammar(sampling.json_schema)
+        forced = detail.rendered.forced_calls
+        grammar = call_grammar(forced, prompt.tools) if forced else json_grammar(sampling.json_schema)
+        special = prompt.tool_family is not None  # call markers are often control tokens: their text is needed
+        if detail.rendered.reply_prefix:
+            on_text(detail.rendered.reply_prefix)  # the call's opening the prompt already wrote
         vocab = llama_cpp.llama_model_get_vocab(llm.model)
         buffer = ctypes.create_string_buffer(_PIECE_BUFFER)
         if sampling.seed is not None:
@@ -616,7 +640,7 @@ class LlamaBackend:
                 if not sampling.ignore_eos and llama_cpp.llama_vocab_is_eog(vocab, token):
                     break
                 completion += 1
-                piece = _piece(llama_cpp, vocab, token, buffer)
+                piece = _piece(llama_cpp, vocab, token, buffer, special)
                 if sampling.logprobs is not None:
                     logprobs.append(token_logprob(llm, vocab, token, piece, sampling.logprobs))
                 text = stream.feed(piece)
@@ -643,6 +667,9 @@ class LlamaBackend:
             tail = stream.flush()
             if tail:
                 on_text(tail)
+            closing = next((c.closing for c in forced if stream.text.startswith(c.opening)), "")
+            if closing:
+                on_text(closing)
         ended = time.perf_counter()
         evaluated = len(tokens) - reused
         ttft = (first_token_at or ended) - started
@@ -707,10 +734,23 @@ def json_grammar(schema: str | None) -> LlamaGrammar | None:
         raise GenerationError(f"The JSON schema cannot be turned into a grammar: {one_line(str(exc), 200)}") from exc
 
 
-def _piece(llama_cpp: Any, vocab: Any, token: int, buffer: ctypes.Array[ctypes.c_char]) -> bytes:
-    n = llama_cpp.llama_token_to_piece(vocab, token, buffer, _PIECE_BUFFER, 0, False)
+def call_grammar(forced: Sequence[ForcedCall], tools: ToolOffer | None) -> LlamaGrammar:
+    """The grammar that keeps a forced reply to a call of one of ``forced``, its arguments per the tool's schema."""
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    text = forced_call_grammar(forced, tools.schemas() if tools else {})
+    try:
+        return LlamaGrammar.from_string(text, verbose=False)
+    except (ValueError, RuntimeError) as exc:
+        raise GenerationError(
+            f"The tools' parameters cannot be turned into a grammar: {one_line(str(exc), 200)}"
+        ) from exc
+
+
+def _piece(llama_cpp: Any, vocab: Any, token: int, buffer: ctypes.Array[ctypes.c_char], special: bool = False) -> bytes:
+    n = llama_cpp.llama_token_to_piece(vocab, token, buffer, _PIECE_BUFFER, 0, special)
     if n < 0:  # piece longer than the buffer
         big = ctypes.create_string_buffer(-n)
-        n = llama_cpp.llama_token_to_piece(vocab, token, big, -n, 0, False)
+        n = llama_cpp.llama_token_to_piece(vocab, token, big, -n, 0, special)
         return big.raw[:n]
     return buffer.raw[:n]

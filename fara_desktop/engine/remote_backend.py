@@ -31,7 +31,17 @@ import httpx
 from fara_desktop.engine.backend import PreparedPrompt, ReplyResult, TextSink
 from fara_desktop.engine.errors import GenerationError, ModelLoadError, NoModelLoadedError, RemoteServerError
 from fara_desktop.engine.sse import SSEDecoder, SSELineTooLong
-from fara_desktop.engine.types import ChatMessage, GenerationStats, ModelInfo, ModelSource, RemoteModel, SamplingParams
+from fara_desktop.engine.tool_calls import MAX_CALL_CHARS, MAX_CALLS
+from fara_desktop.engine.types import (
+    ChatMessage,
+    GenerationStats,
+    ModelInfo,
+    ModelSource,
+    RemoteModel,
+    SamplingParams,
+    ToolCall,
+    ToolOffer,
+)
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.untrusted import one_line
 
@@ -335,11 +345,14 @@ class RemoteBackend:
         reply_reserve: int,
         should_cancel: Callable[[], bool] | None = None,
         thinking: bool = True,
+        tools: ToolOffer | None = None,
     ) -> PreparedPrompt:
         if self._model is None:
             raise NoModelLoadedError("No model is loaded yet.")
         # The server applies its own template and context limits; the answer goes back, never the reasoning.
-        return PreparedPrompt(tuple(ChatMessage(m.role, m.content) for m in messages))
+        # Tools go to the server as they are: it renders them with its template and sends the calls apart.
+        kept = tuple(ChatMessage(m.role, m.content, "", m.tool_calls, m.tool_call_id, m.name) for m in messages)
+        return PreparedPrompt(kept, tools=tools)
 
     def read_ahead(
         self,
@@ -371,14 +384,62 @@ class RemoteBackend:
         url = model.base_url.rstrip("/") + "/chat/completions"
         body = {
             "model": model.model,
-            "messages": [{"role": m.role, "content": m.content} for m in prompt.messages],
+            "messages": [openai_message(m) for m in prompt.messages],
             "stream": True,
             "stream_options": {"include_usage": True},
             **request_fields(sampling),
+            **tool_fields(prompt.tools),
         }
         return _StreamReader(model, self.timeouts, should_cancel, on_text).run(
             _Stream(client, url, body, _headers(model.api_key)), url
         )
+
+
+def openai_message(message: ChatMessage) -> dict[str, Any]:
+    """A turn in OpenAI's shape, with its calls or, for a tool's result, the call it answers."""
+    turn: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        turn["tool_calls"] = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                              for c in message.tool_calls]  # fmt: skip
+    if message.role == "tool":
+        turn["tool_call_id"] = message.tool_call_id
+    return turn
+
+
+def tool_fields(tools: ToolOffer | None) -> dict[str, Any]:
+    if tools is None or not tools.tools:
+        return {}
+    choice: Any = tools.choice
+    if choice not in ("auto", "none", "required"):
+        choice = {"type": "function", "function": {"name": choice}}
+    entries = [
+        {"type": "function", "function": {"name": t.name, "description": t.description,
+                                          "parameters": json.loads(t.parameters)}}
+        for t in tools.tools
+    ]  # fmt: skip
+    return {"tools": entries, "tool_choice": choice}
+
+
+class _CallPieces:
+    """A server's streamed tool calls, put together by their index (bounded: a few calls of bounded size)."""
+
+    def __init__(self) -> None:
+        self.calls: dict[int, list[str]] = {}  # index → [id, name, arguments]
+
+    def add(self, deltas: Any) -> None:
+        for delta in deltas if isinstance(deltas, list) else []:
+            index = delta.get("index", 0) if isinstance(delta, dict) else None
+            if not isinstance(index, int) or not 0 <= index < MAX_CALLS:
+                continue
+            call = self.calls.setdefault(index, ["", "", ""])
+            function = delta.get("function") if isinstance(delta.get("function"), dict) else {}
+            for slot, value in ((0, delta.get("id")), (1, function.get("name")), (2, function.get("arguments"))):
+                if isinstance(value, str) and len(call[slot]) + len(value) <= MAX_CALL_CHARS:
+                    call[slot] = value if slot < 2 else call[slot] + value
+
+    def finished(self) -> tuple[ToolCall, ...]:
+        return tuple(ToolCall(one_line(i, 64) or f"call{n}", one_line(name, 200), args or "{}")
+                     for n, (i, name, args) in sorted(self.calls.items()) if name)  # fmt: skip
 
 
 class _StreamReader:
@@ -405,6 +466,7 @@ class _StreamReader:
         self.bad_events = 0
         self.saw_done = False  # "data: [DONE]", or a choice with a finish reason: the reply is complete
         self.events_without_text = 0
+        self.tool_calls = _CallPieces()
 
     def run(self, stream: _Stream, url: str) -> ReplyResult:
         done = False
@@ -499,6 +561,9 @@ class _StreamReader:
         delta: dict[str, Any] = raw_delta if isinstance(raw_delta, dict) else {}
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
         content = delta.get("content")
+        if "tool_calls" in delta:
+            self.tool_calls.add(delta["tool_calls"])
+            self.events_without_text = 0
         # A server that parses reasoning out (vLLM, llama-server, DeepSeek) sends it apart, and it goes on apart;
         # content may still carry a model's own markers (a server that does not parse them): the worker splits it.
         if isinstance(reasoning, str) and reasoning:
@@ -537,4 +602,5 @@ class _StreamReader:
             ttft_s=first - self.started, prompt_tok_per_s=0.0, gen_tok_per_s=speed,
             context_used=prompt + completion, n_ctx=0, total_s=ended - self.started,
         )  # fmt: skip
-        return ReplyResult("".join(self.parts), stats, reason)  # type: ignore[arg-type]
+        calls = self.tool_calls.finished()
+        return ReplyResult("".join(self.parts), stats, reason, tool_calls=calls)  # type: ignore[arg-type]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 
 from fara_desktop.engine.backend import Backend, PreparedPrompt, ReplyResult, TextSink
-from fara_desktop.engine.types import ChatMessage, ModelInfo, ModelSource, RemoteModel, SamplingParams
+from fara_desktop.engine.types import ChatMessage, ModelInfo, ModelSource, RemoteModel, SamplingParams, ToolOffer
 from fara_desktop.planning.params import LoadParams
 
 
@@ -51,8 +51,9 @@ class RoutedBackend:
         reply_reserve: int,
         should_cancel: Callable[[], bool] | None = None,
         thinking: bool = True,
+        tools: ToolOffer | None = None,
     ) -> PreparedPrompt:
-        return self._active.prepare(messages, reply_reserve, should_cancel, thinking)
+        return self._active.prepare(messages, reply_reserve, should_cancel, thinking, tools)
 
     def prepare_raw(self, text: str, reply_reserve: int) -> PreparedPrompt:
         return self._active.prepare_raw(text, reply_reserve)

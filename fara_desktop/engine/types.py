@@ -57,6 +57,27 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
+class ToolOffer:
+    """The tools a reply may call and ``choice``: "auto" (the model decides), "none" (it may not), "required" (it
+    must call one) or one tool's name (it must call that one)."""
+
+    tools: tuple[ToolSpec, ...]
+    choice: ToolChoice = "auto"
+
+    def declared(self) -> tuple[ToolSpec, ...]:
+        return () if self.choice == "none" else self.tools
+
+    def forced(self) -> tuple[str, ...]:
+        """The tools one of which the reply must call; () when the model decides."""
+        if self.choice == "required":
+            return tuple(t.name for t in self.tools)
+        return (self.choice,) if self.choice not in ("auto", "none") else ()
+
+    def schemas(self) -> dict[str, str]:
+        return {t.name: t.parameters for t in self.tools}
+
+
+@dataclass(frozen=True)
 class ChatMessage:
     """One turn of a conversation, as the chat template sees it. An assistant turn may hold ``tool_calls``; a
     ``tool`` turn is one call's result (``tool_call_id`` names the call, ``name`` the tool)."""
@@ -122,8 +143,7 @@ class Generate:
     conversation: Conversation = None  # lets the engine keep and restore this conversation's KV state
     thinking: bool = True  # the chat's switch, for templates that can turn reasoning off
     raw: bool = False  # the one message's text is the prompt itself, no chat template (the API's /v1/completions)
-    tools: tuple[ToolSpec, ...] = ()  # the tools the model may call, declared through its template
-    tool_choice: ToolChoice = "auto"
+    tools: ToolOffer | None = None  # the tools the model may call, declared through its template
 
 
 @dataclass(frozen=True)
@@ -181,6 +201,7 @@ class ModelInfo:
     load_seconds: float
     file_bytes: int
     thinking_switch: bool = False  # the template honours ``enable_thinking`` (Qwen3 and others)
+    tool_calls: str = ""  # how its template has it write tool calls (the family's name); "": it cannot call tools
     expected_prompt_tok_per_s: float = 0.0  # predicted from its size and the threads, until a reply measures it
     server: str | None = None  # the server that runs it; None: this computer
 

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import math
 import queue
+import secrets
+import string
 import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from fara_desktop.engine.backend import Backend
 from fara_desktop.engine.errors import CalibrationYieldedError, LoadCancelledError, RequestCancelled
@@ -18,6 +22,7 @@ from fara_desktop.engine.llama_backend import LlamaBackend
 from fara_desktop.engine.reasoning import ReasoningSplitter, ReasoningSyntax
 from fara_desktop.engine.remote_backend import RemoteBackend
 from fara_desktop.engine.routed_backend import RoutedBackend
+from fara_desktop.engine.tool_calls import ToolCallSplitter
 from fara_desktop.engine.types import (
     CalibrateThreads,
     CalibrationPostponed,
@@ -48,6 +53,8 @@ from fara_desktop.engine.types import (
     Shutdown,
     ThreadsCalibrated,
     TokenText,
+    ToolCall,
+    ToolOffer,
     Unload,
 )
 from fara_desktop.errors import FaraError
@@ -128,10 +135,12 @@ class TokenBatcher:
 
 
 class ReplyChannels:
-    """Sends each token of a reply to the reasoning or the answer, and counts and times the reasoning."""
+    """Sends each token of a reply to the reasoning or the answer, and counts and times the reasoning. With tools
+    offered, the answer goes through the family's ``ToolCallSplitter``: its calls are held back and read."""
 
-    def __init__(self, syntax: ReasoningSyntax, batcher: TokenBatcher) -> None:
+    def __init__(self, syntax: ReasoningSyntax, batcher: TokenBatcher, tools: ToolCallSplitter | None = None) -> None:
         self._splitter = ReasoningSplitter(syntax)
+        self._tools = tools
         self._apart: dict[bool, list[str]] = {True: [], False: []}  # text the backend sent already split
         self._thinking_reported = False
         self._batcher = batcher
@@ -159,10 +168,16 @@ class ReplyChannels:
 
     def finish(self) -> None:
         self._send(self._splitter.finish())
+        if self._tools is not None:
+            self._send([(self._tools.finish(), False)])
         self._batcher.flush()
 
     def _send(self, pieces: list[tuple[str, bool]]) -> None:
         for piece, reasoning in pieces:
+            if not reasoning and self._tools is not None:
+                piece = self._tools.feed(piece)
+                if not piece:
+                    continue
             if not reasoning and self.reasoning_tokens and not self._thinking_reported:
                 self._thinking_reported = True
                 self._batcher.note_thinking(self.thinking_s)
@@ -176,13 +191,34 @@ class ReplyChannels:
 
     @property
     def answer(self) -> str:
+        if self._tools is not None:
+            return self._tools.content + "".join(self._apart[False])
         return self._splitter.answer + "".join(self._apart[False])
+
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """The calls the answer made, each with a new id (nine letters and digits: what every template takes)."""
+        if self._tools is None:
+            return ()
+        return tuple(ToolCall(new_call_id(), c.name, json.dumps(c.arguments, ensure_ascii=False))
+                     for c in self._tools.calls)  # fmt: skip
 
     @property
     def thinking_s(self) -> float:
         if self._thinking_from is None or self._thinking_to is None:
             return 0.0
         return self._thinking_to - self._thinking_from
+
+
+def new_call_id() -> str:
+    return "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(9))
+
+
+def _schema(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def reply_reserve(sampling: SamplingParams, n_ctx: int) -> int:
@@ -267,9 +303,10 @@ class InferenceWorker:
         thinking: bool = True,
         on_event: EventSink | None = None,
         raw: bool = False,
+        tools: ToolOffer | None = None,
     ) -> int:
         """Queue a reply; its events go to ``on_event`` when given (a local API request), else to the worker's sink.
-        Requests run one at a time in the order they were queued."""
+        Requests run one at a time in the order they were queued. ``tools``: what the reply may call."""
         with self._lock:
             self._last_request_id += 1
             request_id = self._last_request_id
@@ -277,7 +314,7 @@ class InferenceWorker:
                 self._sinks[request_id] = on_event
             self._replies_waiting += 1
         self._commands.put(
-            Generate(request_id, tuple(messages), sampling or SamplingParams(), conversation, thinking, raw)
+            Generate(request_id, tuple(messages), sampling or SamplingParams(), conversation, thinking, raw, tools)
         )
         return request_id
 
@@ -464,12 +501,18 @@ class InferenceWorker:
             if command.raw:
                 prompt = self._backend.prepare_raw(command.messages[0].content, reserve)
             else:
-                prompt = self._backend.prepare(command.messages, reserve, should_cancel, command.thinking)
+                prompt = self._backend.prepare(
+                    command.messages, reserve, should_cancel, command.thinking, command.tools
+                )
             if prompt.dropped_messages:
                 self._emit(HistoryTrimmed(request_id, prompt.dropped_messages, prompt.kept_messages))
             if prompt.note:
                 self._emit(PromptAdjusted(request_id, prompt.note))
-            channels = ReplyChannels(prompt.reasoning, TokenBatcher(request_id, self._emit))
+            splitter = None
+            if prompt.tool_family is not None and prompt.tools is not None:
+                schemas = {name: _schema(text) for name, text in prompt.tools.schemas().items()}
+                splitter = ToolCallSplitter(prompt.tool_family, schemas)
+            channels = ReplyChannels(prompt.reasoning, TokenBatcher(request_id, self._emit), splitter)
             try:
                 result = self._backend.reply(
                     prompt,
@@ -493,8 +536,10 @@ class InferenceWorker:
         )
         if result.finish_reason == "cancelled":
             self._emit(Cancelled(request_id, answer, stats, reasoning.strip()))
-        else:
-            self._emit(Finished(request_id, answer, stats, result.finish_reason, reasoning.strip(), result.logprobs))
+            return
+        calls = channels.tool_calls() + result.tool_calls
+        finish = "tool_calls" if calls else result.finish_reason
+        self._emit(Finished(request_id, answer, stats, finish, reasoning.strip(), result.logprobs, calls))
 
     def _read_ahead(self, command: ReadAhead) -> None:
         ahead_id = command.ahead_id

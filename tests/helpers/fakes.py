@@ -7,9 +7,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from fara_desktop.engine.backend import PreparedPrompt, ReplyResult
-from fara_desktop.engine.errors import LoadCancelledError, ModelLoadError, NoModelLoadedError
-from fara_desktop.engine.types import ChatMessage, GenerationStats, ModelInfo, SamplingParams
+from fara_desktop.engine.errors import LoadCancelledError, ModelLoadError, NoModelLoadedError, tools_unsupported
+from fara_desktop.engine.tool_calls import FAMILIES, ToolCallFamily
+from fara_desktop.engine.types import ChatMessage, GenerationStats, ModelInfo, SamplingParams, ToolOffer
 from fara_desktop.planning.params import LoadParams
+
+HERMES = next(f for f in FAMILIES if f.name == "hermes / qwen")
 
 
 class FakeBackend:
@@ -33,6 +36,7 @@ class FakeBackend:
         self.kept_before_reply: list[int] = []  # states kept before each reply began
         self.prompt_speed = 100.0  # tok/s the fake model is said to read prompts at
         self._thinking = True
+        self.tool_family: ToolCallFamily | None = HERMES  # None: the fake model's template declares no tools
 
     @property
     def info(self) -> ModelInfo | None:
@@ -78,10 +82,16 @@ class FakeBackend:
         reply_reserve: int,
         should_cancel: Callable[[], bool] | None = None,
         thinking: bool = True,
+        tools: ToolOffer | None = None,
     ) -> PreparedPrompt:
         if self._info is None:
             raise NoModelLoadedError("No model is loaded yet.")
         self._thinking = thinking  # recorded with the prompt when it is replied to (not when it is read ahead)
+        if tools is not None and tools.declared():
+            if self.tool_family is None:
+                raise tools_unsupported(self._info.name)
+            # Scripted replies write calls the way Qwen and Hermes do; the worker's real splitter reads them.
+            return PreparedPrompt(tuple(messages), tool_family=self.tool_family, tools=tools)
         return PreparedPrompt(tuple(messages))
 
     def reply(
