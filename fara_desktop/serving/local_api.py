@@ -35,6 +35,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from fara_desktop.engine.errors import tools_unsupported
 from fara_desktop.engine.types import (
     ISOLATED,
     Cancelled,
@@ -45,6 +46,8 @@ from fara_desktop.engine.types import (
     ModelInfo,
     SamplingParams,
     TokenText,
+    ToolCall,
+    ToolOffer,
 )
 from fara_desktop.errors import FaraError
 from fara_desktop.serving.admission import admit, loopback_hosts
@@ -64,6 +67,7 @@ from fara_desktop.serving.openai_format import (
     text_chunk,
     text_completion,
     too_long,
+    tool_calls_body,
     usage,
 )
 
@@ -152,6 +156,7 @@ class RequestQueue(Protocol):
         thinking: bool = True,
         on_event: Callable[[Event], None] | None = None,
         raw: bool = False,
+        tools: ToolOffer | None = None,
     ) -> int: ...
     def cancel_request(self, request_id: int) -> None: ...
 
@@ -238,6 +243,8 @@ class LocalApi:
         if info.server is not None and chat.sampling.logprobs is not None:
             return JSONResponse(error_body("'logprobs' are given for a model on this computer, not a server's."),
                                 status_code=400)  # fmt: skip
+        if chat.tools is not None and chat.tools.declared() and info.server is None and not info.tool_calls:
+            return JSONResponse(error_body(str(tools_unsupported(info.name))), status_code=400)
         if (too_much := too_long(chat, info.n_ctx)) is not None:
             return JSONResponse(error_body(too_much, "invalid_request_error"), status_code=400)
         if self._active >= self.max_pending:  # on the event loop's thread: no race with the increment below
@@ -250,7 +257,9 @@ class LocalApi:
                 loop.call_soon_threadsafe(events.put_nowait, event)
 
         # ISOLATED: no KV state shared with another client or a chat (see ``engine.types.Isolated``)
-        request_id = self.queue.generate(chat.messages, chat.sampling, ISOLATED, True, deliver, raw=chat.raw)
+        request_id = self.queue.generate(
+            chat.messages, chat.sampling, ISOLATED, True, deliver, raw=chat.raw, tools=chat.tools
+        )
         self._activity(+1)
         name = f"{'cmpl' if chat.raw else 'chatcmpl'}-fara-{request_id}"
         if chat.stream:
@@ -308,7 +317,10 @@ class LocalApi:
                 elif isinstance(event, (Finished, Cancelled)):
                     done = True
                     reason = event.finish_reason if isinstance(event, Finished) else "stop"
-                    finish = "length" if reason in ("length", "context") else "stop"
+                    finish = finish_reason(reason)
+                    calls = returned_calls(event, chat)
+                    if calls:
+                        yield _sse(chunk(name, model, {"tool_calls": tool_calls_body(calls, streamed=True)}))
                     yield _sse(text_chunk(name, model, "", finish) if chat.raw else chunk(name, model, {}, finish))
                     if chat.include_usage:
                         kind = "text_completion" if chat.raw else "chat.completion.chunk"
@@ -341,7 +353,7 @@ class LocalApi:
                     (reasoning if event.reasoning else parts).append(event.text)
                 elif isinstance(event, (Finished, Cancelled)):
                     ended = event.finish_reason if isinstance(event, Finished) else "stop"
-                    reason = "length" if ended in ("length", "context") else "stop"
+                    reason = finish_reason(ended)
                     if chat.wants_json and reason == "stop" and not is_json(event.text):
                         return JSONResponse(error_body("The model's reply is not valid JSON.", "server_error"),
                                             status_code=500)  # fmt: skip
@@ -351,7 +363,7 @@ class LocalApi:
                     if chat.sampling.logprobs is not None and isinstance(event, Finished):
                         scores = logprobs_body(event.logprobs)
                     return JSONResponse(completion(name, model, event.text, event.reasoning, reason, event.stats,
-                                                   scores))  # fmt: skip
+                                                   scores, returned_calls(event, chat)))  # fmt: skip
                 elif isinstance(event, Failed):
                     return JSONResponse(error_body(event.message, "server_error"), status_code=500)
         finally:
@@ -401,6 +413,15 @@ class LocalApi:
             active = self._active
         if self.on_activity is not None:
             self.on_activity(active)
+
+
+def finish_reason(ended: str) -> str:
+    return "length" if ended in ("length", "context") else "tool_calls" if ended == "tool_calls" else "stop"
+
+
+def returned_calls(event: Finished | Cancelled, chat: ChatRequest) -> tuple[ToolCall, ...]:
+    calls = event.tool_calls if isinstance(event, Finished) else ()
+    return calls[:1] if chat.one_call else calls
 
 
 def is_json(text: str) -> bool:

@@ -1,13 +1,15 @@
 """Requests and replies of the OpenAI chat completions API, as the local API reads and writes them.
 
-A request is a stranger's JSON: it is checked field by field, and anything this app cannot honour (images, tools,
-several choices) is refused with a 400 that says so, rather than silently answered differently.
+A request is a stranger's JSON: it is checked field by field, and anything this app cannot honour (images, audio,
+several choices) is refused with a 400 that says so, rather than silently answered differently. Tools are passed
+to the model through its own template (``engine.tool_calls``); its calls come back in OpenAI's ``tool_calls``.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -20,21 +22,27 @@ from fara_desktop.engine.types import (
     RemoteModel,
     SamplingParams,
     TokenLogprob,
+    ToolCall,
+    ToolOffer,
+    ToolSpec,
 )
 from fara_desktop.errors import FaraError
 
 MAX_MESSAGES = 1_000
 MAX_TOKENS = 32_768
 MAX_CHARS_PER_TOKEN = 16  # no tokenizer packs more text into one token: more than this can never fit the context
-ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
 HONOURED = {"model", "messages", "temperature", "top_p", "max_tokens", "max_completion_tokens", "seed", "stream",
-            "stream_options", "n", "user", "stop", "response_format", "logprobs", "top_logprobs"}  # fmt: skip
+            "stream_options", "n", "user", "stop", "response_format", "logprobs", "top_logprobs", "tools",
+            "tool_choice", "parallel_tool_calls"}  # fmt: skip
+MAX_TOOLS = 128  # as OpenAI
+TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # OpenAI's rule (and dots, which MCP servers use)
+MAX_ARGUMENT_CHARS = 64 * 1024
 MAX_STOPS = 4  # as OpenAI
 MAX_TOP_LOGPROBS = 20  # as OpenAI
 MAX_SCHEMA_BYTES = 64 * 1024
 # Sent by many clients with a value that asks for nothing: accepted only with that value.
-NEUTRAL = {"frequency_penalty": 0, "presence_penalty": 0, "logprobs": False, "parallel_tool_calls": True,
-           "logit_bias": {}, "store": False}  # fmt: skip
+NEUTRAL = {"frequency_penalty": 0, "presence_penalty": 0, "logprobs": False, "logit_bias": {}, "store": False}
 
 
 class BadRequest(FaraError):
@@ -50,6 +58,8 @@ class ChatRequest:
     stream: bool
     include_usage: bool
     raw: bool = False  # a /v1/completions request: the one message is the prompt, no chat template
+    tools: ToolOffer | None = None
+    one_call: bool = False  # 'parallel_tool_calls': false — at most one call is returned
 
     @property
     def wants_json(self) -> bool:
@@ -145,6 +155,96 @@ def _content(value: Any, where: str) -> str:
     return value
 
 
+def _tools(body: dict[str, Any]) -> ToolOffer | None:
+    """``tools`` and ``tool_choice`` as the engine's offer (None: no tools)."""
+    raw, choice = body.get("tools"), body.get("tool_choice")
+    if raw is None or raw == []:
+        if choice not in (None, "none", "auto"):
+            raise BadRequest("'tool_choice' needs 'tools'.")
+        return None
+    if not isinstance(raw, list) or len(raw) > MAX_TOOLS:
+        raise BadRequest(f"'tools' must be a list of at most {MAX_TOOLS} tools.")
+    tools: list[ToolSpec] = []
+    for number, entry in enumerate(raw):
+        where = f"tools[{number}]"
+        function = entry.get("function") if isinstance(entry, dict) and entry.get("type") == "function" else None
+        if not isinstance(function, dict):
+            raise BadRequest(f"{where} must be {{'type': 'function', 'function': {{...}}}}.")
+        name, description = function.get("name"), function.get("description", "")
+        if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
+            raise BadRequest(f"{where}: the name must be 1 to 64 letters, digits, '_', '-' or '.'.")
+        if not isinstance(description, str) or len(description) > 8192:
+            raise BadRequest(f"{where}: 'description' must be text of at most 8,192 characters.")
+        parameters = function.get("parameters", {"type": "object", "properties": {}})
+        if not isinstance(parameters, dict):
+            raise BadRequest(f"{where}: 'parameters' must be a JSON schema (an object).")
+        schema = json.dumps(parameters)
+        if len(schema) > MAX_SCHEMA_BYTES:
+            raise BadRequest(f"{where}: the parameters' schema is larger than {MAX_SCHEMA_BYTES // 1024} KiB.")
+        if any(t.name == name for t in tools):
+            raise BadRequest(f"{where}: the name {name!r} is used twice.")
+        tools.append(ToolSpec(name, description, schema))
+    if choice is None:
+        choice = "auto"
+    if isinstance(choice, dict):
+        function = choice.get("function") if choice.get("type") == "function" else None
+        choice = function.get("name") if isinstance(function, dict) else None
+        if not any(t.name == choice for t in tools):
+            raise BadRequest("'tool_choice' names a function that is not among 'tools'.")
+    elif choice not in ("auto", "none", "required"):
+        raise BadRequest("'tool_choice' must be 'auto', 'none', 'required' or {'type': 'function', ...}.")
+    return ToolOffer(tuple(tools), str(choice))
+
+
+def _calls(value: Any, where: str) -> tuple[ToolCall, ...]:
+    """An assistant turn's ``tool_calls``, as a client sends back its own history."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or len(value) > MAX_TOOLS:
+        raise BadRequest(f"{where}: 'tool_calls' must be a list.")
+    calls = []
+    for call in value:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict) or not isinstance(call.get("id", ""), str):
+            raise BadRequest(f"{where}: each tool call needs an 'id' and a 'function'.")
+        name, arguments = function.get("name"), function.get("arguments", "{}")
+        if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
+            raise BadRequest(f"{where}: a tool call's name must be 1 to 64 letters, digits, '_', '-' or '.'.")
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments)
+        if len(arguments) > MAX_ARGUMENT_CHARS:
+            raise BadRequest(f"{where}: a tool call's arguments are longer than {MAX_ARGUMENT_CHARS:,} characters.")
+        calls.append(ToolCall(_content(call.get("id", ""), where)[:64], name, _content(arguments, where)))
+    return tuple(calls)
+
+
+def _message(raw: Any, where: str) -> ChatMessage:
+    if not isinstance(raw, dict):
+        raise BadRequest(f"{where} must be an object.")
+    role = ROLES.get(raw.get("role"))  # type: ignore[arg-type]
+    if role is None:
+        raise BadRequest(f"{where}: the role must be system, user, assistant or tool.")
+    content = _content(raw.get("content"), where)
+    if role == "tool":
+        call_id = raw.get("tool_call_id")
+        if not isinstance(call_id, str) or not call_id:
+            raise BadRequest(f"{where}: a tool message needs the 'tool_call_id' it answers.")
+        name = raw.get("name")
+        return ChatMessage("tool", content, tool_call_id=_content(call_id, where)[:64],
+                           name=name if isinstance(name, str) and TOOL_NAME.fullmatch(name) else "")  # fmt: skip
+    calls = _calls(raw.get("tool_calls"), where) if role == "assistant" else ()
+    return ChatMessage(role, content, tool_calls=calls)  # type: ignore[arg-type]
+
+
+def tool_calls_body(calls: Sequence[ToolCall], streamed: bool = False) -> list[dict[str, Any]]:
+    """OpenAI's ``tool_calls`` (in a stream's delta, each call carries its ``index``)."""
+    return [
+        {**({"index": number} if streamed else {}), "id": call.id, "type": "function",
+         "function": {"name": call.name, "arguments": call.arguments}}
+        for number, call in enumerate(calls)
+    ]  # fmt: skip
+
+
 def unsupported_parameters(body: dict[str, Any]) -> list[str]:
     """The request's parameters this server would not honour (a value that asks for nothing is fine)."""
     return sorted(
@@ -179,22 +279,18 @@ def parse_chat_request(body: Any, defaults: SamplingParams) -> ChatRequest:
         raise BadRequest("'messages' must be a non-empty list.")
     if len(raw_messages) > MAX_MESSAGES:
         raise BadRequest(f"'messages' has more than {MAX_MESSAGES:,} entries.")
-    if body.get("tools") or body.get("functions"):
-        raise BadRequest("Tools and function calling are not supported by this server.")
+    if body.get("functions") or body.get("function_call"):
+        raise BadRequest("'functions' is OpenAI's retired form of tools: send 'tools' (and 'tool_choice').")
     if body.get("n") not in (None, 1):
         raise BadRequest("Only one choice per request ('n': 1) is supported.")
     unsupported = unsupported_parameters(body)
     if unsupported:
         raise BadRequest(f"Not supported by this server: {', '.join(repr(k[:40]) for k in unsupported[:20])}.")
-    messages = []
-    for number, raw in enumerate(raw_messages, start=1):
-        where = f"messages[{number - 1}]"
-        if not isinstance(raw, dict):
-            raise BadRequest(f"{where} must be an object.")
-        role = ROLES.get(raw.get("role"))  # type: ignore[arg-type]
-        if role is None:
-            raise BadRequest(f"{where}: the role must be system, user or assistant.")
-        messages.append(ChatMessage(role, _content(raw.get("content"), where)))  # type: ignore[arg-type]
+    messages = [_message(raw, f"messages[{number}]") for number, raw in enumerate(raw_messages)]
+    tools = _tools(body)
+    parallel = body.get("parallel_tool_calls", True)
+    if not isinstance(parallel, bool):
+        raise BadRequest("'parallel_tool_calls' must be true or false.")
     temperature = _number(body, "temperature", 0.0, 2.0)
     top_p = _number(body, "top_p", 0.0, 1.0)
     limit = body.get("max_completion_tokens", body.get("max_tokens"))
@@ -217,7 +313,7 @@ def parse_chat_request(body: Any, defaults: SamplingParams) -> ChatRequest:
     sampling = replace(sampling, logprobs=_logprobs(body, stream))
     options = body.get("stream_options")
     include_usage = isinstance(options, dict) and options.get("include_usage") is True
-    return ChatRequest(tuple(messages), sampling, stream, include_usage)
+    return ChatRequest(tuple(messages), sampling, stream, include_usage, tools=tools, one_call=not parallel)
 
 
 COMPLETION_HONOURED = {"model", "prompt", "temperature", "top_p", "max_tokens", "seed", "stream", "stream_options",
@@ -280,11 +376,13 @@ def chunk(request_id: str, model: str, delta: dict[str, Any], finish: str | None
 
 def completion(
     request_id: str, model: str, text: str, reasoning: str, finish: str, stats: GenerationStats | None,
-    logprobs: dict[str, Any] | None = None,
+    logprobs: dict[str, Any] | None = None, calls: Sequence[ToolCall] = (),
 ) -> dict[str, Any]:  # fmt: skip
-    message: dict[str, Any] = {"role": "assistant", "content": text}
+    message: dict[str, Any] = {"role": "assistant", "content": text if text or not calls else None}
     if reasoning:
         message["reasoning_content"] = reasoning
+    if calls:
+        message["tool_calls"] = tool_calls_body(calls)
     return {
         "id": request_id, "object": "chat.completion", "created": int(time.time()), "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": logprobs}],

@@ -16,11 +16,13 @@ class ScriptedQueue:
         self.requests: list[Any] = []
         self.hold = threading.Event()
         self.cancelled: list[int] = []
+        self.tools: list[Any] = []  # the tools offered with each request
 
     def generate(self, messages: Any, sampling: SamplingParams | None = None, conversation: int | None = None,
                  thinking: bool = True, on_event: Callable[[Event], None] | None = None,
-                 raw: bool = False) -> int:  # fmt: skip
+                 raw: bool = False, tools: Any = None) -> int:  # fmt: skip
         self.requests.append(messages)
+        self.tools.append(tools)
         request_id = len(self.requests)
         assert on_event is not None
 
