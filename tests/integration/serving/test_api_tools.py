@@ -26,7 +26,8 @@ TOOLS = [
                        "required": ["timezone"]}}},
     {"type": "function", "function": {
         "name": "convert_time", "description": "Convert a time between timezones.",
-        "parameters": {"type": "object", "properties": {"time": {"type": "string", "pattern": "^[0-2][0-9]:[0-5][0-9]$"}},
+        "parameters": {"type": "object",
+                       "properties": {"time": {"type": "string", "pattern": "^[0-2][0-9]:[0-5][0-9]$"}},
                        "required": ["time"]}}},
 ]  # fmt: skip
 FORCED = {"type": "function", "function": {"name": "get_current_time"}}
