@@ -1,0 +1,108 @@
+"""The ``mcpServers`` JSON other apps use (Claude Desktop, Cursor, LM Studio, Jan), read as a stranger's text.
+
+A server is a command this computer runs (``command``, ``args``, ``env``) or a streamable-HTTP address on this
+computer (``url``). A user can paste the block they already have; every field is checked and a mistake is named
+(``McpConfigError``), never half-applied. Whether a server runs is the user's separate choice (Settings ▸ Tools),
+not the pasted text's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from fara_desktop.errors import FaraError
+
+MAX_CONFIG_CHARS = 1024 * 1024
+MAX_SERVERS = 64
+MAX_ARGS = 256
+MAX_FIELD_CHARS = 4096
+SERVER_NAME = re.compile(r"[\w .@-]{1,64}")
+LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1"}
+
+
+class McpConfigError(FaraError):
+    """The ``mcpServers`` text cannot be used as written; the message names the server and the field."""
+
+
+@dataclass(frozen=True)
+class McpServerConfig:
+    """One server: a command to run (stdio) or a local streamable-HTTP ``url``. ``env`` may hold secrets: it is
+    never shown in a repr or a log line."""
+
+    name: str
+    command: str = ""
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    url: str = ""
+
+    @property
+    def summary(self) -> str:
+        """What the user sees in the list: the command line or the address."""
+        return self.url or " ".join([self.command, *self.args])
+
+
+def _text(value: Any, where: str) -> str:
+    if not isinstance(value, str) or len(value) > MAX_FIELD_CHARS or "\x00" in value:
+        raise McpConfigError(f"{where} must be text of at most {MAX_FIELD_CHARS:,} characters.")
+    return value
+
+
+def _server(name: str, spec: Any) -> McpServerConfig:
+    where = f"The server {name!r}:"
+    if not isinstance(spec, dict):
+        raise McpConfigError(f'{where} its settings must be an object ({{"command": …}} or {{"url": …}}).')
+    kind = spec.get("type", spec.get("transport"))
+    if kind in ("sse",):
+        raise McpConfigError(f"{where} the old SSE transport is not supported; use its streamable-HTTP address.")
+    url = spec.get("url", spec.get("serverUrl"))
+    if url is not None:
+        url = _text(url, f"{where} 'url'")
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or (parts.hostname or "") not in LOCAL_HOSTS:
+            raise McpConfigError(
+                f"{where} 'url' must be an http(s) address on this computer (127.0.0.1, localhost or [::1]); "
+                "servers elsewhere are not reached from here."
+            )
+        return McpServerConfig(name, url=url)
+    command = spec.get("command")
+    if command is None:
+        raise McpConfigError(f"{where} it needs a 'command' to run or a 'url' to reach.")
+    command = _text(command, f"{where} 'command'").strip()
+    if not command:
+        raise McpConfigError(f"{where} 'command' is empty.")
+    args = spec.get("args", [])
+    if not isinstance(args, list) or len(args) > MAX_ARGS:
+        raise McpConfigError(f"{where} 'args' must be a list of at most {MAX_ARGS} strings.")
+    env = spec.get("env", {})
+    if not isinstance(env, dict) or len(env) > MAX_ARGS:
+        raise McpConfigError(f"{where} 'env' must be an object of names and text values.")
+    pairs = tuple((_text(k, f"{where} an 'env' name"), _text(v, f"{where} 'env'[{k!r}]")) for k, v in env.items())
+    return McpServerConfig(name, command, tuple(_text(a, f"{where} each of 'args'") for a in args), pairs)
+
+
+def parse_mcp_servers(text: str) -> list[McpServerConfig]:
+    """The servers of ``{"mcpServers": {...}}`` (or of the bare mapping); empty text is no servers."""
+    if not text.strip():
+        return []
+    if len(text) > MAX_CONFIG_CHARS:
+        raise McpConfigError(f"The text is longer than {MAX_CONFIG_CHARS // 1024} KiB.")
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise McpConfigError(f"This is not JSON: {exc}.") from exc
+    if isinstance(data, dict) and isinstance(data.get("mcpServers", data.get("servers")), dict):
+        data = data.get("mcpServers", data.get("servers"))
+    if not isinstance(data, dict):
+        raise McpConfigError('Expected {"mcpServers": {"name": {"command": …, "args": […]}}}.')
+    if len(data) > MAX_SERVERS:
+        raise McpConfigError(f"At most {MAX_SERVERS} servers can be configured.")
+    servers = []
+    for name, spec in data.items():
+        if not SERVER_NAME.fullmatch(name):
+            raise McpConfigError(f"The server name {name[:80]!r} must be 1 to 64 letters, digits, spaces, '.', '-'.")
+        servers.append(_server(name, spec))
+    return servers

@@ -1,0 +1,284 @@
+"""The MCP servers the user enabled, run and spoken to with the official ``mcp`` SDK on one background thread.
+
+Each enabled server gets a task on the hub's own asyncio loop ("fara-mcp" thread): it starts the server (a
+process over stdio, or a session with a streamable-HTTP address on this computer), lists its tools and keeps the
+session until the server is turned off. A server's stderr goes to the log, line by line, never to the chat.
+
+A call is bounded: a time limit (a server that never answers is stopped waiting for), and a size limit on what
+goes back to the model (a 50 MB result is cut, and says so). A server that exits mid-call gives an error result,
+not a hang. Results are untrusted text (``tool_results``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TextIO
+
+from fara_desktop.engine.types import ToolSpec
+from fara_desktop.tools.bounded_lines import OVERSIZE_CODE, bound_the_sdks_stdio_reader
+from fara_desktop.tools.mcp_config import McpServerConfig
+from fara_desktop.tools.tool_results import ToolResult, error_result, result_of
+from fara_desktop.untrusted import one_line
+
+log = logging.getLogger(__name__)
+
+START_TIMEOUT_S = 60.0  # a server's start, handshake and tool list (uvx/npx may fetch a package the first time)
+CALL_TIMEOUT_S = 60.0
+CONNECTION_CLOSED = -32000  # the SDK's code for a session whose server is gone
+MAX_TOOLS_PER_SERVER = 128
+MAX_STDERR_LINE = 500
+
+State = Literal["starting", "ready", "failed", "stopped"]
+
+
+@dataclass(frozen=True)
+class McpTool:
+    """A tool of a server: ``name`` is the server's own; ``spec.name`` is the one the model sees (unique among the
+    enabled servers' tools: the server's name is put in front when two servers have a tool of the same name)."""
+
+    server: str
+    name: str
+    spec: ToolSpec
+
+
+@dataclass(frozen=True)
+class ServerState:
+    """Where a server is: starting, ready (with its tools), failed (``message`` says why) or stopped."""
+
+    state: State
+    message: str = ""
+    tools: tuple[McpTool, ...] = field(default=())
+
+
+class _StderrToLog:
+    """A pipe whose write end is a server's stderr; a thread logs what arrives, line by line."""
+
+    def __init__(self, server: str) -> None:
+        read_fd, write_fd = os.pipe()
+        self.file: TextIO = os.fdopen(write_fd, "w")
+        self._reader = threading.Thread(target=self._log, args=(read_fd, server), name="fara-mcp-stderr", daemon=True)
+        self._reader.start()
+
+    @staticmethod
+    def _log(read_fd: int, server: str) -> None:
+        with os.fdopen(read_fd, "rb") as pipe:
+            for line in pipe:
+                log.info("MCP server %s: %s", one_line(server, 64), one_line(line.decode("utf-8", "replace"),
+                                                                             MAX_STDERR_LINE))  # fmt: skip
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.file.close()
+
+
+class McpHub:
+    """Runs the enabled MCP servers and their calls; ``on_change`` is called (on the hub's thread) whenever a
+    server's state changes. Thread-safe: ``configure``, ``call`` and ``close`` may be called from any thread but
+    the hub's own."""
+
+    def __init__(self, on_change: Callable[[], None] | None = None) -> None:
+        self._on_change = on_change or (lambda: None)
+        self._lock = threading.Lock()
+        self._states: dict[str, ServerState] = {}
+        self._sessions: dict[object, Any] = {}  # by run (each start of a server is a new run)
+        self._runs: dict[str, object] = {}
+        self._stops: dict[str, asyncio.Event] = {}
+        self._tasks: dict[str, concurrent.futures.Future[None]] = {}
+        self._configs: dict[str, McpServerConfig] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ what the app asks
+
+    def states(self) -> dict[str, ServerState]:
+        with self._lock:
+            return dict(self._states)
+
+    def tools(self) -> list[McpTool]:
+        """The ready servers' tools, with names unique for the model."""
+        with self._lock:
+            listed = [t for s in self._states.values() if s.state == "ready" for t in s.tools]
+        counts: dict[str, int] = {}
+        for tool in listed:
+            counts[tool.name] = counts.get(tool.name, 0) + 1
+        unique = []
+        for tool in listed:
+            if counts[tool.name] > 1:
+                name = _model_name(f"{tool.server}_{tool.name}")
+                tool = McpTool(tool.server, tool.name, ToolSpec(name, tool.spec.description, tool.spec.parameters))
+            unique.append(tool)
+        return unique
+
+    def configure(self, servers: Sequence[McpServerConfig], enabled: Iterable[str]) -> None:
+        """Run exactly the enabled ``servers``: new or changed ones start, turned-off or removed ones stop."""
+        wanted = {s.name: s for s in servers if s.name in set(enabled)}
+        for name in [n for n in self._configs if n not in wanted or wanted[n] != self._configs[n]]:
+            self._stop(name)
+        for name, config in wanted.items():
+            if name not in self._configs:
+                self._start(config)
+        with self._lock:
+            for name in [n for n in self._states if n not in wanted]:
+                del self._states[name]
+        self._on_change()
+
+    def restart(self, name: str) -> None:
+        """Start a failed or stopped server again (the user's *Restart*)."""
+        config = self._configs.get(name)
+        if config is not None:
+            self._stop(name)
+            self._start(config)
+            self._on_change()
+
+    def start_call(
+        self, tool: McpTool, arguments: dict[str, Any], timeout: float = CALL_TIMEOUT_S
+    ) -> concurrent.futures.Future[ToolResult]:
+        """Run a call; the future's result is always a ``ToolResult`` (errors included). Cancelling it stops
+        waiting for the server."""
+        if self._loop is None:
+            future: concurrent.futures.Future[ToolResult] = concurrent.futures.Future()
+            future.set_result(error_result(f"The server {tool.server} is not running."))
+            return future
+        return asyncio.run_coroutine_threadsafe(self._call(tool, arguments, timeout), self._loop)
+
+    def call(self, tool: McpTool, arguments: dict[str, Any], timeout: float = CALL_TIMEOUT_S) -> ToolResult:
+        """``start_call`` and wait (not on the GUI thread)."""
+        return self.start_call(tool, arguments, timeout).result(timeout + 10)
+
+    def close(self, timeout: float = 15.0) -> None:
+        """Stop every server (each process is ended) and the hub's thread."""
+        for name in list(self._configs):
+            self._stop(name)
+        tasks = list(self._tasks.values())
+        concurrent.futures.wait(tasks, timeout=timeout)
+        if self._loop is not None and self._thread is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout)
+            if not self._thread.is_alive():
+                self._loop.close()
+            self._loop, self._thread = None, None
+
+    # ------------------------------------------------------------------ the hub's thread
+
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            loop = asyncio.new_event_loop()
+            self._thread = threading.Thread(target=loop.run_forever, name="fara-mcp", daemon=True)
+            self._thread.start()
+            self._loop = loop
+        return self._loop
+
+    def _set(self, name: str, state: ServerState, run: object | None = None) -> None:
+        """``run``: the run of the server that says so (an earlier run that ends late changes nothing)."""
+        with self._lock:
+            if name in self._configs and (run is None or self._runs.get(name) is run):
+                self._states[name] = state
+        self._on_change()
+
+    def _start(self, config: McpServerConfig) -> None:
+        loop = self._ensure_loop()
+        self._configs[config.name] = config
+        with self._lock:
+            self._states[config.name] = ServerState("starting")
+        stop = asyncio.Event()
+        self._stops[config.name] = stop
+        run = self._runs[config.name] = object()
+        self._tasks[config.name] = asyncio.run_coroutine_threadsafe(self._serve(config, stop, run), loop)
+
+    def _stop(self, name: str) -> None:
+        self._configs.pop(name, None)
+        stop = self._stops.pop(name, None)
+        if stop is not None and self._loop is not None:
+            self._loop.call_soon_threadsafe(stop.set)
+
+    async def _serve(self, config: McpServerConfig, stop: asyncio.Event, run: object) -> None:
+        from mcp import ClientSession
+
+        stderr = _StderrToLog(config.name) if config.command else None
+        try:
+            async with self._transport(config, stderr) as streams, ClientSession(streams[0], streams[1]) as session:
+                await asyncio.wait_for(session.initialize(), START_TIMEOUT_S)
+                listed = await asyncio.wait_for(session.list_tools(), START_TIMEOUT_S)
+                tools = tuple(_tool(config.name, t) for t in listed.tools[:MAX_TOOLS_PER_SERVER])
+                self._sessions[run] = session
+                self._set(config.name, ServerState("ready", tools=tools), run)
+                await stop.wait()
+        except asyncio.TimeoutError:
+            self._set(config.name, ServerState("failed", f"It did not answer within {START_TIMEOUT_S:.0f} s."), run)
+        except Exception as exc:  # any failure of a stranger's program is said, not raised on the hub's thread
+            log.info("MCP server %s stopped: %s", one_line(config.name, 64), _describe(exc))
+            self._set(config.name, ServerState("failed", _describe(exc)), run)
+        else:
+            if self.states().get(config.name, ServerState("stopped")).state != "failed":
+                self._set(config.name, ServerState("stopped"), run)
+        finally:
+            self._sessions.pop(run, None)
+            if stderr is not None:
+                stderr.close()
+
+    @staticmethod
+    def _transport(config: McpServerConfig, stderr: _StderrToLog | None) -> Any:
+        if config.url:
+            from mcp.client.streamable_http import streamable_http_client
+
+            return streamable_http_client(config.url)
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        bound_the_sdks_stdio_reader()
+        parameters = StdioServerParameters(command=config.command, args=list(config.args), env=dict(config.env))
+        assert stderr is not None
+        return stdio_client(parameters, errlog=stderr.file)
+
+    async def _call(self, tool: McpTool, arguments: dict[str, Any], timeout: float) -> ToolResult:
+        run = self._runs.get(tool.server)
+        session = self._sessions.get(run) if run is not None else None
+        if session is None or self.states().get(tool.server, ServerState("stopped")).state != "ready":
+            return error_result(f"The server {tool.server} is not running.")
+        try:
+            result = await asyncio.wait_for(session.call_tool(tool.name, arguments), timeout)
+        except asyncio.TimeoutError:
+            return error_result(f"The tool {tool.name} did not answer within {timeout:.0f} s and was stopped.")
+        except Exception as exc:
+            code = getattr(exc, "code", None)
+            if isinstance(code, int) and code != CONNECTION_CLOSED:  # the server answered with an error
+                if code == OVERSIZE_CODE:
+                    return error_result(f"The tool {tool.name}'s result was too large: {_describe(exc)}")
+                return error_result(f"The server {tool.server} refused {tool.name}: {_describe(exc)}")
+            # The session is broken (the server exited or closed its end): the server is said to have failed.
+            message = f"The server {tool.server} failed while running {tool.name}: {_describe(exc)}"
+            self._set(tool.server, ServerState("failed", message), run)
+            stop = self._stops.get(tool.server)
+            if stop is not None:
+                stop.set()
+            return error_result(message)
+        return result_of(result)
+
+
+def _model_name(text: str) -> str:
+    cleaned = "".join(c if c.isalnum() or c in "_.-" else "_" for c in text)
+    return cleaned[:64] or "tool"
+
+
+def _tool(server: str, tool: Any) -> McpTool:
+    import json
+
+    schema = getattr(tool, "input_schema", None) or getattr(tool, "inputSchema", None) or {"type": "object"}
+    description = one_line(getattr(tool, "description", "") or "", 2000)
+    name = str(tool.name)
+    return McpTool(server, name, ToolSpec(_model_name(name), description, json.dumps(schema)[: 64 * 1024]))
+
+
+def _describe(exc: BaseException) -> str:
+    grouped = getattr(exc, "exceptions", None)  # an ExceptionGroup from anyio's task groups
+    if isinstance(grouped, (list, tuple)) and grouped:
+        return "; ".join(_describe(e) for e in grouped[:3])
+    if isinstance(exc, FileNotFoundError):
+        return f"Its command was not found ({one_line(exc.filename or exc, 200)})."
+    return one_line(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, 300)

@@ -1,0 +1,159 @@
+"""Real MCP servers run by the hub with the official SDK: ``mcp-server-time`` and ``mcp-server-git`` (PyPI), the
+reference filesystem server (npm) where Node is present, and a server made by an adversary (50 MB results, a call
+that never answers, a server that exits mid-call, results that try to inject), over stdio and streamable HTTP.
+Each gets a bounded, clear outcome."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fara_desktop.tools.mcp_config import McpServerConfig
+from fara_desktop.tools.mcp_hub import McpHub
+from fara_desktop.tools.tool_results import MAX_RESULT_CHARS
+from tests.conftest import wait_until
+
+HOSTILE = str(Path(__file__).parents[2] / "helpers" / "hostile_mcp_server.py")
+TIME = McpServerConfig("time", sys.executable, ("-m", "mcp_server_time", "--local-timezone", "UTC"))
+FILESYSTEM = Path(__file__).parents[2] / "clients" / "node" / "node_modules" / "@modelcontextprotocol" / \
+    "server-filesystem" / "dist" / "index.js"  # fmt: skip
+
+
+@pytest.fixture
+def hub():
+    hub = McpHub()
+    yield hub
+    hub.close()
+    assert hub._thread is None
+
+
+def _ready(hub, *names, timeout=60):
+    wait_until(lambda: all(hub.states().get(n) and hub.states()[n].state != "starting" for n in names), timeout,
+               f"{names} to start")  # fmt: skip
+    for name in names:
+        assert hub.states()[name].state == "ready", hub.states()[name]
+    return {(t.server, t.name): t for t in hub.tools()}
+
+
+def test_servers_run_only_when_enabled_and_stop_when_turned_off(hub):
+    hub.configure([TIME], enabled=set())
+    assert hub.states() == {} and hub._thread is None  # nothing runs, not even the hub's thread
+    hub.configure([TIME], enabled={"time"})
+    tools = _ready(hub, "time")
+    assert {name for _, name in tools} == {"get_current_time", "convert_time"}
+    hub.configure([TIME], enabled=set())
+    assert hub.states() == {} and hub.tools() == []
+
+
+def test_the_time_server_tells_the_time_in_tokyo(hub):
+    hub.configure([TIME], {"time"})
+    tools = _ready(hub, "time")
+    result = hub.call(tools[("time", "get_current_time")], {"timezone": "Asia/Tokyo"})
+    assert not result.is_error and json.loads(result.text)["datetime"].endswith("+09:00")
+
+
+def test_the_git_server_reads_a_repository(hub, tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    (repo / "notes.txt").write_text("hello\n")
+    hub.configure([McpServerConfig("git", sys.executable, ("-m", "mcp_server_git", "--repository", str(repo)))],
+                  {"git"})  # fmt: skip
+    tools = _ready(hub, "git")
+    result = hub.call(tools[("git", "git_status")], {"repo_path": str(repo)})
+    assert not result.is_error and "notes.txt" in result.text
+
+
+@pytest.mark.skipif(shutil.which("node") is None or not FILESYSTEM.exists(), reason="Node or the npm server is absent")
+def test_the_reference_filesystem_server_from_npm_reads_only_its_folder(hub, tmp_path):
+    (tmp_path / "allowed").mkdir()
+    (tmp_path / "allowed" / "a.txt").write_text("inside")
+    (tmp_path / "secret.txt").write_text("SECRET-CONTENT")
+    hub.configure([McpServerConfig("files", "node", (str(FILESYSTEM), str(tmp_path / "allowed")))], {"files"})
+    tools = _ready(hub, "files")
+    read = tools[("files", "read_text_file")]
+    assert hub.call(read, {"path": str(tmp_path / "allowed" / "a.txt")}).text == "inside"
+    refused = hub.call(read, {"path": str(tmp_path / "secret.txt")})
+    assert refused.is_error and "SECRET-CONTENT" not in refused.text and "denied" in refused.text
+
+
+def test_hostile_results_get_bounded_clear_outcomes(hub, caplog):
+    caplog.set_level(logging.INFO)
+    hub.configure([McpServerConfig("hostile", sys.executable, (HOSTILE,))], {"hostile"})
+    tools = _ready(hub, "hostile")
+    # the server's stderr is in the log, not in any result
+    wait_until(lambda: "hostile server starting" in caplog.text, 10, "the server's stderr in the log")
+    # 50 MB in one message: dropped as it is read (linear, bounded memory), the call ends with a clear error
+    started = time.monotonic()
+    huge = hub.call(tools[("hostile", "huge")], {})
+    assert huge.is_error and "too large" in huge.text and "more than the 8,388,608" in huge.text, huge.text
+    assert time.monotonic() - started < 20  # was 57 s through the SDK's own line reader (quadratic)
+    assert hub.states()["hostile"].state == "ready"
+    assert hub.call(tools[("hostile", "echo")], {"text": "y" * 20_000}).text == "y" * MAX_RESULT_CHARS + (
+        "\n[… cut: the tool returned 20,000 characters; the first 8,000 are kept]"
+    )
+    injected = hub.call(tools[("hostile", "injection")], {})
+    assert "\x1b" not in injected.text and "\u202e" not in injected.text  # controls and overrides removed
+    assert "![tracker](http://evil.example" in injected.text  # kept as text: the transcript shows it as text
+    started = time.monotonic()
+    never = hub.call(tools[("hostile", "never")], {}, timeout=1.5)
+    assert never.is_error and "did not answer within 2 s" in never.text and time.monotonic() - started < 10
+    assert hub.states()["hostile"].state == "ready"  # a slow tool is not a dead server
+    exited = hub.call(tools[("hostile", "exit_now")], {}, timeout=30)
+    assert exited.is_error and "failed while running exit_now" in exited.text
+    assert hub.states()["hostile"].state == "failed"
+    after = hub.call(tools[("hostile", "echo")], {"text": "x"})
+    assert after.is_error and "not running" in after.text
+    hub.restart("hostile")
+    tools = _ready(hub, "hostile")
+    assert hub.call(tools[("hostile", "echo")], {"text": "back"}).text == "back"
+
+
+def test_a_command_that_does_not_exist_is_said(hub):
+    hub.configure([McpServerConfig("ghost", "/nonexistent/mcp-server")], {"ghost"})
+    wait_until(lambda: hub.states()["ghost"].state != "starting", 30, "the start to fail")
+    state = hub.states()["ghost"]
+    assert state.state == "failed" and "not found" in state.message
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_a_streamable_http_server_on_this_computer(hub):
+    port = _free_port()
+    process = subprocess.Popen([sys.executable, HOSTILE, "--http", str(port)], stderr=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL)  # fmt: skip
+    try:
+        wait_until(lambda: _listening(port), 30, "the HTTP server to listen")
+        hub.configure([McpServerConfig("web", url=f"http://127.0.0.1:{port}/mcp")], {"web"})
+        tools = _ready(hub, "web")
+        assert hub.call(tools[("web", "echo")], {"text": "over http"}).text == "over http"
+    finally:
+        hub.close()
+        process.terminate()
+        process.wait(10)
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_two_servers_with_a_tool_of_the_same_name_get_names_the_model_can_tell_apart(hub):
+    hostile = McpServerConfig("hostile", sys.executable, (HOSTILE,))
+    twin = McpServerConfig("twin", sys.executable, (HOSTILE,))
+    hub.configure([hostile, twin], {"hostile", "twin"})
+    _ready(hub, "hostile", "twin")
+    names = [t.spec.name for t in hub.tools()]
+    assert "hostile_echo" in names and "twin_echo" in names and len(set(names)) == len(names)
