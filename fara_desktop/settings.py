@@ -162,6 +162,16 @@ class PromptSettings:
 
 
 @dataclass(frozen=True)
+class ToolSettings:
+    """MCP servers as the user pasted them (the ``mcpServers`` JSON, parsed by ``tools.mcp_config``), which of them
+    run, and the tools the user allowed to run without asking ("server/tool")."""
+
+    servers_json: str = ""
+    enabled: tuple[str, ...] = ()
+    always_allowed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Settings:
     """Everything the user chose; unknown keys in the file are ignored, bad values fall back to defaults."""
 
@@ -176,6 +186,7 @@ class Settings:
     remote_model: RemoteChoice | None = None
     local_api: LocalApiSettings = field(default_factory=LocalApiSettings)
     prompts: PromptSettings = field(default_factory=PromptSettings)
+    tools: ToolSettings = field(default_factory=ToolSettings)
 
     def server(self, name: str) -> ServerEntry | None:
         return next((s for s in self.servers if s.name == name), None)
@@ -217,6 +228,13 @@ class Settings:
             read_ahead_on_battery=raw_prompts.get("read_ahead_on_battery") is True,
             document_wait_s=_number(raw_prompts.get("document_wait_s"), 1, 600, 10.0),
         )
+        raw_tools = _mapping(data.get("tools"))
+        servers_json = raw_tools.get("servers_json")
+        tools = ToolSettings(
+            servers_json=servers_json if isinstance(servers_json, str) and len(servers_json) <= 1 << 20 else "",
+            enabled=_short_strings(raw_tools.get("enabled")),
+            always_allowed=_short_strings(raw_tools.get("always_allowed")),
+        )
         return cls(
             model_path=model_path if isinstance(model_path, str) else None,
             extra_model_folders=[f for f in folders if isinstance(f, str)] if isinstance(folders, list) else [],
@@ -228,6 +246,7 @@ class Settings:
             remote_model=remote_model,
             local_api=local_api,
             prompts=prompts,
+            tools=tools,
         )
 
 

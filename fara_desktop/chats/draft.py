@@ -18,6 +18,10 @@ class ReplyDraft:
         if thinking_s is not None:
             self.thinking_s = thinking_s
 
+    def clear(self) -> None:
+        """The text so far went into a tool round (kept with the reply apart): the answer starts again."""
+        self._answer, self._reasoning = [], []
+
     @property
     def answer(self) -> str:
         if len(self._answer) > 1:  # joined once per read, not once per piece

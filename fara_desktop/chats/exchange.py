@@ -154,7 +154,8 @@ def _write_conversation(
 
 def copy_branch(store: ConversationStore, conversation_id: int, up_to: Sequence[int], title: str) -> int:
     """A new conversation holding copies of the messages ``up_to`` (a branch, first to last): "Branch from
-    here", with each reply's citations and the chat's collections. The original is not changed."""
+    here", with each reply's citations and tool calls, and the chat's collections and tools. The original is not
+    changed."""
     summary = store.conversation(conversation_id)
     if summary is None:
         raise StorageError(f"There is no conversation {conversation_id}.")
@@ -170,12 +171,13 @@ def copy_branch(store: ConversationStore, conversation_id: int, up_to: Sequence[
     with store.transaction() as db:
         new_id, row_ids = _insert_conversation(db, branch)
         db.executemany(
-            "UPDATE messages SET sources = (SELECT sources FROM messages WHERE id = ?) WHERE id = ?",
-            [(original.id, copy) for original, copy in zip(originals, row_ids, strict=True)],
+            "UPDATE messages SET sources = (SELECT sources FROM messages WHERE id = ?), "
+            "tool_rounds = (SELECT tool_rounds FROM messages WHERE id = ?) WHERE id = ?",
+            [(original.id, original.id, copy) for original, copy in zip(originals, row_ids, strict=True)],
         )
         db.execute(
-            "UPDATE conversations SET collections = (SELECT collections FROM conversations WHERE id = ?) "
-            "WHERE id = ?",
-            (conversation_id, new_id),
+            "UPDATE conversations SET collections = (SELECT collections FROM conversations WHERE id = ?), "
+            "tools = (SELECT tools FROM conversations WHERE id = ?) WHERE id = ?",
+            (conversation_id, conversation_id, new_id),
         )
     return new_id

@@ -9,6 +9,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from fara_desktop.chats.tool_rounds import ToolRound, rounds_from_json
 from fara_desktop.citations import Source, sources_from_json
 
 MAX_TIMESTAMP = 32_503_680_000.0  # 1 January 3000
@@ -31,6 +32,7 @@ class StoredMessage:
     parent_id: int | None = None
     reasoning: str = ""
     sources: tuple[Source, ...] = ()  # the passages of the user's documents this reply was given, numbered
+    tool_rounds: tuple[ToolRound, ...] = ()  # the tools the reply called, before its answer
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,7 @@ class ConversationSummary:
     leaf_id: int | None = None
     thinking: bool = True
     collections: tuple[str, ...] = ()  # the document collections this chat searches
+    tools: tuple[str, ...] = ()  # the tools this chat offers its model ("server/tool")
 
 
 def finite_time(value: Any, fallback: float = 0.0) -> float:
@@ -85,6 +88,7 @@ def message_from_row(row: sqlite3.Row) -> StoredMessage:
         id=row["id"], conversation_id=row["conversation_id"], position=row["position"], role=row["role"],
         content=content, status=status, model=model, stats=stats_from_json(row["stats"]), created_at=created,
         updated_at=finite_time(row["updated_at"], created), parent_id=parent, reasoning=reasoning, sources=sources,
+        tool_rounds=rounds_from_json(row["tool_rounds"]),
     )  # fmt: skip
 
 

@@ -57,5 +57,11 @@ MIGRATIONS: list[str] = [
     ALTER TABLE conversations ADD COLUMN source_updated_at REAL;
     CREATE INDEX conversations_by_source ON conversations(source_id);
     """,
+    # 5: tools: the calls a reply made, in rounds with their results (JSON, chats.tool_rounds), and the tools each
+    # chat offers its model ("server/tool" keys)
+    """
+    ALTER TABLE messages ADD COLUMN tool_rounds TEXT NOT NULL DEFAULT '[]';
+    ALTER TABLE conversations ADD COLUMN tools TEXT NOT NULL DEFAULT '[]';
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

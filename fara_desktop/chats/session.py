@@ -24,6 +24,7 @@ from fara_desktop.chats.draft import ReplyDraft
 from fara_desktop.chats.exchange import copy_branch
 from fara_desktop.chats.records import MessageStatus, StoredMessage, title_from
 from fara_desktop.chats.storage import ConversationStore, StorageError
+from fara_desktop.chats.tool_rounds import ToolRound, round_messages
 from fara_desktop.chats.tree import MessageTree, SiblingPlace
 from fara_desktop.citations import Source
 from fara_desktop.engine.types import ChatMessage, GenerationStats
@@ -31,7 +32,7 @@ from fara_desktop.engine.types import ChatMessage, GenerationStats
 log = logging.getLogger(__name__)
 
 # The final state of a reply the disk refused: (content, status, stats, model, reasoning).
-_UnsavedReply = tuple[str, MessageStatus, dict[str, Any] | None, str | None, str]
+_UnsavedReply = tuple[str, MessageStatus, dict[str, Any] | None, str | None, str, tuple[ToolRound, ...]]
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 SAVE_INTERVAL_S = 1.0
@@ -47,6 +48,8 @@ class ChatSession:
         self.system_prompt = system_prompt
         self.thinking = True  # the per-chat switch for models whose template can turn reasoning off
         self.collections: tuple[str, ...] = ()  # the document collections this chat searches
+        self.tools: tuple[str, ...] = ()  # the tools this chat offers its model ("server/tool")
+        self.rounds: list[ToolRound] = []  # the reply being written: its tool calls so far
         self.messages: list[StoredMessage] = []
         self.tree: MessageTree[StoredMessage] = MessageTree([])
         self.context_start = 0
@@ -67,6 +70,7 @@ class ChatSession:
         self.system_prompt = self.default_system_prompt
         self.thinking = True
         self.collections = ()
+        self.tools = ()
         self.messages = []
         self.tree = MessageTree([])
         self.context_start = 0
@@ -83,6 +87,7 @@ class ChatSession:
         self.system_prompt = summary.system_prompt
         self.thinking = summary.thinking
         self.collections = summary.collections
+        self.tools = summary.tools
         self.reload()
 
     def reload(self) -> None:
@@ -104,6 +109,11 @@ class ChatSession:
         if self.conversation_id is not None:
             self.store.set_collections(self.conversation_id, self.collections)
 
+    def set_tools(self, keys: tuple[str, ...]) -> None:
+        self.tools = tuple(keys)
+        if self.conversation_id is not None:
+            self.store.set_tools(self.conversation_id, self.tools)
+
     def set_thinking(self, thinking: bool) -> None:
         self.thinking = thinking
         if self.conversation_id is not None:
@@ -118,18 +128,35 @@ class ChatSession:
     @staticmethod
     def in_prompt(message: StoredMessage) -> bool:
         """Whether the model sees this message (trimming counts only these)."""
-        return message.role in ("user", "assistant") and message.status != "failed" and bool(message.content.strip())
+        said = bool(message.content.strip()) or bool(message.tool_rounds)
+        return message.role in ("user", "assistant") and message.status != "failed" and said
 
     def prompt_messages(self) -> list[ChatMessage]:
         """What the model is sent: answers as content, each reply's reasoning apart (the template decides whether
         it goes back to the model)."""
         system = [ChatMessage("system", self.system_prompt)] if self.system_prompt.strip() else []
-        visible = [
-            ChatMessage(m.role, m.content, m.reasoning)  # type: ignore[arg-type]
-            for m in self.messages[self.context_start :]
-            if self.in_prompt(m)
-        ]
+        visible: list[ChatMessage] = []
+        for m in self.messages[self.context_start :]:
+            if not self.in_prompt(m):
+                continue
+            visible += round_messages(m.tool_rounds)  # the tools a reply called come before its answer
+            if m.content.strip() or not m.tool_rounds:
+                visible.append(ChatMessage(m.role, m.content, m.reasoning))  # type: ignore[arg-type]
         return system + visible
+
+    def continuation_prompt(self) -> list[ChatMessage]:
+        """The prompt that goes on with the reply being written after its tool calls: the chat, then its rounds."""
+        return self.prompt_messages() + round_messages(self.rounds)
+
+    def add_tool_round(self, tool_round: ToolRound) -> None:
+        """The reply's calls were decided and run: kept with it (saved at once: results are not asked for twice)."""
+        if self._reply is None:
+            return
+        self.rounds.append(tool_round)
+        try:
+            self.store.update_message(self._reply.id, "", tool_rounds=self.rounds)
+        except StorageError as exc:  # kept in memory; the reply's final save tries again
+            self.save_problem = str(exc)
 
     def _add(
         self, role: str, content: str, status: MessageStatus = "complete", model: str | None = None
@@ -152,6 +179,8 @@ class ChatSession:
                 self.store.set_thinking(self.conversation_id, False)
             if self.collections:
                 self.store.set_collections(self.conversation_id, self.collections)
+            if self.tools:
+                self.store.set_tools(self.conversation_id, self.tools)
         return self._add("user", text)
 
     def begin_reply(self, model: str | None, sources: tuple[Source, ...] = ()) -> StoredMessage:
@@ -164,6 +193,7 @@ class ChatSession:
             self.messages[-1] = reply
             self.tree = MessageTree([reply if m.id == reply.id else m for m in self.tree.by_id.values()])
         self._reply, self.draft = reply, ReplyDraft()
+        self.rounds = []
         self._last_save = time.monotonic()
         return reply
 
@@ -197,18 +227,19 @@ class ChatSession:
         stats_data: dict[str, Any] | None = asdict(stats) if stats else None
         if error:
             stats_data = {**(stats_data or {}), "error": error}
+        rounds, self.rounds = tuple(self.rounds), []
         self._reply, self.draft = None, ReplyDraft()
         restore, self._restore_leaf = self._restore_leaf, None
-        if status == "failed" and not content.strip() and not thought.strip():
+        if status == "failed" and not content.strip() and not thought.strip() and not rounds:
             return self._drop_failed(reply, restore, stats_data)
         try:
-            self.store.update_message(reply.id, content, status, stats_data, model, thought)
+            self.store.update_message(reply.id, content, status, stats_data, model, thought, tool_rounds=rounds)
         except StorageError as exc:
             self.save_problem = str(exc)
-            self._unsaved[reply.id] = (content, status, stats_data, model, thought)
+            self._unsaved[reply.id] = (content, status, stats_data, model, thought, rounds)
         final = dataclasses.replace(
             reply, content=content, status=status, model=model or reply.model, stats=stats_data,
-            updated_at=time.time(), reasoning=thought,
+            updated_at=time.time(), reasoning=thought, tool_rounds=rounds,
         )  # fmt: skip
         self._replace_shown(reply, final)
         return final
@@ -232,9 +263,9 @@ class ChatSession:
 
     def retry_pending(self) -> bool:
         """Save what the disk refused before; True when nothing is left unsaved."""
-        for message_id, (content, status, stats, model, reasoning) in list(self._unsaved.items()):
+        for message_id, (content, status, stats, model, reasoning, rounds) in list(self._unsaved.items()):
             try:
-                self.store.update_message(message_id, content, status, stats, model, reasoning)
+                self.store.update_message(message_id, content, status, stats, model, reasoning, tool_rounds=rounds)
             except StorageError as exc:
                 self.save_problem = str(exc)
                 return False
@@ -259,7 +290,11 @@ class ChatSession:
         """Rows from the database, with the text of replies whose final save is still pending."""
         return [
             dataclasses.replace(
-                m, content=self._unsaved[m.id][0], status=self._unsaved[m.id][1], reasoning=self._unsaved[m.id][4]
+                m,
+                content=self._unsaved[m.id][0],
+                status=self._unsaved[m.id][1],
+                reasoning=self._unsaved[m.id][4],
+                tool_rounds=self._unsaved[m.id][5],
             )
             if m.id in self._unsaved
             else m

@@ -12,7 +12,7 @@ import os
 import sqlite3
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +27,7 @@ from fara_desktop.chats.records import (
     names_from_json,
 )
 from fara_desktop.chats.schema import MIGRATIONS, SCHEMA_VERSION
+from fara_desktop.chats.tool_rounds import ToolRound, rounds_json
 from fara_desktop.chats.tree import MessageTree
 from fara_desktop.citations import Source, sources_json
 from fara_desktop.errors import FaraError
@@ -140,6 +141,7 @@ class ConversationStore:
                 r["leaf_id"] if isinstance(r["leaf_id"], int) else None,
                 r["thinking"] != 0,
                 names_from_json(r["collections"]),
+                names_from_json(r["tools"]),
             )
             for r in self._db.execute(query, args)
         ]
@@ -185,6 +187,10 @@ class ConversationStore:
             db.execute(
                 "UPDATE conversations SET collections = ? WHERE id = ?", (json.dumps(list(names)), conversation_id)
             )
+
+    def set_tools(self, conversation_id: int, keys: tuple[str, ...]) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE conversations SET tools = ? WHERE id = ?", (json.dumps(list(keys)), conversation_id))
 
     def set_thinking(self, conversation_id: int, thinking: bool) -> None:
         with self.transaction() as db:
@@ -239,14 +245,16 @@ class ConversationStore:
         model: str | None = None,
         reasoning: str | None = None,
         sources: tuple[Source, ...] | None = None,
+        tool_rounds: Sequence[ToolRound] | None = None,
     ) -> None:
         with self.transaction() as db:
             db.execute(
                 """UPDATE messages SET content = ?, status = COALESCE(?, status), stats = COALESCE(?, stats),
                    model = COALESCE(?, model), reasoning = COALESCE(?, reasoning), sources = COALESCE(?, sources),
-                   updated_at = ? WHERE id = ?""",
+                   tool_rounds = COALESCE(?, tool_rounds), updated_at = ? WHERE id = ?""",
                 (content, status, json.dumps(stats) if stats is not None else None, model, reasoning,
-                 sources_json(sources) if sources is not None else None, time.time(), message_id),
+                 sources_json(sources) if sources is not None else None,
+                 rounds_json(tool_rounds) if tool_rounds is not None else None, time.time(), message_id),
             )  # fmt: skip
 
     def delete_message(self, message_id: int, leaf_id: int | None = None) -> None:

@@ -29,6 +29,7 @@ class TurnPhase(Enum):
     DEFERRED = "deferred"  # the bubble is there; the engine waits for a model to be chosen (the start-up scan)
     GENERATING = "generating"  # the engine has it, as ``request_id``
     STOPPING = "stopping"  # Stop was pressed; the engine's end of ``request_id`` is awaited
+    TOOLS = "tools"  # the reply called tools: the user decides on each, they run, then the reply goes on
 
 
 class TurnStateError(RuntimeError):
@@ -103,8 +104,13 @@ class Turn:
         self._move(TurnPhase.DEFERRED, (TurnPhase.PENDING,))
 
     def generating(self, request_id: int) -> None:
-        self._move(TurnPhase.GENERATING, (TurnPhase.PENDING, TurnPhase.DEFERRED))
+        self._move(TurnPhase.GENERATING, (TurnPhase.PENDING, TurnPhase.DEFERRED, TurnPhase.TOOLS))
         self.request_id = request_id
+
+    def using_tools(self) -> None:
+        """The engine's part of the reply ended with tool calls; no engine request runs while they are decided."""
+        self._move(TurnPhase.TOOLS, (TurnPhase.GENERATING,))
+        self.request_id = None
 
     def stopping(self) -> None:
         self._move(TurnPhase.STOPPING, (TurnPhase.GENERATING, TurnPhase.STOPPING))

@@ -413,10 +413,6 @@ class ToolCallSplitter:
         self.calls: list[ParsedCall] = []
         self.content = ""
 
-    @property
-    def in_call(self) -> bool:
-        return self._body is not None
-
     def feed(self, text: str) -> str:
         self._pending += text
         out: list[str] = []

@@ -158,6 +158,7 @@ class ReadAhead:
     conversation: Conversation = None
     thinking: bool = True
     read: bool = True
+    tools: ToolOffer | None = None  # what the reply would be offered: its schemas are prompt tokens too
 
 
 @dataclass(frozen=True)

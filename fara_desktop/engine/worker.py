@@ -325,6 +325,7 @@ class InferenceWorker:
         conversation: Conversation = None,
         thinking: bool = True,
         read: bool = True,
+        tools: ToolOffer | None = None,
     ) -> int:
         """Queue reading ``messages`` (the chat and the text being typed) into the KV cache; ``ReadAheadProgress``
         events say how much of it is cached. It yields to every other command: a reply, a load, a newer read-ahead."""
@@ -333,7 +334,7 @@ class InferenceWorker:
             ahead_id = self._last_ahead_id
             self._aheads_waiting += 1
         self._commands.put(ReadAhead(ahead_id, tuple(messages), sampling or SamplingParams(), conversation, thinking,
-                                     read))  # fmt: skip
+                                     read, tools))  # fmt: skip
         return ahead_id
 
     def cancel_read_ahead(self) -> None:
@@ -557,7 +558,7 @@ class InferenceWorker:
         try:
             reserve = reply_reserve(command.sampling, self._backend.info.n_ctx)
             prompt = self._backend.prepare(command.messages, reserve, lambda: self._ahead_stopped(ahead_id),
-                                           command.thinking)  # fmt: skip
+                                           command.thinking, command.tools)  # fmt: skip
             self._backend.read_ahead(prompt, command.conversation, should_stop, report)
         except FaraError as exc:  # too long, no model, stopped while rendering: Enter will say what matters
             log.info("Reading ahead stopped: %s", type(exc).__name__)

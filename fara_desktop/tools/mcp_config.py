@@ -2,7 +2,7 @@
 
 A server is a command this computer runs (``command``, ``args``, ``env``) or a streamable-HTTP address on this
 computer (``url``). A user can paste the block they already have; every field is checked and a mistake is named
-(``McpConfigError``), never half-applied. Whether a server runs is the user's separate choice (Settings ▸ Tools),
+(``McpConfigError``), never half-applied. Whether a server runs is the user's separate choice in Settings ▸ Tools,
 not the pasted text's.
 """
 

@@ -8,7 +8,7 @@ from PySide6.QtCore import QObject, Signal
 
 from fara_desktop.engine.backend import Backend
 from fara_desktop.engine.kv_disk import KVDiskStore
-from fara_desktop.engine.types import ChatMessage, ModelSource, SamplingParams
+from fara_desktop.engine.types import ChatMessage, ModelSource, SamplingParams, ToolOffer
 from fara_desktop.engine.worker import InferenceWorker
 from fara_desktop.models.load_record import LoadRecord
 from fara_desktop.planning.params import LoadParams
@@ -41,9 +41,10 @@ class EngineBridge(QObject):
         sampling: SamplingParams,
         conversation: int | None = None,
         thinking: bool = True,
+        tools: ToolOffer | None = None,
     ) -> int:
         """Queue a reply; returns its request id (events of this reply carry it)."""
-        return self.worker.generate(messages, sampling, conversation, thinking)
+        return self.worker.generate(messages, sampling, conversation, thinking, tools=tools)
 
     def read_ahead(
         self,
@@ -52,9 +53,10 @@ class EngineBridge(QObject):
         conversation: int | None,
         thinking: bool,
         read: bool = True,
+        tools: ToolOffer | None = None,
     ) -> int:
         """Read what would be sent into the KV cache before Enter (``read`` False: only count what is not cached)."""
-        return self.worker.read_ahead(messages, sampling, conversation, thinking, read)
+        return self.worker.read_ahead(messages, sampling, conversation, thinking, read, tools)
 
     def cancel_read_ahead(self) -> None:
         self.worker.cancel_read_ahead()

@@ -15,7 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QResizeEvent, QShortcut, QShowEvent
 from PySide6.QtWidgets import (
     QApplication,
@@ -51,7 +51,10 @@ from fara_desktop.paths import AppPaths, app_paths
 from fara_desktop.planning.catalog_fit import assess_catalog_here
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.planning.planner import StartupPlan
-from fara_desktop.settings import RemoteChoice, Settings, save_settings
+from fara_desktop.settings import RemoteChoice, Settings, ToolSettings, save_settings
+from fara_desktop.tools.mcp_config import McpConfigError, parse_mcp_servers
+from fara_desktop.tools.mcp_hub import McpHub
+from fara_desktop.tools.tool_box import ToolBox
 from fara_desktop.ui.controllers.chat_controller import ChatController
 from fara_desktop.ui.controllers.conversations_controller import ConversationsController
 from fara_desktop.ui.controllers.documents_controller import DocumentsController
@@ -71,6 +74,7 @@ from fara_desktop.ui.widgets.notice_bar import NoticeBar
 from fara_desktop.ui.widgets.plain_text import plain_label, plain_message_box
 from fara_desktop.ui.widgets.sidebar import Sidebar
 from fara_desktop.ui.widgets.task_progress import TaskProgress
+from fara_desktop.ui.widgets.tool_approval import ToolApprovalBar
 from fara_desktop.ui.window_state import first_geometry, keep_on_screen, restore_window_state, save_window_state
 from fara_desktop.untrusted import one_line
 
@@ -82,6 +86,8 @@ HIDE_CHATS_BELOW = 800
 
 class MainWindow(QMainWindow):
     """Lays out the chat, the conversation list and the hardware panel, and wires them to the controllers."""
+
+    toolsChanged = Signal()  # an MCP server started, stopped or failed (emitted on the hub's thread)
 
     def __init__(
         self,
@@ -127,6 +133,12 @@ class MainWindow(QMainWindow):
         self.chat.read_ahead_allowed = self._read_ahead_allowed
         self.documents.readable_tokens = self._readable_passage_tokens
         self.servers.embedder_source = self.documents.embedder
+        # MCP servers run on the hub's own thread; it reports changes there, the window hears them on its own.
+        self.tools_hub = McpHub(self.toolsChanged.emit)
+        self.tool_box = ToolBox(self.tools_hub, self.settings.tools.always_allowed, self._save_tool_permissions)
+        self.chat.use_tools(self.tool_box)
+        self.toolsChanged.connect(self.chat.show_tools_choice)
+        self._configure_tools(self.settings.tools)
         self._connect()
         self.bridge.engine_event.connect(self._on_engine_event)
         # The signals tests, the smoke check and the benchmark wait on.
@@ -159,6 +171,7 @@ class MainWindow(QMainWindow):
         self.edit_banner.setObjectName("editBanner")
         self.edit_banner.setWordWrap(True)
         self.edit_banner.hide()
+        self.tool_approval = ToolApprovalBar()
         self.composer = Composer()
         self.wait_hint = plain_label("")
         self.wait_hint.setObjectName("waitHint")
@@ -196,6 +209,11 @@ class MainWindow(QMainWindow):
         self.documents_button.setText("Documents: off")
         self.documents_button.setAccessibleName("Document collections this chat answers from")
         buttons.addWidget(self.documents_button)
+        self.tools_button = QToolButton()
+        self.tools_button.setObjectName("toolsButton")
+        self.tools_button.setText("Tools: off")
+        self.tools_button.setAccessibleName("Tools this chat's model may call")
+        buttons.addWidget(self.tools_button)
         buttons.addStretch(1)
         composer_row = QHBoxLayout()
         composer_row.setSpacing(10)
@@ -205,6 +223,7 @@ class MainWindow(QMainWindow):
         bottom.setContentsMargins(18, 8, 18, 14)
         bottom.setSpacing(6)
         bottom.addWidget(self.edit_banner)
+        bottom.addWidget(self.tool_approval)
         bottom.addLayout(composer_row)
         bottom.addWidget(self.wait_hint)
         self.chats_toggle = self._panel_toggle("chatsToggle", "Chats", "Show or hide the chat list (Ctrl+Shift+L)")
@@ -511,9 +530,30 @@ class MainWindow(QMainWindow):
         """Load a model the user just downloaded, and keep it as their choice for the next start."""
         self.apply_settings(dataclasses.replace(self.settings, model_path=str(path)), str(path))
 
+    def _configure_tools(self, tools: ToolSettings) -> None:
+        """Run exactly the MCP servers switched on (text that does not parse runs none; the page said why)."""
+        try:
+            servers = parse_mcp_servers(tools.servers_json)
+        except McpConfigError as exc:
+            self.show_notice(f"The MCP servers in Settings ▸ Tools cannot be read: {exc}", "error")
+            servers = []
+        self.tools_hub.configure(servers, tools.enabled)
+        self.tool_box.always = set(tools.always_allowed)
+
+    def _save_tool_permissions(self) -> None:
+        """The user chose *Always for this tool*: kept in the settings file."""
+        tools = dataclasses.replace(self.settings.tools, always_allowed=tuple(sorted(self.tool_box.always)))
+        self.settings = dataclasses.replace(self.settings, tools=tools)
+        try:
+            save_settings(self.paths.config, self.settings)
+        except OSError as exc:
+            self.show_notice(f"Settings could not be saved ({exc}); they apply until you quit.", "error")
+
     def open_settings(self, page: str | None = None) -> SettingsDialog:
         dialog = SettingsDialog(self.settings, self.plan, self.api_keys, self, self.chat_states,
-                                self.session.conversation_id)  # fmt: skip
+                                self.session.conversation_id, self.tools_hub.states,
+                                self.tools_hub.restart)  # fmt: skip
+        self.toolsChanged.connect(dialog.tools_page.refresh)
         if page:
             dialog.show_page(page)
         dialog.accepted.connect(lambda: self._settings_accepted(dialog))
@@ -550,6 +590,9 @@ class MainWindow(QMainWindow):
         if isinstance(app, QApplication) and (old.theme, old.font_size) != (settings.theme, settings.font_size):
             apply_appearance(app, settings.theme, settings.font_size)
         self.servers.apply_api_settings(settings.local_api)
+        if old.tools != settings.tools:
+            self._configure_tools(settings.tools)
+            self.chat.show_tools_choice()
         remote = self.servers.remote_model(chosen_remote) if chosen_remote else None
         if remote is not None:
             self.load_model(remote)
@@ -602,6 +645,7 @@ class MainWindow(QMainWindow):
             self.models_dialog.pause_all()
         self.servers.stop_api()
         self.documents.stop()
+        self.tools_hub.close()
         self.bridge.cancel()
         self.bridge.shutdown(timeout=10.0)
         self.bridge.engine_event.disconnect(self._on_engine_event)

@@ -37,6 +37,9 @@ class FakeBackend:
         self.prompt_speed = 100.0  # tok/s the fake model is said to read prompts at
         self._thinking = True
         self.tool_family: ToolCallFamily | None = HERMES  # None: the fake model's template declares no tools
+        self.replies: list[list[str]] = []  # scripted replies, one per request, before ``words`` takes over
+        self.offered: list[ToolOffer | None] = []  # the tools each reply was offered
+        self._tools: ToolOffer | None = None
 
     @property
     def info(self) -> ModelInfo | None:
@@ -65,6 +68,7 @@ class FakeBackend:
             1,
             thinking_switch=self.thinking_switch,
             expected_prompt_tok_per_s=self.prompt_speed,
+            tool_calls=self.tool_family.name if self.tool_family else "",
         )
         return self._info
 
@@ -87,6 +91,7 @@ class FakeBackend:
         if self._info is None:
             raise NoModelLoadedError("No model is loaded yet.")
         self._thinking = thinking  # recorded with the prompt when it is replied to (not when it is read ahead)
+        self._tools = tools
         if tools is not None and tools.declared():
             if self.tool_family is None:
                 raise tools_unsupported(self._info.name)
@@ -104,6 +109,7 @@ class FakeBackend:
         on_prompt_progress: Callable[[int, int], None] | None = None,
     ) -> ReplyResult:
         self.prompts.append(list(prompt.messages))
+        self.offered.append(self._tools)
         self.thinking.append(self._thinking)
         self.kept_before_reply.append(self.kept_states)
         if on_prompt_progress is not None and self.prompt_batches:
@@ -113,7 +119,7 @@ class FakeBackend:
                 on_prompt_progress(batch * 512, self.prompt_batches * 512)
         sent: list[str] = []
         reason = "stop"
-        for word in self.words:
+        for word in self.replies.pop(0) if self.replies else self.words:
             if self.gate is not None:
                 self.gate.acquire()
             if should_cancel():

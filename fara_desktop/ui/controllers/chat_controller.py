@@ -14,11 +14,12 @@ from typing import Any, Protocol
 
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QCheckBox, QLabel, QProgressBar, QPushButton
+from PySide6.QtWidgets import QCheckBox, QLabel, QMenu, QProgressBar, QPushButton, QToolButton
 
 from fara_desktop.chats.records import MessageStatus, StoredMessage
 from fara_desktop.chats.session import ChatSession
 from fara_desktop.chats.storage import StorageError
+from fara_desktop.chats.tool_rounds import ToolRound
 from fara_desktop.chats.turn import PendingReply, Turn, TurnPhase
 from fara_desktop.citations import Source
 from fara_desktop.engine.types import (
@@ -43,16 +44,20 @@ from fara_desktop.engine.types import (
     RemoteModel,
     SamplingParams,
     TokenText,
+    ToolOffer,
 )
 from fara_desktop.format import format_duration
 from fara_desktop.planning.params import LoadParams
+from fara_desktop.tools.tool_box import ToolBox, tool_key
 from fara_desktop.ui.after_paint import AfterPaint
 from fara_desktop.ui.controllers.read_ahead import DraftPrompt, Retriever, TypingReadAhead
+from fara_desktop.ui.controllers.tool_flow import ToolFlow
 from fara_desktop.ui.engine_bridge import EngineBridge
 from fara_desktop.ui.widgets.chat_view import ChatView, ShownMessage, footer_for, thinking_seconds
 from fara_desktop.ui.widgets.composer import Composer
 from fara_desktop.ui.widgets.hardware_panel import HardwarePanel
 from fara_desktop.ui.widgets.message_widget import MessageWidget
+from fara_desktop.ui.widgets.tool_approval import ToolApprovalBar
 from fara_desktop.untrusted import one_line
 
 SAVE_RETRY_MS = 5000
@@ -71,6 +76,8 @@ class ChatScreen(Protocol):
     thinking_box: QCheckBox
     load_progress: QProgressBar
     stop_loading_button: QPushButton
+    tool_approval: ToolApprovalBar
+    tools_button: QToolButton
 
     def set_status(self, text: str) -> None: ...
     def show_notice(self, text: str, role: str = "notice") -> None: ...
@@ -113,6 +120,13 @@ class ChatController(QObject):
         self._loading_name = ""
         self._no_model_reason: str | None = None  # why no model is loaded, once a load failed or was refused
         self._reading_since: tuple[float, int] | None = None  # when a long prompt's progress began, and where
+        self.tool_flow: ToolFlow | None = None  # set by ``use_tools`` once the window has a tool box
+        self.tool_choice = "auto"  # the next reply's: "required" when the user asked it to call a tool
+        self._told_no_tools: set[int | None] = set()  # chats told their model cannot call tools
+        menu = QMenu(screen.tools_button)
+        menu.aboutToShow.connect(self._fill_tools_menu)
+        screen.tools_button.setMenu(menu)
+        screen.tools_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         self._retry_timer = QTimer(self)
         self._retry_timer.setInterval(SAVE_RETRY_MS)
         self._retry_timer.timeout.connect(self.retry_saving)
@@ -151,7 +165,8 @@ class ChatController(QObject):
         if self.turn.busy or self.editing is not None or info is None or info.remote:
             return None
         messages = [*self.session.prompt_messages(), ChatMessage("user", draft)]
-        return DraftPrompt(messages, self.session.conversation_id, self.session.thinking, self.sampling, info.n_ctx)
+        return DraftPrompt(messages, self.session.conversation_id, self.session.thinking, self.sampling, info.n_ctx,
+                           self._tool_offer(quiet=True))  # fmt: skip
 
     # ------------------------------------------------------------------ what the user does
 
@@ -288,6 +303,13 @@ class ChatController(QObject):
             self.turn.stopping()
             self.bridge.cancel()
             self.screen.set_status("Stopping…")
+        if self.turn.phase is TurnPhase.TOOLS and self.tool_flow is not None:
+            stopped = self.tool_flow.stop()
+            if stopped is not None:
+                self.session.add_tool_round(stopped)
+            self._reply_done(None, "", "stopped", None, None)
+            self.replyCancelled.emit(Cancelled(0, "", None))
+            self.screen.set_status("Stopped")
 
     def show_session_messages(self) -> None:
         self.screen.chat_view.set_messages([self._shown(index, m) for index, m in enumerate(self.session.messages)])
@@ -295,7 +317,7 @@ class ChatController(QObject):
     def _shown(self, index: int, m: StoredMessage) -> ShownMessage:
         return ShownMessage(
             m.role, m.content, footer_for(m), m.model, m.id, m.created_at, m.reasoning, thinking_seconds(m),
-            self._version_of(index), m.sources,
+            self._version_of(index), m.sources, m.tool_rounds,
         )  # fmt: skip
 
     def plan_started(self) -> None:
@@ -353,6 +375,8 @@ class ChatController(QObject):
             self.turn.end()
             self.set_busy(False)
             return
+        if self.tool_flow is not None:
+            self.tool_flow.new_reply()
         self.turn.wait_for_paint(PendingReply(model, reply.id, sources), prompt)
         self.set_busy(True)
         if self._api_requests:
@@ -385,7 +409,92 @@ class ChatController(QObject):
         session = self.session
         prompt = self.turn.take_prompt()
         prompt = prompt if prompt is not None else session.prompt_messages()
-        return self.bridge.generate(prompt, self.sampling, session.conversation_id, session.thinking)
+        return self.bridge.generate(prompt, self.sampling, session.conversation_id, session.thinking,
+                                    self._tool_offer())  # fmt: skip
+
+    # ------------------------------------------------------------------ tools
+
+    def use_tools(self, box: ToolBox) -> None:
+        """The window's tool box: chats may now offer its tools, and every call goes through the approval bar."""
+        self.tool_flow = ToolFlow(box, self.screen.tool_approval, lambda: self.session.tools, self._tool_round_done,
+                                  self.screen.set_status)  # fmt: skip
+        self.show_tools_choice()
+
+    def _tool_offer(self, quiet: bool = False) -> ToolOffer | None:
+        """The chat's tools for the next request, when its model can call tools (else said once, and none)."""
+        flow, info = self.tool_flow, self.model_info
+        if flow is None or not self.session.tools or info is None:
+            return None
+        tools = flow.box.offered(self.session.tools)
+        if not tools:
+            return None
+        if not info.tool_calls and not info.remote:
+            if not quiet and self.session.conversation_id not in self._told_no_tools:
+                self._told_no_tools.add(self.session.conversation_id)
+                self.screen.show_notice(
+                    f"{one_line(info.name, 80)} cannot call tools: its chat template declares none, so this chat's "
+                    "tools are not offered to it. Choose a model made for tool calling (Qwen 2.5/3, Llama 3.1+, "
+                    "Mistral, Granite, Hermes …)."
+                )
+            return None
+        choice = "none" if flow.over_limit else self.tool_choice
+        return ToolOffer(tuple(t.spec for t in tools), choice)
+
+    def _tool_round_done(self, tool_round: ToolRound) -> None:
+        """Every call of the round is decided and run: the round is kept with the reply, which goes on."""
+        if self.turn.phase is not TurnPhase.TOOLS:
+            return
+        self.session.add_tool_round(tool_round)
+        widget = self.screen.chat_view.streaming_message
+        if widget is not None:
+            widget.set_tool_rounds(self.session.rounds)
+        self.screen.set_status("Reading the tools' results…")
+        session = self.session
+        request = self.bridge.generate(session.continuation_prompt(), self.sampling, session.conversation_id,
+                                       session.thinking, self._tool_offer())  # fmt: skip
+        self.turn.generating(request)
+
+    def _fill_tools_menu(self) -> None:
+        menu = self.screen.tools_button.menu()
+        menu.clear()
+        tools = self.tool_flow.box.available() if self.tool_flow is not None else []
+        chosen = set(self.session.tools)
+        server = None
+        for tool in tools:
+            if tool.server != server:
+                server = tool.server
+                menu.addSection(one_line(server, 60))
+            action = menu.addAction(one_line(tool.spec.name, 80))
+            action.setToolTip(one_line(tool.spec.description, 300))
+            action.setCheckable(True)
+            key = tool_key(tool)
+            action.setChecked(key in chosen)
+            action.toggled.connect(lambda on, k=key: self.use_tool(k, on))
+        if not tools:
+            menu.addAction("No tools yet: add MCP servers in Settings ▸ Tools").setEnabled(False)
+            return
+        menu.addSeparator()
+        force = menu.addAction("Make the next reply call a tool")
+        force.setCheckable(True)
+        force.setChecked(self.tool_choice == "required")
+        force.setToolTip("For models that do not call tools by themselves: the next reply must call one of this "
+                         "chat's tools (its arguments held to the tool's schema).")  # fmt: skip
+        force.toggled.connect(lambda on: setattr(self, "tool_choice", "required" if on else "auto"))
+
+    def use_tool(self, key: str, used: bool) -> None:
+        """Switch one tool on or off for this chat."""
+        keys = [k for k in self.session.tools if k != key] + ([key] if used else [])
+        try:
+            self.session.set_tools(tuple(keys))
+        except StorageError as exc:
+            self.screen.show_notice(f"The chat's tools could not be saved: {exc}", "error")
+        self.show_tools_choice()
+
+    def show_tools_choice(self) -> None:
+        count = len(self.tool_flow.box.offered(self.session.tools)) if self.tool_flow is not None else 0
+        button = self.screen.tools_button
+        button.setText(f"Tools: {count}" if count else "Tools: off")
+        button.setToolTip("The tools this chat's model may call (each call asks you first)")
 
     def leave_chat(self) -> None:
         """Another chat is about to open: the reply is stopped and an edit dropped."""
@@ -406,6 +515,7 @@ class ChatController(QObject):
     def chat_changed(self) -> None:
         """Another conversation is open: the per-chat switches show its choices."""
         self.sync_thinking_switch()
+        self.show_tools_choice()
         self.chatChanged.emit()
 
     def sync_thinking_switch(self) -> None:
@@ -449,6 +559,14 @@ class ChatController(QObject):
 
     def _on_finished(self, event: Finished) -> None:
         self.read_ahead.speed.observe(event.stats)
+        flow = self.tool_flow
+        if event.tool_calls and flow is not None and self.turn.owns(event.request_id):
+            self.tool_choice = "auto"  # "make the next reply call a tool" is for one reply
+            self.turn.using_tools()
+            self.session.draft.clear()  # this text belongs to the round, shown above its calls
+            self.screen.chat_view.stream_changed()
+            flow.start(event.text, event.reasoning, event.tool_calls)
+            return
         if self._reply_done(event.request_id, event.text, "complete", event.stats, None, event.reasoning):
             self.screen.hardware_panel.show_stats(event.stats)
             note = {"length": " (stopped at the token limit)", "context": " (the context window is full)"}
@@ -588,7 +706,8 @@ class ChatController(QObject):
     ) -> bool:
         """Ends the turn's reply; ``request_id`` None: one the engine never had (stopped while DEFERRED).
         False when the event is about no reply of this turn."""
-        if not (self.turn.owns(request_id) if request_id is not None else self.turn.phase is TurnPhase.DEFERRED):
+        without_engine = (TurnPhase.DEFERRED, TurnPhase.TOOLS)
+        if not (self.turn.owns(request_id) if request_id is not None else self.turn.phase in without_engine):
             return False
         chat_view = self.screen.chat_view
         model = self.model_info.name if self.model_info else None

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QLabel
 
 from fara_desktop.chats.prompt_wait import PromptSpeed, wait_text
 from fara_desktop.citations import Source
-from fara_desktop.engine.types import ChatMessage, ReadAheadProgress, SamplingParams
+from fara_desktop.engine.types import ChatMessage, ReadAheadProgress, SamplingParams, ToolOffer
 from fara_desktop.ui.engine_bridge import EngineBridge
 from fara_desktop.ui.widgets.composer import Composer
 
@@ -36,6 +36,7 @@ class DraftPrompt:
     thinking: bool
     sampling: SamplingParams
     n_ctx: int
+    tools: ToolOffer | None = None  # the tools the reply would be offered (their schemas are prompt tokens)
 
 
 class TypingReadAhead(QObject):
@@ -138,7 +139,7 @@ class TypingReadAhead(QObject):
     def _read(self, prepared: DraftPrompt, messages: list[ChatMessage]) -> None:
         read = self.may_read()
         self._ahead_id = self.bridge.read_ahead(messages, prepared.sampling, prepared.conversation, prepared.thinking,
-                                                read)  # fmt: skip
+                                                read, prepared.tools)  # fmt: skip
         self._reading = read
 
     # ------------------------------------------------------------------ the engine

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -38,9 +39,11 @@ from fara_desktop.planning.params import TunedParams
 from fara_desktop.planning.planner import StartupPlan
 from fara_desktop.planning.tuning import KV_TYPES, VERDICT_LABELS, verdict_kind
 from fara_desktop.settings import THEMES, InferenceOverrides, RemoteChoice, SamplingSettings, Settings
+from fara_desktop.tools.mcp_hub import ServerState
 from fara_desktop.ui.dialogs.local_api_page import LocalApiPage
 from fara_desktop.ui.dialogs.prompts_page import PromptsPage
 from fara_desktop.ui.dialogs.servers_page import ServersPage
+from fara_desktop.ui.dialogs.tools_page import ToolsPage
 from fara_desktop.ui.widgets.plain_text import plain_label, plain_tooltip
 from fara_desktop.ui.window_state import fit_to_screen
 
@@ -119,6 +122,8 @@ class SettingsDialog(QDialog):
         parent: QWidget | None = None,
         chat_states: KVDiskStore | None = None,
         conversation: int | None = None,
+        tool_states: Callable[[], dict[str, ServerState]] | None = None,
+        restart_tool_server: Callable[[str], None] | None = None,
     ) -> None:
         """``chat_states``: the chats' saved KV states, whose size the Prompts page shows (for ``conversation``)."""
         super().__init__(parent)
@@ -140,6 +145,7 @@ class SettingsDialog(QDialog):
             settings.local_api, keys, lambda: {server.name for server in self.servers_page.servers}
         )
         self.prompts_page = PromptsPage(settings.prompts, chat_states, conversation)
+        self.tools_page = ToolsPage(settings.tools, tool_states, restart_tool_server)
         for title, page in (
             ("Model", self._model_page()),
             ("Servers", _scrolling(self.servers_page)),
@@ -147,6 +153,7 @@ class SettingsDialog(QDialog):
             ("Inference", self._inference_page()),
             ("Sampling", self._sampling_page()),
             ("Prompts", _scrolling(self.prompts_page)),
+            ("Tools", self.tools_page),
             ("Appearance", self._appearance_page()),
         ):
             self.nav.addItem(title)
@@ -485,6 +492,7 @@ class SettingsDialog(QDialog):
             remote_model=remote if remote and remote.server in names else None,
             local_api=self.local_api_page.api_settings(),
             prompts=self.prompts_page.prompt_settings(),
+            tools=self.tools_page.tool_settings(),
             model_path=self._chosen or self._settings.model_path,
             extra_model_folders=list(self._folders),
             inference=inference,

@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QFrame, QPushButton, QScrollArea, QVBoxLayout, QWi
 
 from fara_desktop.chats.draft import ReplyDraft
 from fara_desktop.chats.records import StoredMessage
+from fara_desktop.chats.tool_rounds import ToolRound
 from fara_desktop.citations import Source
 from fara_desktop.models.packaged import DEFAULT_MODEL_HELP
 from fara_desktop.ui.widgets.message_widget import MessageWidget
@@ -35,6 +36,7 @@ class ShownMessage:
     thinking_s: float | None = None
     version: tuple[int, int] = (0, 1)  # (index, count) among the versions of its turn
     sources: tuple[Source, ...] = ()  # the document passages a reply was given, for its citations
+    tool_rounds: tuple[ToolRound, ...] = ()  # the tools a reply called, before its answer
 
 
 def thinking_seconds(message: StoredMessage) -> float | None:
@@ -194,6 +196,8 @@ class ChatView(QScrollArea):
             widget.reasoning.show_reasoning(shown.reasoning, thinking=False, seconds=shown.thinking_s)
         widget.set_place(*shown.version)
         widget.set_sources(shown.sources)
+        if shown.tool_rounds:
+            widget.set_tool_rounds(shown.tool_rounds)
         widget.copyRequested.connect(self.copyRequested)
         widget.editRequested.connect(self.editRequested)
         widget.regenerateRequested.connect(self.regenerateRequested)

@@ -242,6 +242,46 @@ class ReasoningSection(QFrame):
         self.header.setArrowType(Qt.ArrowType.DownArrow if is_open else Qt.ArrowType.RightArrow)
 
 
+OUTCOME_WORDS = {"ran": "ran", "error": "failed", "denied": "denied by you", "stopped": "stopped"}
+
+
+class ToolUseSection(QFrame):
+    """One tool call in a reply: a header (tool, server, what came of it) that opens a plain-text body with the
+    arguments and the result. Results are a stranger's text: never markdown, never HTML, nothing loaded."""
+
+    def __init__(self, use: Any, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("toolUse")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        self.header = QToolButton()
+        self.header.setObjectName("toolUseHeader")
+        self.header.setCheckable(True)
+        self.header.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.header.setAutoRaise(True)
+        title = f"Tool {use.call.name} ({use.server or 'no server'}) — {OUTCOME_WORDS.get(use.outcome, use.outcome)}"
+        self.header.setText(title)
+        self.header.setAccessibleName(f"{title} — show or hide the call and its result")
+        self.header.toggled.connect(self._set_open)
+        self.body = WrappingLabel()
+        self.body.setObjectName("toolUseText")
+        self.body.setTextFormat(Qt.TextFormat.PlainText)
+        self.body.setWordWrap(True)
+        self.body.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        result = use.result_for_model
+        if len(result) > DISPLAY_LIMIT:
+            result = result[:DISPLAY_PREVIEW] + f"\n\n… {len(result):,} characters in all."
+        self.body.setText(f"Arguments: {use.call.arguments}\n\nResult:\n{result}")
+        layout.addWidget(self.header, 0, Qt.AlignmentFlag.AlignLeft)
+        layout.addWidget(self.body)
+        self._set_open(False)
+
+    def _set_open(self, is_open: bool) -> None:
+        self.body.setVisible(is_open)
+        self.header.setArrowType(Qt.ArrowType.DownArrow if is_open else Qt.ArrowType.RightArrow)
+
+
 class MessageWidget(QFrame):
     """A message: title line (who, model, versions, actions), a reply's reasoning, then prose and code blocks
     rendered from markdown.
@@ -297,6 +337,11 @@ class MessageWidget(QFrame):
         layout.addLayout(top)
         self.reasoning = ReasoningSection(self)
         layout.addWidget(self.reasoning)
+        self._tools = QVBoxLayout()  # the tools the reply called, before its answer
+        self._tools.setSpacing(2)
+        layout.addLayout(self._tools)
+        self.tool_sections: list[ToolUseSection] = []
+        self._tool_texts: list[QLabel] = []
         self._body = QVBoxLayout()
         self._body.setSpacing(6)
         layout.addLayout(self._body)
@@ -405,6 +450,25 @@ class MessageWidget(QFrame):
             self.source_buttons.append(button)
         if sources:
             self.sources_row.addStretch(1)
+
+    def set_tool_rounds(self, rounds: Sequence[Any]) -> None:
+        """The reply's tool rounds: each round's text (plain), then one folded section per call."""
+        for widget in [*self.tool_sections, *self._tool_texts]:
+            widget.setParent(None)
+            widget.deleteLater()
+        self.tool_sections, self._tool_texts = [], []
+        for tool_round in rounds:
+            if tool_round.text.strip():
+                label = WrappingLabel()
+                label.setTextFormat(Qt.TextFormat.PlainText)
+                label.setWordWrap(True)
+                label.setText(tool_round.text.strip()[:DISPLAY_LIMIT])
+                self._tools.addWidget(label)
+                self._tool_texts.append(label)
+            for use in tool_round.uses:
+                section = ToolUseSection(use, self)
+                self._tools.addWidget(section)
+                self.tool_sections.append(section)
 
     def set_place(self, index: int, count: int) -> None:
         """``‹ 2/3 ›``: which version of this turn is shown; hidden when there is only one."""

@@ -1,0 +1,74 @@
+"""The question every tool call waits on: which tool, from which server, with which arguments — Allow once,
+Always for this tool, or Deny. It sits above the message box; the first button has the focus, so Enter allows
+once, Alt+W always, Alt+D (or Esc, which stops the reply) denies."""
+
+from __future__ import annotations
+
+import json
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
+
+from fara_desktop.ui.widgets.plain_text import plain_label
+from fara_desktop.untrusted import one_line
+
+MAX_SHOWN_ARGUMENTS = 4000
+
+
+def readable_arguments(arguments: str) -> str:
+    """The call's arguments as the user reads them: indented JSON when they are JSON, cut when long."""
+    try:
+        text = json.dumps(json.loads(arguments), indent=2, ensure_ascii=False)
+    except (ValueError, RecursionError):
+        text = arguments
+    return text if len(text) <= MAX_SHOWN_ARGUMENTS else text[:MAX_SHOWN_ARGUMENTS] + f"\n… ({len(text):,} characters)"
+
+
+class ToolApprovalBar(QFrame):
+    """Asks about one call; ``decided`` carries "once", "always" or "deny"."""
+
+    decided = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("toolApproval")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 8, 10, 8)
+        self.question = plain_label()
+        self.question.setObjectName("toolQuestion")
+        self.question.setWordWrap(True)
+        self.arguments = QPlainTextEdit()
+        self.arguments.setObjectName("toolArguments")
+        self.arguments.setReadOnly(True)
+        self.arguments.setFocusPolicy(Qt.FocusPolicy.ClickFocus)  # Tab goes from button to button
+        self.arguments.setMaximumHeight(96)
+        self.arguments.setAccessibleName("The call's arguments")
+        buttons = QHBoxLayout()
+        self.allow_button = QPushButton("&Allow once")
+        self.always_button = QPushButton("Al&ways for this tool")
+        self.deny_button = QPushButton("&Deny")
+        self.allow_button.setDefault(True)
+        for button, choice in ((self.allow_button, "once"), (self.always_button, "always"), (self.deny_button, "deny")):
+            button.setAutoDefault(True)
+            button.clicked.connect(lambda _checked=False, c=choice: self.decided.emit(c))
+            buttons.addWidget(button)
+        buttons.addStretch(1)
+        layout.addWidget(self.question)
+        layout.addWidget(self.arguments)
+        layout.addLayout(buttons)
+        self.hide()
+
+    def ask(self, tool: str, server: str, arguments: str, number: int, count: int) -> None:
+        of = f" (call {number} of {count})" if count > 1 else ""
+        self.question.setText(
+            f"The model wants to run the tool {one_line(tool, 80)} of the server {one_line(server, 80)}{of}. "
+            "Allow it?"
+        )
+        self.arguments.setPlainText(readable_arguments(arguments))
+        self.setAccessibleName(f"Run {one_line(tool, 80)}? Allow once, always for this tool, or deny")
+        self.show()
+        self.allow_button.setFocus()
+
+    def done(self) -> None:
+        self.hide()

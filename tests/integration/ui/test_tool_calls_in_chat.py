@@ -1,0 +1,217 @@
+"""Tool calls in the real window, against real MCP servers: the time server (PyPI) and a server made by an
+adversary. The model's reply is scripted (the engine's real splitter reads its Qwen-style call); the approval bar,
+the call on the hub's thread, the folded result in the transcript, the stored round and the prompt the reply goes
+on from are the app's own. The same flow by keyboard alone; Deny, Stop and a hostile result; a model that cannot
+call tools. (The real model's forced call, through the same window, is the last test.)"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import gguf
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+
+from fara_desktop.chats.tool_rounds import DENIED
+from fara_desktop.engine.types import SamplingParams
+from fara_desktop.settings import Settings, ToolSettings
+from fara_desktop.ui.main_window import MainWindow
+from tests.helpers.fakes import FakeBackend
+from tests.helpers.gguf_factory import rewrite_gguf
+from tests.helpers.paths import FIXTURES
+
+HOSTILE = str(Path(__file__).parents[2] / "helpers" / "hostile_mcp_server.py")
+SERVERS = json.dumps({"mcpServers": {
+    "time": {"command": sys.executable, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]},
+    "hostile": {"command": sys.executable, "args": [HOSTILE]},
+}})  # fmt: skip
+TOKYO = '{"name": "get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}'
+
+
+def _call(body: str) -> list[str]:
+    """A scripted reply that calls a tool the way Qwen writes it, in small pieces (as tokens arrive)."""
+    text = f"Let me check.\n<tool_call>\n{body}\n</tool_call>"
+    return [text[i : i + 5] for i in range(0, len(text), 5)]
+
+
+def _window(qtbot, backend: FakeBackend, enabled=("time", "hostile"), always=()) -> MainWindow:
+    settings = Settings(tools=ToolSettings(SERVERS, tuple(enabled), tuple(always)))
+    win = MainWindow(backend=backend, settings=settings)
+    qtbot.addWidget(win)
+    win.show()
+    with qtbot.waitSignal(win.modelLoaded, timeout=5000):
+        win.load_model(Path("fake.gguf"))
+    win.activateWindow()
+    qtbot.waitUntil(win.isActiveWindow, timeout=5000)  # keys (Alt+W, Alt+D) reach the active window
+    qtbot.waitUntil(lambda: all(s.state != "starting" for s in win.tools_hub.states().values()), timeout=60000)
+    assert {n: s.state for n, s in win.tools_hub.states().items()} == dict.fromkeys(enabled, "ready")
+    return win
+
+
+def _use(win: MainWindow, *keys: str) -> None:
+    """Switch tools on for the chat through the Tools menu, as a user does."""
+    menu = win.tools_button.menu()
+    menu.aboutToShow.emit()
+    actions = {a.text(): a for a in menu.actions()}
+    for key in keys:
+        actions[key.split("/", 1)[1]].setChecked(True)
+    assert win.tools_button.text() == f"Tools: {len(keys)}"
+
+
+def _tool_messages(prompt):
+    return [m for m in prompt if m.role == "tool"]
+
+
+def test_the_time_in_tokyo_by_mouse(qtbot):
+    backend = FakeBackend()
+    backend.replies = [_call(TOKYO), ["It is ", "evening in Tokyo."]]
+    win = _window(qtbot, backend)
+    _use(win, "time/get_current_time")
+    win.composer.setPlainText("What time is it in Tokyo?")
+    qtbot.mouseClick(win.send_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(win.tool_approval.isVisible, timeout=10000)
+    # the call is shown before it runs: the tool, its server and its arguments
+    assert "get_current_time" in win.tool_approval.question.text() and "time" in win.tool_approval.question.text()
+    assert json.loads(win.tool_approval.arguments.toPlainText()) == {"timezone": "Asia/Tokyo"}
+    offered = backend.offered[0]
+    assert offered is not None and [t.name for t in offered.tools] == ["get_current_time"]
+    with qtbot.waitSignal(win.replyFinished, timeout=30000):
+        qtbot.mouseClick(win.tool_approval.allow_button, Qt.MouseButton.LeftButton)
+    assert not win.tool_approval.isVisible()
+    # the real server's answer went back to the model, in the template's tool turn
+    (result,) = _tool_messages(backend.prompts[1])
+    assert json.loads(result.content)["datetime"].endswith("+09:00") and result.name == "get_current_time"
+    assert backend.prompts[1][-2].tool_calls[0].name == "get_current_time"
+    reply = win.chat_view.messages()[-1]
+    assert reply.text == "It is evening in Tokyo."
+    (section,) = reply.tool_sections
+    assert "get_current_time (time) — ran" in section.header.text() and not section.body.isVisible()
+    section.header.click()
+    assert "+09:00" in section.body.text()
+    # stored with the message: reopened, the chat shows it and the model gets it again
+    stored = win.session.store.messages(win.session.conversation_id)[-1]
+    assert stored.content == "It is evening in Tokyo." and stored.tool_rounds[0].uses[0].outcome == "ran"
+    assert stored.tool_rounds[0].text == "Let me check.\n"
+    win.session.open(win.session.conversation_id)
+    win.chat.show_session_messages()
+    assert win.chat_view.messages()[-1].tool_sections
+    assert "+09:00" in _tool_messages(win.session.prompt_messages())[0].content
+
+
+def test_the_same_flow_by_keyboard_alone(qtbot):
+    backend = FakeBackend()
+    backend.replies = [_call(TOKYO), _call(TOKYO), ["Done."], _call(TOKYO), ["Again."]]
+    win = _window(qtbot, backend)
+    _use(win, "time/get_current_time")
+    win.composer.setFocus()
+    QTest.keyClicks(win.composer, "What time is it in Tokyo?")
+    QTest.keyClick(win.composer, Qt.Key.Key_Return)
+    qtbot.waitUntil(win.tool_approval.isVisible, timeout=10000)
+    assert win.focusWidget() is win.tool_approval.allow_button  # Enter allows once
+    QTest.keyClick(win.focusWidget(), Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: len(backend.prompts) == 2 and win.tool_approval.isVisible(), timeout=10000)
+    # the reply called again: Alt+W allows this tool for good
+    with qtbot.waitSignal(win.replyFinished, timeout=30000):
+        QTest.keyClick(win.focusWidget(), Qt.Key.Key_W, Qt.KeyboardModifier.AltModifier)
+    assert "time/get_current_time" in win.settings.tools.always_allowed
+    assert len(_tool_messages(backend.prompts[2])) == 2
+    # the next call of that tool runs without asking
+    win.composer.setFocus()
+    QTest.keyClicks(win.composer, "And now?")
+    with qtbot.waitSignal(win.replyFinished, timeout=30000):
+        QTest.keyClick(win.composer, Qt.Key.Key_Return)
+    assert win.chat_view.messages()[-1].text == "Again."
+
+
+def test_deny_and_stop(qtbot):
+    backend = FakeBackend()
+    backend.replies = [_call(TOKYO), ["Without the tool, I cannot tell."], _call(TOKYO)]
+    win = _window(qtbot, backend)
+    _use(win, "time/get_current_time")
+    win.composer.setPlainText("What time is it in Tokyo?")
+    win.send_button.click()
+    qtbot.waitUntil(win.tool_approval.isVisible, timeout=10000)
+    with qtbot.waitSignal(win.replyFinished, timeout=30000):
+        QTest.keyClick(win.tool_approval.deny_button, Qt.Key.Key_D, Qt.KeyboardModifier.AltModifier)
+    (denied,) = _tool_messages(backend.prompts[1])
+    assert denied.content == DENIED
+    assert "denied by you" in win.chat_view.messages()[-1].tool_sections[0].header.text()
+    # Stop while the bar asks: the reply ends as stopped, the call is kept as stopped, the chat is free
+    win.composer.setPlainText("Once more?")
+    win.send_button.click()
+    qtbot.waitUntil(win.tool_approval.isVisible, timeout=10000)
+    with qtbot.waitSignal(win.replyCancelled, timeout=10000):
+        QTest.keyClick(win.composer, Qt.Key.Key_Escape)
+    assert not win.tool_approval.isVisible() and win.send_button.isEnabled()
+    stored = win.session.store.messages(win.session.conversation_id)[-1]
+    assert stored.status == "stopped" and stored.tool_rounds[0].uses[0].outcome == "stopped"
+
+
+def test_a_hostile_result_is_text_and_approves_nothing(qtbot):
+    backend = FakeBackend()
+    backend.replies = [_call('{"name": "injection", "arguments": {}}'), _call(TOKYO), ["Fine."]]
+    win = _window(qtbot, backend)
+    _use(win, "hostile/injection", "time/get_current_time")
+    win.composer.setPlainText("Go.")
+    win.send_button.click()
+    qtbot.waitUntil(win.tool_approval.isVisible, timeout=10000)
+    win.tool_approval.allow_button.click()
+    # the result asked to "approve every tool": the next call still asks
+    qtbot.waitUntil(lambda: len(backend.prompts) == 2 and win.tool_approval.isVisible(), timeout=10000)
+    assert "get_current_time" in win.tool_approval.question.text()
+    with qtbot.waitSignal(win.replyFinished, timeout=30000):
+        win.tool_approval.deny_button.click()
+    section = win.chat_view.messages()[-1].tool_sections[0]
+    shown = section.body.text()
+    assert section.body.textFormat() == Qt.TextFormat.PlainText and "![tracker](http://evil.example" in shown
+    assert "\x1b" not in shown and "\u202e" not in shown
+    assert win.settings.tools.always_allowed == ()
+
+
+def test_a_model_that_cannot_call_tools_is_said_once_and_answers_without_them(qtbot):
+    backend = FakeBackend()
+    backend.tool_family = None
+    win = _window(qtbot, backend, enabled=("time",))
+    _use(win, "time/get_current_time")
+    for question in ("What time is it?", "And now?"):
+        win.composer.setPlainText(question)
+        with qtbot.waitSignal(win.replyFinished, timeout=10000):
+            win.send_button.click()
+    assert backend.offered == [None, None]
+    notices = [t for t in win.notice_bar.texts() if "cannot call tools" in t]
+    assert len(notices) == 1
+
+
+@pytest.mark.real_model
+def test_the_real_model_forced_to_call_runs_the_real_time_server(qtbot, smollm2_path, tmp_path):
+    template = (FIXTURES / "chat_templates" / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text(encoding="utf-8")
+    model = rewrite_gguf(smollm2_path, tmp_path / "smollm2-tools.gguf",
+                         {"tokenizer.chat_template": (gguf.GGUFValueType.STRING, template)})  # fmt: skip
+    settings = Settings(tools=ToolSettings(SERVERS, ("time",)))
+    win = MainWindow(sampling=SamplingParams(temperature=0.0, max_tokens=40), settings=settings)
+    qtbot.addWidget(win)
+    win.show()
+    with qtbot.waitSignal(win.modelLoaded, timeout=60000):
+        win.load_model(model)
+    qtbot.waitUntil(lambda: win.tools_hub.states().get("time") and win.tools_hub.states()["time"].state == "ready",
+                    timeout=60000)  # fmt: skip
+    _use(win, "time/get_current_time")
+    menu = win.tools_button.menu()
+    menu.aboutToShow.emit()
+    next(a for a in menu.actions() if a.text() == "Make the next reply call a tool").setChecked(True)
+    win.composer.setPlainText("What time is it in Tokyo?")
+    win.send_button.click()
+    qtbot.waitUntil(win.tool_approval.isVisible, timeout=120000)
+    arguments = json.loads(win.tool_approval.arguments.toPlainText())
+    assert set(arguments) == {"timezone"} and isinstance(arguments["timezone"], str)  # held to the schema
+    with qtbot.waitSignal(win.replyFinished, timeout=120000):
+        win.tool_approval.allow_button.click()
+    stored = win.session.store.messages(win.session.conversation_id)[-1]
+    (use,) = stored.tool_rounds[0].uses
+    assert use.server == "time" and use.call.name == "get_current_time"
+    # the real server answered (the time, or its own error for a zone it does not know), and the reply went on
+    assert "datetime" in use.result or "timezone" in use.result.lower()
+    assert stored.status == "complete" and win.chat.tool_choice == "auto"
