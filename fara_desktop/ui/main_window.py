@@ -387,7 +387,11 @@ class MainWindow(QMainWindow):
             for action in self.actions()
             if not action.shortcut().isEmpty()
         ]
-        return [*found, ("Stop the reply, cancel an edit", "Esc"), ("Send (Shift+Enter: a new line)", "Enter")]
+        approval = self.tool_approval  # its buttons' mnemonics, read from them as well
+        keys = [(b.text().replace("&", ""), f"Alt+{b.text().split('&', 1)[1][:1].upper()}")
+                for b in (approval.allow_button, approval.always_button, approval.deny_button)]  # fmt: skip
+        return [*found, ("Stop the reply, cancel an edit", "Esc"), ("Send (Shift+Enter: a new line)", "Enter"),
+                *((f"Tool call: {what}", key) for what, key in keys)]  # fmt: skip
 
     def show_shortcuts(self) -> QDialog:
         dialog = ShortcutsDialog(self.shortcuts(), self)

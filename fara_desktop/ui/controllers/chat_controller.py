@@ -565,6 +565,9 @@ class ChatController(QObject):
             self.turn.using_tools()
             self.session.draft.clear()  # this text belongs to the round, shown above its calls
             self.screen.chat_view.stream_changed()
+            widget = self.screen.chat_view.streaming_message
+            if widget is not None:  # the rounds so far, and this one's text while its calls are decided
+                widget.set_tool_rounds([*self.session.rounds, ToolRound(event.text, event.reasoning, ())])
             flow.start(event.text, event.reasoning, event.tool_calls)
             return
         if self._reply_done(event.request_id, event.text, "complete", event.stats, None, event.reasoning):
@@ -728,6 +731,7 @@ class ChatController(QObject):
         if self.session.messages is not shown:  # a failed regenerate or edit: the earlier versions are back
             self.show_session_messages()
         self.turn.end()
+        self.tool_choice = "auto"  # "make the next reply call a tool" was for this reply, whatever became of it
         self.set_busy(False)
         if stats is None:  # stopped or failed before the engine's figures: the panel must not keep a live one
             self.screen.hardware_panel.reply_ended(status)

@@ -42,7 +42,6 @@ class ToolApprovalBar(QFrame):
         self.arguments.setObjectName("toolArguments")
         self.arguments.setReadOnly(True)
         self.arguments.setFocusPolicy(Qt.FocusPolicy.ClickFocus)  # Tab goes from button to button
-        self.arguments.setMaximumHeight(96)
         self.arguments.setAccessibleName("The call's arguments")
         buttons = QHBoxLayout()
         self.allow_button = QPushButton("&Allow once")
@@ -65,7 +64,10 @@ class ToolApprovalBar(QFrame):
             f"The model wants to run the tool {one_line(tool, 80)} of the server {one_line(server, 80)}{of}. "
             "Allow it?"
         )
-        self.arguments.setPlainText(readable_arguments(arguments))
+        shown = readable_arguments(arguments)
+        self.arguments.setPlainText(shown)
+        lines = min(shown.count("\n") + 1, 5)  # small for a small call; long ones scroll
+        self.arguments.setFixedHeight(lines * self.arguments.fontMetrics().lineSpacing() + 14)
         self.setAccessibleName(f"Run {one_line(tool, 80)}? Allow once, always for this tool, or deny")
         self.show()
         self.allow_button.setFocus()
