@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -382,12 +383,7 @@ class JinjaChatFormatter:
 
 
 def _shared_length(a: str, b: str) -> int:
-    size = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        size += 1
-    return size
+    return len(os.path.commonprefix([a, b]))  # noqa: RUF071 (characters, not paths: where two renders part)
 
 
 def _template_message(error: Exception) -> str:

@@ -45,6 +45,7 @@ class Script:
     unending_event_lines: int = 0  # send this many "data:" lines with no blank line between them
     empty_deltas: int = 0  # send this many chunks with an empty delta before the words
     usage_text: str | None = None  # the usage chunk's raw JSON (e.g. a count of 1e999)
+    tool_call_deltas: list[Any] = field(default_factory=list)  # sent as delta.tool_calls after the reasoning
 
 
 @dataclass
@@ -176,6 +177,8 @@ def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                 return
             for piece in script.reasoning:
                 self._send(self._delta(reasoning_content=piece))
+            for calls in script.tool_call_deltas:
+                self._send(self._delta(tool_calls=calls))
             if script.flood_chars:
                 block = "y" * 10_000
                 for _ in range(script.flood_chars // len(block)):

@@ -189,49 +189,29 @@ def thought_for(seconds: float | None) -> str:
     return f"Thought for {seconds:.0f} s" if seconds >= 1 else "Thought for less than a second"
 
 
-class ReasoningSection(QFrame):
-    """A reply's reasoning: plain text (never mixed with the answer's markdown) under a header that opens and closes
-    it — "Thinking…" and open while the model reasons, "Thought for 12 s" and closed once the answer starts."""
+class FoldedSection(QFrame):
+    """Plain text (never markdown, never HTML) under a header button that opens and closes it."""
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, name: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setObjectName("reasoningSection")
+        self.setObjectName(f"{name}Section")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
         self.header = QToolButton()
-        self.header.setObjectName("reasoningHeader")
+        self.header.setObjectName(f"{name}Header")
         self.header.setCheckable(True)
         self.header.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.header.setAutoRaise(True)
         self.header.toggled.connect(self._set_open)
         self.body = WrappingLabel()
-        self.body.setObjectName("reasoningText")
+        self.body.setObjectName(f"{name}Text")
         self.body.setTextFormat(Qt.TextFormat.PlainText)
         self.body.setWordWrap(True)
         self.body.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.header, 0, Qt.AlignmentFlag.AlignLeft)
         layout.addWidget(self.body)
-        self.text = ""
         self._set_open(False)
-        self.hide()
-
-    def show_reasoning(self, text: str, thinking: bool, seconds: float | None = None) -> None:
-        """``thinking``: the model is still reasoning (the section stays open and says so)."""
-        self.text = text
-        self.setVisible(bool(text.strip()) or thinking)
-        shown = text.strip()
-        if len(shown) > DISPLAY_LIMIT:
-            shown = shown[:DISPLAY_PREVIEW] + f"\n\n… {len(shown):,} characters in all."
-        self.body.setText(shown or "…")
-        title = "Thinking…" if thinking else thought_for(seconds)
-        self.header.setText(title)
-        self.header.setAccessibleName(f"{title} — show or hide the reasoning")
-        if thinking and not self.header.isChecked():
-            self.header.setChecked(True)
-
-    def collapse(self) -> None:
-        self.header.setChecked(False)
 
     @property
     def is_open(self) -> bool:
@@ -242,44 +222,48 @@ class ReasoningSection(QFrame):
         self.header.setArrowType(Qt.ArrowType.DownArrow if is_open else Qt.ArrowType.RightArrow)
 
 
+def shown_text(text: str) -> str:
+    """What a section lays out of a long text: its start, and how long it is."""
+    return text if len(text) <= DISPLAY_LIMIT else text[:DISPLAY_PREVIEW] + f"\n\n… {len(text):,} characters in all."
+
+
+class ReasoningSection(FoldedSection):
+    """A reply's reasoning: plain text (never mixed with the answer's markdown) under a header that opens and closes
+    it — "Thinking…" and open while the model reasons, "Thought for 12 s" and closed once the answer starts."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__("reasoning", parent)
+        self.text = ""
+        self.hide()
+
+    def show_reasoning(self, text: str, thinking: bool, seconds: float | None = None) -> None:
+        """``thinking``: the model is still reasoning (the section stays open and says so)."""
+        self.text = text
+        self.setVisible(bool(text.strip()) or thinking)
+        self.body.setText(shown_text(text.strip()) or "…")
+        title = "Thinking…" if thinking else thought_for(seconds)
+        self.header.setText(title)
+        self.header.setAccessibleName(f"{title} — show or hide the reasoning")
+        if thinking and not self.header.isChecked():
+            self.header.setChecked(True)
+
+    def collapse(self) -> None:
+        self.header.setChecked(False)
+
+
 OUTCOME_WORDS = {"ran": "ran", "error": "failed", "denied": "denied by you", "stopped": "stopped"}
 
 
-class ToolUseSection(QFrame):
+class ToolUseSection(FoldedSection):
     """One tool call in a reply: a header (tool, server, what came of it) that opens a plain-text body with the
     arguments and the result. Results are a stranger's text: never markdown, never HTML, nothing loaded."""
 
     def __init__(self, use: Any, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("toolUse")
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(2)
-        self.header = QToolButton()
-        self.header.setObjectName("toolUseHeader")
-        self.header.setCheckable(True)
-        self.header.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
-        self.header.setAutoRaise(True)
+        super().__init__("toolUse", parent)
         title = f"Tool {use.call.name} ({use.server or 'no server'}) — {OUTCOME_WORDS.get(use.outcome, use.outcome)}"
         self.header.setText(title)
         self.header.setAccessibleName(f"{title} — show or hide the call and its result")
-        self.header.toggled.connect(self._set_open)
-        self.body = WrappingLabel()
-        self.body.setObjectName("toolUseText")
-        self.body.setTextFormat(Qt.TextFormat.PlainText)
-        self.body.setWordWrap(True)
-        self.body.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        result = use.result_for_model
-        if len(result) > DISPLAY_LIMIT:
-            result = result[:DISPLAY_PREVIEW] + f"\n\n… {len(result):,} characters in all."
-        self.body.setText(f"Arguments: {use.call.arguments}\n\nResult:\n{result}")
-        layout.addWidget(self.header, 0, Qt.AlignmentFlag.AlignLeft)
-        layout.addWidget(self.body)
-        self._set_open(False)
-
-    def _set_open(self, is_open: bool) -> None:
-        self.body.setVisible(is_open)
-        self.header.setArrowType(Qt.ArrowType.DownArrow if is_open else Qt.ArrowType.RightArrow)
+        self.body.setText(f"Arguments: {use.call.arguments}\n\nResult:\n{shown_text(use.result_for_model)}")
 
 
 class MessageWidget(QFrame):

@@ -23,6 +23,9 @@ from fara_desktop.engine.types import (
     RemoteModel,
     SamplingParams,
     TokenText,
+    ToolCall,
+    ToolOffer,
+    ToolSpec,
 )
 from fara_desktop.engine.worker import InferenceWorker
 from tests.helpers.fakes import FakeBackend
@@ -267,3 +270,27 @@ def test_stop_closes_the_stream_at_once(event_log, server, phase):
     assert server.seen.client_gone.wait(5), "the server never saw the client leave"
     print(f"\nStop {phase}: {stopped * 1000:.0f} ms")
     assert worker.shutdown(timeout=30)
+
+
+def test_a_servers_tool_calls_come_apart_and_tools_go_as_openai_fields(worker, event_log, server):
+    """A server renders tools with its own template and sends the calls apart (streamed in pieces, by index)."""
+    server.script.words = []
+    server.script.tool_call_deltas = [
+        [{"index": 0, "id": "call_A", "type": "function", "function": {"name": "get_current_time", "arguments": ""}}],
+        [{"index": 0, "function": {"arguments": '{"timezone": '}}],
+        [{"index": 0, "function": {"arguments": '"Asia/Tokyo"}'}}],
+        [{"index": 99, "function": {"name": "ignored", "arguments": "{}"}}],  # out of bounds: dropped
+    ]
+    load(worker, event_log, model_of(server))
+    tool = ToolSpec("get_current_time", "Time.", '{"type": "object", "properties": {"timezone": {"type": "string"}}}')
+    history = (*QUESTION, ChatMessage("assistant", "", tool_calls=(ToolCall("call_0", "get_current_time", "{}"),)),
+               ChatMessage("tool", "19:42", tool_call_id="call_0", name="get_current_time"))  # fmt: skip
+    request = worker.generate(history, SamplingParams(max_tokens=20), tools=ToolOffer((tool,), "get_current_time"))
+    finished = event_log.next_of(Finished, Failed)
+    assert isinstance(finished, Finished) and finished.request_id == request
+    assert finished.finish_reason == "tool_calls"
+    assert finished.tool_calls == (ToolCall("call_A", "get_current_time", '{"timezone": "Asia/Tokyo"}'),)
+    sent = server.seen.bodies[-1]
+    assert sent["tools"][0]["function"]["name"] == "get_current_time"
+    assert sent["tool_choice"] == {"type": "function", "function": {"name": "get_current_time"}}
+    assert sent["messages"][-2]["tool_calls"][0]["id"] == "call_0" and sent["messages"][-1]["tool_call_id"] == "call_0"

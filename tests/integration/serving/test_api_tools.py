@@ -6,17 +6,13 @@ schema by a grammar). A model whose template declares no tools is refused with a
 from __future__ import annotations
 
 import json
-import threading
 
 import gguf
 import openai
 import pytest
 
-from fara_desktop.engine.types import ModelLoaded, ModelLoadFailed, SamplingParams
-from fara_desktop.engine.worker import InferenceWorker
-from fara_desktop.planning.params import LoadParams
-from fara_desktop.serving.local_api import ApiServer, LocalApi
 from tests.helpers.gguf_factory import rewrite_gguf
+from tests.helpers.local_api_server import serve_model
 from tests.helpers.paths import FIXTURES
 
 TOOLS = [
@@ -34,30 +30,12 @@ FORCED = {"type": "function", "function": {"name": "get_current_time"}}
 QUESTION = [{"role": "user", "content": "What time is it in Tokyo?"}]
 
 
-def _serve(path):
-    events = []
-    loaded = threading.Event()
-
-    def sink(event):
-        events.append(event)
-        if isinstance(event, (ModelLoaded, ModelLoadFailed)):
-            loaded.set()
-
-    worker = InferenceWorker(sink).start()
-    worker.load_model(path, LoadParams(n_ctx=2048, prefault=False))
-    assert loaded.wait(60) and isinstance(events[-1], ModelLoaded)
-    info = events[-1].info
-    server = ApiServer(LocalApi(worker, lambda: info, lambda: SamplingParams(temperature=0.0)))
-    server.start()
-    return server, worker, info
-
-
 @pytest.fixture(scope="module")
 def served(smollm2_path, tmp_path_factory):
     template = (FIXTURES / "chat_templates" / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text(encoding="utf-8")
     path = rewrite_gguf(smollm2_path, tmp_path_factory.mktemp("api-tools") / "smollm2-tools.gguf",
                         {"tokenizer.chat_template": (gguf.GGUFValueType.STRING, template)})  # fmt: skip
-    server, worker, info = _serve(path)
+    server, worker, info = serve_model(path)
     yield server, info
     server.stop()
     assert worker.shutdown(timeout=30)
@@ -125,7 +103,7 @@ def test_tool_requests_that_cannot_be_honoured_get_a_400_that_says_why(served, s
                                     functions=[{"name": "f", "parameters": {}}])  # fmt: skip
     with pytest.raises(openai.BadRequestError, match="tool_call_id"):
         api.chat.completions.create(model=info.name, messages=[*QUESTION, {"role": "tool", "content": "x"}])
-    plain_server, worker, plain = _serve(smollm2_path)  # SmolLM2's own template: no tools
+    plain_server, worker, plain = serve_model(smollm2_path)  # SmolLM2's own template: no tools
     try:
         with pytest.raises(openai.BadRequestError, match="does not declare tools"):
             _client(plain_server).chat.completions.create(model=plain.name, messages=QUESTION, tools=TOOLS)

@@ -26,26 +26,14 @@ from fara_desktop.engine.worker import InferenceWorker
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.serving.local_api import ApiKeyRequired, ApiServer, LocalApi
 from fara_desktop.serving.openai_format import model_id
+from tests.helpers.local_api_server import serve_model
 
 PARAMS = LoadParams(n_ctx=2048, prefault=False)
 
 
 @pytest.fixture(scope="module")
 def served(smollm2_path):
-    events = []
-    loaded = threading.Event()
-
-    def sink(event):
-        events.append(event)
-        if isinstance(event, (ModelLoaded, ModelLoadFailed)):
-            loaded.set()
-
-    worker = InferenceWorker(sink).start()
-    worker.load_model(smollm2_path, PARAMS)
-    assert loaded.wait(60) and isinstance(events[-1], ModelLoaded)
-    info = events[-1].info
-    server = ApiServer(LocalApi(worker, lambda: info, lambda: SamplingParams(temperature=0.0)))
-    server.start()
+    server, worker, info = serve_model(smollm2_path, PARAMS)
     yield server, worker, info
     server.stop()
     assert worker.shutdown(timeout=30)

@@ -7,18 +7,14 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from fara_desktop.engine.embedder import Embedder
-from fara_desktop.engine.types import ModelLoaded, ModelLoadFailed, SamplingParams
-from fara_desktop.engine.worker import InferenceWorker
-from fara_desktop.planning.params import LoadParams
-from fara_desktop.serving.local_api import ApiServer, LocalApi
 from tests.helpers.gguf_factory import write_bert_embedder
+from tests.helpers.local_api_server import serve_model
 from tests.helpers.paths import REPO_ROOT
 
 pytestmark = [pytest.mark.real_model, pytest.mark.slow]
@@ -30,22 +26,8 @@ SCHEMA = {"type": "object", "properties": {"city": {"type": "string", "maxLength
 
 @pytest.fixture(scope="module")
 def address(smollm2_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    loaded = threading.Event()
-    events: list[object] = []
-
-    def sink(event: object) -> None:
-        events.append(event)
-        if isinstance(event, (ModelLoaded, ModelLoadFailed)):
-            loaded.set()
-
-    worker = InferenceWorker(sink).start()
-    worker.load_model(smollm2_path, LoadParams(n_ctx=2048, prefault=False))
-    assert loaded.wait(60) and isinstance(events[-1], ModelLoaded)
-    info = events[-1].info
     embedder = Embedder(write_bert_embedder(tmp_path_factory.mktemp("embedder") / "mini-embedder.gguf"), threads=1)
-    server = ApiServer(LocalApi(worker, lambda: info, lambda: SamplingParams(temperature=0.0),
-                                embedder=lambda: embedder))  # fmt: skip
-    server.start()
+    server, worker, _info = serve_model(smollm2_path, embedder=lambda: embedder)
     yield server.address
     server.stop()
     embedder.close()

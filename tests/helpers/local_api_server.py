@@ -1,0 +1,38 @@
+"""The local API in front of a real inference worker with a model loaded, on 127.0.0.1 (for tests)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from fara_desktop.engine.types import ModelInfo, ModelLoaded, ModelLoadFailed, SamplingParams
+from fara_desktop.engine.worker import InferenceWorker
+from fara_desktop.planning.params import LoadParams
+from fara_desktop.serving.local_api import ApiServer, LocalApi
+
+PARAMS = LoadParams(n_ctx=2048, prefault=False)
+
+
+def serve_model(
+    path: Path, params: LoadParams = PARAMS, embedder: Callable[[], Any] | None = None
+) -> tuple[ApiServer, InferenceWorker, ModelInfo]:
+    """A worker with ``path`` loaded and the local API started in front of it (greedy sampling); ``embedder``: the
+    documents' embedding model it serves. The caller stops the server and shuts the worker down."""
+    events: list[object] = []
+    loaded = threading.Event()
+
+    def sink(event: object) -> None:
+        events.append(event)
+        if isinstance(event, (ModelLoaded, ModelLoadFailed)):
+            loaded.set()
+
+    worker = InferenceWorker(sink).start()
+    worker.load_model(path, params)
+    assert loaded.wait(60) and isinstance(events[-1], ModelLoaded), events[-1:]
+    info = events[-1].info
+    extra = {"embedder": embedder} if embedder is not None else {}
+    server = ApiServer(LocalApi(worker, lambda: info, lambda: SamplingParams(temperature=0.0), **extra))
+    server.start()
+    return server, worker, info
