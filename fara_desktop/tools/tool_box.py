@@ -64,6 +64,12 @@ class ToolBox:
         return self.hub.start_call(tool, parsed)
 
 
+def schema_tokens(tools: Sequence[McpTool]) -> int:
+    """About how many prompt tokens the tools' names, descriptions and schemas take (3 characters a token, as
+    measured for JSON schemas; the template's own tool instructions come on top: ~120 tokens with Qwen's)."""
+    return sum(len(t.spec.name) + len(t.spec.description) + len(t.spec.parameters) for t in tools) // 3
+
+
 def parse_arguments(arguments: str) -> dict[str, Any] | None:
     if len(arguments) > MAX_ARGUMENT_CHARS:
         return None

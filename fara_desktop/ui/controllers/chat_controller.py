@@ -48,7 +48,7 @@ from fara_desktop.engine.types import (
 )
 from fara_desktop.format import format_duration
 from fara_desktop.planning.params import LoadParams
-from fara_desktop.tools.tool_box import ToolBox, tool_key
+from fara_desktop.tools.tool_box import ToolBox, schema_tokens, tool_key
 from fara_desktop.ui.after_paint import AfterPaint
 from fara_desktop.ui.controllers.read_ahead import DraftPrompt, Retriever, TypingReadAhead
 from fara_desktop.ui.controllers.tool_flow import ToolFlow
@@ -491,10 +491,13 @@ class ChatController(QObject):
         self.show_tools_choice()
 
     def show_tools_choice(self) -> None:
-        count = len(self.tool_flow.box.offered(self.session.tools)) if self.tool_flow is not None else 0
+        """The Tools button: how many tools the chat offers and what they cost in prompt reading."""
+        offered = self.tool_flow.box.offered(self.session.tools) if self.tool_flow is not None else []
         button = self.screen.tools_button
-        button.setText(f"Tools: {count}" if count else "Tools: off")
-        button.setToolTip("The tools this chat's model may call (each call asks you first)")
+        button.setText(f"Tools: {len(offered)}" if offered else "Tools: off")
+        cost = (f" Their descriptions add about {schema_tokens(offered):,} prompt tokens (read once per chat, then "
+                "cached; the wait shown under the message box counts them).") if offered else ""  # fmt: skip
+        button.setToolTip(f"The tools this chat's model may call (each call asks you first).{cost}")
 
     def leave_chat(self) -> None:
         """Another chat is about to open: the reply is stopped and an edit dropped."""

@@ -59,6 +59,7 @@ def _use(win: MainWindow, *keys: str) -> None:
     for key in keys:
         actions[key.split("/", 1)[1]].setChecked(True)
     assert win.tools_button.text() == f"Tools: {len(keys)}"
+    assert "prompt tokens" in win.tools_button.toolTip()  # what the tools cost in prompt reading
 
 
 def _tool_messages(prompt):
