@@ -134,7 +134,7 @@ class ReasoningSplitter:
             self._pending = self._pending[at + len(close) :]
             self._state = "after"
             return
-        keep = _partial_suffix(self._pending, close)
+        keep = partial_suffix(self._pending, close)
         self._emit(out, self._pending[: len(self._pending) - keep], True)
         self._pending = self._pending[len(self._pending) - keep :]
 
@@ -153,7 +153,7 @@ class ReasoningSplitter:
             self._pending = ""
 
 
-def _partial_suffix(text: str, marker: str) -> int:
+def partial_suffix(text: str, marker: str) -> int:
     """How many trailing characters of ``text`` are the beginning of ``marker``."""
     for size in range(min(len(marker) - 1, len(text)), 0, -1):
         if marker.startswith(text[-size:]):

@@ -22,6 +22,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from fara_desktop.engine.reasoning import partial_suffix
+
 MAX_CALLS = 16  # calls read from one reply; more is a model looping
 MAX_CALL_CHARS = 256 * 1024  # a call's text held back; past this it is text, not a call
 
@@ -470,7 +472,7 @@ class ToolCallSplitter:
             self._body = marker if self.family.keep_start else ""
             self._pending = self._pending[at + len(marker) :]
             return True
-        keep = max(_partial_suffix(self._pending, s) for s in self.family.starts)
+        keep = max(partial_suffix(self._pending, s) for s in self.family.starts)
         out.append(self._pending[: len(self._pending) - keep])
         self._pending = self._pending[len(self._pending) - keep :]
         return False
@@ -485,7 +487,7 @@ class ToolCallSplitter:
             return False
         at = self._pending.find(end)
         if at < 0:
-            keep = _partial_suffix(self._pending, end)
+            keep = partial_suffix(self._pending, end)
             self._body += self._pending[: len(self._pending) - keep]
             self._pending = self._pending[len(self._pending) - keep :]
             if len(self._body) > MAX_CALL_CHARS:  # too long to be a call: it is text
@@ -510,14 +512,6 @@ class ToolCallSplitter:
         """A call's text given back as text (it could not be read): from its start marker on."""
         self._seen_text = True
         return body if self.family.keep_start else self._marker + body
-
-
-def _partial_suffix(text: str, marker: str) -> int:
-    """How many trailing characters of ``text`` are the beginning of ``marker``."""
-    for size in range(min(len(marker) - 1, len(text)), 0, -1):
-        if marker.startswith(text[-size:]):
-            return size
-    return 0
 
 
 def split_tool_calls(text: str, family: ToolCallFamily, schemas: Schemas | None = None) -> tuple[str, list[ParsedCall]]:

@@ -9,12 +9,12 @@ Control-token text (``<|im_start|>``) is neutralised later, when the engine rend
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
+from fara_desktop.untrusted import printable
+
 MAX_RESULT_CHARS = 8_000  # about 2,000 tokens: ~10 s of prompt reading for a 1B model on a 2-core laptop
-_CONTROLS_BUT_LINES = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class ToolResult:
 def untrusted_result_text(text: str) -> tuple[str, int]:
     """``text`` cleaned and cut: (what is kept, its full length)."""
     full = len(text)
-    kept = _CONTROLS_BUT_LINES.sub("", text[: MAX_RESULT_CHARS + 1024])[:MAX_RESULT_CHARS]
+    kept = printable(text[: MAX_RESULT_CHARS + 1024])[:MAX_RESULT_CHARS]
     if full > MAX_RESULT_CHARS:
         kept += f"\n[… cut: the tool returned {full:,} characters; the first {MAX_RESULT_CHARS:,} are kept]"
     return kept, full
