@@ -89,6 +89,10 @@ NO_TOOLS: tuple[dict[str, Any], ...] = (
 SYSTEM_FOLDED_NOTE = (
     "This model's chat template has no system role, so the system prompt was put at the start of the first message."
 )
+NOT_FORCED_NOTE = (
+    "This model writes a tool's arguments as markup, not JSON, so a call cannot be held to the tool's schema: the "
+    "reply was asked for without forcing a call."
+)
 ROLES_MERGED_NOTE = (
     "This model's chat template needs user and assistant turns to alternate, so consecutive messages of the same "
     "role were joined."
@@ -379,7 +383,8 @@ class JinjaChatFormatter:
         except Exception as exc:
             raise TemplateRenderError(_template_message(exc)) from exc
         reasoning = syntax_for_prompt(self.reasoning_markers, text)
-        return RenderedPrompt(text=text, add_bos=False, stop=(), reasoning=reasoning, tool_family=self.tool_family)
+        note = NOT_FORCED_NOTE if forced else None
+        return RenderedPrompt(text, False, (), note, reasoning, self.tool_family)
 
 
 def _shared_length(a: str, b: str) -> int:

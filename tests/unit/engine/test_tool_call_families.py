@@ -170,3 +170,17 @@ def test_a_template_without_tools_gets_the_calls_and_results_as_plain_turns():
                     ChatMessage("tool", "19:00", tool_call_id="call00001", name="get_current_time")]  # fmt: skip
     prompt = formatter.render(conversation, tools=[TIME])
     assert prompt.tool_family is None and "get_current_time" in prompt.text and "19:00" in prompt.text
+
+
+def test_a_forced_call_opens_the_call_or_says_why_it_cannot():
+    qwen = _formatter(FIXTURES / "chat_templates" / "Qwen-Qwen2.5-7B-Instruct.jinja")
+    forced = qwen.render([ChatMessage("user", "Time?")], tools=[TIME, WEATHER], forced_tools=["get_current_time"])
+    assert forced.text.endswith('<tool_call>\n{"name": "get_current_time", "arguments": ')
+    assert forced.forced_calls[0].closing.startswith("}") and forced.forced_calls[0].closing.endswith("</tool_call>")
+    both = qwen.render([ChatMessage("user", "Time?")], tools=[TIME, WEATHER], forced_tools=["get_current_time",
+                                                                                             "get_weather"])
+    assert both.text.endswith('{"name": "get_') and [c.opening for c in both.forced_calls] == [
+        'current_time", "arguments": ', 'weather", "arguments": ']  # fmt: skip
+    coder = _formatter(FIXTURES / "chat_templates" / "Qwen3-Coder.jinja")  # XML-like parameters: no JSON to hold
+    unforced = coder.render([ChatMessage("user", "Time?")], tools=[TIME], forced_tools=["get_current_time"])
+    assert unforced.forced_calls == () and "cannot be held" in (unforced.note or "")
