@@ -3,7 +3,9 @@ shown), and imports — validated whole before anything is written, then written
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -19,9 +21,13 @@ from fara_desktop.chats.export_format import (
 )
 from fara_desktop.chats.records import finite_time
 from fara_desktop.chats.storage import ConversationStore, StorageError
+from fara_desktop.chats.tool_rounds import ToolRound, rounds_json
 from fara_desktop.chats.tree import MessageTree
 
-_INTERNAL_FIELDS = ("id", "conversation_id", "position", "parent_id", "sources")  # not exported: keys and parents are
+# Not exported as they are: keys and parents are the file's own; tool rounds are written in their stored form.
+_INTERNAL_FIELDS = ("id", "conversation_id", "position", "parent_id", "sources", "tool_rounds")
+
+
 def _key_of(keys: dict[int, int], message_id: int | None) -> int | None:
     return keys.get(message_id) if message_id is not None else None
 
@@ -59,10 +65,32 @@ def export_json(store: ConversationStore, conversation_id: int) -> dict[str, Any
                 "key": key[m.id],
                 "parent": _key_of(key, tree.parent_of(m)),
                 **{k: v for k, v in asdict(m).items() if k not in _INTERNAL_FIELDS},
+                **({"tool_rounds": json.loads(rounds_json(m.tool_rounds))} if m.tool_rounds else {}),
             }
             for m in messages
         ],
     }
+
+
+def _fenced(text: str) -> list[str]:
+    """``text`` as a code block no line of it can close (a tool's result is a stranger's text)."""
+    fence = "`" * max(3, max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    return [fence, text, fence]
+
+
+def _rounds_markdown(rounds: Sequence[ToolRound]) -> list[str]:
+    """Each tool call of a reply as a collapsed block: the call's arguments and its result, as code."""
+    lines: list[str] = []
+    for tool_round in rounds:
+        if tool_round.text.strip():
+            lines += [tool_round.text.strip(), ""]
+        for use in tool_round.uses:
+            title = f"Tool {use.call.name} ({use.server or 'no server'}) — {use.outcome}"
+            lines += [f"<details><summary>{html.escape(title)}</summary>", "", "Arguments:", "",
+                      *_fenced(use.call.arguments), "", "Result:", "", *_fenced(use.result_for_model), "",
+                      "</details>", ""]  # fmt: skip
+    return lines
+
 
 def export_markdown(store: ConversationStore, conversation_id: int) -> str:
     """The branch shown, as a document: the reasoning of a reply in a collapsed ``<details>`` block."""
@@ -79,18 +107,22 @@ def export_markdown(store: ConversationStore, conversation_id: int) -> str:
         lines += [f"## {who} · {when}{status}", ""]
         if message.reasoning.strip():
             lines += ["<details><summary>Reasoning</summary>", "", message.reasoning.strip(), "", "</details>", ""]
+        lines += _rounds_markdown(message.tool_rounds)
         lines += [message.content, ""]
     return "\n".join(lines)
+
 
 def import_json(store: ConversationStore, data: Any) -> int:
     """Add a conversation from a Fara export. The whole file is validated first (``validate_export``): a file
     with one bad value is refused whole, with the reason, and nothing is written."""
     return import_conversations(store, [validate_export(data)])[0]
 
+
 def import_conversations(store: ConversationStore, conversations: Sequence[ImportedConversation]) -> list[int]:
     """Write validated conversations as new ones, all in one transaction: all of them or none."""
     with store.transaction() as db:
         return [_insert_conversation(db, conversation)[0] for conversation in conversations]
+
 
 def import_or_update(store: ConversationStore, conversations: Sequence[ImportedConversation]) -> list[ImportOutcome]:
     """Like ``import_conversations``, but a conversation imported before (same ``source_id``) is skipped when
@@ -119,12 +151,14 @@ def import_or_update(store: ConversationStore, conversations: Sequence[ImportedC
             outcomes.append(ImportOutcome(conversation_id, "added"))
     return outcomes
 
+
 def _insert_conversation(
     db: sqlite3.Connection, conversation: ImportedConversation, digest: str | None = None
 ) -> tuple[int, list[int]]:
     cursor = db.execute("INSERT INTO conversations (title, created_at, updated_at) VALUES ('', 0, 0)")
     conversation_id = int(cursor.lastrowid or 0)
     return conversation_id, _write_conversation(db, conversation_id, conversation, digest)
+
 
 def _write_conversation(
     db: sqlite3.Connection, conversation_id: int, conversation: ImportedConversation, digest: str | None
@@ -135,9 +169,11 @@ def _write_conversation(
         parent = row_ids[m.parent] if m.parent is not None else None
         cursor = db.execute(
             """INSERT INTO messages (conversation_id, position, role, content, status, model, stats,
-               created_at, updated_at, parent_id, reasoning) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+               created_at, updated_at, parent_id, reasoning, tool_rounds)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
             (conversation_id, position, m.role, m.content, m.status, m.model,
-             json.dumps(m.stats) if m.stats else None, m.created_at, m.updated_at, parent, m.reasoning),
+             json.dumps(m.stats) if m.stats else None, m.created_at, m.updated_at, parent, m.reasoning,
+             rounds_json(m.tool_rounds)),
         )  # fmt: skip
         row_ids.append(int(cursor.lastrowid or 0))
     leaf = conversation.leaf if conversation.leaf is not None else len(row_ids) - 1

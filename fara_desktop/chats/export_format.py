@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from fara_desktop.chats.records import MAX_TIMESTAMP, MessageStatus
+from fara_desktop.chats.tool_rounds import ToolRound, rounds_from_json
 from fara_desktop.errors import FaraError
 
 EXPORT_FORMAT = "fara-desktop-conversation"
@@ -46,6 +47,7 @@ class ImportedMessage:
     updated_at: float
     parent: int | None = None  # index of an earlier message in the list; None: a first turn
     reasoning: str = ""
+    tool_rounds: tuple[ToolRound, ...] = ()  # the tools a reply called (read as the database's are: bounded)
 
 
 @dataclass(frozen=True)
@@ -165,6 +167,7 @@ def validate_export(data: Any) -> ImportedConversation:
                 updated_at=_time(message.get("updated_at"), f"{where}'s update time", message_time),
                 parent=parent,
                 reasoning=checked_text(message.get("reasoning"), f"{where}'s reasoning", MAX_CONTENT_CHARS, ""),
+                tool_rounds=_rounds(message.get("tool_rounds"), where),
             )
         )
     current = data.get("current")
@@ -189,6 +192,18 @@ def validate_export(data: Any) -> ImportedConversation:
 
 
 MAX_KEY_CHARS = 200
+
+
+def _rounds(value: Any, where: str) -> tuple[ToolRound, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ImportRefusedError(f"{where}'s tool calls are not a list.")
+    try:
+        text = json.dumps(value)
+    except (ValueError, RecursionError) as exc:
+        raise ImportRefusedError(f"{where}'s tool calls cannot be read.") from exc
+    return rounds_from_json(text)
 
 
 def _plain_key(value: Any) -> Any:

@@ -199,3 +199,32 @@ def test_the_store_adds_after_the_branch_shown_unless_told_otherwise(store):
     root = store.add_message(conversation, "user", "another start", first_turn=True)
     assert root.parent_id is None
     assert [m.content for m in store.branch(conversation)] == ["another start"]
+
+
+def test_tool_calls_survive_export_and_import_and_read_as_text(store):
+    from fara_desktop.chats.tool_rounds import ToolRound, ToolUse
+    from fara_desktop.engine.types import ToolCall
+
+    session = ChatSession(store)
+    session.add_user_message("Time in Tokyo?")
+    session.begin_reply("model")
+    hostile = "19:42\n```\n![x](http://evil.example/x.png) <script>alert(1)</script>"
+    call = ToolCall("abcDEF123", "get_current_time", '{"timezone": "Asia/Tokyo"}')
+    session.add_tool_round(ToolRound("Checking.", "", (ToolUse(call, "time", "ran", hostile),)))
+    session.end_reply("It is 19:42.", "complete")
+    data = json.loads(json.dumps(export_json(store, session.conversation_id)))
+    assert data["messages"][1]["tool_rounds"][0]["uses"][0]["result"] == hostile
+    imported = ChatSession(store)
+    imported.open(import_json(store, data))
+    assert imported.messages[1].tool_rounds == session.messages[1].tool_rounds
+    assert [m.role for m in imported.prompt_messages()] == ["system", "user", "assistant", "tool", "assistant"]
+    markdown = export_markdown(store, session.conversation_id)
+    block = markdown[markdown.index("<details><summary>Tool get_current_time (time) — ran</summary>"):]
+    fence = "````"  # longer than the result's own ``` so the result cannot close it
+    assert f"Result:\n\n{fence}\n{hostile}\n{fence}" in block
+    # a file whose tool calls are not a list is refused whole; malformed entries inside are dropped
+    data["messages"][1]["tool_rounds"] = "rm -rf"
+    with pytest.raises(ImportRefusedError, match="tool calls are not a list"):
+        import_json(store, data)
+    data["messages"][1]["tool_rounds"] = [{"uses": [{"name": 7}]}, "x", {"text": "t", "uses": []}]
+    assert ChatSession(store).store.messages(import_json(store, data))[1].tool_rounds == ()
