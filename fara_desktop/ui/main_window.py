@@ -649,6 +649,7 @@ class MainWindow(QMainWindow):
             self.models_dialog.pause_all()
         self.servers.stop_api()
         self.documents.stop()
+        self.chat.stop_tools()  # a reply waiting on a call keeps its round (as stopped) before the servers go
         self.tools_hub.close()
         self.bridge.cancel()
         self.bridge.shutdown(timeout=10.0)

@@ -420,6 +420,11 @@ class ChatController(QObject):
                                   self.screen.set_status)  # fmt: skip
         self.show_tools_choice()
 
+    def stop_tools(self) -> None:
+        """The window is closing: a reply waiting on its tool calls ends as stopped, its round kept."""
+        if self.turn.phase is TurnPhase.TOOLS:
+            self.stop()
+
     def _tool_offer(self, quiet: bool = False) -> ToolOffer | None:
         """The chat's tools for the next request, when its model can call tools (else said once, and none)."""
         flow, info = self.tool_flow, self.model_info

@@ -216,3 +216,24 @@ def test_the_real_model_forced_to_call_runs_the_real_time_server(qtbot, smollm2_
     # the real server answered (the time, or its own error for a zone it does not know), and the reply went on
     assert "datetime" in use.result or "timezone" in use.result.lower()
     assert stored.status == "complete" and win.chat.tool_choice == "auto"
+
+
+def test_closing_the_window_while_a_call_waits_keeps_the_round(qtbot):
+    backend = FakeBackend()
+    backend.replies = [_call(TOKYO)]
+    win = _window(qtbot, backend, enabled=("time",))
+    _use(win, "time/get_current_time")
+    win.composer.setPlainText("What time is it in Tokyo?")
+    win.send_button.click()
+    qtbot.waitUntil(win.tool_approval.isVisible, timeout=10000)
+    store_path, conversation = win.paths.data, win.session.conversation_id
+    win.close()
+    from fara_desktop.chats.storage import ConversationStore, database_path
+
+    store = ConversationStore(database_path(store_path))
+    try:
+        reply = store.messages(conversation)[-1]
+        assert reply.status == "stopped" and reply.tool_rounds[0].uses[0].outcome == "stopped"
+        assert reply.tool_rounds[0].text == "Let me check.\n"
+    finally:
+        store.close()
