@@ -6,6 +6,8 @@ schema by a grammar). A model whose template declares no tools is refused with a
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 
 import gguf
 import openai
@@ -13,7 +15,7 @@ import pytest
 
 from tests.helpers.gguf_factory import rewrite_gguf
 from tests.helpers.local_api_server import serve_model
-from tests.helpers.paths import FIXTURES
+from tests.helpers.paths import FIXTURES, REPO_ROOT
 
 TOOLS = [
     {"type": "function", "function": {
@@ -114,3 +116,26 @@ def test_tool_requests_that_cannot_be_honoured_get_a_400_that_says_why(served, s
     finally:
         plain_server.stop()
         assert worker.shutdown(timeout=30)
+
+
+NODE_CLIENT = REPO_ROOT / "tests" / "clients"
+
+
+@pytest.mark.real_model
+@pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed")
+def test_openais_node_client_tool_flow(served):
+    if not (NODE_CLIENT / "node" / "node_modules" / "openai").is_dir():
+        pytest.skip("npm's openai package is not installed (.ci/run installs it into tests/clients/node)")
+    server, _info = served
+    script = NODE_CLIENT / "openai_node_tools.mjs"
+    linked = NODE_CLIENT / "node" / script.name  # next to its node_modules, where Node resolves "openai"
+    shutil.copyfile(script, linked)
+    done = subprocess.run(["node", str(linked), server.address], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(done.stdout.strip().splitlines()[-1])
+    assert results["finish"] == "tool_calls" and results["name"] == "get_current_time"
+    assert json.loads(results["arguments"]) == {"timezone": "Asia/Tokyo"}
+    (streamed,) = results["streamed"]
+    assert streamed["name"] == "get_current_time" and json.loads(streamed["arguments"]) == {"timezone": "Asia/Tokyo"}
+    assert results["streamed_finish"] == "tool_calls"
+    assert results["answer_finish"] in ("stop", "length") and results["answer_has_text"]
