@@ -21,6 +21,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QToolBut
 from fara_desktop.format import format_when
 from fara_desktop.ui.widgets.plain_text import ElidedLabel, plain_label, plain_tooltip
 from fara_desktop.ui.widgets.text_blocks import Block, keep_line_breaks, split_blocks
+from fara_desktop.untrusted import one_line
 
 _SAFE_LINK_SCHEMES = ("http", "https")  # not mailto: a click would hand a stranger's address to the mail client
 DISPLAY_LIMIT = 60_000  # characters laid out in one message; beyond that the start is shown
@@ -260,8 +261,14 @@ class ToolUseSection(FoldedSection):
 
     def __init__(self, use: Any, parent: QWidget | None = None) -> None:
         super().__init__("toolUse", parent)
-        title = f"Tool {use.call.name} ({use.server or 'no server'}) — {OUTCOME_WORDS.get(use.outcome, use.outcome)}"
-        self.header.setText(title)
+        outcome = OUTCOME_WORDS.get(use.outcome, use.outcome)
+        # Names are a model's and a server's (64 characters each): shortened so the header never widens the chat.
+        shown = f"{one_line(use.call.name, 40)} ({one_line(use.server or 'no server', 32)})"
+        self.header.setText(f"Tool {shown} — {outcome}")
+        # Narrower than its text at a narrow width (the text is clipped; the tooltip has it whole), never wider.
+        self.header.setSizePolicy(QSizePolicy.Policy.Ignored, self.header.sizePolicy().verticalPolicy())
+        title = f"Tool {use.call.name} ({use.server or 'no server'}) — {outcome}"
+        self.header.setToolTip(plain_tooltip(title))
         self.header.setAccessibleName(f"{title} — show or hide the call and its result")
         self.body.setText(f"Arguments: {use.call.arguments}\n\nResult:\n{shown_text(use.result_for_model)}")
 

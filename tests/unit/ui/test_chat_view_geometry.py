@@ -98,3 +98,20 @@ def test_a_long_model_name_never_pushes_the_buttons_out_of_the_bubble(qtbot, wid
         return "Qwen2.5-7B-Instruct-Q4_K_M.gguf" in reply.title.text() and "very-long-folder" not in reply.title.text()
 
     qtbot.waitUntil(inside, timeout=2000)
+
+
+@pytest.mark.parametrize("width", [520, 730])
+def test_a_tool_call_with_the_longest_names_stays_inside_the_chat(qtbot, width):
+    from fara_desktop.chats.tool_rounds import ToolRound, ToolUse
+    from fara_desktop.engine.types import ToolCall
+    from fara_desktop.ui.widgets.chat_view import ShownMessage
+
+    view = _shown_view(qtbot, width, 500)
+    use = ToolUse(ToolCall("abcDEF123", "t" * 64, "{}"), "s" * 64, "ran", "result")
+    view.set_messages([ShownMessage("assistant", "Answer", message_id=1, tool_rounds=(ToolRound("", "", (use,)),))])
+    (reply,) = view.messages()
+    header = reply.tool_sections[0].header
+    assert "t" * 64 in header.accessibleName()  # the full names are still there, for the tooltip and readers
+    qtbot.waitUntil(lambda: reply.layout().geometry().width() > 0, timeout=2000)  # laid out
+    assert reply.geometry().right() <= view.viewport().width()
+    assert header.mapTo(reply, header.rect().topRight()).x() <= reply.rect().right()
