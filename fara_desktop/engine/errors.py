@@ -29,6 +29,11 @@ class GenerationError(FaraError):
     """llama.cpp failed while evaluating the prompt or producing a token."""
 
 
+class GrammarError(GenerationError):
+    """A JSON schema (a ``response_format`` or a forced tool's parameters) that cannot become a grammar llama.cpp
+    builds, or asks for more than the grammar's budget; the message names what and why."""
+
+
 class TemplateRenderError(FaraError):
     """The model's chat template refused the conversation or broke while rendering it; the message says why."""
 

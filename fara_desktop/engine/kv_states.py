@@ -68,6 +68,11 @@ class KVStateCache:
     def clear(self) -> None:
         self._items.clear()
 
+    def discard(self, snapshot: KVSnapshot) -> None:
+        """Drop a snapshot that failed in use, under whichever key holds it."""
+        for key in [k for k, s in self._items.items() if s is snapshot]:
+            del self._items[key]
+
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     """How many leading tokens two sequences share."""

@@ -31,6 +31,7 @@ from fara_desktop.engine.errors import (
     tools_unsupported,
 )
 from fara_desktop.engine.ggml_types import GGML_TYPE_IDS
+from fara_desktop.engine.json_grammar import check_with_llama, schema_gbnf
 from fara_desktop.engine.kv_disk import MIN_TOKENS, KVDiskStore, KVDiskWriter, StateIdentity
 from fara_desktop.engine.kv_states import KVSnapshot, KVStateCache, common_prefix
 from fara_desktop.engine.llama_progress import load_progress
@@ -113,6 +114,9 @@ class LlamaBackend:
         self._writer = KVDiskWriter(state_store) if state_store is not None else None
         self._identity: StateIdentity | None = None  # what the loaded model's states are bound to
         self._kept: tuple[Hashable, int, int] | None = None  # the state last handed to the writer
+        # The state restored into the context and not yet decoded on (RAM snapshot, and its file when it came from
+        # disk): one that fails in use is discarded and the prompt read again (``_discard_restored``).
+        self._restored: tuple[KVSnapshot, Path | None] | None = None
 
     # ------------------------------------------------------------------ loading
 
@@ -490,21 +494,45 @@ class LlamaBackend:
         current = common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens)
         saved = self.kv_states.get(conversation) or self.kv_states.closest(tokens)
         shared = common_prefix(saved.tokens, tokens) if saved is not None else 0
+        source: Path | None = None
         if max(current, shared) < len(tokens) - 1:
             stored = self._stored_state(conversation, tokens, max(current, shared))
             if stored is not None:
-                saved, shared = stored, common_prefix(stored.tokens, tokens)
-        if saved is not None and shared > current and not restore_sequence(llm, saved):
-            log.info("Could not restore the KV state of conversation %s; it will be re-read", conversation)
+                (saved, source), shared = stored, common_prefix(stored[0].tokens, tokens)
+        if saved is not None and shared > current:
+            if restore_sequence(llm, saved):
+                self._restored = (saved, source)
+            else:
+                log.info("Could not restore the KV state of conversation %s; it will be re-read", conversation)
 
-    def _stored_state(self, conversation: Hashable, tokens: Sequence[int], better_than: int) -> KVSnapshot | None:
-        """The state on disk that shares more than ``better_than`` tokens with the prompt, read and checked."""
+    def _stored_state(
+        self, conversation: Hashable, tokens: Sequence[int], better_than: int
+    ) -> tuple[KVSnapshot, Path] | None:
+        """The state on disk that shares more than ``better_than`` tokens with the prompt, read and checked, and
+        its file."""
         if self._disk is None or self._identity is None:
             return None
         if self._writer is not None:
             self._writer.wait_idle(30.0)  # a state still being written is the one to read
         stored = self._disk.best_for(conversation, self._identity, tokens, better_than)
-        return self._disk.load(stored.path, self._identity) if stored is not None else None
+        loaded = self._disk.load(stored.path, self._identity) if stored is not None else None
+        return (loaded, stored.path) if loaded is not None and stored is not None else None
+
+    def _discard_restored(self, llm: Llama, why: str) -> bool:
+        """The state restored into the context failed in use: it is dropped (from RAM, and its file from disk: a
+        state that restores but cannot be decoded would otherwise fail every reply of its chat, and of every chat
+        sharing its start) and the context emptied, so the prompt is read again. False: nothing was restored."""
+        if self._restored is None:
+            return False
+        snapshot, source = self._restored
+        self._restored = None
+        self.kv_states.discard(snapshot)
+        if source is not None and self._disk is not None:
+            self._disk.discard(source, why)
+        log.warning("A restored chat state failed in use (%s); the chat is read again", why)
+        llm.reset()
+        self._kept = None
+        return True
 
     def keep_state(self, wait: bool = False) -> None:
         """The chat in the context goes to disk: its state is copied out of llama.cpp here (the inference
@@ -551,13 +579,14 @@ class LlamaBackend:
             while start < end and not should_stop():
                 began = time.perf_counter()
                 llm.eval(tokens[start : min(start + chunk, end)])
+                self._restored = None  # decoded on: whatever was restored holds
                 on_progress(len(tokens), llm.n_tokens)
                 rate = (llm.n_tokens - start) / max(time.perf_counter() - began, 1e-6)
                 start = llm.n_tokens
                 # chunks of about half a second: a stop (Enter) loses at most that much reading, at any model size
                 chunk = int(max(READ_AHEAD_FIRST_CHUNK // 2, min(llm.n_batch, rate * READ_AHEAD_CHUNK_S)))
         except RuntimeError as exc:  # llama.cpp aborted (stopped) the batch: the batches before it stay
-            if not should_stop():
+            if not should_stop() and not self._discard_restored(llm, str(exc)):
                 log.info("Reading ahead stopped: %s", exc)
         finally:
             self._should_abort = _never
@@ -580,6 +609,22 @@ class LlamaBackend:
         conversation: Hashable | None = None,
         on_prompt_progress: Callable[[int, int], None] | None = None,
     ) -> ReplyResult:
+        try:
+            return self._reply(prompt, sampling, should_cancel, on_text, conversation, on_prompt_progress)
+        except _RestoredStateFailedError as failure:
+            self._discard_restored(self._require()[0], str(failure))
+            return self._reply(prompt, sampling, should_cancel, on_text, conversation, on_prompt_progress, True)
+
+    def _reply(
+        self,
+        prompt: PreparedPrompt,
+        sampling: SamplingParams,
+        should_cancel: Callable[[], bool],
+        on_text: TextSink,
+        conversation: Hashable | None,
+        on_prompt_progress: Callable[[int, int], None] | None,
+        prefix_sent: bool = False,
+    ) -> ReplyResult:
         import llama_cpp
 
         llm, _, info = self._require()
@@ -596,11 +641,11 @@ class LlamaBackend:
         max_tokens = sampling.max_tokens or info.n_ctx
         stream = TextStream((*detail.rendered.stop, *sampling.stop))
         forced = detail.rendered.forced_calls
-        grammar = call_grammar(forced, prompt.tools) if forced else json_grammar(sampling.json_schema)
-        special = prompt.tool_family is not None  # call markers are often control tokens: their text is needed
-        if detail.rendered.reply_prefix:
-            on_text(detail.rendered.reply_prefix)  # the call's opening the prompt already wrote
         vocab = llama_cpp.llama_model_get_vocab(llm.model)
+        grammar = call_grammar(vocab, forced, prompt.tools) if forced else json_grammar(vocab, sampling.json_schema)
+        special = prompt.tool_family is not None  # call markers are often control tokens: their text is needed
+        if detail.rendered.reply_prefix and not prefix_sent:
+            on_text(detail.rendered.reply_prefix)  # the call's opening the prompt already wrote
         buffer = ctypes.create_string_buffer(_PIECE_BUFFER)
         if sampling.seed is not None:
             llm.set_seed(sampling.seed)
@@ -631,6 +676,7 @@ class LlamaBackend:
             for token in generator:
                 if first_token_at is None:
                     first_token_at = time.perf_counter()
+                    self._restored = None  # decoded on: whatever was restored holds
                     # The abort callback is for prompt processing; per token the loop checks by itself.
                     self._should_abort = _never
                     self._prompt_report = None
@@ -657,6 +703,8 @@ class LlamaBackend:
         except RuntimeError as exc:
             if should_cancel():
                 finish = "cancelled"
+            elif first_token_at is None and self._restored is not None:
+                raise _RestoredStateFailedError(str(exc)) from exc
             else:
                 raise GenerationError(f"llama.cpp failed while generating: {exc}") from exc
         finally:
@@ -686,6 +734,11 @@ class LlamaBackend:
             total_s=ended - started,
         )
         return ReplyResult(stream.text, stats, finish, within(tuple(logprobs), len(stream.text.encode("utf-8"))))
+
+
+class _RestoredStateFailedError(Exception):
+    """llama.cpp could not decode on a state just restored into the context (``reply`` discards it and reads the
+    prompt again)."""
 
 
 def token_logprob(llm: Llama, vocab: Any, token: int, piece: bytes, top: int) -> TokenLogprob:
@@ -720,31 +773,25 @@ def _never() -> bool:
     return False
 
 
-def json_grammar(schema: str | None) -> LlamaGrammar | None:
-    """llama.cpp's grammar for JSON output: any JSON object (``""``), or one that follows a JSON schema."""
+def json_grammar(vocab: Any, schema: str | None) -> LlamaGrammar | None:
+    """llama.cpp's grammar for JSON output: any JSON object (``""``), or one that follows a JSON schema (within
+    the budget of ``engine.json_grammar``, and built once by llama.cpp before it reaches the sampler chain)."""
     if schema is None:
         return None
     from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar
 
-    try:
-        if not schema:
-            return LlamaGrammar.from_string(JSON_GBNF, verbose=False)
-        return LlamaGrammar.from_json_schema(schema, verbose=False)
-    except (ValueError, RuntimeError, KeyError, TypeError, RecursionError) as exc:
-        raise GenerationError(f"The JSON schema cannot be turned into a grammar: {one_line(str(exc), 200)}") from exc
+    text = schema_gbnf(schema) if schema else JSON_GBNF
+    check_with_llama(vocab, text)
+    return LlamaGrammar.from_string(text, verbose=False)
 
 
-def call_grammar(forced: Sequence[ForcedCall], tools: ToolOffer | None) -> LlamaGrammar:
+def call_grammar(vocab: Any, forced: Sequence[ForcedCall], tools: ToolOffer | None) -> LlamaGrammar:
     """The grammar that keeps a forced reply to a call of one of ``forced``, its arguments per the tool's schema."""
     from llama_cpp.llama_grammar import LlamaGrammar
 
     text = forced_call_grammar(forced, tools.schemas() if tools else {})
-    try:
-        return LlamaGrammar.from_string(text, verbose=False)
-    except (ValueError, RuntimeError) as exc:
-        raise GenerationError(
-            f"The tools' parameters cannot be turned into a grammar: {one_line(str(exc), 200)}"
-        ) from exc
+    check_with_llama(vocab, text)
+    return LlamaGrammar.from_string(text, verbose=False)
 
 
 def _piece(llama_cpp: Any, vocab: Any, token: int, buffer: ctypes.Array[ctypes.c_char], special: bool = False) -> bytes:

@@ -9,12 +9,12 @@ several schemas live in one grammar.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 
 from fara_desktop.engine.chat_format import ForcedCall
-from fara_desktop.engine.errors import GenerationError
+from fara_desktop.engine.errors import GrammarError
+from fara_desktop.engine.json_grammar import check_gbnf, schema_gbnf
 
 _GBNF_TOKEN = re.compile(r'"(?:\\.|[^"\\])*"|\[(?:\\.|[^\]\\])*\]|[A-Za-z][A-Za-z0-9-]*|\s+|.', re.S)
 
@@ -31,18 +31,16 @@ def gbnf_literal(text: str) -> str:
 
 def forced_call_grammar(calls: Sequence[ForcedCall], schemas: Mapping[str, str]) -> str:
     """GBNF for "one of ``calls``, with arguments its schema (``schemas[name]``, JSON text) allows"."""
-    from llama_cpp.llama_grammar import json_schema_to_gbnf
-
     rules: list[str] = []
     choices: list[str] = []
     for number, call in enumerate(calls):
         prefix = f"t{number}-"
         try:
-            schema = schemas.get(call.name) or '{"type": "object"}'
-            json.loads(schema)
-            rules.append(_namespaced(json_schema_to_gbnf(schema), prefix))
-        except (ValueError, KeyError, TypeError, RecursionError) as exc:
-            raise GenerationError(f"The tool {call.name}'s parameters cannot be turned into a grammar: {exc}") from exc
+            rules.append(_namespaced(schema_gbnf(schemas.get(call.name) or '{"type": "object"}'), prefix))
+        except GrammarError as exc:
+            raise GrammarError(f"The tool {call.name}'s parameters cannot be turned into a grammar: {exc}") from exc
         opening = f"{gbnf_literal(call.opening)} " if call.opening else ""
         choices.append(f"{opening}{prefix}root")
-    return "root ::= " + " | ".join(f"( {c} )" for c in choices) + "\n" + "\n".join(rules)
+    text = "root ::= " + " | ".join(f"( {c} )" for c in choices) + "\n" + "\n".join(rules)
+    check_gbnf(text)
+    return text

@@ -34,3 +34,49 @@ def mark_logits_stale(llm: Llama) -> None:
     if not hasattr(llm, "_requires_eval"):
         raise AttributeError("llama_cpp.Llama has no _requires_eval any more: see machine/llama_internals.py")
     llm._requires_eval = True
+
+
+def compact_json_schema_repetitions() -> None:
+    """Make llama-cpp-python's JSON-schema converter write counted repetitions as GBNF's ``item{m,n}``.
+
+    ``llama_cpp.llama_grammar._build_repetition`` spells ``{"maxLength": 4096}`` out as 4,096 nested optional
+    groups; llama.cpp's grammar parser refuses more than about 1,000 of them (and overflows its stack on a
+    pattern's ``a{0,1000000}``: a SIGSEGV), while it takes ``char{0,4096}`` in its own syntax (above 2,000 it
+    leaves the upper bound open, as llama.cpp's own converter does). llama.cpp's newer converter (in its
+    examples folder) writes this form; llama-cpp-python's copy of it has not caught up, and offers no way to
+    choose, hence the module-level swap.
+    Called before every conversion (idempotent)."""
+    import llama_cpp.llama_grammar as grammar
+
+    if getattr(grammar._build_repetition, "__name__", "") == _compact_repetition.__name__:
+        return
+    if not hasattr(grammar, "_build_repetition") or not hasattr(grammar, "SchemaConverter"):
+        raise AttributeError("llama_cpp.llama_grammar has no _build_repetition: see machine/llama_internals.py")
+    grammar._build_repetition = _compact_repetition
+
+
+def _compact_repetition(
+    item_rule: str,
+    min_items: int,
+    max_items: int | None,
+    separator_rule: str | None = None,
+    item_rule_is_literal: bool = False,
+) -> str:
+    """``item_rule`` between ``min_items`` and ``max_items`` (None: no limit) times, separated by
+    ``separator_rule``, in GBNF's counted form (what llama.cpp's own converter writes)."""
+    del item_rule_is_literal  # a literal is repeated like any item: "ab"{3}, never spelled out
+    if max_items == 0:
+        return ""
+    if min_items == 0 and max_items == 1:
+        return f"{item_rule}?"
+    if not separator_rule:
+        if min_items == 1 and max_items is None:
+            return f"{item_rule}+"
+        if min_items == 0 and max_items is None:
+            return f"{item_rule}*"
+        return f"{item_rule}{{{min_items},{'' if max_items is None else max_items}}}"
+    rest = _compact_repetition(
+        f"({separator_rule} {item_rule})", max(min_items - 1, 0), None if max_items is None else max_items - 1
+    )
+    result = f"{item_rule} {rest}".rstrip()
+    return f"({result})?" if min_items == 0 else result

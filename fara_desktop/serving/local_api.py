@@ -35,7 +35,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from fara_desktop.engine.errors import tools_unsupported
+from fara_desktop.engine.errors import GrammarError, PromptTooLongError, ToolsUnsupportedError, tools_unsupported
 from fara_desktop.engine.types import (
     ISOLATED,
     Cancelled,
@@ -365,7 +365,7 @@ class LocalApi:
                     return JSONResponse(completion(name, model, event.text, event.reasoning, reason, event.stats,
                                                    scores, returned_calls(event, chat)))  # fmt: skip
                 elif isinstance(event, Failed):
-                    return JSONResponse(error_body(event.message, "server_error"), status_code=500)
+                    return failure_response(event)
         finally:
             self._activity(-1)
 
@@ -413,6 +413,16 @@ class LocalApi:
             active = self._active
         if self.on_activity is not None:
             self.on_activity(active)
+
+
+def failure_response(event: Failed) -> JSONResponse:
+    """A request that failed: the client's own doing (a schema no grammar can be built of) is a 400."""
+    if event.error_type in CLIENT_ERRORS:
+        return JSONResponse(error_body(event.message, "invalid_request_error"), status_code=400)
+    return JSONResponse(error_body(event.message, "server_error"), status_code=500)
+
+
+CLIENT_ERRORS = frozenset({GrammarError.__name__, ToolsUnsupportedError.__name__, PromptTooLongError.__name__})
 
 
 def finish_reason(ended: str) -> str:

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from fara_desktop.engine.errors import GrammarError
+from fara_desktop.engine.json_grammar import schema_gbnf
 from fara_desktop.engine.types import (
     ChatMessage,
     GenerationStats,
@@ -120,6 +122,7 @@ def _json_schema(value: Any) -> str | None:
         text = json.dumps(schema)
         if len(text) > MAX_SCHEMA_BYTES:
             raise BadRequest(f"'response_format': the schema is larger than {MAX_SCHEMA_BYTES // 1024} KiB.")
+        _buildable(text, "'response_format'")
         return text
     raise BadRequest("'response_format' must be of type text, json_object or json_schema.")
 
@@ -193,7 +196,19 @@ def _tools(body: dict[str, Any]) -> ToolOffer | None:
             raise BadRequest("'tool_choice' names a function that is not among 'tools'.")
     elif choice not in ("auto", "none", "required"):
         raise BadRequest("'tool_choice' must be 'auto', 'none', 'required' or {'type': 'function', ...}.")
+    for tool in tools:  # a forced call's arguments follow the schema through a grammar: it must be one that builds
+        if choice == "required" or choice == tool.name:
+            _buildable(tool.parameters, f"tools[{tools.index(tool)}] ({tool.name}): its parameters")
     return ToolOffer(tuple(tools), str(choice))
+
+
+def _buildable(schema: str, where: str) -> None:
+    """A schema a grammar will be made of is refused here (a 400 with the reason) when it is over the grammar's
+    budget or cannot be converted; what llama.cpp alone can tell is checked again on the inference thread."""
+    try:
+        schema_gbnf(schema)
+    except GrammarError as exc:
+        raise BadRequest(f"{where}: {exc}") from exc
 
 
 def _calls(value: Any, where: str) -> tuple[ToolCall, ...]:

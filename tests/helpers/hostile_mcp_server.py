@@ -1,14 +1,16 @@
 """An MCP server made by an adversary, run as a real process with the official SDK (stdio, or streamable HTTP with
-``--http PORT``): a 50 MB result, a call that never answers, a server that exits mid-call, and results that try to
-inject markdown images, control tokens and instructions."""
+``--http PORT``): a 50 MB result, a call that never answers, a server that exits mid-call, a schema with limits,
+and results that try to inject markdown images, control tokens and instructions."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import sys
+from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
+from pydantic import Field
 
 server = MCPServer("hostile")
 INJECTION = (
@@ -41,6 +43,12 @@ def exit_now() -> str:
     """Exit mid-call."""
     sys.stdout.flush()
     os._exit(3)
+
+
+@server.tool()
+def note(title: Annotated[str, Field(max_length=120)], body: Annotated[str, Field(max_length=4096)]) -> str:
+    """Save a note (an everyday schema with limits: a forced call's grammar once ended the app on it)."""
+    return f"saved {len(title)}+{len(body)}"
 
 
 @server.tool()

@@ -177,3 +177,79 @@ def test_read_ahead_is_preempted_by_a_key_press_and_by_send(smollm2_path):
         assert events[-1].finished and events[-1].cached < events[-1].tokens - 1
     finally:
         assert worker.shutdown(timeout=60)
+
+
+def claim_tokens(path: Path, tokens: list[int]) -> None:
+    """Rewrite a state file's token record (``tokens``, longer than the cells its data holds), with a header, size
+    and checksum that all agree: it passes every check and restores, and llama.cpp then cannot decode on it (the
+    next position is not the one after the last cell)."""
+    import json
+    import struct
+    import zlib
+
+    raw = path.read_bytes()
+    magic, length = struct.unpack_from("<8sI", raw)
+    header = json.loads(raw[12 : 12 + length])
+    data = raw[12 + length + 4 * header["tokens"] :]
+    packed_tokens = struct.pack(f"<{len(tokens)}i", *tokens)
+    header.update(tokens=len(tokens), crc32=zlib.crc32(data, zlib.crc32(packed_tokens)))
+    packed = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<8sI", magic, len(packed)) + packed + packed_tokens + data)
+
+
+def test_a_state_that_restores_but_cannot_be_decoded_is_discarded_and_the_chat_read_again(backend_and_store):
+    """Such a state bricked its chat: every reply failed ("llama_decode returned -1"), after restarts too, and
+    every chat sharing its first 64 tokens picked the same file."""
+    backend, store = backend_and_store
+    short = [*history("rowing", 4), ChatMessage("user", "How long is a race?")]
+    longer = [*history("rowing", 6), ChatMessage("user", "How long is a race?")]
+    shown, _ = reply(backend, short, 5)
+    state_file = save_and_forget(backend)
+    tokens = backend.prepare(longer, 64).detail.tokens
+    held = store.header(state_file, backend._identity).tokens  # type: ignore[arg-type, union-attr]
+    shared = common_prefix(held, tokens)
+    claim_tokens(state_file, tokens[: shared + 40])  # 40 tokens more than its cells hold
+    assert store.header(state_file, backend._identity) is not None  # it passes every check # type: ignore[arg-type]
+    backend.forget_context(snapshots=True)
+    backend_reference = LlamaBackend()
+    backend_reference.load(backend._info.path, PARAMS)  # type: ignore[union-attr]
+    try:
+        _, reference = reply(backend_reference, longer, 5)
+    finally:
+        backend_reference.unload()
+    tokens, again = reply(backend, longer, 5)
+    assert again.text == reference.text and again.stats.prompt_tokens_evaluated == len(tokens)
+    backend.forget_context(snapshots=True)
+    sibling = [*history("rowing", 6), ChatMessage("user", "Who rows fastest?")]  # another chat, same history
+    reply(backend, sibling, 6)  # works too: the bad file is gone, not picked again
+    del shown
+
+
+def test_a_model_replaced_at_the_same_path_size_and_time_does_not_get_the_old_models_state(tmp_path, smollm2_path):
+    """``cp -p``, rsync and tar keep size and modification time: a state bound to them was restored into another
+    model (a silently different answer). States are bound to a sample of the file's content."""
+    import os
+    import shutil
+
+    first, second = tmp_path / "model.gguf", tmp_path / "other.gguf"
+    shutil.copyfile(smollm2_path, first)
+    shutil.copyfile(smollm2_path, second)
+    with open(second, "r+b") as handle:  # other weights: 8 MB of the tensor data zeroed (zeros are valid values)
+        handle.seek(second.stat().st_size // 2)
+        handle.write(bytes(8 << 20))
+    store = KVDiskStore(tmp_path / "kv")
+    backend = LlamaBackend(state_store=store)
+    chat = [*history("kites", 6), ChatMessage("user", "How high do they fly?")]
+    backend.load(first, PARAMS)
+    reply(backend, chat, 9)
+    backend.keep_state(wait=True)
+    backend.unload()
+    stamp = first.stat()
+    shutil.copyfile(second, first)  # the other model, put where the first was, with its size and times
+    os.utime(first, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    backend.load(first, PARAMS)
+    try:
+        tokens, again = reply(backend, chat, 9)
+    finally:
+        backend.unload()
+    assert again.stats.prompt_tokens_evaluated == len(tokens)  # read whole: the old model's state was not used

@@ -37,3 +37,17 @@ def test_marking_fails_loudly_when_the_flag_is_gone():
 
     with pytest.raises(AttributeError, match="_requires_eval"):
         mark_logits_stale(NotALlama())  # type: ignore[arg-type]
+
+
+def test_the_schema_converter_still_builds_repetitions_through_the_function_we_swap():
+    import inspect
+
+    import llama_cpp.llama_grammar as grammar
+
+    from fara_desktop.machine.llama_internals import compact_json_schema_repetitions
+
+    parameters = list(inspect.signature(grammar._build_repetition).parameters)
+    assert parameters[:4] == ["item_rule", "min_items", "max_items", "separator_rule"], parameters
+    compact_json_schema_repetitions()
+    text = grammar.json_schema_to_gbnf('{"type": "string", "maxLength": 4096}')
+    assert "{0,4096}" in text and text.count("(") < 10, "the converter no longer uses _build_repetition"

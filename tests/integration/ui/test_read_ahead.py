@@ -107,7 +107,7 @@ def test_deleting_a_chat_deletes_its_saved_states(window, qtbot):
         win.chat.send()
     conversation = win.session.conversation_id
     assert win.chat_states is not None and conversation is not None
-    identity = StateIdentity("/m.gguf", 1, 1, 4096, "f16", False, "x")
+    identity = StateIdentity("/m.gguf", 1, "1", 4096, "f16", False, "x")
     win.chat_states.save(conversation, identity, KVSnapshot(tuple(range(100)), bytearray(100)))
     assert win.chat_states.size_of(conversation) > 0
     win.conversations.delete_conversation(conversation, confirm=False)
@@ -121,7 +121,7 @@ def test_the_prompts_page_shows_the_saved_states_and_a_budget_of_zero_keeps_none
         win.composer.setPlainText("Hello")
         win.chat.send()
     conversation = win.session.conversation_id
-    identity = StateIdentity("/m.gguf", 1, 1, 4096, "f16", False, "x")
+    identity = StateIdentity("/m.gguf", 1, "1", 4096, "f16", False, "x")
     win.chat_states.save(conversation, identity, KVSnapshot(tuple(range(100)), bytearray(3 << 20)))
     dialog = win.open_settings("Prompts")
     page = dialog.prompts_page

@@ -237,3 +237,31 @@ def test_closing_the_window_while_a_call_waits_keeps_the_round(qtbot):
         assert reply.tool_rounds[0].text == "Let me check.\n"
     finally:
         store.close()
+
+
+@pytest.mark.real_model
+def test_a_forced_call_of_a_tool_whose_schema_has_limits_reaches_the_approval_bar(qtbot, smollm2_path, tmp_path):
+    """The hostile server's ``note`` (title ≤ 120, body ≤ 4,096 characters): forcing it built a grammar llama.cpp's
+    parser refused, and the NULL it returned ended the app (SIGSEGV). Now the call is made, held to the schema."""
+    template = (FIXTURES / "chat_templates" / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text(encoding="utf-8")
+    model = rewrite_gguf(smollm2_path, tmp_path / "smollm2-tools.gguf",
+                         {"tokenizer.chat_template": (gguf.GGUFValueType.STRING, template)})  # fmt: skip
+    settings = Settings(tools=ToolSettings(SERVERS, ("hostile",)))
+    win = MainWindow(sampling=SamplingParams(temperature=0.0, max_tokens=60), settings=settings)
+    qtbot.addWidget(win)
+    win.show()
+    with qtbot.waitSignal(win.modelLoaded, timeout=60000):
+        win.load_model(model)
+    qtbot.waitUntil(lambda: (win.tools_hub.states().get("hostile") or None) is not None
+                    and win.tools_hub.states()["hostile"].state == "ready", timeout=60000)  # fmt: skip
+    _use(win, "hostile/note")
+    menu = win.tools_button.menu()
+    menu.aboutToShow.emit()
+    next(a for a in menu.actions() if a.text() == "Make the next reply call a tool").setChecked(True)
+    win.composer.setPlainText("Save a note about the sea.")
+    with qtbot.waitSignal(win.replyFinished, timeout=120000):
+        win.send_button.click()
+        qtbot.waitUntil(win.tool_approval.isVisible, timeout=120000)
+        assert win.tool_approval.arguments.toPlainText().lstrip().startswith("{")
+        win.tool_approval.deny_button.click()
+    assert win.session.store.messages(win.session.conversation_id)[-1].tool_rounds[0].uses[0].call.name == "note"

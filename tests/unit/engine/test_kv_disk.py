@@ -11,7 +11,7 @@ import pytest
 from fara_desktop.engine.kv_disk import MIN_TOKENS, KVDiskStore, KVDiskWriter, StateIdentity
 from fara_desktop.engine.kv_states import KVSnapshot
 
-IDENTITY = StateIdentity("/models/a.gguf", 1000, 1, 4096, "f16", False, "0.3.36")
+IDENTITY = StateIdentity("/models/a.gguf", 1000, "1", 4096, "f16", False, "0.3.36")
 OTHER_MODEL = StateIdentity("/models/b.gguf", 1000, 1, 4096, "f16", False, "0.3.36")
 
 
