@@ -3,6 +3,7 @@ shown), and imports — validated whole before anything is written, then written
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import re
@@ -124,10 +125,14 @@ def import_conversations(store: ConversationStore, conversations: Sequence[Impor
         return [_insert_conversation(db, conversation)[0] for conversation in conversations]
 
 
-def import_or_update(store: ConversationStore, conversations: Sequence[ImportedConversation]) -> list[ImportOutcome]:
-    """Like ``import_conversations``, but a conversation imported before (same ``source_id``) is skipped when
-    it is the same, updated in place when it changed at its source and not here, and added as a new chat
-    when it changed in both places (what the user wrote here is never replaced)."""
+def import_or_update(
+    store: ConversationStore, conversations: Sequence[ImportedConversation], source_format: str
+) -> list[ImportOutcome]:
+    """Like ``import_conversations``, but a conversation imported before (same ``source_id``) is skipped when it
+    is the same, and otherwise added beside it — replaced in place only when the file is the same source in the
+    same format (``source_format``, the format's name) and the chat here is exactly as that import left it:
+    messages, title, system prompt, branch shown and thinking switch (none of which a stranger's file can vouch
+    for). What is in the app is never removed by an import it could be mistaken about."""
     outcomes: list[ImportOutcome] = []
     with store.transaction() as db:
         for conversation in conversations:
@@ -135,35 +140,66 @@ def import_or_update(store: ConversationStore, conversations: Sequence[ImportedC
             earlier = None
             if conversation.source_id:
                 earlier = db.execute(
-                    """SELECT id, source_digest, source_updated_at, updated_at FROM conversations
+                    """SELECT id, source_digest, source_format, local_digest FROM conversations
                        WHERE source_id = ? ORDER BY id DESC LIMIT 1""",
                     (conversation.source_id,),
                 ).fetchone()
             if earlier is not None and earlier[1] == digest:
                 outcomes.append(ImportOutcome(int(earlier[0]), "skipped"))
                 continue
-            if earlier is not None and earlier[2] == earlier[3]:
+            if (
+                earlier is not None
+                and earlier[2] == source_format
+                and earlier[3] is not None
+                and earlier[3] == stored_digest(db, int(earlier[0]))
+            ):
                 db.execute("DELETE FROM messages WHERE conversation_id = ?", (earlier[0],))
-                _write_conversation(db, int(earlier[0]), conversation, digest)
+                _write_conversation(db, int(earlier[0]), conversation, digest, source_format)
                 outcomes.append(ImportOutcome(int(earlier[0]), "updated"))
                 continue
-            conversation_id, _rows = _insert_conversation(db, conversation, digest)
+            conversation_id, _rows = _insert_conversation(db, conversation, digest, source_format)
             outcomes.append(ImportOutcome(conversation_id, "added"))
     return outcomes
 
 
+def stored_digest(db: sqlite3.Connection, conversation_id: int) -> str:
+    """What a chat holds here, as one hash: its title, system prompt, thinking switch, tools, collections, the
+    branch shown and every message (by position; a message's parent and the leaf by their positions too)."""
+    row = db.execute(
+        "SELECT title, system_prompt, thinking, leaf_id, collections, tools FROM conversations WHERE id = ?",
+        (conversation_id,),
+    ).fetchone()
+    messages = db.execute(
+        """SELECT id, position, role, content, status, reasoning, parent_id, tool_rounds, sources FROM messages
+           WHERE conversation_id = ? ORDER BY position, id""",
+        (conversation_id,),
+    ).fetchall()
+    position = {m[0]: m[1] for m in messages}
+    parts: list[Any] = [list(row[:3]), position.get(row[3]), row[4], row[5]] if row else []
+    parts += [[m[1], m[2], m[3], m[4], m[5], position.get(m[6]), m[7], m[8]] for m in messages]
+    return hashlib.sha256(json.dumps(parts, ensure_ascii=False, default=str).encode()).hexdigest()
+
+
 def _insert_conversation(
-    db: sqlite3.Connection, conversation: ImportedConversation, digest: str | None = None
+    db: sqlite3.Connection,
+    conversation: ImportedConversation,
+    digest: str | None = None,
+    source_format: str | None = None,
 ) -> tuple[int, list[int]]:
     cursor = db.execute("INSERT INTO conversations (title, created_at, updated_at) VALUES ('', 0, 0)")
     conversation_id = int(cursor.lastrowid or 0)
-    return conversation_id, _write_conversation(db, conversation_id, conversation, digest)
+    return conversation_id, _write_conversation(db, conversation_id, conversation, digest, source_format)
 
 
 def _write_conversation(
-    db: sqlite3.Connection, conversation_id: int, conversation: ImportedConversation, digest: str | None
+    db: sqlite3.Connection,
+    conversation_id: int,
+    conversation: ImportedConversation,
+    digest: str | None,
+    source_format: str | None = None,
 ) -> list[int]:
-    """The conversation's fields and messages into the (empty) conversation ``conversation_id``."""
+    """The conversation's fields and messages into the (empty) conversation ``conversation_id``; for an import
+    (``digest``), where it came from and the digest of the chat as written."""
     row_ids: list[int] = []
     for position, m in enumerate(conversation.messages):
         parent = row_ids[m.parent] if m.parent is not None else None
@@ -185,6 +221,11 @@ def _write_conversation(
          conversation.source_id if digest is not None else None, digest,
          conversation.updated_at if digest is not None else None, conversation_id),
     )  # fmt: skip
+    if digest is not None:
+        db.execute(
+            "UPDATE conversations SET source_format = ?, local_digest = ? WHERE id = ?",
+            (source_format, stored_digest(db, conversation_id), conversation_id),
+        )
     return row_ids
 
 

@@ -113,7 +113,7 @@ def import_conversations(
     """Every conversation in the file, or none; one seen before is skipped or updated (``import_or_update``).
     Raises what ``read_import`` raises, or ``StorageError`` (cannot be saved)."""
     format_name, conversations = read_import(path, should_stop, budget_for)
-    return ImportResult(format_name, import_or_update(store, conversations))
+    return ImportResult(format_name, import_or_update(store, conversations, format_name))
 
 
 def read_import(

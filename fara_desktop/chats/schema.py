@@ -63,5 +63,12 @@ MIGRATIONS: list[str] = [
     ALTER TABLE messages ADD COLUMN tool_rounds TEXT NOT NULL DEFAULT '[]';
     ALTER TABLE conversations ADD COLUMN tools TEXT NOT NULL DEFAULT '[]';
     """,
+    # 6: an import replaces a chat only when it comes from the same source in the same format and nothing was
+    # changed here: the format it came in, and a digest of the chat as the import left it (title, system prompt,
+    # branch shown, thinking switch, messages) to compare with the chat as it is now
+    """
+    ALTER TABLE conversations ADD COLUMN source_format TEXT;
+    ALTER TABLE conversations ADD COLUMN local_digest TEXT;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

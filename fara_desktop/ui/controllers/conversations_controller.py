@@ -192,7 +192,7 @@ class ConversationsController(QObject):
             progress.progressed.emit(0, len(conversations))
             store = ConversationStore(database)
             try:
-                return ImportResult(format_name, import_or_update(store, conversations))
+                return ImportResult(format_name, import_or_update(store, conversations, format_name))
             finally:
                 store.close()
 

@@ -81,3 +81,84 @@ def test_importing_the_same_file_again_skips_updates_or_adds_and_says_which(stor
     added = _import(store, path)
     assert added.count("added") == 1 and len(store.conversations()) == 3
     assert store.conversation(first.conversation_ids[0]).title == "My trip"
+
+
+def _cli_import(path, home) -> str:
+    """``fara-desktop import FILE``, as a person runs it."""
+    import os
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "fara_desktop", "import", str(path)], capture_output=True,
+                            text=True, env={**os.environ, "FARA_HOME": str(home)}, timeout=120)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def _home_store(home):
+    from fara_desktop.chats.storage import ConversationStore, database_path
+    from fara_desktop.paths import app_paths
+
+    return ConversationStore(database_path(app_paths().data))
+
+
+def _whole(store, conversation_id):
+    summary = store.conversation(conversation_id)
+    messages = [(m.role, m.content) for m in store.messages(conversation_id)]
+    return summary.title, summary.system_prompt, summary.leaf_id, summary.thinking, messages
+
+
+def test_a_strangers_file_claiming_an_imported_chats_source_is_added_beside_it(fara_home, tmp_path):
+    """A Fara-format file carrying ``"source_id": "chatgpt:<id>"`` of a chat imported earlier replaced it: its 4
+    messages across 2 branches became the file's 2, and the system prompt set here was gone."""
+    import json
+
+    from fara_desktop.chats.export_format import EXPORT_FORMAT
+
+    assert "1 chat added" in _cli_import(write_export(tmp_path, [chatgpt_conversation()], "chatgpt.json"), fara_home)
+    store = _home_store(fara_home)
+    (original,) = [c.id for c in store.conversations()]
+    store.set_system_prompt(original, "Answer like a travel guide.")  # does not move updated_at
+    before = _whole(store, original)
+    assert len(before[4]) == 4
+    store.close()
+    stranger = {"format": EXPORT_FORMAT, "source_id": "chatgpt:c-Trip to Lisbon", "title": "Trip to Lisbon",
+                "created_at": T0, "updated_at": T0 + 99, "system_prompt": "",
+                "messages": [{"role": "user", "content": "Ignore that."},
+                             {"role": "assistant", "content": "Replaced."}]}  # fmt: skip
+    path = tmp_path / "stranger.json"
+    path.write_text(json.dumps(stranger), encoding="utf-8")
+    assert "1 chat added" in _cli_import(path, fara_home)
+    store = _home_store(fara_home)
+    try:
+        assert _whole(store, original) == before and len(store.conversations()) == 2
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("change", ["system prompt", "branch shown", "thinking switch"])
+def test_a_chat_changed_here_in_a_way_that_keeps_its_update_time_is_never_replaced(store, tmp_path, change):
+    path = write_export(tmp_path, [chatgpt_conversation()])
+    (original,) = _import(store, path).conversation_ids
+    if change == "system prompt":
+        store.set_system_prompt(original, "Be brief.")
+    elif change == "branch shown":
+        store.set_leaf(original, next(m.id for m in store.messages(original) if "tram 28" in m.content))
+    else:
+        store.set_thinking(original, False)
+    before = _whole(store, original)
+    changed = chatgpt_conversation()
+    changed["mapping"]["a2"]["message"]["content"]["parts"] = ["Edited at the source."]
+    write_export(tmp_path, [changed])
+    result = _import(store, path)
+    assert [o.action for o in result.outcomes] == ["added"] and _whole(store, original) == before
+
+
+def test_the_same_source_in_the_same_format_unchanged_here_is_updated_in_place(store, tmp_path):
+    path = write_export(tmp_path, [chatgpt_conversation()])
+    (original,) = _import(store, path).conversation_ids
+    changed = chatgpt_conversation()
+    changed["mapping"]["a2"]["message"]["content"]["parts"] = ["Edited at the source."]
+    write_export(tmp_path, [changed])
+    result = _import(store, path)
+    assert [(o.conversation_id, o.action) for o in result.outcomes] == [(original, "updated")]
