@@ -3,13 +3,17 @@
 A server is a command this computer runs (``command``, ``args``, ``env``) or a streamable-HTTP address on this
 computer (``url``). A user can paste the block they already have; every field is checked and a mistake is named
 (``McpConfigError``), never half-applied. Whether a server runs is the user's separate choice in Settings ▸ Tools,
-not the pasted text's.
+not the pasted text's, and that choice (and every *Always for this tool*) belongs to the server's whole definition
+(``McpServerConfig.identity``): pasting another program under a name already switched on gives a new server, off,
+with no permissions.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -43,6 +47,41 @@ class McpServerConfig:
     def summary(self) -> str:
         """What the user sees in the list: the command line or the address."""
         return self.url or " ".join([self.command, *self.args])
+
+    @property
+    def identity(self) -> str:
+        """``name#digest`` of the whole definition (name, command, arguments, environment, address): what being
+        switched on and *Always* permissions are bound to. A changed definition is another server."""
+        whole = json.dumps([self.name, self.command, list(self.args), sorted(self.env), self.url])
+        return f"{self.name}#{hashlib.sha256(whole.encode()).hexdigest()[:16]}"
+
+
+IDENTITY_MARK = "#"  # never in a server's name (``SERVER_NAME``)
+
+
+def bind_to_definitions(
+    servers_json: str, enabled: Sequence[str], always: Sequence[str]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Settings written before identities named servers by their name alone: each such entry is bound to the
+    definition saved with it in the same file (once, when the settings are read), so an upgrade keeps what the
+    user switched on, and nothing pasted later inherits it. Entries already bound are kept as they are."""
+    if all(IDENTITY_MARK in e for e in enabled) and all(IDENTITY_MARK in a.split("/", 1)[0] for a in always):
+        return tuple(enabled), tuple(always)
+    try:
+        identities = {s.name: s.identity for s in parse_mcp_servers(servers_json)}
+    except McpConfigError:
+        identities = {}
+
+    def bound(name: str) -> str | None:
+        return name if IDENTITY_MARK in name else identities.get(name)
+
+    kept_enabled = tuple(b for e in enabled if (b := bound(e)) is not None)
+    kept_always = []
+    for key in always:
+        server, _, tool = key.partition("/")
+        if tool and (b := bound(server)) is not None:
+            kept_always.append(f"{b}/{tool}")
+    return kept_enabled, tuple(kept_always)
 
 
 def _text(value: Any, where: str) -> str:
@@ -78,6 +117,8 @@ def _server(name: str, spec: Any) -> McpServerConfig:
     if not isinstance(args, list) or len(args) > MAX_ARGS:
         raise McpConfigError(f"{where} 'args' must be a list of at most {MAX_ARGS} strings.")
     env = spec.get("env", {})
+    if env is None:
+        env = {}
     if not isinstance(env, dict) or len(env) > MAX_ARGS:
         raise McpConfigError(f"{where} 'env' must be an object of names and text values.")
     pairs = tuple((_text(k, f"{where} an 'env' name"), _text(v, f"{where} 'env'[{k!r}]")) for k, v in env.items())

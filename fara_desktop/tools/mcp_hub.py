@@ -14,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import dataclasses
+import itertools
 import logging
 import os
 import threading
@@ -41,11 +43,16 @@ State = Literal["starting", "ready", "failed", "stopped"]
 @dataclass(frozen=True)
 class McpTool:
     """A tool of a server: ``name`` is the server's own; ``spec.name`` is the one the model sees (unique among the
-    enabled servers' tools: the server's name is put in front when two servers have a tool of the same name)."""
+    enabled servers' tools: the server's name is put in front when two servers have a tool of the same name).
+    ``identity`` is the server's whole definition (``McpServerConfig.identity``) and ``run`` the start of the server
+    that listed it: a call runs only on that very run (a restart in between makes it an error, not another
+    program's tool)."""
 
     server: str
     name: str
     spec: ToolSpec
+    identity: str = ""
+    run: int = 0
 
 
 @dataclass(frozen=True)
@@ -87,8 +94,10 @@ class McpHub:
         self._on_change = on_change or (lambda: None)
         self._lock = threading.Lock()
         self._states: dict[str, ServerState] = {}
-        self._sessions: dict[object, Any] = {}  # by run (each start of a server is a new run)
-        self._runs: dict[str, object] = {}
+        self._sessions: dict[int, Any] = {}  # by run (each start of a server is a new run)
+        self._runs: dict[str, int] = {}
+        self._run_stops: dict[int, asyncio.Event] = {}
+        self._run_numbers = itertools.count(1)
         self._stops: dict[str, asyncio.Event] = {}
         self._tasks: dict[str, concurrent.futures.Future[None]] = {}
         self._configs: dict[str, McpServerConfig] = {}
@@ -112,13 +121,15 @@ class McpHub:
         for tool in listed:
             if counts[tool.name] > 1:
                 name = _model_name(f"{tool.server}_{tool.name}")
-                tool = McpTool(tool.server, tool.name, ToolSpec(name, tool.spec.description, tool.spec.parameters))
+                tool = dataclasses.replace(tool, spec=ToolSpec(name, tool.spec.description, tool.spec.parameters))
             unique.append(tool)
         return unique
 
     def configure(self, servers: Sequence[McpServerConfig], enabled: Iterable[str]) -> None:
-        """Run exactly the enabled ``servers``: new or changed ones start, turned-off or removed ones stop."""
-        wanted = {s.name: s for s in servers if s.name in set(enabled)}
+        """Run exactly the enabled ``servers`` (``enabled``: their identities, so a definition pasted under the name
+        of one switched on is not): new ones start, turned-off, changed or removed ones stop."""
+        switched_on = set(enabled)
+        wanted = {s.name: s for s in servers if s.identity in switched_on}
         for name in [n for n in self._configs if n not in wanted or wanted[n] != self._configs[n]]:
             self._stop(name)
         for name, config in wanted.items():
@@ -175,10 +186,10 @@ class McpHub:
             self._loop = loop
         return self._loop
 
-    def _set(self, name: str, state: ServerState, run: object | None = None) -> None:
+    def _set(self, name: str, state: ServerState, run: int | None = None) -> None:
         """``run``: the run of the server that says so (an earlier run that ends late changes nothing)."""
         with self._lock:
-            if name in self._configs and (run is None or self._runs.get(name) is run):
+            if name in self._configs and (run is None or self._runs.get(name) == run):
                 self._states[name] = state
         self._on_change()
 
@@ -189,7 +200,8 @@ class McpHub:
             self._states[config.name] = ServerState("starting")
         stop = asyncio.Event()
         self._stops[config.name] = stop
-        run = self._runs[config.name] = object()
+        run = self._runs[config.name] = next(self._run_numbers)
+        self._run_stops[run] = stop
         self._tasks[config.name] = asyncio.run_coroutine_threadsafe(self._serve(config, stop, run), loop)
 
     def _stop(self, name: str) -> None:
@@ -198,7 +210,7 @@ class McpHub:
         if stop is not None and self._loop is not None:
             self._loop.call_soon_threadsafe(stop.set)
 
-    async def _serve(self, config: McpServerConfig, stop: asyncio.Event, run: object) -> None:
+    async def _serve(self, config: McpServerConfig, stop: asyncio.Event, run: int) -> None:
         from mcp import ClientSession
 
         stderr = _StderrToLog(config.name) if config.command else None
@@ -206,7 +218,7 @@ class McpHub:
             async with self._transport(config, stderr) as streams, ClientSession(streams[0], streams[1]) as session:
                 await asyncio.wait_for(session.initialize(), START_TIMEOUT_S)
                 listed = await asyncio.wait_for(session.list_tools(), START_TIMEOUT_S)
-                tools = tuple(_tool(config.name, t) for t in listed.tools[:MAX_TOOLS_PER_SERVER])
+                tools = tuple(_tool(config, run, t) for t in listed.tools[:MAX_TOOLS_PER_SERVER])
                 self._sessions[run] = session
                 self._set(config.name, ServerState("ready", tools=tools), run)
                 await stop.wait()
@@ -220,6 +232,7 @@ class McpHub:
                 self._set(config.name, ServerState("stopped"), run)
         finally:
             self._sessions.pop(run, None)
+            self._run_stops.pop(run, None)
             if stderr is not None:
                 stderr.close()
 
@@ -238,6 +251,9 @@ class McpHub:
 
     async def _call(self, tool: McpTool, arguments: dict[str, Any], timeout: float) -> ToolResult:
         run = self._runs.get(tool.server)
+        if tool.run and tool.run != run:
+            return error_result(f"The server {tool.server} was started again after the call was shown to you; "
+                                f"{tool.name} did not run. Ask again.")  # fmt: skip
         session = self._sessions.get(run) if run is not None else None
         if session is None or self.states().get(tool.server, ServerState("stopped")).state != "ready":
             return error_result(f"The server {tool.server} is not running.")
@@ -254,7 +270,7 @@ class McpHub:
             # The session is broken (the server exited or closed its end): the server is said to have failed.
             message = f"The server {tool.server} failed while running {tool.name}: {_describe(exc)}"
             self._set(tool.server, ServerState("failed", message), run)
-            stop = self._stops.get(tool.server)
+            stop = self._run_stops.get(run) if run is not None else None  # this run's: never a restarted one's
             if stop is not None:
                 stop.set()
             return error_result(message)
@@ -266,13 +282,14 @@ def _model_name(text: str) -> str:
     return cleaned[:64] or "tool"
 
 
-def _tool(server: str, tool: Any) -> McpTool:
+def _tool(config: McpServerConfig, run: int, tool: Any) -> McpTool:
     import json
 
     schema = getattr(tool, "input_schema", None) or getattr(tool, "inputSchema", None) or {"type": "object"}
     description = one_line(getattr(tool, "description", "") or "", 2000)
     name = str(tool.name)
-    return McpTool(server, name, ToolSpec(_model_name(name), description, json.dumps(schema)[: 64 * 1024]))
+    spec = ToolSpec(_model_name(name), description, json.dumps(schema)[: 64 * 1024])
+    return McpTool(config.name, name, spec, config.identity, run)
 
 
 def _describe(exc: BaseException) -> str:

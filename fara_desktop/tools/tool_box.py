@@ -20,7 +20,13 @@ MAX_ARGUMENT_CHARS = 64 * 1024
 
 
 def tool_key(tool: McpTool) -> str:
+    """How a chat names a tool it offers (by the server's name: switching the server on is the user's consent)."""
     return f"{tool.server}/{tool.name}"
+
+
+def permission_key(tool: McpTool) -> str:
+    """What *Always for this tool* is bound to: the server's whole definition and the tool's name."""
+    return f"{tool.identity or tool.server}/{tool.name}"
 
 
 class ToolBox:
@@ -47,15 +53,17 @@ class ToolBox:
         return next((t for t in self.offered(keys) if t.spec.name == model_name), None)
 
     def is_always_allowed(self, tool: McpTool) -> bool:
-        return tool_key(tool) in self.always
+        return permission_key(tool) in self.always
 
     def allow_always(self, tool: McpTool) -> None:
-        """The user's *Always for this tool* (a click, never a model's or a tool's text)."""
-        self.always.add(tool_key(tool))
+        """The user's *Always for this tool* (a click, never a model's or a tool's text), for the tool of the
+        server definition that was shown."""
+        self.always.add(permission_key(tool))
         self._on_permissions()
 
     def start_call(self, tool: McpTool, arguments: str) -> concurrent.futures.Future[ToolResult]:
-        """Run a call the user allowed; arguments that are not a JSON object end it without running the tool."""
+        """Run a call the user allowed (``tool``: the very one shown, of the server run that listed it);
+        arguments that are not a JSON object end it without running the tool."""
         parsed = parse_arguments(arguments)
         if parsed is None:
             future: concurrent.futures.Future[ToolResult] = concurrent.futures.Future()

@@ -52,7 +52,7 @@ from fara_desktop.planning.catalog_fit import assess_catalog_here
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.planning.planner import StartupPlan
 from fara_desktop.settings import RemoteChoice, Settings, ToolSettings, save_settings
-from fara_desktop.tools.mcp_config import McpConfigError, parse_mcp_servers
+from fara_desktop.tools.mcp_config import McpConfigError, bind_to_definitions, parse_mcp_servers
 from fara_desktop.tools.mcp_hub import McpHub
 from fara_desktop.tools.tool_box import ToolBox
 from fara_desktop.ui.controllers.chat_controller import ChatController
@@ -101,7 +101,7 @@ class MainWindow(QMainWindow):
         self.setGeometry(first_geometry(self.screen().availableGeometry()))
         self._placed = False
         self.paths = paths or app_paths().ensure()
-        self.settings = settings or Settings()
+        self.settings = _tools_bound_to_definitions(settings or Settings())
         self._closed = False
         self.models_dialog: GetModelsDialog | None = None
         opened = open_store(self.paths.data)
@@ -658,3 +658,13 @@ class MainWindow(QMainWindow):
         self.session.close()
         self.store.close()
         super().closeEvent(event)
+
+
+def _tools_bound_to_definitions(settings: Settings) -> Settings:
+    """Servers switched on and *Always* permissions named by a server's name alone (settings of an earlier version)
+    bound to the definitions saved with them (``tools.mcp_config.bind_to_definitions``)."""
+    tools = settings.tools
+    enabled, always = bind_to_definitions(tools.servers_json, tools.enabled, tools.always_allowed)
+    if (enabled, always) == (tools.enabled, tools.always_allowed):
+        return settings
+    return dataclasses.replace(settings, tools=dataclasses.replace(tools, enabled=enabled, always_allowed=always))

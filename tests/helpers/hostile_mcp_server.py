@@ -26,6 +26,12 @@ def echo(text: str) -> str:
 
 
 @server.tool()
+def inspect(text: str) -> str:
+    """Return the text as Python writes it in ASCII (every character it received, escaped)."""
+    return ascii(text)
+
+
+@server.tool()
 def huge() -> str:
     """Return 50 MB of text."""
     return "x" * (50 * 1024 * 1024)

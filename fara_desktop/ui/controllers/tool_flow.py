@@ -20,7 +20,7 @@ from fara_desktop.engine.types import ToolCall
 from fara_desktop.tools.mcp_hub import McpTool
 from fara_desktop.tools.tool_box import MAX_CALLS_PER_REPLY, ToolBox
 from fara_desktop.tools.tool_results import ToolResult
-from fara_desktop.ui.widgets.tool_approval import ToolApprovalBar
+from fara_desktop.ui.widgets.tool_approval import ToolApprovalBar, readable_arguments
 
 
 class ToolFlow(QObject):
@@ -48,6 +48,9 @@ class ToolFlow(QObject):
         self._uses: list[ToolUse] = []
         self._count = 0
         self._running: tuple[concurrent.futures.Future[ToolResult], ToolCall, McpTool] | None = None
+        # The call on the approval bar: the very tool shown (of the server run that listed it) and the arguments as
+        # shown; a decision applies to these, whatever bears the name when the user clicks.
+        self._asked: tuple[McpTool, str] | None = None
         self.calls_in_reply = 0
         self.active = False
         self._resultReady.connect(self._on_result)
@@ -89,7 +92,9 @@ class ToolFlow(QObject):
             self._run(call, tool)
         else:
             number = self._count - len(self._calls) + 1
-            self._approval.ask(tool.spec.name, tool.server, call.arguments, number, self._count)
+            shown = readable_arguments(call.arguments)
+            self._asked = (tool, shown)
+            self._approval.ask(tool.spec.name, tool.server, shown, number, self._count)
             self._set_status(f"Waiting for your decision: run {tool.spec.name}?")
 
     def decide(self, choice: str) -> None:
@@ -97,20 +102,22 @@ class ToolFlow(QObject):
         if not self.active or not self._calls or self._running is not None:
             return
         call = self._calls[0]
-        tool = self.box.find(call.name, self._keys())
+        asked, self._asked = self._asked, None
         self._approval.done()
-        if tool is None or choice == "deny":
-            self._record(call, tool.server if tool else "", "denied")
+        if asked is None or choice == "deny":
+            self._record(call, asked[0].server if asked else "", "denied")
             self._next()
             return
+        tool, shown = asked
         if choice == "always":
             self.box.allow_always(tool)
-        self._run(call, tool)
+        self._run(call, tool, shown)
 
-    def _run(self, call: ToolCall, tool: McpTool) -> None:
+    def _run(self, call: ToolCall, tool: McpTool, shown: str | None = None) -> None:
+        """``shown``: the arguments as the approval bar showed them, sent as shown (None: allowed for good)."""
         self.calls_in_reply += 1
         self._set_status(f"Running {tool.spec.name} ({tool.server})…")
-        future = self.box.start_call(tool, call.arguments)
+        future = self.box.start_call(tool, call.arguments if shown is None else shown)
         self._running = (future, call, tool)
         future.add_done_callback(self._resultReady.emit)
 
@@ -128,6 +135,7 @@ class ToolFlow(QObject):
         if not self.active:
             return None
         self.active = False
+        self._asked = None
         self._approval.done()
         if self._running is not None:
             self._running[0].cancel()

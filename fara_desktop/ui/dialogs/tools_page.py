@@ -40,6 +40,8 @@ def state_words(state: ServerState | None) -> str:
     return state.state
 
 
+IDENTITY_ROLE = Qt.ItemDataRole.UserRole + 1  # the server definition an item stands for
+
 class ToolsPage(QWidget):
     """Edits a copy of the tool settings; ``tool_settings()`` returns the result."""
 
@@ -117,23 +119,24 @@ class ToolsPage(QWidget):
         self.server_list.blockSignals(True)
         self.server_list.clear()
         for server in self._servers:
-            on = server.name in self._enabled
+            on = server.identity in self._enabled  # a definition pasted under an enabled server's name is off
             item = QListWidgetItem(
                 f"{one_line(server.name, 64)} — {state_words(states.get(server.name)) if on else 'off'}\n"
                 f"    {one_line(server.summary, 200)}"
             )
             item.setData(Qt.ItemDataRole.UserRole, server.name)
+            item.setData(IDENTITY_ROLE, server.identity)
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
             item.setCheckState(Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
             self.server_list.addItem(item)
         self.server_list.blockSignals(False)
 
     def _switched(self, item: QListWidgetItem) -> None:
-        name = item.data(Qt.ItemDataRole.UserRole)
+        identity = item.data(IDENTITY_ROLE)
         if item.checkState() == Qt.CheckState.Checked:
-            self._enabled.add(name)
+            self._enabled.add(identity)
         else:
-            self._enabled.discard(name)
+            self._enabled.discard(identity)
 
     def _restart_selected(self) -> None:
         item = self.server_list.currentItem()
@@ -153,5 +156,9 @@ class ToolsPage(QWidget):
         self._show_always()
 
     def tool_settings(self) -> ToolSettings:
-        names = {s.name for s in self._servers}
-        return ToolSettings(self.editor.toPlainText(), tuple(n for n in self._enabled if n in names), self._always)
+        """The servers switched on (by identity: what is on is exactly the definition that was switched on) and the
+        permissions of definitions still listed (a changed definition starts with none)."""
+        identities = {s.identity for s in self._servers}
+        enabled = tuple(sorted(i for i in self._enabled if i in identities))
+        always = tuple(a for a in self._always if a.split("/", 1)[0] in identities)
+        return ToolSettings(self.editor.toPlainText(), enabled, always)

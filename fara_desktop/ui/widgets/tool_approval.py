@@ -9,19 +9,23 @@ import json
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
+from fara_desktop.tools.tool_box import MAX_ARGUMENT_CHARS
 from fara_desktop.ui.widgets.plain_text import plain_label
-from fara_desktop.untrusted import one_line
-
-MAX_SHOWN_ARGUMENTS = 4000
+from fara_desktop.untrusted import one_line, with_hidden_shown
 
 
 def readable_arguments(arguments: str) -> str:
-    """The call's arguments as the user reads them: indented JSON when they are JSON, cut when long."""
+    """The call's arguments as the user reads them, all of them: indented JSON when they are JSON, with every
+    character a reader could not see (bidirectional overrides, line separators, zero-width ones) written as its
+    JSON escape — the text reads back to exactly the value that is sent (``ToolFlow`` sends this very text)."""
+    if len(arguments) > MAX_ARGUMENT_CHARS:
+        return (with_hidden_shown(arguments[:MAX_ARGUMENT_CHARS]) + f"\n… {len(arguments):,} characters: longer "
+                f"than the {MAX_ARGUMENT_CHARS // 1024} KiB a call may send, so the tool will not run.")  # fmt: skip
     try:
         text = json.dumps(json.loads(arguments), indent=2, ensure_ascii=False)
     except (ValueError, RecursionError):
         text = arguments
-    return text if len(text) <= MAX_SHOWN_ARGUMENTS else text[:MAX_SHOWN_ARGUMENTS] + f"\n… ({len(text):,} characters)"
+    return with_hidden_shown(text)
 
 
 class ToolApprovalBar(QFrame):
@@ -58,15 +62,15 @@ class ToolApprovalBar(QFrame):
         layout.addLayout(buttons)
         self.hide()
 
-    def ask(self, tool: str, server: str, arguments: str, number: int, count: int) -> None:
+    def ask(self, tool: str, server: str, shown: str, number: int, count: int) -> None:
+        """``shown``: the arguments as ``readable_arguments`` writes them (what will be sent if allowed)."""
         of = f" (call {number} of {count})" if count > 1 else ""
         self.question.setText(
             f"The model wants to run the tool {one_line(tool, 80)} of the server {one_line(server, 80)}{of}. "
             "Allow it?"
         )
-        shown = readable_arguments(arguments)
         self.arguments.setPlainText(shown)
-        lines = min(shown.count("\n") + 1, 5)  # small for a small call; long ones scroll
+        lines = min(shown.count("\n") + 1, 8)  # small for a small call; long ones scroll
         self.arguments.setFixedHeight(lines * self.arguments.fontMetrics().lineSpacing() + 14)
         self.setAccessibleName(f"Run {one_line(tool, 80)}? Allow once, always for this tool, or deny")
         self.show()

@@ -46,7 +46,7 @@ def _ready(hub, *names, timeout=60):
 def test_servers_run_only_when_enabled_and_stop_when_turned_off(hub):
     hub.configure([TIME], enabled=set())
     assert hub.states() == {} and hub._thread is None  # nothing runs, not even the hub's thread
-    hub.configure([TIME], enabled={"time"})
+    hub.configure([TIME], enabled={TIME.identity})
     tools = _ready(hub, "time")
     assert {name for _, name in tools} == {"get_current_time", "convert_time"}
     hub.configure([TIME], enabled=set())
@@ -54,7 +54,7 @@ def test_servers_run_only_when_enabled_and_stop_when_turned_off(hub):
 
 
 def test_the_time_server_tells_the_time_in_tokyo(hub):
-    hub.configure([TIME], {"time"})
+    hub.configure([TIME], {TIME.identity})
     tools = _ready(hub, "time")
     result = hub.call(tools[("time", "get_current_time")], {"timezone": "Asia/Tokyo"})
     assert not result.is_error and json.loads(result.text)["datetime"].endswith("+09:00")
@@ -65,8 +65,8 @@ def test_the_git_server_reads_a_repository(hub, tmp_path):
     repo.mkdir()
     subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
     (repo / "notes.txt").write_text("hello\n")
-    hub.configure([McpServerConfig("git", sys.executable, ("-m", "mcp_server_git", "--repository", str(repo)))],
-                  {"git"})  # fmt: skip
+    git = McpServerConfig("git", sys.executable, ("-m", "mcp_server_git", "--repository", str(repo)))
+    hub.configure([git], {git.identity})
     tools = _ready(hub, "git")
     result = hub.call(tools[("git", "git_status")], {"repo_path": str(repo)})
     assert not result.is_error and "notes.txt" in result.text
@@ -77,7 +77,8 @@ def test_the_reference_filesystem_server_from_npm_reads_only_its_folder(hub, tmp
     (tmp_path / "allowed").mkdir()
     (tmp_path / "allowed" / "a.txt").write_text("inside")
     (tmp_path / "secret.txt").write_text("SECRET-CONTENT")
-    hub.configure([McpServerConfig("files", "node", (str(FILESYSTEM), str(tmp_path / "allowed")))], {"files"})
+    files = McpServerConfig("files", "node", (str(FILESYSTEM), str(tmp_path / "allowed")))
+    hub.configure([files], {files.identity})
     tools = _ready(hub, "files")
     read = tools[("files", "read_text_file")]
     assert hub.call(read, {"path": str(tmp_path / "allowed" / "a.txt")}).text == "inside"
@@ -87,7 +88,8 @@ def test_the_reference_filesystem_server_from_npm_reads_only_its_folder(hub, tmp
 
 def test_hostile_results_get_bounded_clear_outcomes(hub, caplog):
     caplog.set_level(logging.INFO)
-    hub.configure([McpServerConfig("hostile", sys.executable, (HOSTILE,))], {"hostile"})
+    hostile = McpServerConfig("hostile", sys.executable, (HOSTILE,))
+    hub.configure([hostile], {hostile.identity})
     tools = _ready(hub, "hostile")
     # the server's stderr is in the log, not in any result
     wait_until(lambda: "hostile server starting" in caplog.text, 10, "the server's stderr in the log")
@@ -118,7 +120,8 @@ def test_hostile_results_get_bounded_clear_outcomes(hub, caplog):
 
 
 def test_a_command_that_does_not_exist_is_said(hub):
-    hub.configure([McpServerConfig("ghost", "/nonexistent/mcp-server")], {"ghost"})
+    ghost = McpServerConfig("ghost", "/nonexistent/mcp-server")
+    hub.configure([ghost], {ghost.identity})
     wait_until(lambda: hub.states()["ghost"].state != "starting", 30, "the start to fail")
     state = hub.states()["ghost"]
     assert state.state == "failed" and "not found" in state.message
@@ -136,7 +139,8 @@ def test_a_streamable_http_server_on_this_computer(hub):
                                stdout=subprocess.DEVNULL)  # fmt: skip
     try:
         wait_until(lambda: _listening(port), 30, "the HTTP server to listen")
-        hub.configure([McpServerConfig("web", url=f"http://127.0.0.1:{port}/mcp")], {"web"})
+        web = McpServerConfig("web", url=f"http://127.0.0.1:{port}/mcp")
+        hub.configure([web], {web.identity})
         tools = _ready(hub, "web")
         assert hub.call(tools[("web", "echo")], {"text": "over http"}).text == "over http"
     finally:
@@ -153,7 +157,7 @@ def _listening(port: int) -> bool:
 def test_two_servers_with_a_tool_of_the_same_name_get_names_the_model_can_tell_apart(hub):
     hostile = McpServerConfig("hostile", sys.executable, (HOSTILE,))
     twin = McpServerConfig("twin", sys.executable, (HOSTILE,))
-    hub.configure([hostile, twin], {"hostile", "twin"})
+    hub.configure([hostile, twin], {hostile.identity, twin.identity})
     _ready(hub, "hostile", "twin")
     names = [t.spec.name for t in hub.tools()]
     assert "hostile_echo" in names and "twin_echo" in names and len(set(names)) == len(names)

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from fara_desktop.tools.mcp_config import McpConfigError, McpServerConfig, parse_mcp_servers
+from fara_desktop.tools.mcp_config import McpConfigError, McpServerConfig, bind_to_definitions, parse_mcp_servers
 
 CLAUDE_DESKTOP = {
     "mcpServers": {
@@ -50,3 +50,24 @@ def test_a_claude_desktop_block_is_read_as_written():
 def test_mistakes_are_named(config, said):
     with pytest.raises(McpConfigError, match=said.replace("[", r"\[").replace("(", r"\(")):
         parse_mcp_servers(config)
+
+
+def test_a_servers_identity_is_its_whole_definition():
+    time = McpServerConfig("time", "uvx", ("mcp-server-time",))
+    assert time.identity == McpServerConfig("time", "uvx", ("mcp-server-time",)).identity
+    assert time.identity.startswith("time#")
+    others = [McpServerConfig("time", "uvx", ("evil",)), McpServerConfig("time", "sh", ("mcp-server-time",)),
+              McpServerConfig("time", "uvx", ("mcp-server-time",), (("A", "1"),)),
+              McpServerConfig("time", url="http://127.0.0.1:1/mcp"),
+              McpServerConfig("clock", "uvx", ("mcp-server-time",))]  # fmt: skip
+    assert len({time.identity, *(o.identity for o in others)}) == 1 + len(others)
+    assert "secret" not in McpServerConfig("t", "x", (), (("TOKEN", "secret"),)).identity
+
+
+def test_name_only_settings_of_an_earlier_version_are_bound_to_the_definition_saved_with_them():
+    text = json.dumps(CLAUDE_DESKTOP)
+    time, files, _ = parse_mcp_servers(text)
+    enabled, always = bind_to_definitions(text, ("time", "files", "gone"), ("time/get_current_time", "gone/x"))
+    assert enabled == (time.identity, files.identity)
+    assert always == (f"{time.identity}/get_current_time",)
+    assert bind_to_definitions(text, enabled, always) == (enabled, always)  # bound ones are kept as they are
