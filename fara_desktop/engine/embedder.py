@@ -44,6 +44,10 @@ class EmbedderClosedError(FaraError):
     """The embedding model was closed (the app is closing, or another model replaced it)."""
 
 
+class EmbeddingCancelledError(FaraError):
+    """The one who asked stopped waiting (a local API client left, or the server is stopping)."""
+
+
 def embedder_threads() -> int:
     """Like the chat model's: the physical cores this process may use (an encoder is compute-bound; SMT siblings
     only contend). Measured on 2 cores: 1 thread 24, 2 threads 42 passages/s."""
@@ -54,6 +58,7 @@ def embedder_threads() -> int:
 class _Request:
     texts: Sequence[str]
     is_query: bool
+    cancel: threading.Event | None = None
     result: Future[np.ndarray] = field(default_factory=Future)
     rows: list[np.ndarray] = field(default_factory=list)
 
@@ -84,10 +89,11 @@ class Embedder:
 
     # ------------------------------------------------------------------ callers' side
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str], cancel: threading.Event | None = None) -> np.ndarray:
         """One row per text, each of length 1 (cosine similarity is then a dot product). Passages: queries asked
-        for meanwhile are served first."""
-        return self._ask(texts, is_query=False)
+        for meanwhile are served first. ``cancel``: once set, the request ends before its next text with
+        ``EmbeddingCancelledError`` (a text takes at most ~1 s, at 512 tokens)."""
+        return self._ask(texts, is_query=False, cancel=cancel)
 
     def embed_query(self, text: str) -> np.ndarray:
         """The vector of one search query, before any passage still waiting."""
@@ -112,8 +118,8 @@ class Embedder:
         if threading.current_thread() is not self._thread:
             self._thread.join()
 
-    def _ask(self, texts: Sequence[str], is_query: bool) -> np.ndarray:
-        request = _Request(list(texts), is_query)
+    def _ask(self, texts: Sequence[str], is_query: bool, cancel: threading.Event | None = None) -> np.ndarray:
+        request = _Request(list(texts), is_query, cancel)
         if not request.texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         with self._wake:
@@ -136,6 +142,10 @@ class Embedder:
         self._runners.add(threading.get_ident())
         try:
             while (request := self._next()) is not None:
+                if request.cancel is not None and request.cancel.is_set():
+                    if self._drop(request):
+                        request.result.set_exception(EmbeddingCancelledError("The embedding request was stopped."))
+                    continue
                 try:
                     text = request.texts[len(request.rows)]
                     request.rows.append(self._vector(llm, text))

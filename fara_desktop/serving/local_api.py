@@ -35,6 +35,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from fara_desktop.engine.embedder import EmbeddingCancelledError
 from fara_desktop.engine.errors import GrammarError, PromptTooLongError, ToolsUnsupportedError, tools_unsupported
 from fara_desktop.engine.types import (
     ISOLATED,
@@ -136,7 +137,7 @@ class TextEmbedder(Protocol):
     name: str
     path: Path
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+    def embed(self, texts: Sequence[str], cancel: threading.Event | None = None) -> np.ndarray: ...
 
 
 NO_EMBEDDER = (
@@ -184,6 +185,9 @@ class LocalApi:
         self._active = 0
         self._reading = 0  # requests whose body is being read (event-loop thread only)
         self._lock = threading.Lock()
+        # What is under way, so that stopping the server ends it at once (SIGTERM waited 67 s for embeddings).
+        self._running_requests: set[int] = set()
+        self._embedding_cancels: set[threading.Event] = set()
         self.allowed_hosts: frozenset[str] | None = None
         self.app = Starlette(
             routes=[
@@ -261,6 +265,7 @@ class LocalApi:
             chat.messages, chat.sampling, ISOLATED, True, deliver, raw=chat.raw, tools=chat.tools
         )
         self._activity(+1)
+        self._running_requests.add(request_id)
         name = f"{'cmpl' if chat.raw else 'chatcmpl'}-fara-{request_id}"
         if chat.stream:
             return StreamingResponse(
@@ -283,7 +288,16 @@ class LocalApi:
             embedder = await asyncio.to_thread(self.embedder)
             if embedder is None:
                 return JSONResponse(error_body(NO_EMBEDDER, "not_found_error"), status_code=404)
-            vectors = await asyncio.to_thread(embedder.embed, texts)
+            cancel = threading.Event()
+            self._embedding_cancels.add(cancel)
+            watcher = asyncio.ensure_future(_when_gone(request, cancel.set))
+            try:
+                vectors = await asyncio.to_thread(embedder.embed, texts, cancel)
+            finally:
+                watcher.cancel()
+                self._embedding_cancels.discard(cancel)
+        except EmbeddingCancelledError:
+            return Response(status_code=499)  # nobody is there to read it (or the server is stopping)
         except BadRequest as exc:
             return JSONResponse(error_body(str(exc)), status_code=400)
         except FaraError as exc:
@@ -333,6 +347,7 @@ class LocalApi:
         finally:  # also when the client went away and Starlette cancelled this generator
             if not done:
                 self.queue.cancel_request(request_id)
+            self._running_requests.discard(request_id)
             self._activity(-1)
 
     async def _complete(
@@ -340,15 +355,19 @@ class LocalApi:
     ) -> Response:
         parts: list[str] = []
         reasoning: list[str] = []
+        gone = asyncio.Event()
+
+        def left() -> None:  # the client went away: its request is cancelled at once, tokens coming or not
+            self.queue.cancel_request(request_id)
+            gone.set()
+            events.put_nowait(Cancelled(request_id, "", None))
+
+        watcher = asyncio.ensure_future(_when_gone(request, left))
         try:
             while True:
-                try:
-                    event = await asyncio.wait_for(events.get(), timeout=0.25)
-                except asyncio.TimeoutError:
-                    if await request.is_disconnected():
-                        self.queue.cancel_request(request_id)
-                        return Response(status_code=499)
-                    continue
+                event = await events.get()
+                if gone.is_set():
+                    return Response(status_code=499)
                 if isinstance(event, TokenText):
                     (reasoning if event.reasoning else parts).append(event.text)
                 elif isinstance(event, (Finished, Cancelled)):
@@ -367,7 +386,16 @@ class LocalApi:
                 elif isinstance(event, Failed):
                     return failure_response(event)
         finally:
+            watcher.cancel()
+            self._running_requests.discard(request_id)
             self._activity(-1)
+
+    def stop_everything(self) -> None:
+        """The server is stopping: every request under way ends now (any thread; a signal handler too)."""
+        for request_id in list(self._running_requests):
+            self.queue.cancel_request(request_id)
+        for cancel in list(self._embedding_cancels):
+            cancel.set()
 
     # ------------------------------------------------------------------ helpers
 
@@ -415,6 +443,13 @@ class LocalApi:
             self.on_activity(active)
 
 
+async def _when_gone(request: Request, then: Callable[[], None]) -> None:
+    """Call ``then`` when the client disconnects (its body was read: the next message is the disconnect)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+    then()
+
+
 def failure_response(event: Failed) -> JSONResponse:
     """A request that failed: the client's own doing (a schema no grammar can be built of) is a 400."""
     if event.error_type in CLIENT_ERRORS:
@@ -456,6 +491,7 @@ class ApiServer:
             raise ApiKeyRequired(f"Listening on {host} makes the model reachable from the network: set an API key.")
         import uvicorn
 
+        self.api = api
         self.host = host
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self._socket = socket.socket(family, socket.SOCK_STREAM)
@@ -499,6 +535,7 @@ class ApiServer:
 
     def stop(self, timeout: float = 5.0) -> None:
         self._server.should_exit = True
+        self.api.stop_everything()
         if self._thread is not None:
             self._thread.join(timeout)
         self._socket.close()

@@ -26,6 +26,7 @@ from fara_desktop.engine.worker import InferenceWorker
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.serving.local_api import ApiKeyRequired, ApiServer, LocalApi
 from fara_desktop.serving.openai_format import model_id
+from tests.conftest import wait_until
 from tests.helpers.local_api_server import serve_model
 
 PARAMS = LoadParams(n_ctx=2048, prefault=False)
@@ -409,3 +410,122 @@ def test_logprobs_give_each_tokens_probability_and_the_likeliest_others(served):
         assert entry.logprob <= 0 and len(entry.top_logprobs) == 3
         tops = [t.logprob for t in entry.top_logprobs]
         assert tops == sorted(tops, reverse=True) and entry.logprob <= tops[0] + 1e-6
+
+
+def _post_and_leave(port: int, path: str, body: dict[str, Any]):
+    """A client that sends a request on a raw socket and can leave before the answer (``close``)."""
+    import socket
+
+    raw = json.dumps(body).encode()
+    sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+    sock.sendall(f"POST /v1/{path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+                 f"Content-Length: {len(raw)}\r\n\r\n".encode() + raw)  # fmt: skip
+    return sock
+
+
+@pytest.mark.real_model
+def test_a_client_that_leaves_a_non_streamed_request_cancels_it_while_tokens_keep_coming(smollm2_path):
+    """The disconnect was looked for only after 0.25 s without a token: 4,000 tokens (65 s of CPU) were written
+    for nobody, and eight such requests held the queue the user's chats wait in."""
+    import queue
+
+    from fara_desktop.engine.types import Cancelled, Failed, TokenText
+
+    events: queue.Queue[object] = queue.Queue()
+    worker = InferenceWorker(events.put).start()
+    worker.load_model(smollm2_path, PARAMS)
+    while not isinstance(loaded := events.get(timeout=60), (ModelLoaded, ModelLoadFailed)):
+        pass
+    assert isinstance(loaded, ModelLoaded)
+
+    class Watched:
+        """The worker, with the API's events for its requests also seen by the test."""
+
+        def generate(self, messages: Any, sampling: Any, conversation: Any, thinking: bool, on_event: Any,
+                     **kwargs: Any) -> int:  # fmt: skip
+            def both(event: object) -> None:
+                events.put(event)
+                on_event(event)
+
+            return worker.generate(messages, sampling, conversation, thinking, both, **kwargs)
+
+        def cancel_request(self, request_id: int) -> None:
+            worker.cancel_request(request_id)
+
+    server = ApiServer(LocalApi(Watched(), lambda: loaded.info, lambda: SamplingParams(temperature=0.0)))
+    server.start()
+    try:
+        sock = _post_and_leave(server.port, "chat/completions", {
+            "model": "any", "max_tokens": 4000,
+            "messages": [{"role": "user", "content": "Count from 1 to 2000, one number per line."}]})  # fmt: skip
+        while not isinstance(events.get(timeout=60), TokenText):
+            pass
+        sock.close()  # the client leaves while the tokens stream in
+        while not isinstance(final := events.get(timeout=120), (Finished, Cancelled, Failed)):
+            pass
+        assert isinstance(final, Cancelled), final
+    finally:
+        server.stop()
+        assert worker.shutdown(timeout=30)
+
+
+def _slow_embedder(tmp_path):
+    """An embedder of all-MiniLM-L6-v2's shape (random weights): real speed, ~25 passages a second here."""
+    from fara_desktop.engine.embedder import Embedder
+    from tests.helpers.gguf_factory import write_bert_embedder
+
+    path = write_bert_embedder(tmp_path / "minilm-shape.gguf", n_embd=384, n_layer=6, n_head=12, n_ff=1536)
+    return Embedder(path, threads=1)
+
+
+def test_an_embeddings_request_whose_client_leaves_stops_and_the_next_one_is_answered(tmp_path):
+    """256 long texts went on being embedded for minutes after the client had gone."""
+    from tests.helpers.scripted_queue import ScriptedQueue
+
+    embedder = _slow_embedder(tmp_path)
+    info = ModelInfo(tmp_path / "chat.gguf", "Chat", "llama", 2048, 2048, 2, 2, "f16", False, "gguf", 0.1, 1)
+    server = ApiServer(LocalApi(ScriptedQueue(), lambda: info, embedder=lambda: embedder))
+    server.start()
+    texts = ["the pump valve pressure water dry store chapter manual log server " * 7] * 256
+    try:
+        sock = _post_and_leave(server.port, "embeddings", {"model": "any", "input": texts})
+        wait_until(lambda: embedder.passages_embedded > 0, 60, "the first passage")
+        sock.close()
+        with client(server) as api:  # waits behind the first request's passages, or what is left of them
+            assert len(api.embeddings.create(model="any", input="the pump").data) == 1
+        assert embedder.passages_embedded < len(texts)
+    finally:
+        server.stop()
+        embedder.close()
+
+
+def test_stopping_the_server_ends_an_embeddings_request_under_way(tmp_path):
+    """SIGTERM waited 67 s for a request's embeddings (``fara-desktop serve`` stops through ``ApiServer.stop``)."""
+    from tests.helpers.scripted_queue import ScriptedQueue
+
+    embedder = _slow_embedder(tmp_path)
+    info = ModelInfo(tmp_path / "chat.gguf", "Chat", "llama", 2048, 2048, 2, 2, "f16", False, "gguf", 0.1, 1)
+    server = ApiServer(LocalApi(ScriptedQueue(), lambda: info, embedder=lambda: embedder))
+    server.start()
+    texts = ["the pump valve pressure water dry store chapter manual log server " * 7] * 256
+    try:
+        sock = _post_and_leave(server.port, "embeddings", {"model": "any", "input": texts})
+        wait_until(lambda: embedder.passages_embedded > 0, 60, "the first passage")
+        server.stop(timeout=60)
+        assert embedder.passages_embedded < len(texts)
+        sock.close()
+    finally:
+        embedder.close()
+
+
+def test_an_embeddings_request_over_the_total_budget_is_refused(tmp_path):
+    from tests.helpers.scripted_queue import ScriptedQueue
+
+    info = ModelInfo(tmp_path / "chat.gguf", "Chat", "llama", 2048, 2048, 2, 2, "f16", False, "gguf", 0.1, 1)
+    server = ApiServer(LocalApi(ScriptedQueue(), lambda: info))
+    server.start()
+    try:
+        with client(server) as api, pytest.raises(openai.BadRequestError, match="several requests"):
+            api.embeddings.create(model="any", input=["x" * 30_000] * 256)
+    finally:
+        server.stop()
