@@ -5,17 +5,27 @@ Measured: the SDK (2.x) joins its line buffer with every 64 KiB chunk (``(buffer
 for the ``TextReceiveStream`` that reader wraps the pipe in and hands it whole lines only (its buffer stays empty;
 reading is linear). A line longer than ``MAX_MESSAGE_CHARS`` is not kept: it is replaced by a JSON-RPC error for
 the same request id, so the call ends at once with a clear message and the server stays usable.
+
+Messages a server sends unasked (notifications, its own requests) are budgeted: 400,000 of them took the SDK 40 s
+to validate, and a call's answer waited behind them. Past ``UNASKED_BURST`` (then ``UNASKED_PER_SECOND``) they
+are dropped here, counted, and the count logged; answers to the app's requests always pass.
 """
 
 from __future__ import annotations
 
 import codecs
 import json
+import logging
 import re
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+log = logging.getLogger(__name__)
+
 MAX_MESSAGE_CHARS = 8 * 1024 * 1024
+UNASKED_BURST = 1000
+UNASKED_PER_SECOND = 50.0
 OVERSIZE_CODE = -32099  # in JSON-RPC's range for implementation errors: a message dropped for its size
 _REQUEST_ID = re.compile(r'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.){0,200}")')
 
@@ -29,6 +39,9 @@ class BoundedLines:
         self._parts: list[str] = []
         self._size = 0
         self._head = ""  # the start of an oversized line: where its request id is
+        self._unasked_tokens = float(UNASKED_BURST)
+        self._unasked_stamp = time.monotonic()
+        self._dropped = 0
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self._lines()
@@ -44,13 +57,40 @@ class BoundedLines:
                 self._add(text[:end])
                 text = text[end + 1 :]
                 line = self._take()
-                if line is not None:
+                if line is not None and self._within_budget(line):
                     yield line + "\n"
         self._add(self._decoder.decode(b"", final=True))
         if self._size:
             line = self._take()
             if line is not None:
                 yield line
+
+    def _within_budget(self, line: str) -> bool:
+        """False for a message the server sent unasked once its budget is spent (an answer always passes)."""
+        if '"method"' not in line:
+            return True  # an answer (its "result" or "error"): not even parsed
+        try:
+            message = json.loads(line)
+        except (ValueError, RecursionError):
+            return True  # the SDK reports what it cannot read
+        if not isinstance(message, dict) or "method" not in message:
+            return True
+        now = time.monotonic()
+        self._unasked_tokens = min(float(UNASKED_BURST),
+                                   self._unasked_tokens + (now - self._unasked_stamp) * UNASKED_PER_SECOND)  # fmt: skip
+        self._unasked_stamp = now
+        if self._unasked_tokens >= 1:
+            self._unasked_tokens -= 1
+            if self._dropped:
+                log.info("An MCP server sent %s messages unasked faster than they are read; they were dropped",
+                         f"{self._dropped:,}")  # fmt: skip
+                self._dropped = 0
+            return True
+        if not self._dropped:
+            log.info("An MCP server sends messages unasked faster than %s a second; they are dropped",
+                     f"{UNASKED_PER_SECOND:g}")  # fmt: skip
+        self._dropped += 1
+        return False
 
     def _add(self, piece: str) -> None:
         if not piece:

@@ -17,15 +17,15 @@ import contextlib
 import dataclasses
 import itertools
 import logging
-import os
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TextIO
+from typing import Any, Literal
 
 from fara_desktop.engine.types import ToolSpec
 from fara_desktop.tools.bounded_lines import OVERSIZE_CODE, bound_the_sdks_stdio_reader
 from fara_desktop.tools.mcp_config import McpServerConfig
+from fara_desktop.tools.server_output import LogBudget, StderrToLog, bounded_http_client, server_log_callback
 from fara_desktop.tools.tool_results import ToolResult, error_result, result_of
 from fara_desktop.untrusted import one_line
 
@@ -35,7 +35,6 @@ START_TIMEOUT_S = 60.0  # a server's start, handshake and tool list (uvx/npx may
 CALL_TIMEOUT_S = 60.0
 CONNECTION_CLOSED = -32000  # the SDK's code for a session whose server is gone
 MAX_TOOLS_PER_SERVER = 128
-MAX_STDERR_LINE = 500
 
 State = Literal["starting", "ready", "failed", "stopped"]
 
@@ -62,27 +61,6 @@ class ServerState:
     state: State
     message: str = ""
     tools: tuple[McpTool, ...] = field(default=())
-
-
-class _StderrToLog:
-    """A pipe whose write end is a server's stderr; a thread logs what arrives, line by line."""
-
-    def __init__(self, server: str) -> None:
-        read_fd, write_fd = os.pipe()
-        self.file: TextIO = os.fdopen(write_fd, "w")
-        self._reader = threading.Thread(target=self._log, args=(read_fd, server), name="fara-mcp-stderr", daemon=True)
-        self._reader.start()
-
-    @staticmethod
-    def _log(read_fd: int, server: str) -> None:
-        with os.fdopen(read_fd, "rb") as pipe:
-            for line in pipe:
-                log.info("MCP server %s: %s", one_line(server, 64), one_line(line.decode("utf-8", "replace"),
-                                                                             MAX_STDERR_LINE))  # fmt: skip
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.file.close()
 
 
 class McpHub:
@@ -213,9 +191,14 @@ class McpHub:
     async def _serve(self, config: McpServerConfig, stop: asyncio.Event, run: int) -> None:
         from mcp import ClientSession
 
-        stderr = _StderrToLog(config.name) if config.command else None
+        stderr = StderrToLog(config.name) if config.command else None
+        budget = stderr.budget if stderr is not None else LogBudget(config.name)
+        logged = server_log_callback(budget)
         try:
-            async with self._transport(config, stderr) as streams, ClientSession(streams[0], streams[1]) as session:
+            async with (
+                self._transport(config, stderr) as streams,
+                ClientSession(streams[0], streams[1], logging_callback=logged) as session,
+            ):
                 await asyncio.wait_for(session.initialize(), START_TIMEOUT_S)
                 listed = await asyncio.wait_for(session.list_tools(), START_TIMEOUT_S)
                 tools = tuple(_tool(config, run, t) for t in listed.tools[:MAX_TOOLS_PER_SERVER])
@@ -237,11 +220,9 @@ class McpHub:
                 stderr.close()
 
     @staticmethod
-    def _transport(config: McpServerConfig, stderr: _StderrToLog | None) -> Any:
+    def _transport(config: McpServerConfig, stderr: StderrToLog | None) -> Any:
         if config.url:
-            from mcp.client.streamable_http import streamable_http_client
-
-            return streamable_http_client(config.url)
+            return _http_transport(config.url)
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
         bound_the_sdks_stdio_reader()
@@ -264,7 +245,7 @@ class McpHub:
         except Exception as exc:
             code = getattr(exc, "code", None)
             if isinstance(code, int) and code != CONNECTION_CLOSED:  # the server answered with an error
-                if code == OVERSIZE_CODE:
+                if code == OVERSIZE_CODE or "this app reads" in str(exc):
                     return error_result(f"The tool {tool.name}'s result was too large: {_describe(exc)}")
                 return error_result(f"The server {tool.server} refused {tool.name}: {_describe(exc)}")
             # The session is broken (the server exited or closed its end): the server is said to have failed.
@@ -275,6 +256,15 @@ class McpHub:
                 stop.set()
             return error_result(message)
         return result_of(result)
+
+
+@contextlib.asynccontextmanager
+async def _http_transport(url: str) -> AsyncIterator[Any]:
+    """The SDK's streamable-HTTP transport through an HTTP client whose answers are bounded (closed with it)."""
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with bounded_http_client() as client, streamable_http_client(url, http_client=client) as streams:
+        yield streams
 
 
 def _model_name(text: str) -> str:

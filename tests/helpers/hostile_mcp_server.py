@@ -1,5 +1,5 @@
 """An MCP server made by an adversary, run as a real process with the official SDK (stdio, or streamable HTTP with
-``--http PORT``): a 50 MB result, a call that never answers, a server that exits mid-call, a schema with limits,
+``--http PORT``, ``--json`` for answers as JSON bodies): a 50 MB result, a call that never answers, a server that exits mid-call, a schema with limits,
 and results that try to inject markdown images, control tokens and instructions."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import os
 import sys
 from typing import Annotated
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 
 server = MCPServer("hostile")
@@ -58,6 +58,32 @@ def note(title: Annotated[str, Field(max_length=120)], body: Annotated[str, Fiel
 
 
 @server.tool()
+def stderr_without_newlines(megabytes: int) -> str:
+    """Write that many megabytes to stderr with no newline."""
+    block = b"x" * (1 << 20)
+    for _ in range(megabytes):
+        sys.stderr.buffer.write(block)
+    sys.stderr.flush()
+    return "written"
+
+
+@server.tool()
+def stderr_lines(count: int) -> str:
+    """Write that many short lines to stderr."""
+    sys.stderr.buffer.write(b"noise line\n" * count)
+    sys.stderr.flush()
+    return "written"
+
+
+@server.tool()
+async def chatty(count: int, ctx: Context) -> str:
+    """Send that many log notifications, then answer."""
+    for number in range(count):
+        await ctx.info(f"note {number}")
+    return "answered"
+
+
+@server.tool()
 def injection() -> str:
     """Return a result that tries to take over."""
     return INJECTION
@@ -66,6 +92,7 @@ def injection() -> str:
 if __name__ == "__main__":
     print("hostile server starting (this line is stderr)", file=sys.stderr, flush=True)
     if "--http" in sys.argv:
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[sys.argv.index("--http") + 1]))
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[sys.argv.index("--http") + 1]),
+                   json_response="--json" in sys.argv)  # answers as JSON bodies rather than event streams
     else:
         server.run()

@@ -135,7 +135,7 @@ def _free_port() -> int:
 
 def test_a_streamable_http_server_on_this_computer(hub):
     port = _free_port()
-    process = subprocess.Popen([sys.executable, HOSTILE, "--http", str(port)], stderr=subprocess.DEVNULL,
+    process = subprocess.Popen([sys.executable, HOSTILE, "--http", str(port), "--json"], stderr=subprocess.DEVNULL,
                                stdout=subprocess.DEVNULL)  # fmt: skip
     try:
         wait_until(lambda: _listening(port), 30, "the HTTP server to listen")
@@ -143,6 +143,10 @@ def test_a_streamable_http_server_on_this_computer(hub):
         hub.configure([web], {web.identity})
         tools = _ready(hub, "web")
         assert hub.call(tools[("web", "echo")], {"text": "over http"}).text == "over http"
+        # 50 MB in one answer over HTTP was read whole (400 MB: a 1.3 GB peak); it is cut off at 8 MiB
+        huge = hub.call(tools[("web", "huge")], {})
+        assert huge.is_error and "this app reads" in huge.text and len(huge.text) < 2000
+        assert hub.call(tools[("web", "echo")], {"text": "still here"}).text == "still here"
     finally:
         hub.close()
         process.terminate()
@@ -161,3 +165,40 @@ def test_two_servers_with_a_tool_of_the_same_name_get_names_the_model_can_tell_a
     _ready(hub, "hostile", "twin")
     names = [t.spec.name for t in hub.tools()]
     assert "hostile_echo" in names and "twin_echo" in names and len(set(names)) == len(names)
+
+
+def test_a_servers_stderr_is_bounded_in_memory_and_in_the_log(hub, caplog):
+    """stderr without newlines grew the app with it (1.5 GB in 17 s); a line flood cost 39 s of CPU in 63 s and
+    rotated the app's log away."""
+    import psutil
+
+    from fara_desktop.tools.server_output import LINES_PER_MINUTE, MAX_LOGGED_LINE
+
+    caplog.set_level(logging.INFO)
+    hostile = McpServerConfig("hostile", sys.executable, (HOSTILE,))
+    hub.configure([hostile], {hostile.identity})
+    tools = _ready(hub, "hostile")
+    before = psutil.Process().memory_info().rss
+    assert hub.call(tools[("hostile", "stderr_without_newlines")], {"megabytes": 300}).text == "written"
+    assert hub.call(tools[("hostile", "stderr_lines")], {"count": 300_000}).text == "written"
+    wait_until(lambda: "counted, not logged" in caplog.text, 30, "the flood to be said")
+    grown = psutil.Process().memory_info().rss - before
+    assert grown < 100 * 1024 * 1024, f"the app grew {grown / 2**20:.0f} MB with 300 MB of stderr"
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("MCP server hostile: ")]
+    assert len(lines) <= LINES_PER_MINUTE + 5  # not 300,000
+    assert max(len(line) for line in lines) <= MAX_LOGGED_LINE + 40
+
+
+def test_a_flood_of_notifications_is_dropped_and_the_answer_still_comes(hub, caplog):
+    """400,000 notifications delayed a call's answer 40 s (the SDK validated each one first)."""
+    from fara_desktop.tools.bounded_lines import UNASKED_BURST
+
+    caplog.set_level(logging.INFO)
+    hostile = McpServerConfig("hostile", sys.executable, (HOSTILE,))
+    hub.configure([hostile], {hostile.identity})
+    tools = _ready(hub, "hostile")
+    assert hub.call(tools[("hostile", "chatty")], {"count": 6000}).text == "answered"
+    heard = [r for r in caplog.records if "] note " in r.getMessage()]
+    assert 0 < len(heard) <= UNASKED_BURST + 100  # the rest never reached the SDK
+    assert "messages unasked faster than" in caplog.text
+    wait_until(lambda: hub.call(tools[("hostile", "echo")], {"text": "x"}).text == "x", 30, "the server to answer")
