@@ -103,10 +103,29 @@ def candidate_files(roots: Sequence[Path]) -> Iterator[tuple[Path, os.stat_resul
                     yield path, listed
 
 
-def sha256_of(path: Path, limit: int) -> str:
-    """The hash of the first ``limit`` bytes of a regular file (a link or a FIFO in its place is refused)."""
-    digest = hashlib.sha256()
+def open_as_listed(path: Path, listed: os.stat_result | None = None) -> int:
+    """A descriptor for the regular file at ``path``, and the very file that was listed there (``listed``: its
+    ``lstat``). ``O_NOFOLLOW`` guards only the last component: a listed sub-folder swapped for a link to elsewhere
+    between the listing and the open would hand over another file under the shared folder's path; its device and
+    inode tell. Raises ``OSError`` (``LinkRefusedError``, ``NotARegularFileError``, ``FileChangedError``)."""
     fd = open_regular(path, follow_links=False)
+    if listed is not None:
+        opened = os.fstat(fd)
+        if (opened.st_dev, opened.st_ino) != (listed.st_dev, listed.st_ino):
+            os.close(fd)
+            raise FileChangedError(f"{path.name} is not the file that was listed")
+    return fd
+
+
+class FileChangedError(OSError):
+    """Another file is at the path than the one listed (a folder on the way was swapped meanwhile)."""
+
+
+def sha256_of(path: Path, limit: int, listed: os.stat_result | None = None) -> str:
+    """The hash of the first ``limit`` bytes of a regular file (a link or a FIFO in its place is refused, and so is
+    another file than ``listed``)."""
+    digest = hashlib.sha256()
+    fd = open_as_listed(path, listed)
     try:
         left = limit
         while left > 0 and (block := os.read(fd, min(1 << 20, left))):
@@ -200,7 +219,8 @@ def _scan(
         record = known.get(key)
         if record is not None and record.size == listed.st_size and record.mtime_ns == listed.st_mtime_ns:
             report.unchanged += 1
-        elif record is not None and record.size == listed.st_size and record.sha256 and _same_hash(path, record):
+        elif record is not None and record.size == listed.st_size and record.sha256 and _same_hash(path, record,
+                                                                                                   listed):
             index.touch_file(record.id, listed.st_mtime_ns)
             report.unchanged += 1
         elif not _index_file(index, collection, path, listed, report, reading):
@@ -216,9 +236,9 @@ def _scan(
     return True
 
 
-def _same_hash(path: Path, record: FileRecord) -> bool:
+def _same_hash(path: Path, record: FileRecord, listed: os.stat_result) -> bool:
     try:
-        return sha256_of(path, record.size) == record.sha256
+        return sha256_of(path, record.size, listed) == record.sha256
     except OSError:
         return False
 
@@ -235,18 +255,23 @@ class _Reading:
     should_stop: Callable[[], bool] | None
 
 
-def read_passages(reading: _Reading, path: Path, listed_size: int) -> tuple[list[Passage], str, int]:
+def read_passages(
+    reading: _Reading, path: Path, listed_size: int, listed: os.stat_result | None = None
+) -> tuple[list[Passage], str, int]:
     """(passages, sha256, bytes read) of one file: opened once, without following a link, refused unless it is a
-    regular file, and read (in the sandbox) to at most the size it had when it was listed."""
+    regular file and the very file that was listed, and read (in the sandbox) to at most the size it had when it
+    was listed."""
     suffix = path.suffix.lower()
     if listed_size > size_limit(suffix):
         raise UnreadableFile(f"larger than {size_limit(suffix) // MB} MB")
     try:
-        fd = open_regular(path, follow_links=False)
+        fd = open_as_listed(path, listed)
     except LinkRefusedError as exc:
         raise UnreadableFile("is a link now (it was a file when listed); links are not followed") from exc
     except NotARegularFileError as exc:
         raise UnreadableFile("is not a regular file now (a pipe, device or socket took its place)") from exc
+    except FileChangedError as exc:
+        raise UnreadableFile("is another file than the one listed (a folder on its way was replaced)") from exc
     except OSError as exc:
         raise UnreadableFile(f"cannot be opened ({exc.strerror or exc})") from exc
     found: list[Passage] = []
@@ -274,7 +299,7 @@ def _index_file(
     digest: str | None = None
     bytes_read = 0
     try:
-        found, digest, bytes_read = read_passages(reading, path, listed.st_size)
+        found, digest, bytes_read = read_passages(reading, path, listed.st_size, listed)
     except SandboxStoppedError:
         return False
     except UnreadableFile as exc:

@@ -109,6 +109,27 @@ def test_a_file_swapped_for_a_link_after_listing_is_not_followed(index, tmp_path
     assert index.search(["c"], "swordfish") == []
 
 
+def test_a_listed_sub_folder_swapped_for_a_link_does_not_index_a_private_file_from_elsewhere(index, tmp_path):
+    """``O_NOFOLLOW`` guards the last component only: a sub-folder swapped for a link between the listing and the
+    open indexed ~/private/b.txt under the shared folder's path."""
+    folder = tmp_path / "docs"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "a.txt").write_text("first file\n")
+    (folder / "sub" / "b.txt").write_text("second file\n")
+    private = tmp_path / "private"
+    private.mkdir()
+    (private / "b.txt").write_text("the private password is swordfish\n")
+
+    def swap() -> None:
+        (folder / "sub" / "b.txt").unlink()
+        (folder / "sub").rmdir()
+        (folder / "sub").symlink_to(private, target_is_directory=True)
+
+    report = _index(index, folder, on_progress=_swap_after_first_file(swap))
+    assert "another file than the one listed" in _reasons(report)["b.txt"]
+    assert index.search(["c"], "swordfish") == []
+
+
 def test_a_file_swapped_for_a_fifo_after_listing_does_not_hang(index, tmp_path):
     folder = tmp_path / "docs"
     folder.mkdir()
