@@ -12,7 +12,10 @@ a *job* (a function of this package) runs in a child process, one at a time, wit
 
 The file is opened by the parent (once, without following a link, refusing what is not a regular file) and its
 descriptor handed to the child, which reads at most the size the caller states. What the child sends back is
-unpickled with an allow-list of classes: a child that a hostile file took over still cannot run code here.
+unpickled with an allow-list of classes: a child that a hostile file took over still cannot run code here. Nor can
+it hang the app or inflate what it sends: a watchdog thread ends the child when the caller stops or a budget breaks,
+even while a message is half sent (a read waited forever, and Stop did nothing), and what is counted against the
+output budget is the text a message holds once unpickled (pickle's memo let 1 MB stand for 904 MB of passages).
 The child is started on first use and reused for the next job; after a job that broke its budget it is replaced.
 """
 
@@ -26,6 +29,7 @@ import multiprocessing
 import os
 import pickle
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -41,6 +45,7 @@ log = logging.getLogger(__name__)
 
 MB = 1024 * 1024
 POLL_SECONDS = 0.05
+MAX_OBJECTS = 2_000_000  # in one message from the child (a file's passages are thousands)
 
 
 @dataclass(frozen=True)
@@ -219,37 +224,52 @@ class Sandbox:
         conn.send((job.__module__, job.__name__, args, budget.memory_bytes, fd is not None))
         if fd is not None:
             send_handle(conn, _to_handle(fd), process.pid)
-        watched = psutil.Process(process.pid)
-        started_cpu = _cpu_seconds(watched)
-        deadline = time.monotonic() + budget.wall_seconds
+        watchdog = _Watchdog(process, budget, should_stop)
+        try:
+            return self._receive(conn, watchdog, budget, allowed, on_item, refusal)
+        finally:
+            watchdog.stop()
+
+    def _receive(
+        self,
+        conn: Connection,
+        watchdog: _Watchdog,
+        budget: Budget,
+        allowed: frozenset[tuple[str, str]],
+        on_item: Callable[[Any], None] | None,
+        refusal: type[FaraError],
+    ) -> Any:
         received = 0
         while True:
-            if conn.poll(POLL_SECONDS):
-                try:
-                    data = conn.recv_bytes(max(1, budget.output_bytes - received))
-                except (EOFError, OSError) as exc:
-                    self._end()
-                    if isinstance(exc, OSError) and "message length" in str(exc):  # longer than what is left
-                        raise BudgetExceededError(_describe("output", budget), "output") from exc
-                    raise SandboxFailedError("the reader stopped while reading it (the file may be damaged)") from exc
-                received += len(data)
-                try:
-                    kind, value = _AllowedUnpickler(data, allowed).load()
-                except (pickle.UnpicklingError, ValueError, TypeError, EOFError) as exc:
-                    self._end()
-                    raise SandboxFailedError("the reader sent back something it should not have") from exc
-                if kind == "item":
-                    if on_item is not None:
-                        on_item(value)
-                    continue
-                return self._finish(kind, value, budget, refusal)
-            if should_stop is not None and should_stop():
+            try:
+                data = conn.recv_bytes(max(1, budget.output_bytes - received))
+            except (EOFError, OSError) as exc:
                 self._end()
-                raise SandboxStoppedError("stopped")
-            resource = self._over_budget(watched, started_cpu, budget, deadline)
-            if resource is not None:
+                if watchdog.stopped:
+                    raise SandboxStoppedError("stopped") from exc
+                if watchdog.broken is not None:
+                    raise BudgetExceededError(_describe(watchdog.broken, budget), watchdog.broken) from exc
+                if isinstance(exc, OSError) and "message length" in str(exc):  # longer than what is left
+                    raise BudgetExceededError(_describe("output", budget), "output") from exc
+                raise SandboxFailedError("the reader stopped while reading it (the file may be damaged)") from exc
+            try:
+                kind, value = _AllowedUnpickler(data, allowed).load()
+            except (pickle.UnpicklingError, ValueError, TypeError, EOFError, RecursionError) as exc:
                 self._end()
-                raise BudgetExceededError(_describe(resource, budget), resource)
+                raise SandboxFailedError("the reader sent back something it should not have") from exc
+            received += max(len(data), _text_size(value, budget.output_bytes - received + 1))
+            if received > budget.output_bytes:
+                self._end()
+                raise BudgetExceededError(_describe("output", budget), "output")
+            if kind == "item":
+                if on_item is not None:
+                    try:
+                        on_item(value)  # the caller checks what it gets: a refusal ends this job, not the app
+                    except BaseException:
+                        self._end()
+                        raise
+                continue
+            return self._finish(kind, value, budget, refusal)
 
     def _finish(self, kind: str, value: Any, budget: Budget, refusal: type[FaraError]) -> Any:
         if kind == "done":
@@ -261,18 +281,6 @@ class Sandbox:
             _module, _name, message = value
             raise refusal(str(message))
         raise SandboxFailedError(f"could not be read ({str(value)[:80]})")
-
-    def _over_budget(self, watched: psutil.Process, started_cpu: float, budget: Budget, deadline: float) -> str | None:
-        try:
-            if _cpu_seconds(watched) - started_cpu > budget.cpu_seconds:
-                return "cpu"
-            if watched.memory_info().rss > budget.memory_bytes:
-                return "memory"
-        except psutil.Error:
-            return None  # it just ended: the connection tells why
-        if time.monotonic() > deadline:
-            return "time"
-        return None
 
     def _end(self) -> None:
         if self._conn is not None:
@@ -293,6 +301,76 @@ class Sandbox:
         if self._process is not None:
             self._process.join(timeout=5)
             self._end()
+
+
+class _Watchdog:
+    """A thread that watches one job's child and ends it when the caller stops (``stopped``) or a budget breaks
+    (``broken``: "cpu", "memory" or "time"); the parent's read then ends, whatever state the message was in."""
+
+    def __init__(self, process: Any, budget: Budget, should_stop: Callable[[], bool] | None) -> None:
+        self._process = process
+        self._budget = budget
+        self._should_stop = should_stop
+        self._done = threading.Event()
+        self.stopped = False
+        self.broken: str | None = None
+        self._watched = psutil.Process(process.pid)
+        self._started_cpu = _cpu_seconds(self._watched)
+        self._deadline = time.monotonic() + budget.wall_seconds
+        self._thread = threading.Thread(target=self._watch, name="fara-reader-watchdog", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._done.set()
+        if threading.current_thread() is not self._thread:
+            self._thread.join()
+
+    def _watch(self) -> None:
+        while not self._done.wait(POLL_SECONDS):
+            if self._should_stop is not None and self._should_stop():
+                self.stopped = True
+            else:
+                self.broken = self._over_budget()
+            if self.stopped or self.broken is not None:
+                with contextlib.suppress(OSError, ValueError, AttributeError):
+                    self._process.kill()
+                return
+
+    def _over_budget(self) -> str | None:
+        try:
+            if _cpu_seconds(self._watched) - self._started_cpu > self._budget.cpu_seconds:
+                return "cpu"
+            if self._watched.memory_info().rss > self._budget.memory_bytes:
+                return "memory"
+        except psutil.Error:
+            return None  # it just ended: the connection tells why
+        if time.monotonic() > self._deadline:
+            return "time"
+        return None
+
+
+def _text_size(value: Any, limit: int) -> int:
+    """The characters and bytes a message holds once unpickled, every reference counted (pickle's memo can make one
+    string stand for a million); stops counting past ``limit``."""
+    total, stack, seen = 0, [value], 0
+    while stack and total <= limit:
+        item = stack.pop()
+        seen += 1
+        if seen > MAX_OBJECTS:  # a structure that refers to itself, or millions of empty objects
+            return limit + 1
+        if isinstance(item, (str, bytes, bytearray)):
+            total += len(item)
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            stack.extend(item)
+            total += len(item)
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif hasattr(item, "__dict__"):
+            stack.extend(vars(item).values())
+        elif hasattr(item, "__slots__"):
+            stack.extend(getattr(item, name, None) for name in item.__slots__)
+    return total
 
 
 def _cpu_seconds(process: psutil.Process) -> float:

@@ -276,15 +276,45 @@ def read_passages(
         raise UnreadableFile(f"cannot be opened ({exc.strerror or exc})") from exc
     found: list[Passage] = []
     try:
-        digest, bytes_read = reading.sandbox.run(
+        result = reading.sandbox.run(
             read_document, fd, (suffix, listed_size, text_budget(listed_size)), reading.budget_for(listed_size),
-            allowed=PASSAGE_CLASSES, on_item=found.extend, should_stop=reading.should_stop, refusal=UnreadableFile,
+            allowed=PASSAGE_CLASSES, on_item=lambda item: found.extend(checked_passages(item)),
+            should_stop=reading.should_stop, refusal=UnreadableFile,
         )  # fmt: skip
     except (BudgetExceededError, SandboxFailedError) as exc:
         raise UnreadableFile(str(exc)) from exc
     finally:
         os.close(fd)
+    digest, bytes_read = checked_result(result, listed_size)
     return found, digest, bytes_read
+
+
+def checked_passages(item: object) -> list[Passage]:
+    """The passages a message of the reader holds, every field of the type the index stores: a reader a hostile
+    file took over gets its file refused, never the scan stopped (a wrong type aborted every rescan before)."""
+    if not isinstance(item, list) or not all(_is_passage(p) for p in item):
+        raise UnreadableFile("the reader sent back passages of the wrong shape")
+    return item
+
+
+def _is_passage(value: object) -> bool:
+    def number(n: object) -> bool:
+        return n is None or (isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 1 << 40)
+
+    return (
+        type(value) is Passage and type(value.text) is str and number(value.page)
+        and number(value.line_start) and number(value.line_end)
+    )  # fmt: skip
+
+
+def checked_result(result: object, listed_size: int) -> tuple[str, int]:
+    """The reader's (sha256, bytes read), checked."""
+    if (
+        not isinstance(result, tuple) or len(result) != 2 or type(result[0]) is not str or len(result[0]) != 64
+        or type(result[1]) is not int or not 0 <= result[1] <= listed_size
+    ):  # fmt: skip
+        raise UnreadableFile("the reader sent back a result of the wrong shape")
+    return result[0], result[1]
 
 
 PASSAGE_CLASSES = allowed_classes(Passage)

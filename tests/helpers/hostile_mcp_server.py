@@ -1,6 +1,7 @@
 """An MCP server made by an adversary, run as a real process with the official SDK (stdio, or streamable HTTP with
-``--http PORT``, ``--json`` for answers as JSON bodies): a 50 MB result, a call that never answers, a server that exits mid-call, a schema with limits,
-and results that try to inject markdown images, control tokens and instructions."""
+``--http PORT``, ``--json`` for answers as JSON bodies): a 50 MB result, a call that never answers, a server that
+exits mid-call, a schema with limits, and results that try to inject markdown images, control tokens and
+instructions."""
 
 from __future__ import annotations
 

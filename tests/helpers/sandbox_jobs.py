@@ -61,3 +61,22 @@ class Smuggled:
 
 def smuggle(fd: int | None, *, emit: Callable[[Any], None]) -> Any:
     return Smuggled()
+
+
+def half_a_message(fd: int | None, marker: str, *, emit: Callable[[Any], None]) -> None:
+    """Start a message to the parent (its length says 1 MB), send 10 bytes of it, and wait: a reader a hostile
+    file took over. (The connection is the one ``emit`` writes to.)"""
+    import struct
+    import threading
+
+    connection = emit.__closure__[0].cell_contents  # type: ignore[index]
+    os.write(connection.fileno(), struct.pack("!i", 1 << 20) + b"0123456789")
+    with open(marker, "w", encoding="utf-8") as handle:
+        handle.write("sent")
+    threading.Event().wait()
+
+
+def memo_bomb(fd: int | None, *, emit: Callable[[Any], None]) -> None:
+    """One 1 MB string, sent 2,000 times in one message: pickle writes it once (its memo refers back to it)."""
+    text = "x" * 1_000_000
+    emit([text] * 2000)

@@ -85,3 +85,54 @@ def test_stop_ends_a_job_that_waits(sandbox):
         sandbox.run(jobs.wait_forever, None, (), SMALL, should_stop=should_stop)
     assert asked.is_set()
     assert sandbox.run(jobs.echo, None, ("again",), SMALL) == "again"
+
+
+def test_stop_ends_a_job_whose_message_is_half_sent(sandbox, tmp_path):
+    """A child that sent half a message hung the scan (the read waited for the rest forever) and Stop did nothing."""
+    marker = tmp_path / "sent"
+    outcome: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            sandbox.run(jobs.half_a_message, None, (str(marker),), SMALL, should_stop=marker.exists)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    reader = threading.Thread(target=run, daemon=True)
+    reader.start()
+    reader.join(timeout=60)  # a bound, not a wait: it hung forever before
+    assert not reader.is_alive(), "the read of a half-sent message never ended"
+    assert isinstance(outcome[0], SandboxStoppedError)
+    assert sandbox.run(jobs.echo, None, ("again",), SMALL) == "again"
+
+
+def test_what_a_message_holds_once_unpickled_counts_against_the_output_budget(sandbox):
+    """pickle's memo let 1 MB of message stand for 2 GB of text (1 MB became 904 MB of database)."""
+    with pytest.raises(BudgetExceededError) as caught:
+        sandbox.run(jobs.memo_bomb, None, (), SMALL, on_item=lambda item: None)
+    assert caught.value.resource == "output"
+    assert sandbox.run(jobs.echo, None, ("again",), SMALL) == "again"
+
+
+def test_a_caller_that_refuses_what_came_back_ends_the_job_not_the_sandbox(sandbox):
+    def refuse(item: object) -> None:
+        raise Refused("the wrong shape")
+
+    with pytest.raises(Refused):
+        sandbox.run(jobs.echo, None, ("x",), SMALL, on_item=refuse)
+    assert sandbox.run(jobs.echo, None, ("again",), SMALL) == "again"
+
+
+def test_passages_and_results_of_the_wrong_shape_refuse_the_file():
+    from fara_desktop.documents.indexer import UnreadableFile, checked_passages, checked_result
+    from fara_desktop.documents.passages import Passage
+
+    good = [Passage("text", 1, 1, 2)]
+    assert checked_passages(good) == good
+    for bad in ([Passage(123, 1, 1, 2)], [Passage("t", "1", 1, 2)], [Passage("t", True, 1, 2)], ["text"], "x"):  # type: ignore[arg-type]
+        with pytest.raises(UnreadableFile):
+            checked_passages(bad)
+    assert checked_result(("a" * 64, 10), 10) == ("a" * 64, 10)
+    for bad_result in (("a" * 64, 11), ("a", 1), ["a" * 64, 1], ("a" * 64, True)):
+        with pytest.raises(UnreadableFile):
+            checked_result(bad_result, 10)
