@@ -124,6 +124,21 @@ def budget_within(folder: Path, wanted: int) -> int:
     return max(0, min(wanted, (free + used) // 10))
 
 
+def room_for(folder: Path, size: int) -> bool:
+    """Whether ``size`` bytes can be written to the disk of ``folder`` and leave the disk's reserve free (a tenth of
+    it, at most 1 GiB): a state is only a speed-up, and a full disk would make the chats' database and the settings
+    fail to save meanwhile."""
+    if not hasattr(os, "statvfs"):
+        return True
+    probe = folder if folder.exists() else folder.parent
+    try:
+        disk = os.statvfs(probe)
+    except OSError:
+        return True
+    reserve = min(1 << 30, disk.f_blocks * disk.f_frsize // 10)
+    return disk.f_bavail * disk.f_frsize - size >= reserve
+
+
 def _state_files(folder: Path) -> Iterator[Path]:
     try:
         entries = list(folder.iterdir())
@@ -153,6 +168,9 @@ class KVDiskStore:
         """Write the state atomically, then keep the folder within the budget; None when it was not written (too
         short, larger than the budget, or the disk refused: states are only a speed-up, so that is logged)."""
         if len(snapshot.tokens) < MIN_TOKENS or len(snapshot.data) > self.budget_bytes:
+            return None
+        if not room_for(self.folder, len(snapshot.data) + 4 * len(snapshot.tokens) + _MAX_HEADER):
+            log.info("A chat's state was not saved: the disk is nearly full (the chat will be read again)")
             return None
         tokens = struct.pack(f"<{len(snapshot.tokens)}i", *snapshot.tokens)
         header = json.dumps({

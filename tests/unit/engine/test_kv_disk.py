@@ -160,3 +160,25 @@ def test_reading_a_large_state_leaves_the_other_threads_running(tmp_path: Path):
         took = time.perf_counter() - started
     print(f"\nread {took * 1000:.0f} ms, longest stall of a 5 ms timer thread {probe.worst_ms:.1f} ms")
     assert probe.worst_ms / 1000 < 0.2 * took
+
+
+def test_a_state_is_not_written_when_it_would_leave_the_disk_without_its_reserve(tmp_path):
+    """A state write had no free-space check: a full disk made the chats' database fail to save meanwhile."""
+    import contextlib
+    import subprocess
+
+    disk = tmp_path / "small-disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", str(disk)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip("a small file system cannot be mounted here (needs root)")
+    try:
+        (disk / "other-files").write_bytes(bytes(24 << 20))  # 8 MB left of 32; the reserve is 3.2 MB
+        store = KVDiskStore(disk / "kv")
+        tokens = tuple(range(MIN_TOKENS))
+        assert store.save(1, IDENTITY, KVSnapshot(tokens, memoryview(bytearray(6 << 20)))) is None
+        assert not (disk / "kv").exists() or list((disk / "kv").iterdir()) == []  # not even half of one
+        assert store.save(2, IDENTITY, KVSnapshot(tokens, memoryview(bytearray(2 << 20)))) is not None
+    finally:
+        with contextlib.suppress(OSError):
+            subprocess.run(["umount", str(disk)], capture_output=True)
