@@ -478,44 +478,40 @@ def _slow_embedder(tmp_path):
     return Embedder(path, threads=1)
 
 
-def test_an_embeddings_request_whose_client_leaves_stops_and_the_next_one_is_answered(tmp_path):
+LONG_TEXTS = ["the pump valve pressure water dry store chapter manual log server " * 7] * 256
+
+
+@pytest.fixture
+def embedding_server(tmp_path):
+    """The local API with an embedder of real speed; a long request to it is sent from a raw socket."""
+    from tests.helpers.scripted_queue import ScriptedQueue
+
+    embedder = _slow_embedder(tmp_path)
+    info = ModelInfo(tmp_path / "chat.gguf", "Chat", "llama", 2048, 2048, 2, 2, "f16", False, "gguf", 0.1, 1)
+    server = ApiServer(LocalApi(ScriptedQueue(), lambda: info, embedder=lambda: embedder))
+    server.start()
+    sock = _post_and_leave(server.port, "embeddings", {"model": "any", "input": LONG_TEXTS})
+    wait_until(lambda: embedder.passages_embedded > 0, 60, "the first passage")
+    yield server, embedder, sock
+    server.stop()
+    sock.close()
+    embedder.close()
+
+
+def test_an_embeddings_request_whose_client_leaves_stops_and_the_next_one_is_answered(embedding_server):
     """256 long texts went on being embedded for minutes after the client had gone."""
-    from tests.helpers.scripted_queue import ScriptedQueue
-
-    embedder = _slow_embedder(tmp_path)
-    info = ModelInfo(tmp_path / "chat.gguf", "Chat", "llama", 2048, 2048, 2, 2, "f16", False, "gguf", 0.1, 1)
-    server = ApiServer(LocalApi(ScriptedQueue(), lambda: info, embedder=lambda: embedder))
-    server.start()
-    texts = ["the pump valve pressure water dry store chapter manual log server " * 7] * 256
-    try:
-        sock = _post_and_leave(server.port, "embeddings", {"model": "any", "input": texts})
-        wait_until(lambda: embedder.passages_embedded > 0, 60, "the first passage")
-        sock.close()
-        with client(server) as api:  # waits behind the first request's passages, or what is left of them
-            assert len(api.embeddings.create(model="any", input="the pump").data) == 1
-        assert embedder.passages_embedded < len(texts)
-    finally:
-        server.stop()
-        embedder.close()
+    server, embedder, sock = embedding_server
+    sock.close()
+    with client(server) as api:  # waits behind the first request's passages, or what is left of them
+        assert len(api.embeddings.create(model="any", input="the pump").data) == 1
+    assert embedder.passages_embedded < len(LONG_TEXTS)
 
 
-def test_stopping_the_server_ends_an_embeddings_request_under_way(tmp_path):
+def test_stopping_the_server_ends_an_embeddings_request_under_way(embedding_server):
     """SIGTERM waited 67 s for a request's embeddings (``fara-desktop serve`` stops through ``ApiServer.stop``)."""
-    from tests.helpers.scripted_queue import ScriptedQueue
-
-    embedder = _slow_embedder(tmp_path)
-    info = ModelInfo(tmp_path / "chat.gguf", "Chat", "llama", 2048, 2048, 2, 2, "f16", False, "gguf", 0.1, 1)
-    server = ApiServer(LocalApi(ScriptedQueue(), lambda: info, embedder=lambda: embedder))
-    server.start()
-    texts = ["the pump valve pressure water dry store chapter manual log server " * 7] * 256
-    try:
-        sock = _post_and_leave(server.port, "embeddings", {"model": "any", "input": texts})
-        wait_until(lambda: embedder.passages_embedded > 0, 60, "the first passage")
-        server.stop(timeout=60)
-        assert embedder.passages_embedded < len(texts)
-        sock.close()
-    finally:
-        embedder.close()
+    server, embedder, _sock = embedding_server
+    server.stop(timeout=60)
+    assert embedder.passages_embedded < len(LONG_TEXTS)
 
 
 def test_an_embeddings_request_over_the_total_budget_is_refused(tmp_path):

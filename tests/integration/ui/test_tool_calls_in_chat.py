@@ -187,23 +187,31 @@ def test_a_model_that_cannot_call_tools_is_said_once_and_answers_without_them(qt
     assert len(notices) == 1
 
 
-@pytest.mark.real_model
-def test_the_real_model_forced_to_call_runs_the_real_time_server(qtbot, smollm2_path, tmp_path):
+def _real_model_window(qtbot, smollm2_path, tmp_path, tool: str, max_tokens: int) -> MainWindow:
+    """The real SmolLM2 carrying Qwen 2.5's template (so it can be forced to call), with ``tool`` ("server/tool")
+    ticked for the chat and *Make the next reply call a tool* on."""
+    server = tool.split("/", 1)[0]
     template = (FIXTURES / "chat_templates" / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text(encoding="utf-8")
     model = rewrite_gguf(smollm2_path, tmp_path / "smollm2-tools.gguf",
                          {"tokenizer.chat_template": (gguf.GGUFValueType.STRING, template)})  # fmt: skip
-    settings = Settings(tools=ToolSettings(SERVERS, ("time",)))
-    win = MainWindow(sampling=SamplingParams(temperature=0.0, max_tokens=40), settings=settings)
+    settings = Settings(tools=ToolSettings(SERVERS, (server,)))
+    win = MainWindow(sampling=SamplingParams(temperature=0.0, max_tokens=max_tokens), settings=settings)
     qtbot.addWidget(win)
     win.show()
     with qtbot.waitSignal(win.modelLoaded, timeout=60000):
         win.load_model(model)
-    qtbot.waitUntil(lambda: win.tools_hub.states().get("time") and win.tools_hub.states()["time"].state == "ready",
-                    timeout=60000)  # fmt: skip
-    _use(win, "time/get_current_time")
+    qtbot.waitUntil(lambda: win.tools_hub.states().get(server) is not None
+                    and win.tools_hub.states()[server].state == "ready", timeout=60000)  # fmt: skip
+    _use(win, tool)
     menu = win.tools_button.menu()
     menu.aboutToShow.emit()
     next(a for a in menu.actions() if a.text() == "Make the next reply call a tool").setChecked(True)
+    return win
+
+
+@pytest.mark.real_model
+def test_the_real_model_forced_to_call_runs_the_real_time_server(qtbot, smollm2_path, tmp_path):
+    win = _real_model_window(qtbot, smollm2_path, tmp_path, "time/get_current_time", 40)
     win.composer.setPlainText("What time is it in Tokyo?")
     win.send_button.click()
     qtbot.waitUntil(win.tool_approval.isVisible, timeout=120000)
@@ -244,21 +252,7 @@ def test_closing_the_window_while_a_call_waits_keeps_the_round(qtbot):
 def test_a_forced_call_of_a_tool_whose_schema_has_limits_reaches_the_approval_bar(qtbot, smollm2_path, tmp_path):
     """The hostile server's ``note`` (title ≤ 120, body ≤ 4,096 characters): forcing it built a grammar llama.cpp's
     parser refused, and the NULL it returned ended the app (SIGSEGV). Now the call is made, held to the schema."""
-    template = (FIXTURES / "chat_templates" / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text(encoding="utf-8")
-    model = rewrite_gguf(smollm2_path, tmp_path / "smollm2-tools.gguf",
-                         {"tokenizer.chat_template": (gguf.GGUFValueType.STRING, template)})  # fmt: skip
-    settings = Settings(tools=ToolSettings(SERVERS, ("hostile",)))
-    win = MainWindow(sampling=SamplingParams(temperature=0.0, max_tokens=60), settings=settings)
-    qtbot.addWidget(win)
-    win.show()
-    with qtbot.waitSignal(win.modelLoaded, timeout=60000):
-        win.load_model(model)
-    qtbot.waitUntil(lambda: (win.tools_hub.states().get("hostile") or None) is not None
-                    and win.tools_hub.states()["hostile"].state == "ready", timeout=60000)  # fmt: skip
-    _use(win, "hostile/note")
-    menu = win.tools_button.menu()
-    menu.aboutToShow.emit()
-    next(a for a in menu.actions() if a.text() == "Make the next reply call a tool").setChecked(True)
+    win = _real_model_window(qtbot, smollm2_path, tmp_path, "hostile/note", 60)
     win.composer.setPlainText("Save a note about the sea.")
     with qtbot.waitSignal(win.replyFinished, timeout=120000):
         win.send_button.click()
