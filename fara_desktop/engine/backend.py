@@ -129,3 +129,8 @@ class Backend(Protocol):
         """A reply ended and nothing waits: keep the chat's KV state where it survives a restart (``wait``: until
         it is kept). A backend without such state does nothing."""
         ...
+
+    def forget_conversation(self, conversation: Hashable) -> None:
+        """The chat was deleted: drop every copy of its reading (in the context, in memory, waiting to be written,
+        on disk). A backend without such state does nothing."""
+        ...

@@ -356,6 +356,14 @@ class KVDiskWriter:
         if fresh:
             self._wake.put(conversation)
 
+    def discard(self, conversation: Hashable) -> None:
+        """A state of ``conversation`` still waiting is not written (the chat was deleted); one being written now
+        is finished first (``wait_idle``), so the caller's deletion of the files comes after it."""
+        with self._lock:
+            self._pending.pop(conversation, None)
+            if not self._pending:
+                self._idle.set()
+
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until every state handed over is written; True when they are."""
         return self._idle.wait(timeout)

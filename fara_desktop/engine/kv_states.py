@@ -68,6 +68,10 @@ class KVStateCache:
     def clear(self) -> None:
         self._items.clear()
 
+    def forget(self, key: Hashable) -> None:
+        """Drop the snapshot kept under ``key`` (its chat was deleted)."""
+        self._items.pop(key, None)
+
     def discard(self, snapshot: KVSnapshot) -> None:
         """Drop a snapshot that failed in use, under whichever key holds it."""
         for key in [k for k, s in self._items.items() if s is snapshot]:

@@ -551,6 +551,23 @@ class LlamaBackend:
         if wait:
             self._writer.wait_idle(10.0)
 
+    def forget_conversation(self, conversation: Hashable) -> None:
+        """The chat was deleted (on the inference thread, through the worker's queue, so nothing of the chat is
+        written after this): its tokens leave the context, its RAM snapshot goes, a write waiting is dropped and
+        one under way finished, then its files are deleted."""
+        if self._kv_owner == conversation:
+            if self._llm is not None:
+                self._llm.reset()
+            self._kv_owner = None
+            self._kept = None
+            self._restored = None
+        self.kv_states.forget(conversation)
+        if self._writer is not None:
+            self._writer.discard(conversation)
+            self._writer.wait_idle(30.0)
+        if self._disk is not None:
+            self._disk.forget(conversation)
+
     def read_ahead(
         self,
         prompt: PreparedPrompt,

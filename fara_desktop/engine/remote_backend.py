@@ -366,6 +366,9 @@ class RemoteBackend:
     def keep_state(self, wait: bool = False) -> None:
         return None  # the server keeps (or not) its own cache
 
+    def forget_conversation(self, conversation: Hashable) -> None:
+        return None
+
     def prepare_raw(self, text: str, reply_reserve: int) -> PreparedPrompt:
         raise GenerationError("Completing raw text is done with a model on this computer, not relayed to a server.")
 

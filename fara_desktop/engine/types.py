@@ -179,7 +179,14 @@ class Shutdown:
     pass
 
 
-Command = LoadModel | Generate | ReadAhead | CalibrateThreads | Unload | Shutdown
+@dataclass(frozen=True)
+class ForgetConversation:
+    """A chat was deleted: nothing of its reading stays (the context, the RAM snapshot, a write waiting, its files)."""
+
+    conversation: int
+
+
+Command = LoadModel | Generate | ReadAhead | CalibrateThreads | Unload | Shutdown | ForgetConversation
 
 
 # ---------------------------------------------------------------- events (worker → GUI)
@@ -273,6 +280,13 @@ class ModelUnloaded:
 @dataclass(frozen=True)
 class CalibrationPostponed:
     """The thread calibration gave way to a reply that was waiting; it runs again once the replies are done."""
+
+
+@dataclass(frozen=True)
+class CalibrationFailed:
+    """The thread calibration could not measure (``reason``); the thread count in use stays."""
+
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -372,6 +386,7 @@ Event = (
     | ModelUnloaded
     | ThreadsCalibrated
     | CalibrationPostponed
+    | CalibrationFailed
     | GenerationStarted
     | HistoryTrimmed
     | PromptAdjusted

@@ -25,6 +25,7 @@ from fara_desktop.engine.routed_backend import RoutedBackend
 from fara_desktop.engine.tool_calls import ToolCallSplitter
 from fara_desktop.engine.types import (
     CalibrateThreads,
+    CalibrationFailed,
     CalibrationPostponed,
     Cancelled,
     ChatMessage,
@@ -33,6 +34,7 @@ from fara_desktop.engine.types import (
     Event,
     Failed,
     Finished,
+    ForgetConversation,
     Generate,
     GenerationStarted,
     HistoryTrimmed,
@@ -371,6 +373,11 @@ class InferenceWorker:
     def unload(self) -> None:
         self._commands.put(Unload())
 
+    def forget_conversation(self, conversation: int) -> None:
+        """A chat was deleted: every copy of its reading goes, in the order the inference thread sees it (a reply of
+        it that is still ending, or its state about to be written, cannot bring a file back afterwards)."""
+        self._commands.put(ForgetConversation(conversation))
+
     def shutdown(self, timeout: float = 10.0) -> bool:
         """Cancel everything, stop the thread and free the model; True when the thread has ended."""
         with self._lock:
@@ -414,6 +421,8 @@ class InferenceWorker:
             except queue.Empty:
                 self._keep_state()
                 continue
+            if isinstance(command, ForgetConversation) and command.conversation == self._unsaved:
+                self._unsaved = None  # a deleted chat is not kept on its way out
             if self._unsaved is not None and not (
                 isinstance(command, (Generate, ReadAhead)) and command.conversation == self._unsaved
             ):  # another chat, a switch, a calibration: the chat in the context is kept before it leaves
@@ -441,6 +450,8 @@ class InferenceWorker:
                     self._calibrate(command)
                 elif isinstance(command, Unload):
                     self._emit(ModelUnloaded(self._backend.unload()))
+                elif isinstance(command, ForgetConversation):
+                    self._backend.forget_conversation(command.conversation)
             except Exception:  # the thread must survive anything
                 # Never the command itself: a Generate carries the whole conversation, and the log is shared.
                 log.exception("Unexpected error in the inference thread while handling %s", describe(command))
@@ -479,6 +490,7 @@ class InferenceWorker:
             return
         except FaraError as exc:
             log.warning("Thread calibration failed: %s", exc)
+            self._emit(CalibrationFailed(str(exc)))
             return
         if not results:
             return
@@ -543,13 +555,21 @@ class InferenceWorker:
         self._emit(Finished(request_id, answer, stats, finish, reasoning.strip(), result.logprobs, calls))
 
     def _read_ahead(self, command: ReadAhead) -> None:
+        """Ends, whatever happens, with one ``ReadAheadProgress(finished=True)`` for this read-ahead: the window
+        waits for it (and document indexing waits on the window), so a prompt too long to read must say so too."""
+        last = [0, 0]
+        try:
+            self._read_ahead_into(command, last)
+        finally:
+            self._emit(ReadAheadProgress(command.ahead_id, last[0], last[1], finished=True))
+
+    def _read_ahead_into(self, command: ReadAhead, last: list[int]) -> None:
         ahead_id = command.ahead_id
         with self._lock:
             superseded = ahead_id < self._last_ahead_id  # a newer read-ahead (of longer text) is queued
         if superseded or self._ahead_stopped(ahead_id) or self._backend.info is None:
             return
         should_stop = (lambda: True) if not command.read else (lambda: self._ahead_stopped(ahead_id))
-        last = [0, 0]
 
         def report(tokens: int, cached: int) -> None:
             last[:] = tokens, cached
@@ -562,9 +582,6 @@ class InferenceWorker:
             self._backend.read_ahead(prompt, command.conversation, should_stop, report)
         except FaraError as exc:  # too long, no model, stopped while rendering: Enter will say what matters
             log.info("Reading ahead stopped: %s", type(exc).__name__)
-            return
-        if last[0]:
-            self._emit(ReadAheadProgress(ahead_id, last[0], last[1], finished=True))
 
     def _keep_state(self, wait: bool = False) -> None:
         self._unsaved = None
@@ -579,6 +596,8 @@ class InferenceWorker:
             self._emit(ModelLoadFailed(command.path, message, "InternalError", self._backend.info))
         elif isinstance(command, Generate):
             self._emit(Failed(command.request_id, message, "InternalError"))
+        elif isinstance(command, CalibrateThreads):
+            self._emit(CalibrationFailed(message))
 
     def _safe_unload(self) -> None:
         try:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 from PySide6.QtCore import QObject, Signal
+
+from fara_desktop.errors import FaraError
+
+log = logging.getLogger(__name__)
 
 
 class BackgroundCall(QObject):
@@ -44,7 +49,11 @@ class BackgroundCall(QObject):
     def _run(self) -> None:
         try:
             result = self._fn()
-        except Exception as exc:
+        except FaraError as exc:  # a refusal the caller turns into a sentence: its message is the cause
+            log.info("A background task ended: %s: %s", type(exc).__name__, exc)
+            self._settled.emit(False, exc)
+        except Exception as exc:  # a bug: the caller shows a sentence, the log keeps where it happened
+            log.warning("A background task failed", exc_info=True)
             self._settled.emit(False, exc)
         else:
             self._settled.emit(True, result)

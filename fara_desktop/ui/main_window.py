@@ -636,8 +636,9 @@ class MainWindow(QMainWindow):
         return int(speed * self.settings.prompts.document_wait_s) if speed > 0 else MAX_BUDGET_TOKENS
 
     def _forget_chat_states(self, conversation_id: int) -> None:
-        """A deleted chat leaves nothing behind: its KV states hold its text in another form."""
-        self.chat_states.forget(conversation_id)
+        """A deleted chat leaves nothing behind: its KV states hold its text in another form. The inference thread
+        does it, after whatever it is doing for that chat (a reply ending, its state about to be written)."""
+        self.bridge.worker.forget_conversation(conversation_id)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         if self._closed:

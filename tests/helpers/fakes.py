@@ -33,6 +33,7 @@ class FakeBackend:
         self.read_ahead_gate: threading.Semaphore | None = None  # holds each of 4 read-ahead batches
         self.read_ahead_stopped = 0  # read-aheads that stopped before their end
         self.kept_states = 0
+        self.forgotten: list[object] = []  # conversations forgotten through the worker (deleted chats)
         self.kept_before_reply: list[int] = []  # states kept before each reply began
         self.prompt_speed = 100.0  # tok/s the fake model is said to read prompts at
         self._thinking = True
@@ -151,3 +152,6 @@ class FakeBackend:
 
     def keep_state(self, wait: bool = False) -> None:
         self.kept_states += 1
+
+    def forget_conversation(self, conversation: object) -> None:
+        self.forgotten.append(conversation)

@@ -41,6 +41,7 @@ def huge() -> str:
 @server.tool()
 async def never() -> str:
     """Never answer."""
+    print("never: waiting for ever", file=sys.stderr, flush=True)
     await asyncio.Event().wait()
     return ""
 

@@ -627,6 +627,8 @@ class ChatController(QObject):
             self.screen.show_notice(event.note)
 
     def _on_history_trimmed(self, event: HistoryTrimmed) -> None:
+        if not self.turn.owns(event.request_id):
+            return  # a reply of a chat left since: the chat shown now keeps its history
         self.session.apply_trim(event.dropped_messages)
         self.screen.set_status(
             f"The {event.dropped_messages} oldest messages no longer fit the context window; "

@@ -269,8 +269,8 @@ class DocumentsController(QObject):
         except EmbedderClosedError:
             log.info("Vectors stopped as the app closes; the next start resumes them")
             return
-        except Exception as exc:
-            log.warning("Indexing %s failed (%s)", "a collection", type(exc).__name__)
+        except Exception as exc:  # said in the panel in a sentence; the cause, with its traceback, in the log
+            log.warning("Indexing the collection %s failed", one_line(name, 80), exc_info=True)
             self.finished.emit(name, exc)
             return
         self.finished.emit(name, update.report)

@@ -12,7 +12,14 @@ from typing import Any, Protocol
 
 from PySide6.QtCore import QObject, Signal
 
-from fara_desktop.engine.types import CalibrationPostponed, Event, ModelInfo, RemoteModel, ThreadsCalibrated
+from fara_desktop.engine.types import (
+    CalibrationFailed,
+    CalibrationPostponed,
+    Event,
+    ModelInfo,
+    RemoteModel,
+    ThreadsCalibrated,
+)
 from fara_desktop.format import format_count
 from fara_desktop.paths import AppPaths
 from fara_desktop.planning.planner import (
@@ -167,11 +174,14 @@ class StartupController(QObject):
             self.screen.hardware_panel.note_threads("measuring the fastest count (a question goes first)")
 
     # Engine events this controller owns (the window routes each type to one controller).
-    ENGINE_EVENTS = (CalibrationPostponed, ThreadsCalibrated)
+    ENGINE_EVENTS = (CalibrationPostponed, CalibrationFailed, ThreadsCalibrated)
 
     def on_engine_event(self, event: Event) -> None:
         if isinstance(event, CalibrationPostponed):
             self.screen.hardware_panel.note_threads("measuring after the reply")
+        elif isinstance(event, CalibrationFailed):
+            self.screen.hardware_panel.note_threads("not measured (the measurement failed; the default is kept)")
+            self.screen.set_status("The thread count could not be measured; details are in the log")
         elif isinstance(event, ThreadsCalibrated):
             if self.plan is not None:
                 remember_calibration(self.screen.paths, self.plan, event.tok_per_s, event.best)

@@ -202,3 +202,19 @@ def test_a_flood_of_notifications_is_dropped_and_the_answer_still_comes(hub, cap
     assert 0 < len(heard) <= UNASKED_BURST + 100  # the rest never reached the SDK
     assert "messages unasked faster than" in caplog.text
     wait_until(lambda: hub.call(tools[("hostile", "echo")], {"text": "x"}).text == "x", 30, "the server to answer")
+
+
+def test_a_call_that_fails_as_its_server_restarts_leaves_the_new_run_running(hub, caplog):
+    """The failing call stopped the server by its name: it read the new run's stop event and ended the server just
+    restarted (issue 42). Each run has its own."""
+    caplog.set_level(logging.INFO)
+    hostile = McpServerConfig("hostile", sys.executable, (HOSTILE,))
+    hub.configure([hostile], {hostile.identity})
+    tools = _ready(hub, "hostile")
+    pending = hub.start_call(tools[("hostile", "never")], {})
+    wait_until(lambda: "never: waiting for ever" in caplog.text, 30, "the call to be under way")
+    hub.restart("hostile")
+    assert pending.result(60).is_error  # the first run's call ends with it
+    tools = _ready(hub, "hostile")
+    assert hub.call(tools[("hostile", "echo")], {"text": "still here"}).text == "still here"
+    assert hub.states()["hostile"].state == "ready"

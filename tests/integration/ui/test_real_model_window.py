@@ -213,3 +213,21 @@ def test_a_long_chat_resumes_after_a_restart_and_a_typed_question_is_read_before
     with qtbot.waitSignal(again.replyFinished, timeout=120000) as second:
         qtbot.keyClick(again.composer, Qt.Key.Key_Return)
     assert second.args[0].stats.prompt_tokens_evaluated <= 1
+
+
+def test_a_chat_deleted_right_after_its_reply_leaves_no_saved_reading(real_window, qtbot):
+    """The window deleted the chat's state files on its own thread, but the engine had marked the chat to be kept
+    after its reply and wrote its state a moment later (and at quit): the deleted chat's reading was back on
+    disk. The deletion now goes through the engine's queue, after whatever it does for that chat."""
+    win = real_window(SamplingParams(temperature=0.0, max_tokens=8))
+    win.session.set_system_prompt("You are a helpful assistant. " + "Answer briefly and precisely. " * 40)
+    win.composer.setPlainText("Hello!")
+    with qtbot.waitSignal(win.replyFinished, timeout=120000):
+        win.send_button.click()
+    deleted = win.session.conversation_id
+    assert deleted is not None
+    win.conversations.delete_conversation(deleted, confirm=False)
+    win.close()  # the engine stops: a state still to be kept is written now
+    folder = app_paths().data / "chat-states"
+    left = [p.name for p in folder.iterdir() if p.name.startswith(f"c{deleted}-")] if folder.exists() else []
+    assert left == []

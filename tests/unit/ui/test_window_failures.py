@@ -40,6 +40,23 @@ def test_a_background_result_is_not_delivered_to_a_closed_owner(qtbot):
     assert delivered == []
 
 
+def test_a_background_task_that_breaks_leaves_its_traceback_in_the_log(qtbot, caplog):
+    """Background work caught every exception and logged nothing: a bug there left no trace (issue 42)."""
+    import logging
+
+    caplog.set_level(logging.INFO)
+
+    def broken() -> None:
+        raise ZeroDivisionError("a bug in the background")
+
+    call = BackgroundCall(broken)
+    with qtbot.waitSignal(call.failed, timeout=5000) as failed:
+        call.start()
+    assert isinstance(failed.args[0], ZeroDivisionError)
+    (record,) = [r for r in caplog.records if r.name == "fara_desktop.ui.background"]
+    assert record.exc_info is not None and "ZeroDivisionError" in caplog.text
+
+
 def test_a_reopened_chat_shows_when_each_message_was_written(qtbot, window):
     win = window()
     ask(qtbot, win, "What time is it?")
