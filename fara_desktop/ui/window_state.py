@@ -68,10 +68,13 @@ def window_state_file(config_dir: Path) -> Path:
     return config_dir / "window.json"
 
 
-def save_window_state(config_dir: Path, window: QMainWindow, splitter: QSplitter) -> None:
+def save_window_state(
+    config_dir: Path, window: QMainWindow, splitter: QSplitter, sizes: list[int] | None = None
+) -> None:
+    """``sizes``: the splitter's sizes to remember (default: as they are)."""
     state = {
         "geometry": bytes(window.saveGeometry().toBase64().data()).decode("ascii"),
-        "splitter": splitter.sizes(),
+        "splitter": sizes if sizes is not None else splitter.sizes(),
     }
     try:
         write_json_atomically(window_state_file(config_dir), state)

@@ -47,3 +47,36 @@ def test_the_composer_hint_is_never_clipped(window, qtbot, width):
 
     qtbot.waitUntil(hint_fits, timeout=5000)
     assert composer.placeholderText().startswith("Ask") and "Shift+Enter" in composer.toolTip()
+
+
+def test_a_panel_the_app_collapsed_for_a_small_screen_comes_back_on_a_large_one(qtbot):
+    """Run once at 1024×600 and quit; start wide: the machine panel stayed at 0 px for good (``window.json`` kept
+    the splitter at [230, 779, 0]), its toggle showed pressed, and View ▸ Machine panel, Ctrl+Shift+H and dragging
+    did nothing (issue 43, item 2)."""
+    import json
+
+    from fara_desktop.paths import app_paths
+    from fara_desktop.ui.main_window import MainWindow
+    from tests.helpers.fakes import FakeBackend
+
+    small = MainWindow(backend=FakeBackend())
+    qtbot.addWidget(small)
+    small.show()
+    small.resize(1024, 600)
+    qtbot.waitUntil(lambda: not small.panel_scroll.isVisibleTo(small), timeout=5000)
+    small.close()
+    saved = json.loads((app_paths().config / "window.json").read_text())["splitter"]
+    assert saved[2] > 0  # the app's collapse is not the user's choice: not saved as one
+
+    (app_paths().config / "window.json").write_text(json.dumps({"geometry": "", "splitter": [230, 779, 0]}))
+    wide = MainWindow(backend=FakeBackend())  # an earlier version's file
+    qtbot.addWidget(wide)
+    wide.show()
+    wide.resize(1300, 700)
+    qtbot.waitUntil(lambda: wide.panel_scroll.isVisibleTo(wide) and wide.splitter.sizes()[2] >= 200, timeout=5000)
+    wide.panel_toggle.click()  # off …
+    qtbot.waitUntil(lambda: not wide.panel_scroll.isVisibleTo(wide), timeout=5000)
+    wide.splitter.setSizes([230, 1070, 0])  # … and dragged shut while hidden
+    wide.panel_toggle.click()  # on again: it has room
+    qtbot.waitUntil(lambda: wide.panel_scroll.isVisibleTo(wide) and wide.splitter.sizes()[2] >= 200, timeout=5000)
+    wide.close()
