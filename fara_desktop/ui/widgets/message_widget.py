@@ -19,12 +19,14 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
 from fara_desktop.format import format_when
+from fara_desktop.ui.widgets.flow_layout import FlowLayout
 from fara_desktop.ui.widgets.plain_text import ElidedLabel, plain_label, plain_tooltip
 from fara_desktop.ui.widgets.text_blocks import Block, keep_line_breaks, split_blocks
 from fara_desktop.untrusted import one_line
 
 _SAFE_LINK_SCHEMES = ("http", "https")  # not mailto: a click would hand a stranger's address to the mail client
 DISPLAY_LIMIT = 60_000  # characters laid out in one message; beyond that the start is shown
+MAX_CITATION_CHARS = 60  # of a citation's place on its button (shortened in the middle; whole for screen readers)
 DISPLAY_PREVIEW = 20_000
 ROLE_TITLES = {"user": "You", "assistant": "Assistant", "notice": "Fara", "error": "Problem"}
 
@@ -336,9 +338,10 @@ class MessageWidget(QFrame):
         self._body = QVBoxLayout()
         self._body.setSpacing(6)
         layout.addLayout(self._body)
-        self.sources_row = QHBoxLayout()
-        self.sources_row.setSpacing(4)
-        layout.addLayout(self.sources_row)
+        sources = QWidget()
+        sources.setObjectName("sourcesRow")
+        self.sources_row = FlowLayout(sources)  # wraps: eight citations never widen the reply past the window
+        layout.addWidget(sources)
         self.source_buttons: list[QToolButton] = []
         self.footer = plain_label()
         self.footer.setObjectName("messageFooter")
@@ -433,14 +436,15 @@ class MessageWidget(QFrame):
         for source in sources:
             button = QToolButton()
             button.setObjectName("sourceButton")
-            button.setText(f"[{source.number}] {source.where}")
+            where = source.where
+            shown = where if len(where) <= MAX_CITATION_CHARS else (
+                where[: MAX_CITATION_CHARS // 2 - 1] + "…" + where[-(MAX_CITATION_CHARS // 2) :])  # fmt: skip
+            button.setText(f"[{source.number}] {shown}")
             button.setToolTip(plain_tooltip(source.text[:600]))
-            button.setAccessibleName(f"Source {source.number}: {source.where}")
+            button.setAccessibleName(f"Source {source.number}: {where}")
             button.clicked.connect(lambda _checked=False, s=source: self.sourceRequested.emit(s))
             self.sources_row.addWidget(button)
             self.source_buttons.append(button)
-        if sources:
-            self.sources_row.addStretch(1)
 
     def set_tool_rounds(self, rounds: Sequence[Any]) -> None:
         """The reply's tool rounds: each round's text (plain), then one folded section per call."""

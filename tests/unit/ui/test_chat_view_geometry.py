@@ -115,3 +115,33 @@ def test_a_tool_call_with_the_longest_names_stays_inside_the_chat(qtbot, width):
     qtbot.waitUntil(lambda: reply.layout().geometry().width() > 0, timeout=2000)  # laid out
     assert reply.geometry().right() <= view.viewport().width()
     assert header.mapTo(reply, header.rect().topRight()).x() <= reply.rect().right()
+
+
+@pytest.mark.parametrize("width", [520, 730, 1370])
+def test_eight_citations_wrap_and_never_push_the_buttons_out(qtbot, width):
+    """The citations row was one unwrapped line: eight of them widened the reply past the window and hid Copy,
+    Branch, Edit and Regenerate (issue 43, item 1)."""
+    from fara_desktop.citations import Source
+    from fara_desktop.ui.widgets.chat_view import ShownMessage
+
+    view = _shown_view(qtbot, width, 500)
+    sources = tuple(Source(n, f"/docs/a-rather-long-manual-name-{n}.pdf", "text", n * 7) for n in range(1, 9))
+    sources += (Source(9, "/docs/" + "x" * 200 + ".pdf", "text", 1),)  # a name longer than any chat
+    view.set_messages([ShownMessage("user", "Which valve?", message_id=1),
+                       ShownMessage("assistant", "The blue one.", model="m", message_id=2, sources=sources)])  # fmt: skip
+    reply = view.messages()[-1]
+    reply.set_can_regenerate(True)
+
+    def inside() -> bool:
+        if reply.geometry().right() > view.viewport().width():
+            return False
+        for button in [*reply.source_buttons, *(b for b in reply.action_buttons.values() if b.isVisibleTo(reply))]:
+            if button.mapTo(reply, button.rect().topRight()).x() > reply.rect().right():
+                return False
+        return True
+
+    qtbot.waitUntil(inside, timeout=2000)
+    assert reply.source_buttons[0].text() == f"[1] {sources[0].where}"
+    long_one = reply.source_buttons[-1]  # shortened in the middle on screen, whole for screen readers
+    assert long_one.accessibleName().endswith(sources[-1].where) and len(long_one.text()) < len(sources[-1].where)
+    assert long_one.text().endswith(", page 1")
