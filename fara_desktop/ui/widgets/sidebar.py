@@ -7,6 +7,7 @@ import time
 from PySide6.QtCore import QEvent, QObject, QPoint, Qt, Signal
 from PySide6.QtWidgets import (
     QFrame,
+    QLabel,
     QLineEdit,
     QListWidget,
     QListWidgetItem,
@@ -19,6 +20,7 @@ from PySide6.QtWidgets import (
 from fara_desktop.chats.records import ConversationSummary
 from fara_desktop.format import format_count, format_when
 from fara_desktop.ui.widgets.plain_text import plain_tooltip
+from fara_desktop.untrusted import one_line
 
 
 def when(timestamp: float) -> str:
@@ -69,14 +71,23 @@ class Sidebar(QFrame):
         self.list.itemClicked.connect(self._chosen)
         self.search.installEventFilter(self)
         self.search.returnPressed.connect(self._open_first_match)
+        self.no_matches = QLabel()  # a search that finds nothing says so (an empty list looked like no chats)
+        self.no_matches.setObjectName("noMatches")
+        self.no_matches.setTextFormat(Qt.TextFormat.PlainText)
+        self.no_matches.setWordWrap(True)
+        self.no_matches.hide()
         layout.addWidget(self.new_button)
         layout.addWidget(self.search)
+        layout.addWidget(self.no_matches)
         layout.addWidget(self.list, 1)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         """Ctrl+F, type, then Down walks into the matches (Enter there opens one)."""
         if watched is self.search and event.type() == QEvent.Type.KeyPress:
             key = event.key()  # type: ignore[attr-defined]
+            if key == Qt.Key.Key_Escape and self.search.text():  # Esc clears the search (the list comes back)
+                self.search.clear()
+                return True
             if key == Qt.Key.Key_Down and self.list.count():
                 self.list.setFocus()
                 if self.list.currentRow() < 0:
@@ -100,6 +111,9 @@ class Sidebar(QFrame):
             if conversation.id == current:
                 self.list.setCurrentItem(item)
         self.list.blockSignals(False)
+        query = self.search.text().strip()
+        self.no_matches.setText(f"No chat contains “{one_line(query, 60)}”. Esc clears the search.")
+        self.no_matches.setVisible(bool(query) and not conversations)
 
     def show_conversation(self, conversation: ConversationSummary, current: int | None) -> None:
         """One conversation changed (a message was added, so it is the newest): its row is updated and moved to

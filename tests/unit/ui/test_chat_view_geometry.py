@@ -127,8 +127,8 @@ def test_eight_citations_wrap_and_never_push_the_buttons_out(qtbot, width):
     view = _shown_view(qtbot, width, 500)
     sources = tuple(Source(n, f"/docs/a-rather-long-manual-name-{n}.pdf", "text", n * 7) for n in range(1, 9))
     sources += (Source(9, "/docs/" + "x" * 200 + ".pdf", "text", 1),)  # a name longer than any chat
-    view.set_messages([ShownMessage("user", "Which valve?", message_id=1),
-                       ShownMessage("assistant", "The blue one.", model="m", message_id=2, sources=sources)])  # fmt: skip
+    question = ShownMessage("user", "Which valve?", message_id=1)
+    view.set_messages([question, ShownMessage("assistant", "The blue one.", model="m", message_id=2, sources=sources)])
     reply = view.messages()[-1]
     reply.set_can_regenerate(True)
 

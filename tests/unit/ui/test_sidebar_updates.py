@@ -39,3 +39,22 @@ def test_a_send_reads_no_conversation_list_and_moves_its_chat_to_the_top(window,
     assert [win.sidebar.list.item(i).text().split("\n")[0] for i in range(win.sidebar.list.count())] == [
         "Old chat 1999"
     ]
+
+
+def test_a_search_with_no_hits_says_so_and_escape_clears_it(window, qtbot):
+    """A search that found nothing showed an empty list (as if there were no chats), and Esc did not clear it
+    (issue 43, item 13)."""
+    from PySide6.QtCore import Qt
+
+    win = window()
+    win.composer.setPlainText("Lisbon trams")
+    with qtbot.waitSignal(win.replyFinished, timeout=5000):
+        win.send_button.click()
+    sidebar = win.sidebar
+    sidebar.search.setFocus()
+    qtbot.keyClicks(sidebar.search, "zeppelin")
+    qtbot.waitUntil(lambda: sidebar.list.count() == 0 and sidebar.no_matches.isVisibleTo(sidebar), timeout=5000)
+    assert "zeppelin" in sidebar.no_matches.text()
+    qtbot.keyClick(sidebar.search, Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: sidebar.list.count() == 1 and not sidebar.no_matches.isVisibleTo(sidebar), timeout=5000)
+    assert sidebar.search.text() == ""
