@@ -586,6 +586,8 @@ class ChatController(QObject):
 
     def _on_cancelled(self, event: Cancelled) -> None:
         if self._reply_done(event.request_id, event.text, "stopped", event.stats, None, event.reasoning):
+            if event.stats is not None:  # the stopped reply's own figures, not the live ones of a reply gone
+                self.screen.hardware_panel.show_stats(event.stats, stopped=True)
             self.screen.set_status("Stopped")
         self.replyCancelled.emit(event)
 

@@ -277,8 +277,11 @@ class HardwarePanel(QFrame):
             self._last_label = now
             self.set_value("Speed", f"{self._stream_tokens / elapsed:.1f} tok/s (live)")
 
-    def show_stats(self, stats: GenerationStats) -> None:
-        self.set_value("Speed", f"{stats.gen_tok_per_s:.1f} tok/s · {stats.completion_tokens} tokens")
+    def show_stats(self, stats: GenerationStats, stopped: bool = False) -> None:
+        """A reply's measured figures (``stopped``: it was stopped, and they are of what it wrote until then)."""
+        self._stream_started = None
+        end = " (stopped)" if stopped else ""
+        self.set_value("Speed", f"{stats.gen_tok_per_s:.1f} tok/s · {stats.completion_tokens} tokens{end}")
         self.set_value("First token", f"{stats.ttft_s * 1000:.0f} ms")
         thinking = f"{stats.thinking_s:.1f} s · {stats.reasoning_tokens:,} tokens" if stats.reasoning_tokens else "—"
         self.set_value("Thinking", thinking)

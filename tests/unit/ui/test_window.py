@@ -69,6 +69,10 @@ def test_stop_button_and_escape_cancel_the_reply(window, qtbot):
     last = win.chat_view.messages()[-1]
     assert last.footer.text().startswith("Stopped")
     assert win.send_button.isEnabled() and not win.stop_button.isEnabled()
+    # the panel shows what the stopped reply measured, not a live speed and "…" left over (issue 43, item 9)
+    panel = win.hardware_panel
+    assert "(live)" not in panel.value("Speed") and "stopped" in panel.value("Speed")
+    assert "…" not in panel.value("First token") and "…" not in panel.value("Prompt")
 
 
 def test_streaming_repaints_in_batches_not_per_token(window, qtbot):
