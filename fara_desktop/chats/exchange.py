@@ -9,6 +9,7 @@ import json
 import re
 import sqlite3
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
@@ -20,6 +21,7 @@ from fara_desktop.chats.export_format import (
     content_digest,
     validate_export,
 )
+from fara_desktop.chats.imports import FORMAT_NAMES
 from fara_desktop.chats.records import finite_time
 from fara_desktop.chats.storage import ConversationStore, StorageError
 from fara_desktop.chats.tool_rounds import ToolRound, rounds_json
@@ -42,7 +44,9 @@ class ImportOutcome:
 
 
 def export_json(store: ConversationStore, conversation_id: int) -> dict[str, Any]:
-    """Every branch; ``current`` names the one shown. Message keys are their order in the file."""
+    """Every branch; ``current`` names the one shown. Message keys are their order in the file. A chat made here
+    gets a ``source_id`` of its own on its first export (``fara:<random>``), and what was exported is remembered,
+    so importing that file back is recognised as this chat (it added a duplicate the first time)."""
     summary = store.conversation(conversation_id)
     if summary is None:
         raise StorageError(f"There is no conversation {conversation_id}.")
@@ -51,10 +55,30 @@ def export_json(store: ConversationStore, conversation_id: int) -> dict[str, Any
     key = {m.id: number for number, m in enumerate(messages)}
     leaf = tree.path_to(summary.leaf_id)
     source_id = store.source_id(conversation_id)
+    payload = _export_payload(summary, messages, tree, key, leaf, source_id or f"fara:{uuid.uuid4().hex}")
+    if source_id is None:  # made here: this export is how the file will be known when it comes back
+        with store.transaction() as db:
+            db.execute(
+                """UPDATE conversations SET source_id = ?, source_digest = ?, source_format = ?, local_digest = ?
+                   WHERE id = ? AND source_id IS NULL""",
+                (payload["source_id"], content_digest(validate_export(payload)), FORMAT_NAMES[0],
+                 stored_digest(db, conversation_id), conversation_id),
+            )  # fmt: skip
+    return payload
+
+
+def _export_payload(
+    summary: Any,
+    messages: Sequence[Any],
+    tree: MessageTree[Any],
+    key: dict[int, int],
+    leaf: Sequence[Any],
+    source_id: str,
+) -> dict[str, Any]:
     return {
         "format": EXPORT_FORMAT,
         "version": 2,
-        **({"source_id": source_id} if source_id else {}),
+        "source_id": source_id,
         "title": summary.title,
         "system_prompt": summary.system_prompt,
         "created_at": summary.created_at,

@@ -162,3 +162,33 @@ def test_the_same_source_in_the_same_format_unchanged_here_is_updated_in_place(s
     write_export(tmp_path, [changed])
     result = _import(store, path)
     assert [(o.conversation_id, o.action) for o in result.outcomes] == [(original, "updated")]
+
+
+def test_your_own_export_imported_back_is_recognised_the_first_time(fara_home, tmp_path):
+    """Importing your own export added a duplicate the first time (a chat made here had no source id); the second
+    import was skipped (issue 43, item 14)."""
+    import os
+    import subprocess
+    import sys
+
+    from fara_desktop.chats.storage import ConversationStore, database_path
+    from fara_desktop.paths import app_paths
+
+    store = ConversationStore(database_path(app_paths().ensure().data))
+    try:
+        chat = store.create_conversation("Made here")
+        store.add_message(chat, "user", "Plan a day in Porto")
+        store.add_message(chat, "assistant", "Walk along the Douro.")
+    finally:
+        store.close()
+    env = {**os.environ, "FARA_HOME": str(fara_home)}
+    out = tmp_path / "out"
+    subprocess.run([sys.executable, "-m", "fara_desktop", "export", "--format", "json", "--out", str(out)],
+                   check=True, capture_output=True, env=env, timeout=120)  # fmt: skip
+    (exported,) = out.glob("*.json")
+    assert "1 already imported (skipped)" in _cli_import(exported, fara_home)
+    store = _home_store(fara_home)
+    try:
+        assert len(store.conversations()) == 1
+    finally:
+        store.close()
