@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -41,6 +41,7 @@ def state_words(state: ServerState | None) -> str:
 
 
 IDENTITY_ROLE = Qt.ItemDataRole.UserRole + 1  # the server definition an item stands for
+
 
 class ToolsPage(QWidget):
     """Edits a copy of the tool settings; ``tool_settings()`` returns the result."""
@@ -120,10 +121,14 @@ class ToolsPage(QWidget):
         self.server_list.clear()
         for server in self._servers:
             on = server.identity in self._enabled  # a definition pasted under an enabled server's name is off
-            item = QListWidgetItem(
-                f"{one_line(server.name, 64)} — {state_words(states.get(server.name)) if on else 'off'}\n"
-                f"    {one_line(server.summary, 200)}"
-            )
+            state = states.get(server.name)
+            if on and state is None:
+                words = "on: starts when you press OK"
+            elif not on and state is not None and state.state != "stopped":
+                words = "off: stops when you press OK"
+            else:
+                words = state_words(state) if on else "off"
+            item = QListWidgetItem(f"{one_line(server.name, 64)} — {words}\n    {one_line(server.summary, 200)}")
             item.setData(Qt.ItemDataRole.UserRole, server.name)
             item.setData(IDENTITY_ROLE, server.identity)
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
@@ -137,6 +142,9 @@ class ToolsPage(QWidget):
             self._enabled.add(identity)
         else:
             self._enabled.discard(identity)
+        # the row says at once what OK will do (it read "off" until OK and reopening); after this signal, whose item
+        # the refresh replaces
+        QTimer.singleShot(0, self.refresh)
 
     def _restart_selected(self) -> None:
         item = self.server_list.currentItem()

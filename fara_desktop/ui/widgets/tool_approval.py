@@ -66,8 +66,7 @@ class ToolApprovalBar(QFrame):
         """``shown``: the arguments as ``readable_arguments`` writes them (what will be sent if allowed)."""
         of = f" (call {number} of {count})" if count > 1 else ""
         self.question.setText(
-            f"The model wants to run the tool {one_line(tool, 80)} of the server {one_line(server, 80)}{of}. "
-            "Allow it?"
+            f"The model wants to run {one_line(tool, 80)} (from {one_line(server, 80)}){of}. Allow it?"
         )
         self.arguments.setPlainText(shown)
         lines = min(shown.count("\n") + 1, 8)  # small for a small call; long ones scroll

@@ -337,3 +337,19 @@ def test_the_approval_bar_shows_every_argument_and_every_hidden_character_and_se
         win.tool_approval.allow_button.click()
     (result,) = _tool_messages(backend.prompts[1])
     assert result.content == ascii(HIDDEN)  # the server got exactly what was shown (and what the model wrote)
+
+
+def test_a_server_switched_on_says_at_once_what_ok_will_do(qtbot):
+    """A ticked server still read "time — off" until OK and reopening (issue 43, item 12)."""
+    win = _window(qtbot, FakeBackend(), enabled=("hostile",))
+    dialog = win.open_settings("tools")
+    page = dialog.tools_page
+    rows = {page.server_list.item(i).text().split(" — ")[0]: page.server_list.item(i) for i in range(2)}
+    assert "— off" in rows["time"].text()
+    rows["time"].setCheckState(Qt.CheckState.Checked)
+    qtbot.waitUntil(lambda: "starts when you press OK" in page.server_list.item(0).text(), timeout=5000)
+    hostile = next(page.server_list.item(i) for i in range(2) if page.server_list.item(i).text().startswith("hostile"))
+    hostile.setCheckState(Qt.CheckState.Unchecked)
+    qtbot.waitUntil(lambda: any("stops when you press OK" in page.server_list.item(i).text() for i in range(2)),
+                    timeout=5000)  # fmt: skip
+    dialog.reject()
