@@ -20,6 +20,7 @@ tags, intercepted_binops
 _.loadResource
 _.HF_HUB_DISABLE_TELEMETRY, _.HF_HUB_DISABLE_UPDATE_CHECK
 _.TextReceiveStream  # the MCP SDK reads servers through our bounded lines (tools/bounded_lines.py)
+_.takeAt, _.expandingDirections  # QLayout's virtual methods, called by Qt (ui/widgets/flow_layout.py)
 
 # Fields of records that are saved, exported as JSON or printed whole (asdict / to_json).
 total_s, battery_percent, build_features, tensor_names, schema_version, predicted_pp_tok_per_s, _.dimensions
