@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from fara_desktop.models.metadata import ModelMetadata
 from fara_desktop.planning.tuning import expected_prompt_tokens_per_second, expected_tokens_per_second
 
-SECTIONS = ("bandwidth", "engine", "app", "memory", "startup", "turns", "resume", "typeahead", "cold", "retrieval")
+SECTIONS = (
+    "bandwidth", "engine", "app", "memory", "startup", "turns", "resume", "typeahead", "cold", "retrieval", "loops",
+)  # fmt: skip
 SECTION_HELP = {
     "bandwidth": "the machine's memory read bandwidth, probed twice",
     "engine": "tuned settings vs llama-cpp-python's defaults vs a sweep over threads, batch, KV type and flash "
@@ -31,9 +33,11 @@ SECTION_HELP = {
     "retrieval": "document search with all-MiniLM-L6-v2 (converted from its installed package): recall@5 and MRR "
     "of lexical, semantic and fused search on two question sets, fusion weights and passage sizes, embedding "
     "speed, query latency during background indexing, and a 32 MB corpus made searchable (~20 min)",
+    "loops": "replies that repeat themselves: 16 prompts, the app's sampling and greedy, up to 800 tokens each; "
+    "loops caught, loops missed and normal replies the detector would cut",
 }
 SLOW_AT_SIZE = frozenset({"turns", "cold"})  # not run by default when generation is predicted below 20 tok/s
-ONLY_WHEN_ASKED = frozenset({"cold", "retrieval"})  # slow, or not about the chat model
+ONLY_WHEN_ASKED = frozenset({"cold", "retrieval", "loops"})  # slow, or not about the chat model's speed
 BIG_MODEL_TOK_PER_S = 20.0
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from fara_desktop.bench.cold_probe import MODES as COLD_MODES
+from fara_desktop.bench.loops import loop_detection
 from fara_desktop.bench.plan import SECTION_HELP, SECTIONS, default_sections, plan_for
 from fara_desktop.bench.results import COMPARED, previous_result, save_result, table
 from fara_desktop.bench.resume import resume, typeahead
@@ -113,6 +114,7 @@ STAGE_TITLES = {
     "typeahead": "reading ahead while a question is typed",
     "cold": "cold start (the file evicted from the page cache)",
     "retrieval": "document search: quality and the embedder's speed",
+    "loops": "replies that repeat themselves, and the loop detector",
 }
 
 
@@ -338,6 +340,10 @@ class Benchmark:
         default_mode = "read-ahead" if not self.tuned.use_mmap else "mapped"  # prefault is on by default
         self.out["cold_start"] = {"runs": runs, "first_token_s": medians, "default_mode": default_mode,
                                   "fastest_mode": min(medians, key=lambda m: medians[m])}  # fmt: skip
+
+    def loops_section(self) -> None:
+        self.close()
+        self.out.update(loop_detection(self.model, self.params, 200 if self.quick else 800))
 
     def retrieval_section(self) -> None:
         """On all-MiniLM-L6-v2, converted from its installed package into a scratch folder (the chat model is not

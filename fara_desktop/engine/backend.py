@@ -63,7 +63,7 @@ class ReplyResult:
 
     text: str
     stats: GenerationStats
-    finish_reason: Literal["stop", "length", "context", "cancelled"]
+    finish_reason: Literal["stop", "length", "context", "cancelled", "repetition"]
     logprobs: tuple[TokenLogprob, ...] = ()
     tool_calls: tuple[ToolCall, ...] = ()  # calls a server read out of the reply itself (sent apart from the text)
 

@@ -36,6 +36,7 @@ from fara_desktop.engine.kv_disk import MIN_TOKENS, KVDiskStore, KVDiskWriter, S
 from fara_desktop.engine.kv_states import KVSnapshot, KVStateCache, common_prefix
 from fara_desktop.engine.llama_progress import load_progress
 from fara_desktop.engine.llama_state import cached_prefix, restore_sequence, snapshot_sequence, start_prefault
+from fara_desktop.engine.repetition import LoopDetector
 from fara_desktop.engine.text_stream import TextStream
 from fara_desktop.engine.tool_grammar import forced_call_grammar
 from fara_desktop.engine.types import (
@@ -669,7 +670,8 @@ class LlamaBackend:
 
         completion = 0
         logprobs: list[TokenLogprob] = []
-        finish: Literal["stop", "length", "context", "cancelled"] = "stop"
+        finish: Literal["stop", "length", "context", "cancelled", "repetition"] = "stop"
+        loops = LoopDetector() if sampling.stop_loops and not forced and sampling.json_schema is None else None
         started = time.perf_counter()
         first_token_at: float | None = None
         self._should_abort = should_cancel
@@ -710,6 +712,9 @@ class LlamaBackend:
                 if text:
                     on_text(text)
                 if stream.stopped:
+                    break
+                if loops is not None and loops.feed(text):
+                    finish = "repetition"  # every further token would be the same paragraph again
                     break
                 if completion >= max_tokens:
                     finish = "length"

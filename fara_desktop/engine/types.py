@@ -110,6 +110,7 @@ class SamplingParams:
     # JSON output, constrained by a grammar: None free text, "" any JSON object, else a JSON schema (as text)
     json_schema: str | None = None
     logprobs: int | None = None  # None: none; N: each token's log probability and the N likeliest (0 to 20)
+    stop_loops: bool = True  # end a reply whose text starts repeating itself (``engine.repetition``); not for the API
 
 
 class Isolated:
@@ -356,7 +357,7 @@ class Finished:
     request_id: int
     text: str  # the answer
     stats: GenerationStats
-    finish_reason: Literal["stop", "length", "context", "tool_calls"]
+    finish_reason: Literal["stop", "length", "context", "tool_calls", "repetition"]
     reasoning: str = ""
     logprobs: tuple[TokenLogprob, ...] = ()  # when the request asked for them (the local API)
     tool_calls: tuple[ToolCall, ...] = ()  # the calls the reply made (finish_reason "tool_calls")

@@ -321,6 +321,7 @@ def parse_chat_request(body: Any, defaults: SamplingParams) -> ChatRequest:
         seed=seed if seed is not None else defaults.seed,
         max_tokens=limit if limit is not None else defaults.max_tokens,
         stop=_stops(body.get("stop")), json_schema=_json_schema(body.get("response_format")),
+        stop_loops=False,  # a client asked for what it asked for: only the window's chats are cut when they loop
     )  # fmt: skip
     stream = body.get("stream", False)
     if not isinstance(stream, bool):

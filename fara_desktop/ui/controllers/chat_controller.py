@@ -580,7 +580,8 @@ class ChatController(QObject):
             return
         if self._reply_done(event.request_id, event.text, "complete", event.stats, None, event.reasoning):
             self.screen.hardware_panel.show_stats(event.stats)
-            note = {"length": " (stopped at the token limit)", "context": " (the context window is full)"}
+            note = {"length": " (stopped at the token limit)", "context": " (the context window is full)",
+                    "repetition": " (stopped: the reply began repeating itself)"}  # fmt: skip
             self.screen.set_status(f"Ready · {event.stats.gen_tok_per_s:.1f} tok/s{note.get(event.finish_reason, '')}")
         self.replyFinished.emit(event)
 
