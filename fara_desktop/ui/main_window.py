@@ -75,14 +75,20 @@ from fara_desktop.ui.widgets.plain_text import plain_label, plain_message_box
 from fara_desktop.ui.widgets.sidebar import Sidebar
 from fara_desktop.ui.widgets.task_progress import TaskProgress
 from fara_desktop.ui.widgets.tool_approval import ToolApprovalBar
-from fara_desktop.ui.window_state import first_geometry, keep_on_screen, restore_window_state, save_window_state
+from fara_desktop.ui.window_state import (
+    DEFAULT_PANES,
+    first_geometry,
+    keep_on_screen,
+    restore_window_state,
+    save_window_state,
+    sizes_giving_room,
+    sizes_to_keep,
+)
 from fara_desktop.untrusted import one_line
 
 # Window widths below which a side panel gives its room to the chat: at 1024 px the chat keeps about 790 px
 # (the machine panel is hidden), at 800 px about 770 (the chat list is hidden too).
 HIDE_PANEL_BELOW = 1100
-DEFAULT_PANES = (230, 730, 320)  # the chat list, the chat, the machine panel
-MIN_SIDE_PANE = 120  # a side pane narrower than this is shut, not a width to keep
 HIDE_CHATS_BELOW = 800
 
 
@@ -432,24 +438,9 @@ class MainWindow(QMainWindow):
             self._give_room(self.splitter.indexOf(pane))
 
     def _give_room(self, index: int) -> None:
-        """A side pane shown with (almost) no width — dragged shut, or restored so from an earlier version's
-        ``window.json`` — gets its default width back from the chat: a toggle that shows a 0-px pane does nothing."""
-        sizes = self.splitter.sizes()
-        if sizes[index] >= MIN_SIDE_PANE:
-            return
-        wanted = DEFAULT_PANES[index]
-        sizes[1] = max(sizes[1] - wanted, MIN_SIDE_PANE)
-        sizes[index] = wanted
-        self.splitter.setSizes(sizes)
-
-    def _pane_widths(self) -> list[int]:
-        """What is remembered of the splitter: a side pane hidden (by the user, or by the app for a small window)
-        keeps its default width, never 0 — a collapse made for a small screen is not a choice to keep."""
-        sizes = self.splitter.sizes()
-        for index, pane in ((0, self.left_column), (2, self.panel_scroll)):
-            if not pane.isVisibleTo(self) or sizes[index] < MIN_SIDE_PANE:
-                sizes[index] = DEFAULT_PANES[index]
-        return sizes
+        sizes = sizes_giving_room(self.splitter.sizes(), index)
+        if sizes is not None:
+            self.splitter.setSizes(sizes)
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         """Below a width the side panels give their room to the chat (the machine panel first, then the chat
@@ -672,7 +663,8 @@ class MainWindow(QMainWindow):
             super().closeEvent(event)
             return
         self._closed = True
-        save_window_state(self.paths.config, self, self.splitter, self._pane_widths())
+        hidden = {i for i, pane in ((0, self.left_column), (2, self.panel_scroll)) if not pane.isVisibleTo(self)}
+        save_window_state(self.paths.config, self, self.splitter, sizes_to_keep(self.splitter.sizes(), hidden))
         if self.models_dialog is not None:
             self.models_dialog.pause_all()
         self.servers.stop_api()

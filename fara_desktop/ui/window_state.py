@@ -20,6 +20,28 @@ MAX_STATE_BYTES = 64 * 1024
 MAX_PANE_PX = 20_000  # wider than any screen; a larger saved size is damage, not a preference
 
 
+DEFAULT_PANES = (230, 730, 320)  # the main splitter: the chat list, the chat, the machine panel
+MIN_SIDE_PANE = 120  # a side pane narrower than this is shut, not a width to keep
+
+
+def sizes_giving_room(sizes: list[int], index: int) -> list[int] | None:
+    """The splitter's sizes when the side pane ``index`` is shown with (almost) no width — dragged shut, or restored
+    so from an earlier version's ``window.json``: its default width, taken from the chat (a toggle that shows a
+    0-px pane did nothing). None: it has room."""
+    if sizes[index] >= MIN_SIDE_PANE:
+        return None
+    wanted = DEFAULT_PANES[index]
+    return [wanted if i == index else max(size - wanted, MIN_SIDE_PANE) if i == 1 else size
+            for i, size in enumerate(sizes)]  # fmt: skip
+
+
+def sizes_to_keep(sizes: list[int], hidden: set[int]) -> list[int]:
+    """What is remembered of the splitter: a side pane hidden (by the user, or by the app for a small window) or
+    shut keeps its default width, never 0 — a collapse made for a small screen is not a choice to keep."""
+    return [DEFAULT_PANES[i] if i != 1 and (i in hidden or size < MIN_SIDE_PANE) else size
+            for i, size in enumerate(sizes)]  # fmt: skip
+
+
 PREFERRED_SIZE = QSize(1280, 800)
 # Room for the window manager's title bar and borders before they are known (the window is not shown yet).
 FRAME_ALLOWANCE = QSize(16, 48)
