@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from fara_desktop.engine.kv_states import KVSnapshot, common_prefix, zeroed_buffer
+from fara_desktop.engine.kv_states import KVSnapshot, usable_prefix, zeroed_buffer
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,7 @@ SUFFIX = ".kvstate"
 # A 3,000-token chat at 1.7B (no GQA, f16) is a 590 MB state, 2,000 tokens at 8B (GQA) 262 MB: 4 GiB keeps the
 # last 6-15 long chats, and never more than a tenth of the disk's free space (see ``budget_within``).
 DEFAULT_BUDGET_BYTES = 4 << 30
+CHECKPOINT_SLOT = "p-"  # a recurrent model's chat also keeps the state where its last prompt ended
 MIN_TOKENS = 64  # a shorter state is re-read faster than a file is opened
 
 
@@ -159,12 +160,15 @@ class KVDiskStore:
         self.budget_bytes = budget_bytes
         self._lock = threading.Lock()  # deletions (the budget) against reads
 
-    def file_for(self, conversation: Hashable, identity: StateIdentity) -> Path:
-        return self.folder / f"c{conversation}-{identity.key}{SUFFIX}"
+    def file_for(self, conversation: Hashable, identity: StateIdentity, slot: str = "") -> Path:
+        """``slot``: a second state of the chat (``CHECKPOINT_SLOT``: where its last prompt ended)."""
+        return self.folder / f"c{conversation}-{slot}{identity.key}{SUFFIX}"
 
     # ------------------------------------------------------------------ writing (the writer thread)
 
-    def save(self, conversation: Hashable, identity: StateIdentity, snapshot: KVSnapshot) -> Path | None:
+    def save(
+        self, conversation: Hashable, identity: StateIdentity, snapshot: KVSnapshot, slot: str = ""
+    ) -> Path | None:
         """Write the state atomically, then keep the folder within the budget; None when it was not written (too
         short, larger than the budget, or the disk refused: states are only a speed-up, so that is logged)."""
         if len(snapshot.tokens) < MIN_TOKENS or len(snapshot.data) > self.budget_bytes:
@@ -177,7 +181,7 @@ class KVDiskStore:
             "identity": identity.key, "conversation": str(conversation), "tokens": len(snapshot.tokens),
             "data": len(snapshot.data), "crc32": _checksum(tokens, snapshot.data),
         }).encode()  # fmt: skip
-        target = self.file_for(conversation, identity)
+        target = self.file_for(conversation, identity, slot)
         try:
             self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
             fd, tmp_name = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=self.folder)
@@ -243,10 +247,16 @@ class KVDiskStore:
         return KVSnapshot(tokens, data)
 
     def best_for(
-        self, conversation: Hashable, identity: StateIdentity, tokens: Sequence[int], better_than: int = 0
+        self,
+        conversation: Hashable,
+        identity: StateIdentity,
+        tokens: Sequence[int],
+        better_than: int = 0,
+        rewindable: bool = True,
     ) -> StoredState | None:
-        """The stored state for this model sharing the longest prefix with ``tokens`` (more than ``better_than``
-        and ``MIN_TOKENS``): the chat's own first, then any other (a branch, an edited copy)."""
+        """The stored state for this model sharing the longest usable prefix with ``tokens`` (more than
+        ``better_than`` and ``MIN_TOKENS``; for a recurrent model, ``usable_prefix``): the chat's own first, then
+        any other (a branch, an edited copy)."""
         best: StoredState | None = None
         best_length = max(better_than, MIN_TOKENS - 1)
         own = self.file_for(conversation, identity)
@@ -255,7 +265,7 @@ class KVDiskStore:
             stored = self.header(path, identity)
             if stored is None:
                 continue
-            length = common_prefix(stored.tokens, tokens)
+            length = usable_prefix(stored.tokens, tokens, rewindable)
             if length > best_length:
                 best, best_length = stored, length
         return best
@@ -340,27 +350,29 @@ class KVDiskWriter:
 
     def __init__(self, store: KVDiskStore) -> None:
         self.store = store
-        self._pending: dict[Hashable, tuple[StateIdentity, KVSnapshot]] = {}
+        self._pending: dict[tuple[Hashable, str], tuple[StateIdentity, KVSnapshot]] = {}
         self._lock = threading.Lock()
-        self._wake: queue.Queue[Hashable | None] = queue.Queue()
+        self._wake: queue.Queue[tuple[Hashable, str] | None] = queue.Queue()
         self._idle = threading.Event()
         self._idle.set()
         self._thread = threading.Thread(target=self._run, name="fara-kv-writer", daemon=True)
         self._thread.start()
 
-    def put(self, conversation: Hashable, identity: StateIdentity, snapshot: KVSnapshot) -> None:
+    def put(self, conversation: Hashable, identity: StateIdentity, snapshot: KVSnapshot, slot: str = "") -> None:
+        key = (conversation, slot)
         with self._lock:
-            fresh = conversation not in self._pending
-            self._pending[conversation] = (identity, snapshot)
+            fresh = key not in self._pending
+            self._pending[key] = (identity, snapshot)
             self._idle.clear()
         if fresh:
-            self._wake.put(conversation)
+            self._wake.put(key)
 
     def discard(self, conversation: Hashable) -> None:
         """A state of ``conversation`` still waiting is not written (the chat was deleted); one being written now
         is finished first (``wait_idle``), so the caller's deletion of the files comes after it."""
         with self._lock:
-            self._pending.pop(conversation, None)
+            for key in [k for k in self._pending if k[0] == conversation]:
+                del self._pending[key]
             if not self._pending:
                 self._idle.set()
 
@@ -375,14 +387,14 @@ class KVDiskWriter:
 
     def _run(self) -> None:
         while True:
-            conversation = self._wake.get()
-            if conversation is None:
+            key = self._wake.get()
+            if key is None:
                 return
             with self._lock:
-                item = self._pending.pop(conversation, None)
+                item = self._pending.pop(key, None)
             if item is not None:
                 try:
-                    self.store.save(conversation, *item)
+                    self.store.save(key[0], *item, slot=key[1])
                 except Exception:  # the thread must survive anything: a state is only a speed-up
                     log.exception("Saving a chat's state failed")
             with self._lock:

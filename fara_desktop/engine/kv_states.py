@@ -13,6 +13,13 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 DEFAULT_BUDGET_BYTES = 512 * 1024 * 1024
+CHECKPOINTS_PER_OWNER = 4  # prompts' ends a chat can go back to: its last four turns
+
+
+@dataclass(frozen=True)
+class _Checkpoint:
+    owner: Hashable
+    tokens: int
 
 
 @dataclass(frozen=True)
@@ -55,27 +62,52 @@ class KVStateCache:
             self._items.move_to_end(key)
         return snapshot
 
-    def closest(self, tokens: Sequence[int]) -> KVSnapshot | None:
-        """The snapshot sharing the longest prefix with ``tokens``: a chat branched off another (or an edit of
-        an early message) starts from its parent's state instead of re-reading the shared history."""
+    def closest(self, tokens: Sequence[int], rewindable: bool = True) -> KVSnapshot | None:
+        """The snapshot sharing the longest usable prefix with ``tokens`` (``usable_prefix``): a chat branched off
+        another (or an edit of an early message) starts from its parent's state instead of re-reading the shared
+        history."""
         best, best_length = None, 0
         for snapshot in self._items.values():
-            length = common_prefix(snapshot.tokens, tokens)
+            length = usable_prefix(snapshot.tokens, tokens, rewindable)
             if length > best_length:
                 best, best_length = snapshot, length
         return best
+
+    def put_checkpoint(self, owner: Hashable, snapshot: KVSnapshot) -> None:
+        """A state saved exactly at a prompt's end (a model whose state cannot be cut back needs one to go back
+        to for a Regenerate, an Edit or a Branch); each owner keeps its latest ``CHECKPOINTS_PER_OWNER``."""
+        self.put(_Checkpoint(owner, len(snapshot.tokens)), snapshot)
+        mine = [key for key in self._items if isinstance(key, _Checkpoint) and key.owner == owner]
+        for key in mine[:-CHECKPOINTS_PER_OWNER]:
+            del self._items[key]
+
+    def latest_checkpoint(self, owner: Hashable) -> KVSnapshot | None:
+        mine = [key for key in self._items if isinstance(key, _Checkpoint) and key.owner == owner]
+        return self._items[mine[-1]] if mine else None
 
     def clear(self) -> None:
         self._items.clear()
 
     def forget(self, key: Hashable) -> None:
-        """Drop the snapshot kept under ``key`` (its chat was deleted)."""
+        """Drop the snapshot kept under ``key`` (its chat was deleted), and its checkpoints."""
         self._items.pop(key, None)
+        for item in [k for k in self._items if isinstance(k, _Checkpoint) and k.owner == key]:
+            del self._items[item]
 
     def discard(self, snapshot: KVSnapshot) -> None:
         """Drop a snapshot that failed in use, under whichever key holds it."""
         for key in [k for k, s in self._items.items() if s is snapshot]:
             del self._items[key]
+
+
+def usable_prefix(state: Sequence[int], tokens: Sequence[int], rewindable: bool = True) -> int:
+    """How many of ``tokens`` a state holding ``state`` saves reading. A KV cache can be cut back to any shared
+    prefix; a recurrent state (Mamba, RWKV, LFM2's convolutions, delta-nets) only continues from exactly where it
+    was saved: all of it is a prefix of ``tokens`` with at least one token left to read, or it is of no use."""
+    shared = common_prefix(state, tokens)
+    if rewindable:
+        return shared
+    return shared if shared == len(state) < len(tokens) else 0
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:

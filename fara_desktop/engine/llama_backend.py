@@ -32,10 +32,16 @@ from fara_desktop.engine.errors import (
 )
 from fara_desktop.engine.ggml_types import GGML_TYPE_IDS
 from fara_desktop.engine.json_grammar import check_with_llama, schema_gbnf
-from fara_desktop.engine.kv_disk import MIN_TOKENS, KVDiskStore, KVDiskWriter, StateIdentity
-from fara_desktop.engine.kv_states import KVSnapshot, KVStateCache, common_prefix
+from fara_desktop.engine.kv_disk import CHECKPOINT_SLOT, MIN_TOKENS, KVDiskStore, KVDiskWriter, StateIdentity
+from fara_desktop.engine.kv_states import KVSnapshot, KVStateCache, usable_prefix
 from fara_desktop.engine.llama_progress import load_progress
-from fara_desktop.engine.llama_state import cached_prefix, restore_sequence, snapshot_sequence, start_prefault
+from fara_desktop.engine.llama_state import (
+    cached_prefix,
+    is_rewindable,
+    restore_sequence,
+    snapshot_sequence,
+    start_prefault,
+)
 from fara_desktop.engine.repetition import LoopDetector
 from fara_desktop.engine.text_stream import TextStream
 from fara_desktop.engine.tool_grammar import forced_call_grammar
@@ -118,6 +124,10 @@ class LlamaBackend:
         # The state restored into the context and not yet decoded on (RAM snapshot, and its file when it came from
         # disk): one that fails in use is discarded and the prompt read again (``_discard_restored``).
         self._restored: tuple[KVSnapshot, Path | None] | None = None
+        # False for recurrent and hybrid models: their context cannot be cut back to a prefix, so a prompt that
+        # leaves what the context holds goes back to a checkpoint saved exactly at a prompt's end, or is re-read.
+        self._rewindable = True
+        self._checkpointed: tuple[Hashable, int, int] | None = None  # the context last kept as a checkpoint
 
     # ------------------------------------------------------------------ loading
 
@@ -231,6 +241,7 @@ class LlamaBackend:
             thinking_switch=formatter.thinking_switch,
             tool_calls=formatter.tool_family.name if formatter.tool_family else "",
             expected_prompt_tok_per_s=self._expected_prompt_speed(header, threads_batch),
+            rewindable=is_rewindable(llm),
         )
         return llm, formatter, info, params
 
@@ -247,6 +258,8 @@ class LlamaBackend:
         self._control_text = ControlTokenText.of(llm)
         self._install_abort_callback()
         self._info = info
+        self._rewindable = info.rewindable
+        self._checkpointed = None
         self._loaded_as = (info.path, params) if isinstance(info.path, Path) else None
         self._identity = self._state_identity(info)
         if params.use_mmap and params.prefault and isinstance(info.path, Path):
@@ -492,14 +505,21 @@ class LlamaBackend:
                 self.kv_states.put(self._kv_owner, snapshot)
         if conversation is None or conversation is ISOLATED:
             return  # a one-off request reuses whatever prefix it shares (an isolated one none), and is not kept
-        current = common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens)
-        saved = self.kv_states.get(conversation) or self.kv_states.closest(tokens)
-        shared = common_prefix(saved.tokens, tokens) if saved is not None else 0
+        self._bring_back(llm, conversation, tokens)
+
+    def _bring_back(self, llm: Llama, conversation: Hashable, tokens: list[int]) -> None:
+        """Restore the saved state (RAM, else disk) that saves the most reading of ``tokens``, when it saves more
+        than the context holds now. A recurrent model's states count only where they end exactly on a prefix."""
+        rewind = self._rewindable
+        current = usable_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens, rewind)
+        candidates = [s for s in (self.kv_states.get(conversation), self.kv_states.closest(tokens, rewind)) if s]
+        scored = [(usable_prefix(s.tokens, tokens, rewind), s) for s in candidates]
+        shared, saved = max(scored, key=lambda item: item[0], default=(0, None))
         source: Path | None = None
         if max(current, shared) < len(tokens) - 1:
             stored = self._stored_state(conversation, tokens, max(current, shared))
             if stored is not None:
-                (saved, source), shared = stored, common_prefix(stored[0].tokens, tokens)
+                (saved, source), shared = stored, usable_prefix(stored[0].tokens, tokens, rewind)
         if saved is not None and shared > current:
             if restore_sequence(llm, saved):
                 self._restored = (saved, source)
@@ -515,7 +535,7 @@ class LlamaBackend:
             return None
         if self._writer is not None:
             self._writer.wait_idle(30.0)  # a state still being written is the one to read
-        stored = self._disk.best_for(conversation, self._identity, tokens, better_than)
+        stored = self._disk.best_for(conversation, self._identity, tokens, better_than, self._rewindable)
         loaded = self._disk.load(stored.path, self._identity) if stored is not None else None
         return (loaded, stored.path) if loaded is not None and stored is not None else None
 
@@ -549,8 +569,45 @@ class LlamaBackend:
                 if snapshot is not None:
                     self._writer.put(owner, identity, snapshot)
                     self._kept = kept
+            checkpoint = self.kv_states.latest_checkpoint(owner)
+            if not self._rewindable and checkpoint is not None and len(checkpoint.tokens) < llm.n_tokens:
+                self._writer.put(owner, identity, checkpoint, CHECKPOINT_SLOT)  # where a Regenerate goes back to
         if wait:
             self._writer.wait_idle(10.0)
+
+    def _checkpoint(self, llm: Llama, owner: Hashable | None) -> None:
+        """Keep the context's state as it is now, for a model whose state cannot be cut back: called where a
+        prompt ends and before reading on past a reply, the points a Regenerate, an Edit or a Branch go back to."""
+        if self._rewindable or owner is None or owner is ISOLATED or llm.n_tokens < MIN_TOKENS:
+            return
+        mark = (owner, llm.n_tokens, hash(llm.input_ids[: llm.n_tokens].tobytes()))
+        if mark == self._checkpointed:
+            return
+        snapshot = snapshot_sequence(llm)
+        if snapshot is not None:
+            self.kv_states.put_checkpoint(owner, snapshot)
+            self._checkpointed = mark
+
+    def _reach(self, llm: Llama, conversation: Hashable | None, tokens: list[int]) -> int:
+        """Bring the context to the longest usable prefix of ``tokens`` (another chat's state, a checkpoint, or
+        what it holds) and return its length: the context then holds exactly that many of ``tokens``'s first."""
+        if conversation != self._kv_owner:
+            self._switch_kv(llm, conversation, tokens)
+        elif not self._rewindable and conversation is not None and conversation is not ISOLATED:
+            self._bring_back(llm, conversation, tokens)  # a Regenerate or an Edit: back to a checkpoint
+        self._kv_owner = conversation
+        if conversation is ISOLATED:
+            # A local API client reads its whole prompt: reusing a prefix another client or a chat left in the
+            # context would tell it, by the time to the first token, what they had sent.
+            llm.reset()
+        cached = cached_prefix(llm, tokens, self._rewindable)
+        if not self._rewindable:
+            if cached < llm.n_tokens:
+                llm.reset()  # nothing of a recurrent state can be kept unless all of it is
+                cached = 0
+            else:
+                self._checkpoint(llm, conversation)  # the state about to be read past
+        return cached
 
     def forget_conversation(self, conversation: Hashable) -> None:
         """The chat was deleted (on the inference thread, through the worker's queue, so nothing of the chat is
@@ -562,6 +619,7 @@ class LlamaBackend:
             self._kv_owner = None
             self._kept = None
             self._restored = None
+            self._checkpointed = None
         self.kv_states.forget(conversation)
         if self._writer is not None:
             self._writer.discard(conversation)
@@ -582,10 +640,7 @@ class LlamaBackend:
         effect within one layer's compute. Reports ``(tokens, cached)``; returns the tokens cached."""
         llm, _, _ = self._require()
         tokens = self._tokens_of(prompt)
-        if conversation != self._kv_owner:
-            self._switch_kv(llm, conversation, tokens)
-        self._kv_owner = conversation
-        cached = cached_prefix(llm, tokens)
+        cached = self._reach(llm, conversation, tokens)
         on_progress(len(tokens), cached)
         end = len(tokens) - 1
         if cached >= end or should_stop():
@@ -648,14 +703,7 @@ class LlamaBackend:
         llm, _, info = self._require()
         tokens = self._tokens_of(prompt)
         detail = prompt.detail
-        if conversation != self._kv_owner:  # a request of no conversation (the local API) also keeps the chat's
-            self._switch_kv(llm, conversation, tokens)
-        self._kv_owner = conversation
-        if conversation is ISOLATED:
-            # A local API client reads its whole prompt: reusing a prefix another client or a chat left in the
-            # context would tell it, by the time to the first token, what they had sent.
-            llm.reset()
-        reused = cached_prefix(llm, tokens)
+        reused = self._reach(llm, conversation, tokens)  # a request of no conversation also keeps the chat's
         max_tokens = sampling.max_tokens or info.n_ctx
         stream = TextStream((*detail.rendered.stop, *sampling.stop))
         forced = detail.rendered.forced_calls
@@ -678,8 +726,11 @@ class LlamaBackend:
         to_read = len(tokens) - reused
         if on_prompt_progress is not None and to_read > llm.n_batch:
             self._prompt_report = self._prompt_reporter(llm, reused, to_read, on_prompt_progress)
+        # A recurrent model reads its prompt here up to the last token, whose state is kept (the point a Regenerate
+        # goes back to); llama-cpp-python's own prefix matching would cut its state back, which it cannot be.
+        rewind = self._rewindable
         generator = llm.generate(
-            tokens,
+            tokens if rewind else tokens[-1:],
             top_k=sampling.top_k,
             top_p=sampling.top_p,
             min_p=sampling.min_p,
@@ -688,10 +739,14 @@ class LlamaBackend:
             mirostat_mode=sampling.mirostat_mode,
             mirostat_tau=sampling.mirostat_tau,
             mirostat_eta=sampling.mirostat_eta,
-            reset=True,
+            reset=rewind,
             grammar=grammar,
         )
         try:
+            if not rewind:
+                if reused < len(tokens) - 1:
+                    llm.eval(tokens[reused:-1])
+                self._checkpoint(llm, conversation)
             for token in generator:
                 if first_token_at is None:
                     first_token_at = time.perf_counter()

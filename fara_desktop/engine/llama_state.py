@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fara_desktop.engine.kv_states import KVSnapshot, common_prefix, zeroed_buffer
+from fara_desktop.engine.kv_states import KVSnapshot, common_prefix, usable_prefix, zeroed_buffer
 from fara_desktop.machine.llama_internals import mark_logits_stale
 
 if TYPE_CHECKING:
@@ -68,8 +68,19 @@ def start_prefault(path: Path) -> threading.Thread:
     return thread
 
 
-def cached_prefix(llm: Llama, tokens: Sequence[int]) -> int:
-    """How many prompt tokens llama-cpp-python will take from the KV cache (mirrors ``Llama.generate``)."""
+def cached_prefix(llm: Llama, tokens: Sequence[int], rewindable: bool = True) -> int:
+    """How many prompt tokens the context saves reading: for a KV cache, what llama-cpp-python takes from it
+    (mirrors ``Llama.generate``); for a recurrent state, all it holds or nothing (``usable_prefix``)."""
     if llm.n_tokens == 0:
         return 0
-    return min(common_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens), len(tokens) - 1)
+    held = llm.input_ids[: llm.n_tokens].tolist()
+    if not rewindable:
+        return usable_prefix(held, tokens, rewindable=False)
+    return min(common_prefix(held, tokens), len(tokens) - 1)
+
+
+def is_rewindable(llm: Llama) -> bool:
+    """The context can be cut back to any prefix: False for recurrent and hybrid models (llama.cpp says which)."""
+    import llama_cpp
+
+    return not (llama_cpp.llama_model_is_recurrent(llm.model) or llama_cpp.llama_model_is_hybrid(llm.model))

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from fara_desktop.atomic_files import save_cache_file
+from fara_desktop.models.architecture import architecture_facts
 from fara_desktop.models.gguf_checks import check_loadable
 from fara_desktop.models.gguf_file import GGUFArraySummary, GGUFHeader, read_gguf_header
 from fara_desktop.models.naming import MAX_NAME, model_display_name
@@ -26,7 +27,7 @@ FILE_TYPES = {
     37: "TQ2_0", 38: "MXFP4_MOE",
 }  # fmt: skip
 _INSTRUCT_HINTS = re.compile(r"instruct|chat|\bit\b|-it[-.]|assistant|\brl\b", re.IGNORECASE)
-CACHE_VERSION = 7  # 7: one display name per model (naming); 6: files are checked as llama.cpp will load them
+CACHE_VERSION = 8  # 8: experts and recurrent layers (architecture); 7: one display name per model (naming)
 
 
 @dataclass(frozen=True)
@@ -55,10 +56,33 @@ class ModelMetadata:
     weights_bytes: int
     instruct: bool
     embedding: bool = False  # a sentence embedder (document search), not a chat model
+    # Mixtures of experts and recurrent layers (``architecture.py``): the defaults describe a dense transformer.
+    n_expert: int = 0
+    n_expert_used: int = 0
+    active_fraction: float = 1.0  # of the weights' bytes (and, below, of the parameters) one generated token reads
+    active_parameter_fraction: float = 1.0
+    kv_layers: int | None = None  # layers that hold a KV cache; None: all of them
+    recurrent_layers: int = 0
+    recurrent_state_bytes: int = 0  # per sequence: what the recurrent layers keep, whatever the context
+    rewindable: bool = True  # its context can be cut back to a prefix (not so with recurrent state)
+    architecture_note: str | None = None
 
     @property
     def bits_per_weight(self) -> float:
         return 8 * self.weights_bytes / self.parameters if self.parameters else 0.0
+
+    @property
+    def is_moe(self) -> bool:
+        return self.n_expert > 1 and 0 < self.n_expert_used < self.n_expert
+
+    @property
+    def active_weights_bytes(self) -> int:
+        """Bytes of weights a generated token reads: all but the experts it is not routed to."""
+        return int(self.weights_bytes * self.active_fraction)
+
+    @property
+    def active_parameters(self) -> int:
+        return int(self.parameters * self.active_parameter_fraction)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -115,6 +139,7 @@ def metadata_from_header(
     )
     size_label = header.str_value("general.size_label", 64)
     license_name = header.str_value("general.license", 256)
+    facts = architecture_facts(header)
     return ModelMetadata(
         path=str(header.path),
         name=name,
@@ -138,6 +163,15 @@ def metadata_from_header(
         weights_bytes=header.tensor_bytes + extra,
         instruct=has_template or bool(_INSTRUCT_HINTS.search(hint_text)),
         embedding=is_embedding_architecture(header.architecture, header.arch_int("pooling_type", 0, 16)),
+        n_expert=facts.n_expert,
+        n_expert_used=facts.n_expert_used,
+        active_fraction=facts.active_fraction,
+        active_parameter_fraction=facts.active_parameter_fraction,
+        kv_layers=facts.kv_layers,
+        recurrent_layers=facts.recurrent_layers,
+        recurrent_state_bytes=facts.recurrent_state_bytes,
+        rewindable=facts.rewindable,
+        architecture_note=facts.note,
     )
 
 

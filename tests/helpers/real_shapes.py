@@ -11,6 +11,7 @@ are reused between runs; they are never committed.
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,8 @@ class Shape:
     tied_embeddings: bool
     head_dim: int | None = None
     sliding_window: int | None = None
+    n_expert: int = 0  # a mixture of experts: ``n_ff`` is then each expert's width
+    n_expert_used: int = 0
 
     @property
     def dim(self) -> int:
@@ -51,8 +54,15 @@ SHAPES = {
     # Gemma 3: 256-wide heads, five sliding-window layers to one global, extra norms around attention and FFN
     "gemma3-1b": Shape("Gemma-3-1B shape", "gemma3", 1152, 26, 4, 1, 6912, 32768, 1000000.0, True, 256, 512),
     "gemma3-4b": Shape("Gemma-3-4B shape", "gemma3", 2560, 34, 8, 4, 10240, 131072, 1000000.0, True, 256, 1024),
+    # Mixtures of experts: the llama-layout MoE (2.43 GB at Q4_K_M, 1.0 B of 3.9 B parameters used per token)
+    # and OLMoE-1B-7B's sizes in the qwen3moe layout (64 experts of 1024, 8 used: 1.3 B of 6.9 B)
+    "moe-llama-32x768": Shape("MoE 24x2048 32 experts top-4 shape", "llama", 2048, 24, 16, 8, 768, 32768, 500000.0,
+                              False, None, None, 32, 4),
+    "moe-olmoe-64x1024": Shape("OLMoE-1B-7B shape (qwen3moe layout)", "qwen3moe", 2048, 16, 16, 16, 1024, 4096,
+                               10000.0, False, 128, None, 64, 8),
 }
-DONORS = {"llama": "smollm2", "qwen2": "smollm2", "gemma3": "gemma3"}  # whose tokenizer each architecture takes
+# whose tokenizer each architecture takes
+DONORS = {"llama": "smollm2", "qwen2": "smollm2", "gemma3": "gemma3", "qwen3moe": "smollm2"}
 
 
 def cache_dir() -> Path:
@@ -104,9 +114,14 @@ def write_shape_q8(shape: Shape, donor: Path, path: Path, seed: int = 0) -> Path
         writer.add_value_length(shape.head_dim)
     if shape.sliding_window:
         writer.add_sliding_window(shape.sliding_window)
+    if shape.n_expert:
+        writer.add_expert_count(shape.n_expert)
+        writer.add_expert_used_count(shape.n_expert_used)
+        if shape.architecture == "qwen3moe":
+            writer.add_expert_feed_forward_length(shape.n_ff)
     n_vocab = _copy_tokenizer(writer, donor)
     q, kv = shape.n_head * shape.dim, shape.n_head_kv * shape.dim
-    Dims = tuple[int, int] | tuple[int]
+    Dims = tuple[int, ...]
     tensors: list[tuple[str, Dims, bool]] = [("token_embd.weight", (n_vocab, shape.n_embd), True)]
     tensors.append(("output_norm.weight", (shape.n_embd,), False))
     if not shape.tied_embeddings:
@@ -120,10 +135,20 @@ def write_shape_q8(shape: Shape, donor: Path, path: Path, seed: int = 0) -> Path
             (f"{blk}.attn_v.weight", (kv, shape.n_embd), True),
             (f"{blk}.attn_output.weight", (shape.n_embd, q), True),
             (f"{blk}.ffn_norm.weight", (shape.n_embd,), False),
-            (f"{blk}.ffn_gate.weight", (shape.n_ff, shape.n_embd), True),
-            (f"{blk}.ffn_up.weight", (shape.n_ff, shape.n_embd), True),
-            (f"{blk}.ffn_down.weight", (shape.n_embd, shape.n_ff), True),
         ]
+        if shape.n_expert:  # each expert's matrices stacked: (experts × rows, cols) in the file's row order
+            e = shape.n_expert
+            tensors += [(f"{blk}.ffn_gate_inp.weight", (e, shape.n_embd), False),
+                        (f"{blk}.ffn_gate_exps.weight", (e, shape.n_ff, shape.n_embd), True),
+                        (f"{blk}.ffn_up_exps.weight", (e, shape.n_ff, shape.n_embd), True),
+                        (f"{blk}.ffn_down_exps.weight", (e, shape.n_embd, shape.n_ff), True)]  # fmt: skip
+        else:
+            tensors += [(f"{blk}.ffn_gate.weight", (shape.n_ff, shape.n_embd), True),
+                        (f"{blk}.ffn_up.weight", (shape.n_ff, shape.n_embd), True),
+                        (f"{blk}.ffn_down.weight", (shape.n_embd, shape.n_ff), True)]  # fmt: skip
+        if shape.architecture == "qwen3moe":
+            tensors += [(f"{blk}.attn_q_norm.weight", (shape.dim,), False),
+                        (f"{blk}.attn_k_norm.weight", (shape.dim,), False)]  # fmt: skip
         if shape.architecture == "gemma3":
             tensors += [(f"{blk}.attn_q_norm.weight", (shape.dim,), False),
                         (f"{blk}.attn_k_norm.weight", (shape.dim,), False),
@@ -134,20 +159,24 @@ def write_shape_q8(shape: Shape, donor: Path, path: Path, seed: int = 0) -> Path
                         (f"{blk}.attn_v.bias", (kv,), False)]  # fmt: skip
     for name, dims, quantized in tensors:
         if quantized:
-            rows, cols = dims  # type: ignore[misc]
+            *outer, cols = dims
+            rows = math.prod(outer)
             nbytes = rows * cols // Q8_BLOCK * Q8_BYTES
             q8 = gguf.GGMLQuantizationType.Q8_0
-            writer.add_tensor_info(name, (rows, nbytes // rows), np.dtype(np.uint8), nbytes, raw_dtype=q8)
+            writer.add_tensor_info(name, (*outer, nbytes // rows), np.dtype(np.uint8), nbytes, raw_dtype=q8)
         else:
-            writer.add_tensor_info(name, dims, np.dtype(np.float32), 4 * dims[0])
+            writer.add_tensor_info(name, dims, np.dtype(np.float32), 4 * math.prod(dims))
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_ti_data_to_file()
     for name, dims, quantized in tensors:
         if quantized:
-            writer.write_tensor_data(_q8_0(rng, *dims))  # type: ignore[misc]
+            *outer, cols = dims
+            writer.write_tensor_data(_q8_0(rng, math.prod(outer), cols).reshape(*outer, -1))
         elif name.endswith(".bias"):
             writer.write_tensor_data(np.zeros(dims, dtype=np.float32))
+        elif name.endswith("gate_inp.weight"):  # a random router spreads tokens over the experts as a trained one
+            writer.write_tensor_data(rng.standard_normal(dims).astype(np.float32))
         else:
             writer.write_tensor_data(np.ones(dims, dtype=np.float32))
     writer.close()

@@ -19,7 +19,9 @@ pytestmark = [pytest.mark.real_size, pytest.mark.slow]
 THREADS = 2
 
 
-@pytest.mark.parametrize("key", ["smollm2-1.7b", "llama-3.1-8b", "qwen2.5-7b", "gemma3-1b"])
+@pytest.mark.parametrize(
+    "key", ["smollm2-1.7b", "llama-3.1-8b", "qwen2.5-7b", "gemma3-1b", "moe-llama-32x768", "moe-olmoe-64x1024"]
+)
 def test_predicted_generation_is_within_a_fifth_and_prompt_reading_within_30_percent_of_the_shape(key, gemma3_path):
     from llama_cpp import Llama
 
