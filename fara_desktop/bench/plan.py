@@ -66,7 +66,7 @@ def _clamp(value: float, low: int, high: int) -> int:
 def plan_for(
     meta: ModelMetadata, bandwidth: float, threads: int, quick: bool, cpu_features: Collection[str] = ()
 ) -> BenchPlan:
-    gen_speed = expected_tokens_per_second(meta, bandwidth)
+    gen_speed = expected_tokens_per_second(meta, bandwidth, cpu_features=cpu_features)
     pp_speed = expected_prompt_tokens_per_second(meta, threads, cpu_features)
     if quick:
         return BenchPlan(16, 64, 1, 1, 1, 128, gen_speed, pp_speed)

@@ -205,7 +205,7 @@ class Benchmark:
         by_threads = {c.n_threads: c for c in configs if c.n_threads == c.n_threads_batch and c.n_batch == tuned.n_batch
                       and c.kv_type == tuned.kv_type and c.flash_attn == tuned.flash_attn}  # fmt: skip
         best_threads = max(by_threads, key=lambda t: statistics.median(sweep.gen[by_threads[t]]))
-        predicted_gen = expected_tokens_per_second(self.meta, self.bandwidth)
+        predicted_gen = expected_tokens_per_second(self.meta, self.bandwidth, cpu_features=self.hardware.cpu_features)
         predicted_pp = expected_prompt_tokens_per_second(self.meta, tuned.n_threads_batch, self.hardware.cpu_features)
         measured_gen, measured_pp = statistics.median(sweep.gen[tuned]), statistics.median(sweep.pp[tuned])
         roofline = self.bandwidth / self.meta.weights_bytes

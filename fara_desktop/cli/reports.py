@@ -93,6 +93,7 @@ def models_report(paths: AppPaths, as_json: bool = False) -> int:
         speed,
         estimates={path: cost.memory for path, cost in costs.items()},
         previous=cache.recommended(profile, "on disk"),
+        cpu_features=facts.cpu_features,
     )
     by_path = {rec.path: rec for rec in ranked}
     entries: list[dict[str, Any]] = []

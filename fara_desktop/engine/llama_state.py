@@ -70,13 +70,30 @@ def start_prefault(path: Path) -> threading.Thread:
 
 def cached_prefix(llm: Llama, tokens: Sequence[int], rewindable: bool = True) -> int:
     """How many prompt tokens the context saves reading: for a KV cache, what llama-cpp-python takes from it
-    (mirrors ``Llama.generate``); for a recurrent state, all it holds or nothing (``usable_prefix``)."""
+    (mirrors ``Llama.generate``) when it can be cut back there (``can_cut_back``), else none; for a recurrent
+    state, all it holds or nothing (``usable_prefix``)."""
     if llm.n_tokens == 0:
         return 0
     held = llm.input_ids[: llm.n_tokens].tolist()
     if not rewindable:
         return usable_prefix(held, tokens, rewindable=False)
-    return min(common_prefix(held, tokens), len(tokens) - 1)
+    shared = min(common_prefix(held, tokens), len(tokens) - 1)
+    return shared if shared >= llm.n_tokens or can_cut_back(llm, shared) else 0
+
+
+def can_cut_back(llm: Llama, position: int) -> bool:
+    """Whether the KV cache still holds what reading on from ``position`` needs. A sliding-window layer's cache
+    reuses the cells of tokens that fell out of its window (llama.cpp's ``find_slot``, even with a full-size SWA
+    cache), so after a long reply the window before an earlier position may be gone; cutting back there would
+    continue silently wrong. The rule llama.cpp's server uses: the oldest position held must be within a window
+    of the cut (``llama_memory_seq_pos_min``)."""
+    import llama_cpp
+
+    window = llama_cpp.llama_model_n_swa(llm.model)
+    if window <= 0:
+        return True
+    oldest = llama_cpp.llama_memory_seq_pos_min(llama_cpp.llama_get_memory(llm.ctx), 0)
+    return bool(oldest <= max(0, position - window))
 
 
 def is_rewindable(llm: Llama) -> bool:
@@ -84,3 +101,11 @@ def is_rewindable(llm: Llama) -> bool:
     import llama_cpp
 
     return not (llama_cpp.llama_model_is_recurrent(llm.model) or llama_cpp.llama_model_is_hybrid(llm.model))
+
+
+def keeps_exact_states(llm: Llama) -> bool:
+    """Saved states serve only where they end exactly on a prompt's prefix: a recurrent state cannot be cut back,
+    and a sliding-window cache not always (``can_cut_back``); such models keep checkpoints where prompts end."""
+    import llama_cpp
+
+    return not is_rewindable(llm) or llama_cpp.llama_model_n_swa(llm.model) > 0

@@ -109,6 +109,7 @@ def assess_catalog(
         COMFORTABLE_TOK_PER_S,
         estimates={key: cost.memory for key, cost in costs.items()},
         previous=previous,
+        cpu_features=facts.cpu_features,
     )
     by_key = {rec.path: rec for rec in ranked}
     on_disk = {path.name.lower(): path for path in installed_files}

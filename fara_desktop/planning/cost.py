@@ -79,6 +79,6 @@ def cost_here(meta: ModelMetadata, facts: MachineFacts) -> CostHere:
     return CostHere(
         tuned,
         memory,
-        expected_tokens_per_second(meta, facts.bandwidth_bytes_per_s),
+        expected_tokens_per_second(meta, facts.bandwidth_bytes_per_s, cpu_features=facts.cpu_features),
         expected_prompt_tokens_per_second(meta, tuned.n_threads_batch, facts.cpu_features),
     )

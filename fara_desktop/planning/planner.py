@@ -112,6 +112,7 @@ def plan_startup(
         speed,
         estimates={path: cost.memory for path, cost in costs.items()},
         previous=cache.recommended(hardware, "on disk"),
+        cpu_features=facts.cpu_features,
     )
     cache.set_recommended(hardware, "on disk", best.path if best else None)
     chosen: DiscoveredModel | None = None

@@ -264,22 +264,28 @@ def tune(
 
 # Fitted at real size (2 threads, random weights of real shapes, Q4_K_M) against interleaved measurements:
 # SmolLM2-1.7B 15.4 tok/s, Llama-3.1-8B 4.87, Qwen2.5-7B 4.42 and Gemma-3-1B 22.9, at 29.6-34.5 GB/s of probed
-# read bandwidth. Reading the weights at 0.65 of the probe plus 0.4 ms a layer puts each within 0.87-1.16.
+# read bandwidth (AVX2). Reading the weights at 0.65 of the probe plus 0.4 ms a layer puts each within 0.87-1.16.
+# The per-layer part is compute (thread hand-offs, small products), so it shrinks with the kernels' speed: on an
+# AVX-512 VNNI machine it is 0.4 ms × 62/220 (measured there beside two mixtures of experts: see
+# ``PROMPT_FLOPS_PER_THREAD``; with 0.4 ms the 1.7B was predicted at 0.74 of its speed, with 0.11 ms at 0.88).
 GENERATION_BANDWIDTH_EFFICIENCY = 0.65
 PER_LAYER_OVERHEAD_S = 0.0004
 
 
 def expected_tokens_per_second(
-    meta: ModelMetadata, bandwidth_bytes_per_s: float, efficiency: float = GENERATION_BANDWIDTH_EFFICIENCY
+    meta: ModelMetadata,
+    bandwidth_bytes_per_s: float,
+    efficiency: float = GENERATION_BANDWIDTH_EFFICIENCY,
+    cpu_features: Collection[str] = (),
 ) -> float:
     """Generation reads every weight a token touches once per token (bandwidth-bound) — all of a dense model, the
-    routed experts of a mixture — plus a fixed cost per layer (graph and thread hand-offs). Tiny models (135M)
-    are bound by per-token overheads this does not model: they run 2× faster than it says, which only ever
-    under-sells them."""
+    routed experts of a mixture — plus a fixed cost per layer (graph and thread hand-offs) that scales with the
+    CPU's kernels. Tiny models (135M) are bound by per-token overheads this does not model: they run 2× faster
+    than it says, which only ever under-sells them."""
     if not meta.weights_bytes or bandwidth_bytes_per_s <= 0:
         return 0.0
-    touched = meta.active_weights_bytes
-    seconds = touched / (bandwidth_bytes_per_s * efficiency) + (meta.n_layer or 0) * PER_LAYER_OVERHEAD_S
+    per_layer = PER_LAYER_OVERHEAD_S * PROMPT_FLOPS_PER_THREAD / _flops_per_thread(cpu_features)
+    seconds = meta.active_weights_bytes / (bandwidth_bytes_per_s * efficiency) + (meta.n_layer or 0) * per_layer
     return 1.0 / seconds
 
 
@@ -303,11 +309,15 @@ def expected_prompt_tokens_per_second(meta: ModelMetadata, threads: int, cpu_fea
     (``HardwareProfile.cpu_features``), times the threads reading it."""
     if not meta.parameters or threads <= 0:
         return 0.0
-    vnni = "AVX512" in cpu_features and "AVX512_VNNI" in cpu_features
-    per_thread = PROMPT_FLOPS_PER_THREAD_VNNI if vnni else PROMPT_FLOPS_PER_THREAD
+    per_thread = _flops_per_thread(cpu_features)
     if meta.is_moe:
         per_thread *= MOE_PROMPT_EFFICIENCY
     return per_thread * threads / (2.0 * meta.active_parameters)
+
+
+def _flops_per_thread(cpu_features: Collection[str]) -> float:
+    vnni = "AVX512" in cpu_features and "AVX512_VNNI" in cpu_features
+    return PROMPT_FLOPS_PER_THREAD_VNNI if vnni else PROMPT_FLOPS_PER_THREAD
 
 
 # Models of architectures llama.cpp learned in 2025 or later (the generation trained on far more and better data:
@@ -372,6 +382,7 @@ def choose_model(
     min_tok_per_s: float = 5.0,
     estimates: Mapping[str, MemoryEstimate] | None = None,
     previous: str | None = None,
+    cpu_features: Collection[str] = (),
 ) -> tuple[Recommendation | None, list[Recommendation]]:
     """Rank models that fit: chat-ready first, then quality, then speed. Returns (best, all ranked).
 
@@ -386,7 +397,7 @@ def choose_model(
         estimate = (estimates or {}).get(meta.path)
         n_ctx = estimate.n_ctx if estimate else min(MIN_CONTEXT * 2, meta.context_length or MIN_CONTEXT * 2)
         verdict = fit_verdict(meta, n_ctx, available, total, estimate.kv_type if estimate else "f16", estimate)
-        speed = expected_tokens_per_second(meta, bandwidth)
+        speed = expected_tokens_per_second(meta, bandwidth, cpu_features=cpu_features)
         usable_speed = speed >= min_tok_per_s * (KEEP_MARGIN if meta.path == previous else 1.0)
         key = (
             verdict.verdict != "too_big",

@@ -41,10 +41,19 @@ class Shape:
     sliding_window: int | None = None
     n_expert: int = 0  # a mixture of experts: ``n_ff`` is then each expert's width
     n_expert_used: int = 0
+    attention_layers: tuple[int, ...] | None = None  # a hybrid: the layers that attend (the others are recurrent)
+    l_cache: int = 3  # LFM2's short convolutions
+    ssm_inner: int = 0  # Mamba-2 / gated delta-net sizes (llama.cpp's ssm.* keys)
+    ssm_state: int = 0
+    ssm_groups: int = 0
+    ssm_heads: int = 0
 
     @property
     def dim(self) -> int:
         return self.head_dim or self.n_embd // self.n_head
+
+    def attends(self, layer: int) -> bool:
+        return self.attention_layers is None or layer in self.attention_layers
 
 
 SHAPES = {
@@ -60,9 +69,22 @@ SHAPES = {
                               False, None, None, 32, 4),
     "moe-olmoe-64x1024": Shape("OLMoE-1B-7B shape (qwen3moe layout)", "qwen3moe", 2048, 16, 16, 16, 1024, 4096,
                                10000.0, False, 128, None, 64, 8),
+    # Hybrids. LFM2-1.2B (its config.json: 16 blocks of 2048, attention at 2, 5, 8, 10, 12 and 14, the rest short
+    # convolutions); Granite 4.0-H-Micro (40 layers of 2048, Mamba-2 with 64 heads of 64 and a state of 128,
+    # attention in 4 layers); a gated delta-net at Qwen3.5-2B's depth and width (24 × 2048, attention every fourth
+    # layer; head counts this app's choice)
+    "lfm2-1.2b": Shape("LFM2-1.2B shape", "lfm2", 2048, 16, 32, 8, 8192, 128000, 1000000.0, True,
+                       attention_layers=(2, 5, 8, 10, 12, 14)),
+    "granite-4.0-h-micro": Shape("Granite-4.0-H-Micro shape", "granitehybrid", 2048, 40, 32, 8, 8192, 131072,
+                                 10000.0, True, attention_layers=(9, 18, 27, 36), ssm_inner=4096, ssm_state=128,
+                                 ssm_groups=1, ssm_heads=64),
+    "qwen35-2b-like": Shape("Gated delta-net 24x2048 shape (qwen35 layout)", "qwen35", 2048, 24, 8, 2, 6144, 262144,
+                            10000000.0, True, 256, attention_layers=tuple(range(3, 24, 4)), ssm_inner=2048,
+                            ssm_state=128, ssm_groups=16, ssm_heads=16),
 }
 # whose tokenizer each architecture takes
-DONORS = {"llama": "smollm2", "qwen2": "smollm2", "gemma3": "gemma3", "qwen3moe": "smollm2"}
+DONORS = {"llama": "smollm2", "qwen2": "smollm2", "gemma3": "gemma3", "qwen3moe": "smollm2", "lfm2": "smollm2",
+          "granitehybrid": "smollm2", "qwen35": "smollm2"}
 
 
 def cache_dir() -> Path:
@@ -96,16 +118,74 @@ def _copy_tokenizer(writer: gguf.GGUFWriter, donor: Path) -> int:
     return n_vocab
 
 
+def _layer_tensors(shape: Shape, i: int) -> list[tuple[str, tuple[int, ...], str]]:
+    """One layer's tensors as (name, numpy shape (out, in), kind): "q8" weights, f32 "ones"/"zeros"/"router"
+    (random), "neg" (a recurrent layer's decay) and "conv" (small random; convolutions stay f32, as llama.cpp's
+    quantizer keeps them)."""
+    blk, d, e = f"blk.{i}", shape.n_embd, shape.n_expert
+    q, kv = shape.n_head * shape.dim, shape.n_head_kv * shape.dim
+    tensors: list[tuple[str, tuple[int, ...], str]] = [(f"{blk}.attn_norm.weight", (d,), "ones")]
+    if shape.attends(i):
+        q_rows = 2 * q if shape.architecture == "qwen35" else q  # qwen35's attention is gated: query and gate
+        tensors += [(f"{blk}.attn_q.weight", (q_rows, d), "q8"), (f"{blk}.attn_k.weight", (kv, d), "q8"),
+                    (f"{blk}.attn_v.weight", (kv, d), "q8"), (f"{blk}.attn_output.weight", (d, q), "q8")]  # fmt: skip
+        if shape.architecture in ("gemma3", "qwen3moe", "lfm2", "qwen35"):
+            tensors += [(f"{blk}.attn_q_norm.weight", (shape.dim,), "ones"),
+                        (f"{blk}.attn_k_norm.weight", (shape.dim,), "ones")]  # fmt: skip
+        if shape.architecture == "qwen2":
+            tensors += [(f"{blk}.attn_q.bias", (q,), "zeros"), (f"{blk}.attn_k.bias", (kv,), "zeros"),
+                        (f"{blk}.attn_v.bias", (kv,), "zeros")]  # fmt: skip
+    elif shape.architecture == "lfm2":  # short convolutions
+        tensors += [(f"{blk}.shortconv.conv.weight", (d, shape.l_cache), "conv"),
+                    (f"{blk}.shortconv.in_proj.weight", (3 * d, d), "q8"),
+                    (f"{blk}.shortconv.out_proj.weight", (d, d), "q8")]  # fmt: skip
+    elif shape.architecture == "granitehybrid":  # Mamba-2
+        inner, groups, state, heads = shape.ssm_inner, shape.ssm_groups, shape.ssm_state, shape.ssm_heads
+        conv = inner + 2 * groups * state
+        tensors += [(f"{blk}.ssm_in.weight", (2 * inner + 2 * groups * state + heads, d), "q8"),
+                    (f"{blk}.ssm_conv1d.weight", (conv, 4), "conv"), (f"{blk}.ssm_conv1d.bias", (conv,), "zeros"),
+                    (f"{blk}.ssm_dt.bias", (heads,), "zeros"), (f"{blk}.ssm_a", (heads, 1), "neg"),
+                    (f"{blk}.ssm_d", (heads, 1), "ones"),
+                    (f"{blk}.ssm_norm.weight", (groups, inner // groups), "ones"),
+                    (f"{blk}.ssm_out.weight", (d, inner), "q8")]  # fmt: skip
+    else:  # qwen35's gated delta-net
+        key, value, heads = shape.ssm_state * shape.ssm_groups, shape.ssm_inner, shape.ssm_heads
+        tensors += [(f"{blk}.attn_qkv.weight", (2 * key + value, d), "q8"),
+                    (f"{blk}.attn_gate.weight", (value, d), "q8"),
+                    (f"{blk}.ssm_conv1d.weight", (2 * key + value, 4), "conv"),
+                    (f"{blk}.ssm_dt.bias", (heads,), "zeros"), (f"{blk}.ssm_a", (heads,), "neg"),
+                    (f"{blk}.ssm_beta.weight", (heads, d), "q8"), (f"{blk}.ssm_alpha.weight", (heads, d), "q8"),
+                    (f"{blk}.ssm_norm.weight", (shape.ssm_state,), "ones"),
+                    (f"{blk}.ssm_out.weight", (d, value), "q8")]  # fmt: skip
+    norm = "post_attention_norm" if shape.architecture == "qwen35" else "ffn_norm"
+    tensors.append((f"{blk}.{norm}.weight", (d,), "ones"))
+    if e:  # each expert's matrices stacked: (experts, rows, cols)
+        tensors += [(f"{blk}.ffn_gate_inp.weight", (e, d), "router"),
+                    (f"{blk}.ffn_gate_exps.weight", (e, shape.n_ff, d), "q8"),
+                    (f"{blk}.ffn_up_exps.weight", (e, shape.n_ff, d), "q8"),
+                    (f"{blk}.ffn_down_exps.weight", (e, d, shape.n_ff), "q8")]  # fmt: skip
+    else:
+        tensors += [(f"{blk}.ffn_gate.weight", (shape.n_ff, d), "q8"), (f"{blk}.ffn_up.weight", (shape.n_ff, d), "q8"),
+                    (f"{blk}.ffn_down.weight", (d, shape.n_ff), "q8")]  # fmt: skip
+    if shape.architecture == "gemma3":
+        tensors += [(f"{blk}.post_attention_norm.weight", (d,), "ones"), (f"{blk}.post_ffw_norm.weight", (d,), "ones")]
+    return tensors
+
+
 def write_shape_q8(shape: Shape, donor: Path, path: Path, seed: int = 0) -> Path:
     rng = np.random.default_rng(seed)
     writer = gguf.GGUFWriter(str(path), shape.architecture)
+    arch = shape.architecture
     writer.add_name(shape.name)
     writer.add_context_length(shape.context_length)
     writer.add_embedding_length(shape.n_embd)
     writer.add_block_count(shape.n_layer)
     writer.add_feed_forward_length(shape.n_ff)
     writer.add_head_count(shape.n_head)
-    writer.add_head_count_kv(shape.n_head_kv)
+    if shape.attention_layers is not None and arch != "qwen35":  # a layer with no KV heads is a recurrent one
+        writer.add_head_count_kv([shape.n_head_kv if shape.attends(i) else 0 for i in range(shape.n_layer)])
+    else:
+        writer.add_head_count_kv(shape.n_head_kv)
     writer.add_layer_norm_rms_eps(1e-5)
     writer.add_rope_freq_base(shape.rope_base)
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_Q8_0)
@@ -117,68 +197,49 @@ def write_shape_q8(shape: Shape, donor: Path, path: Path, seed: int = 0) -> Path
     if shape.n_expert:
         writer.add_expert_count(shape.n_expert)
         writer.add_expert_used_count(shape.n_expert_used)
-        if shape.architecture == "qwen3moe":
+        if arch == "qwen3moe":
             writer.add_expert_feed_forward_length(shape.n_ff)
+    if arch == "lfm2":
+        writer.add_uint32(f"{arch}.shortconv.l_cache", shape.l_cache)
+    elif arch in ("granitehybrid", "qwen35"):
+        writer.add_ssm_conv_kernel(4)
+        writer.add_ssm_inner_size(shape.ssm_inner)
+        writer.add_ssm_state_size(shape.ssm_state)
+        writer.add_ssm_time_step_rank(shape.ssm_heads)
+        writer.add_ssm_group_count(shape.ssm_groups)
+    if arch == "qwen35":
+        writer.add_uint32(f"{arch}.full_attention_interval", 4)
+        writer.add_rope_dimension_sections([11, 11, 10, 0])
     n_vocab = _copy_tokenizer(writer, donor)
-    q, kv = shape.n_head * shape.dim, shape.n_head_kv * shape.dim
-    Dims = tuple[int, ...]
-    tensors: list[tuple[str, Dims, bool]] = [("token_embd.weight", (n_vocab, shape.n_embd), True)]
-    tensors.append(("output_norm.weight", (shape.n_embd,), False))
+    tensors = [("token_embd.weight", (n_vocab, shape.n_embd), "q8")]
+    tensors.append(("token_embd_norm.weight" if arch == "lfm2" else "output_norm.weight", (shape.n_embd,), "ones"))
     if not shape.tied_embeddings:
-        tensors.append(("output.weight", (n_vocab, shape.n_embd), True))
+        tensors.append(("output.weight", (n_vocab, shape.n_embd), "q8"))
     for i in range(shape.n_layer):
-        blk = f"blk.{i}"
-        tensors += [
-            (f"{blk}.attn_norm.weight", (shape.n_embd,), False),
-            (f"{blk}.attn_q.weight", (q, shape.n_embd), True),
-            (f"{blk}.attn_k.weight", (kv, shape.n_embd), True),
-            (f"{blk}.attn_v.weight", (kv, shape.n_embd), True),
-            (f"{blk}.attn_output.weight", (shape.n_embd, q), True),
-            (f"{blk}.ffn_norm.weight", (shape.n_embd,), False),
-        ]
-        if shape.n_expert:  # each expert's matrices stacked: (experts × rows, cols) in the file's row order
-            e = shape.n_expert
-            tensors += [(f"{blk}.ffn_gate_inp.weight", (e, shape.n_embd), False),
-                        (f"{blk}.ffn_gate_exps.weight", (e, shape.n_ff, shape.n_embd), True),
-                        (f"{blk}.ffn_up_exps.weight", (e, shape.n_ff, shape.n_embd), True),
-                        (f"{blk}.ffn_down_exps.weight", (e, shape.n_embd, shape.n_ff), True)]  # fmt: skip
-        else:
-            tensors += [(f"{blk}.ffn_gate.weight", (shape.n_ff, shape.n_embd), True),
-                        (f"{blk}.ffn_up.weight", (shape.n_ff, shape.n_embd), True),
-                        (f"{blk}.ffn_down.weight", (shape.n_embd, shape.n_ff), True)]  # fmt: skip
-        if shape.architecture == "qwen3moe":
-            tensors += [(f"{blk}.attn_q_norm.weight", (shape.dim,), False),
-                        (f"{blk}.attn_k_norm.weight", (shape.dim,), False)]  # fmt: skip
-        if shape.architecture == "gemma3":
-            tensors += [(f"{blk}.attn_q_norm.weight", (shape.dim,), False),
-                        (f"{blk}.attn_k_norm.weight", (shape.dim,), False),
-                        (f"{blk}.post_attention_norm.weight", (shape.n_embd,), False),
-                        (f"{blk}.post_ffw_norm.weight", (shape.n_embd,), False)]  # fmt: skip
-        if shape.architecture == "qwen2":
-            tensors += [(f"{blk}.attn_q.bias", (q,), False), (f"{blk}.attn_k.bias", (kv,), False),
-                        (f"{blk}.attn_v.bias", (kv,), False)]  # fmt: skip
-    for name, dims, quantized in tensors:
-        if quantized:
+        tensors += _layer_tensors(shape, i)
+    q8 = gguf.GGMLQuantizationType.Q8_0
+    for name, dims, kind in tensors:
+        if kind == "q8":
             *outer, cols = dims
             rows = math.prod(outer)
             nbytes = rows * cols // Q8_BLOCK * Q8_BYTES
-            q8 = gguf.GGMLQuantizationType.Q8_0
             writer.add_tensor_info(name, (*outer, nbytes // rows), np.dtype(np.uint8), nbytes, raw_dtype=q8)
         else:
             writer.add_tensor_info(name, dims, np.dtype(np.float32), 4 * math.prod(dims))
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_ti_data_to_file()
-    for name, dims, quantized in tensors:
-        if quantized:
+    for _name, dims, kind in tensors:
+        if kind == "q8":
             *outer, cols = dims
             writer.write_tensor_data(_q8_0(rng, math.prod(outer), cols).reshape(*outer, -1))
-        elif name.endswith(".bias"):
-            writer.write_tensor_data(np.zeros(dims, dtype=np.float32))
-        elif name.endswith("gate_inp.weight"):  # a random router spreads tokens over the experts as a trained one
+        elif kind == "router":  # a random router spreads tokens over the experts as a trained one
             writer.write_tensor_data(rng.standard_normal(dims).astype(np.float32))
+        elif kind == "conv":
+            writer.write_tensor_data((rng.standard_normal(dims) * 0.1).astype(np.float32))
         else:
-            writer.write_tensor_data(np.ones(dims, dtype=np.float32))
+            value = {"ones": 1.0, "zeros": 0.0, "neg": -1.0}[kind]
+            writer.write_tensor_data(np.full(dims, value, dtype=np.float32))
     writer.close()
     return path
 

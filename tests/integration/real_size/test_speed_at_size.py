@@ -11,6 +11,7 @@ import pytest
 from fara_desktop.bench.runner import PROMPT_TEXT, model_metadata
 from fara_desktop.bench.sweep import EngineConfig, SharedModelContext
 from fara_desktop.machine.bandwidth import measure_read_bandwidth
+from fara_desktop.machine.hardware import this_cpu_features
 from fara_desktop.machine.llama_build import load_ggml_cpu_library
 from fara_desktop.planning.tuning import expected_prompt_tokens_per_second, expected_tokens_per_second
 from tests.helpers.real_shapes import shape_model
@@ -40,8 +41,9 @@ def test_predicted_generation_is_within_a_fifth_and_prompt_reading_within_30_per
     finally:
         context.close()
         llm.close()
-    predicted_gen = expected_tokens_per_second(meta, statistics.median(bandwidth))
-    predicted_pp = expected_prompt_tokens_per_second(meta, THREADS)
+    features = this_cpu_features()
+    predicted_gen = expected_tokens_per_second(meta, statistics.median(bandwidth), cpu_features=features)
+    predicted_pp = expected_prompt_tokens_per_second(meta, THREADS, features)
     gen_ratio, pp_ratio = statistics.median(gen) / predicted_gen, statistics.median(pp) / predicted_pp
     gen_measured, pp_measured, probed = statistics.median(gen), statistics.median(pp), statistics.median(bandwidth)
     print(

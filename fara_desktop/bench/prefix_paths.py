@@ -1,0 +1,127 @@
+"""Every path that keeps part of a chat's context, checked against a fresh read (issue 41): a Regenerate, an Edit
+in the middle, a Branch, a switch back to a chat kept in RAM, a read-ahead thrown away by a key, a local API
+request between turns, and a restart that restores the chat from disk. The engine under test keeps its states in
+RAM and on disk as the app does; a second engine reads every prompt from nothing. A recurrent model's state cannot
+be cut back to a prefix, so each path must continue from a state saved exactly where its prompt leaves the old
+one, or read from the start — and its greedy continuation must be the fresh read's."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fara_desktop.engine.backend import ReplyResult
+from fara_desktop.engine.kv_disk import KVDiskStore
+from fara_desktop.engine.llama_backend import LlamaBackend
+from fara_desktop.engine.types import ISOLATED, ChatMessage, SamplingParams
+from fara_desktop.planning.params import LoadParams
+
+GREEDY = SamplingParams(temperature=0.0, max_tokens=10, ignore_eos=True, repeat_penalty=1.0)
+SHARED_START = "the cat sat on the mat. " * 30  # a long shared start, short turns after it
+
+
+@dataclass(frozen=True)
+class PathResult:
+    """One path: whether it continued as a fresh read, and how much of its prompt llama.cpp really decoded."""
+
+    path: str
+    same: bool
+    read: int  # prompt tokens given to llama.cpp to decode (counted at ``Llama.eval``)
+    prompt_tokens: int
+    reported: int  # what the reply's figures say it read
+    expect_reuse: bool  # the path should continue a saved state (read well under half of its prompt)
+
+
+class PrefixPaths:
+    """The engine under test (states in RAM and on disk) beside a reference that reads every prompt anew."""
+
+    def __init__(self, model: Path, params: LoadParams, store: KVDiskStore) -> None:
+        self.model, self.params, self.store = model, params, store
+        self.decoded = 0
+        self.read = 0
+        self.tested = self._loaded()
+        self.reference = LlamaBackend()
+        self.reference.load(model, params)
+
+    def _loaded(self) -> LlamaBackend:
+        backend = LlamaBackend(state_store=self.store)
+        backend.load(self.model, self.params)
+        llm: Any = backend._llm
+        original: Callable[[Any], None] = llm.eval
+
+        def counted(tokens: Any) -> None:
+            self.decoded += len(tokens)
+            original(tokens)
+
+        llm.eval = counted  # Llama.generate and the read-ahead both decode through it
+        return backend
+
+    def say(self, messages: list[ChatMessage], conversation: object) -> ReplyResult:
+        prompt = self.tested.prepare(messages, 64)
+        before = self.decoded
+        result = self.tested.reply(prompt, GREEDY, lambda: False, lambda *_: None, conversation)
+        self.read = self.decoded - before - max(0, result.stats.completion_tokens - 1)  # of the prompt, really
+        return result
+
+    def fresh(self, messages: list[ChatMessage]) -> str:
+        self.reference.forget_context(snapshots=True)
+        prompt = self.reference.prepare(messages, 64)
+        return self.reference.reply(prompt, GREEDY, lambda: False, lambda *_: None, None).text
+
+    def check(self, path: str, messages: list[ChatMessage], conversation: object, reuse: bool = True) -> PathResult:
+        result = self.say(messages, conversation)
+        same = result.text == self.fresh(messages)
+        stats = result.stats
+        self.last = result
+        return PathResult(path, same, self.read, stats.prompt_tokens, stats.prompt_tokens_evaluated, reuse)
+
+    def restart(self) -> None:
+        self.tested.keep_state(wait=True)
+        self.tested.unload()
+        self.tested = self._loaded()
+
+    def close(self) -> None:
+        self.tested.unload()
+        self.reference.unload()
+
+    def walk(self) -> Iterator[PathResult]:
+        """The paths, in the order a user might take them in one session."""
+        system = ChatMessage("system", SHARED_START)
+        first = [system, ChatMessage("user", "hello world")]
+        yield self.check("first reply", first, 1, reuse=False)
+        one = self.last.text
+        yield self.check("regenerate", first, 1)
+        said = [*first, ChatMessage("assistant", one)]
+        yield self.check("follow-up", [*said, ChatMessage("user", "the dog")], 1)
+        edited = [*said, ChatMessage("user", "a cat on a mat")]
+        yield self.check("edit in the middle", edited, 1)
+        yield self.check("branch", [*said, ChatMessage("user", "hello dog")], 2)
+        later = [*edited, ChatMessage("assistant", "the cat"), ChatMessage("user", "dog")]
+        yield self.check("back to the first chat (RAM)", later, 1)
+        back = self.last.text
+        yield self.check("a local API request", [system, ChatMessage("user", "a dog sat")], ISOLATED, reuse=False)
+        history = [*later, ChatMessage("assistant", back)]
+        typed = self.tested.prepare([*history, ChatMessage("user", "the mat the mat the")], 64)
+        self.tested.read_ahead(typed, 1, lambda: False, lambda _total, _done: None)
+        sent = [*history, ChatMessage("user", "the world")]  # the user went on typing: the read-ahead's end goes
+        yield self.check("read-ahead thrown away", sent, 1)
+        self.restart()
+        yield self.check("restored from disk", [*sent, ChatMessage("assistant", "a dog"), ChatMessage("user", "hi")], 1)
+
+
+def prefix_paths(model: Path, params: LoadParams) -> dict[str, Any]:
+    """Every path on ``model``: the bench's figures."""
+    with tempfile.TemporaryDirectory(prefix="fara-prefix-") as folder:
+        paths = PrefixPaths(model, params, KVDiskStore(Path(folder), budget_bytes=1 << 40))
+        try:
+            results = list(paths.walk())
+        finally:
+            paths.close()
+    return {
+        "prefix_paths_same_tokens": all(r.same for r in results),
+        "prefix_paths_figures_true": all(r.read == r.reported for r in results),
+        "prefix_paths": {r.path: {"same": r.same, "read": r.read, "prompt": r.prompt_tokens} for r in results},
+    }
