@@ -15,6 +15,7 @@ from fara_desktop.planning.tuning import expected_prompt_tokens_per_second, expe
 
 SECTIONS = (
     "bandwidth", "engine", "app", "memory", "startup", "turns", "resume", "typeahead", "cold", "retrieval", "loops",
+    "prefix",
 )  # fmt: skip
 SECTION_HELP = {
     "bandwidth": "the machine's memory read bandwidth, probed twice",
@@ -35,9 +36,12 @@ SECTION_HELP = {
     "speed, query latency during background indexing, and a 32 MB corpus made searchable (~20 min)",
     "loops": "replies that repeat themselves: 16 prompts, the app's sampling and greedy, up to 800 tokens each; "
     "loops caught, loops missed and normal replies the detector would cut",
+    "prefix": "every path that keeps part of a chat's context (regenerate, edit, branch, chat switch, read-ahead "
+    "thrown away, local API, restart) against a fresh read: the same greedy continuation, and the prompt tokens "
+    "llama.cpp really decoded",
 }
 SLOW_AT_SIZE = frozenset({"turns", "cold"})  # not run by default when generation is predicted below 20 tok/s
-ONLY_WHEN_ASKED = frozenset({"cold", "retrieval", "loops"})  # slow, or not about the chat model's speed
+ONLY_WHEN_ASKED = frozenset({"cold", "retrieval", "loops", "prefix"})  # slow, or not about the chat model's speed
 BIG_MODEL_TOK_PER_S = 20.0
 
 

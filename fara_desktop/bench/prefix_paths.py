@@ -19,7 +19,8 @@ from fara_desktop.engine.llama_backend import LlamaBackend
 from fara_desktop.engine.types import ISOLATED, ChatMessage, SamplingParams
 from fara_desktop.planning.params import LoadParams
 
-GREEDY = SamplingParams(temperature=0.0, max_tokens=10, ignore_eos=True, repeat_penalty=1.0)
+CONTINUATION_TOKENS = 10
+GREEDY = SamplingParams(temperature=0.0, max_tokens=CONTINUATION_TOKENS, ignore_eos=True, repeat_penalty=1.0)
 SHARED_START = "the cat sat on the mat. " * 30  # a long shared start, short turns after it
 
 
@@ -112,16 +113,43 @@ class PrefixPaths:
         yield self.check("restored from disk", [*sent, ChatMessage("assistant", "a dog"), ChatMessage("user", "hi")], 1)
 
 
+def split_stable(backend: LlamaBackend, messages: list[ChatMessage]) -> bool:
+    """Whether this model's greedy continuation survives reading the same prompt in three batches instead of one,
+    with no state saved or restored: Q4_K's kernels differ by batch size, and a random-weight model's near-ties
+    then flip (6 of 6 prompts for LFM2-1.2B's shape here, 2 of 6 for SmolLM2-1.7B's; none at Q8_0). Where it does
+    not, a path's different continuation says nothing about the path."""
+    llm: Any = backend._llm
+    tokens: list[int] = backend.prepare(messages, 64).detail.tokens
+    continuations = []
+    for splits in ([len(tokens) - 1], [len(tokens) - 27, len(tokens) - 17, len(tokens) - 1]):
+        llm.reset()
+        start = 0
+        for end in splits:
+            llm.eval(tokens[start:end])
+            start = end
+        generated = []
+        for token in llm.generate(tokens[start:], temp=0.0, reset=False):
+            generated.append(token)
+            if len(generated) >= CONTINUATION_TOKENS:
+                break
+        continuations.append(generated)
+    llm.reset()
+    return continuations[0] == continuations[1]
+
+
 def prefix_paths(model: Path, params: LoadParams) -> dict[str, Any]:
     """Every path on ``model``: the bench's figures."""
     with tempfile.TemporaryDirectory(prefix="fara-prefix-") as folder:
         paths = PrefixPaths(model, params, KVDiskStore(Path(folder), budget_bytes=1 << 40))
         try:
             results = list(paths.walk())
+            stable = split_stable(paths.reference, [ChatMessage("system", SHARED_START), ChatMessage("user", "hi")])
         finally:
             paths.close()
     return {
+        "prefix_paths_batch_split_stable": stable,
         "prefix_paths_same_tokens": all(r.same for r in results),
         "prefix_paths_figures_true": all(r.read == r.reported for r in results),
+        "prefix_paths_reused": all(r.read < r.prompt_tokens / 2 for r in results if r.expect_reuse),
         "prefix_paths": {r.path: {"same": r.same, "read": r.read, "prompt": r.prompt_tokens} for r in results},
     }

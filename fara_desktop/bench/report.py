@@ -21,6 +21,7 @@ from typing import Any
 from fara_desktop.bench.cold_probe import MODES as COLD_MODES
 from fara_desktop.bench.loops import loop_detection
 from fara_desktop.bench.plan import SECTION_HELP, SECTIONS, default_sections, plan_for
+from fara_desktop.bench.prefix_paths import prefix_paths
 from fara_desktop.bench.results import COMPARED, previous_result, save_result, table
 from fara_desktop.bench.resume import resume, typeahead
 from fara_desktop.bench.retrieval import retrieval
@@ -115,6 +116,7 @@ STAGE_TITLES = {
     "cold": "cold start (the file evicted from the page cache)",
     "retrieval": "document search: quality and the embedder's speed",
     "loops": "replies that repeat themselves, and the loop detector",
+    "prefix": "every path that keeps part of a chat's context, against a fresh read",
 }
 
 
@@ -242,6 +244,9 @@ class Benchmark:
                 },
             }
         )
+        if self.meta.is_moe:  # issue 41's keys: a mixture of experts judged by what a token touches
+            self.out["moe_gen_predicted_over_measured"] = predicted_gen / measured_gen
+            self.out["moe_prompt_predicted_over_measured"] = predicted_pp / measured_pp
 
     def app_section(self) -> None:
         """Raw and app runs alternate, round by round (raw, app, raw): each round's ratio is the app's speed over
@@ -292,6 +297,8 @@ class Benchmark:
         self.out["memory"] = {**self.out.get("memory", {}), "model_rss_increase_bytes": tuned["increase"],
                               "estimate_bytes": tuned["estimate"], "n_ctx": tuned["n_ctx"]}  # fmt: skip
         self.out["estimate_vs_rss_ratio"] = tuned["ratio"]
+        if self.meta.recurrent_layers:
+            self.out["recurrent_estimate_over_rss"] = tuned["ratio"]
 
     def startup_section(self) -> None:
         with tempfile.TemporaryDirectory(prefix="fara-bench-") as home:
@@ -322,6 +329,8 @@ class Benchmark:
         self.close()  # one copy of the model at a time
         tokens = min(2000 if self.plan.big else 3000, self.n_ctx - 256)
         self.out.update(resume(self.model, self.params, min(tokens, 600) if self.quick else tokens, not self.quick))
+        if self.meta.recurrent_layers:
+            self.out["recurrent_restore_ratio"] = self.out["resume_restore_ratio"]
 
     def typeahead_section(self) -> None:
         self.close()
@@ -340,6 +349,10 @@ class Benchmark:
         default_mode = "read-ahead" if not self.tuned.use_mmap else "mapped"  # prefault is on by default
         self.out["cold_start"] = {"runs": runs, "first_token_s": medians, "default_mode": default_mode,
                                   "fastest_mode": min(medians, key=lambda m: medians[m])}  # fmt: skip
+
+    def prefix_section(self) -> None:
+        self.close()
+        self.out.update(prefix_paths(self.model, self.params))
 
     def loops_section(self) -> None:
         self.close()

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from fara_desktop.engine.kv_disk import KVDiskStore
+from fara_desktop.engine.kv_disk import CHECKPOINT_SLOT, KVDiskStore
 from fara_desktop.engine.llama_backend import LlamaBackend
 from fara_desktop.engine.llama_state import restore_sequence, snapshot_sequence
 from fara_desktop.engine.types import ChatMessage, Finished, ModelLoaded, ReadAheadProgress, SamplingParams
@@ -80,7 +80,9 @@ def resume_once(model: Path, params: LoadParams, tokens: int) -> dict[str, Any]:
             started = time.perf_counter()
             backend.keep_state(wait=True)
             save_s = time.perf_counter() - started
-            (state_file,) = Path(folder).iterdir()
+            # A model keeping exact states also writes where its prompt ended (the one a Regenerate restores)
+            files = sorted(Path(folder).iterdir(), key=lambda f: f.name.startswith(f"c1-{CHECKPOINT_SLOT}"))
+            state_file = files[-1]
             state_bytes = state_file.stat().st_size
             restore_sequence(llm, kept)  # the same state, kept in memory: its last token decoded again
             in_memory = run(1)

@@ -7,8 +7,10 @@ import sys
 import threading
 from pathlib import Path
 
+from fara_desktop.errors import FaraError
 from fara_desktop.format import format_duration, format_rate, format_size
-from fara_desktop.models.catalog import CatalogError
+from fara_desktop.models.catalog import CatalogError, load_catalog
+from fara_desktop.models.gguf_file import read_gguf_header
 from fara_desktop.models.hub import (
     DownloadError,
     configured_endpoint,
@@ -17,6 +19,7 @@ from fara_desktop.models.hub import (
     parse_model_reference,
     resolve_remote_file,
 )
+from fara_desktop.models.metadata import metadata_from_header
 from fara_desktop.models.transfer import Downloader, Progress
 from fara_desktop.paths import AppPaths
 from fara_desktop.planning.catalog_fit import assess_catalog_here
@@ -127,5 +130,21 @@ def download_command(reference: str, filename: str | None, quant: str | None, al
     if interactive:
         print(file=sys.stderr)
     print(f"verified sha256; saved as {path}", file=sys.stderr)
+    print(catalog_check(remote.repo_id, path), file=sys.stderr)
     print(path)
     return 0
+
+
+def catalog_check(repo_id: str, path: Path) -> str:
+    """A downloaded catalog model's header against the figures the catalog showed before the download."""
+    entry = next((e for e in load_catalog() if e.repo.lower() == repo_id.lower()), None)
+    if entry is None:
+        return "not a catalog model: its figures come from its own header"
+    try:
+        meta = metadata_from_header(read_gguf_header(path))
+    except FaraError as exc:
+        return printable(f"its header could not be read: {exc}")
+    differences = entry.header_differences(meta)
+    if not differences:
+        return f"its header matches the catalog's {entry.name}"
+    return printable(f"its header differs from the catalog's {entry.name}: " + "; ".join(differences))

@@ -56,6 +56,16 @@ class CatalogEntry:
     n_vocab: int
     sliding_window: int | None
     quants: tuple[CatalogQuant, ...]
+    # What sets 2025-26 models apart (schema 2): experts, hybrid layers, a thinking phase, pictures
+    n_expert: int = 0
+    n_expert_used: int = 0
+    active_parameters: int | None = None
+    kv_layers: int | None = None
+    recurrent_state_bytes: int = 0
+    reasoning: str | None = None  # "switch": the template turns thinking on and off; "always"
+    vision: bool = False  # a vision projector exists (this app reads text only for now)
+    released: int | None = None
+    sources: tuple[str, ...] = ()
 
     def quant(self, name: str) -> CatalogQuant:
         for quant in self.quants:
@@ -69,6 +79,8 @@ class CatalogEntry:
 
     def metadata(self, quant: CatalogQuant) -> ModelMetadata:
         """The facts the tuning model needs, as if the file were already here."""
+        active = min(1.0, (self.active_parameters or self.parameters) / self.parameters) if self.parameters else 1.0
+        recurrent_layers = self.n_layer - self.kv_layers if self.kv_layers is not None else 0
         return ModelMetadata(
             path=option_key(self, quant),
             name=self.name,
@@ -91,7 +103,34 @@ class CatalogEntry:
             file_bytes=quant.estimated_bytes,
             weights_bytes=quant.estimated_bytes,
             instruct=True,
+            n_expert=self.n_expert,
+            n_expert_used=self.n_expert_used,
+            active_fraction=active,
+            active_parameter_fraction=active,
+            kv_layers=self.kv_layers,
+            recurrent_layers=recurrent_layers,
+            recurrent_state_bytes=self.recurrent_state_bytes,
+            rewindable=recurrent_layers == 0,
         )
+
+    def header_differences(self, meta: ModelMetadata) -> list[str]:
+        """Where the file's own header says otherwise than this entry (the figures shown before the download):
+        its architecture, depth, width, experts, attending layers, or a parameter count more than 10 % off."""
+        found = []
+        pairs = [("architecture", self.architecture, meta.architecture), ("layers", self.n_layer, meta.n_layer),
+                 ("width", self.n_embd, meta.n_embd), ("experts", self.n_expert, meta.n_expert),
+                 ("experts used per word", self.n_expert_used, meta.n_expert_used)]  # fmt: skip
+        if self.kv_layers is not None or meta.kv_layers is not None:
+            pairs.append(("layers with a KV cache", self.kv_layers or self.n_layer, meta.kv_layers or meta.n_layer))
+        for what, listed, read in pairs:
+            if listed != read:
+                found.append(f"{what}: {read} in the file, {listed} in the catalog")
+        if meta.parameters and abs(meta.parameters - self.parameters) > 0.1 * self.parameters:
+            found.append(
+                f"parameters: {format_parameters(meta.parameters)} in the file, "
+                f"{format_parameters(self.parameters)} in the catalog"
+            )
+        return found
 
 
 def option_key(entry: CatalogEntry, quant: CatalogQuant) -> str:
@@ -124,6 +163,15 @@ def _entry(raw: Mapping[str, Any], quant_table: Mapping[str, Any]) -> CatalogEnt
             n_vocab=int(raw["n_vocab"]),
             sliding_window=int(raw["sliding_window"]) if raw.get("sliding_window") else None,
             quants=tuple(quants),
+            n_expert=int(raw.get("n_expert", 0)),
+            n_expert_used=int(raw.get("n_expert_used", 0)),
+            active_parameters=int(raw["active_parameters"]) if raw.get("active_parameters") else None,
+            kv_layers=int(raw["kv_layers"]) if raw.get("kv_layers") is not None else None,
+            recurrent_state_bytes=int(raw.get("recurrent_state_bytes", 0)),
+            reasoning=str(raw["reasoning"]) if raw.get("reasoning") else None,
+            vision=bool(raw.get("vision", False)),
+            released=int(raw["released"]) if raw.get("released") else None,
+            sources=tuple(str(source) for source in raw.get("sources", ())),
         )
     except KeyError as exc:
         raise CatalogError(f"catalog entry {raw.get('id', '?')!r}: missing {exc}") from exc

@@ -3,7 +3,7 @@ the one recommended."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,9 +15,10 @@ from fara_desktop.machine.llama_build import weights_are_repacked
 from fara_desktop.machine.measurements import MachineCache
 from fara_desktop.models.catalog import CatalogEntry, CatalogQuant, load_catalog, option_key
 from fara_desktop.models.discovery import scan_models
+from fara_desktop.models.metadata import ModelMetadata
 from fara_desktop.planning.cost import CostHere, MachineFacts, cost_here
 from fara_desktop.planning.planner import bandwidth
-from fara_desktop.planning.tuning import COMFORTABLE_TOK_PER_S, FitVerdict, choose_model
+from fara_desktop.planning.tuning import COMFORTABLE_TOK_PER_S, FitVerdict, architecture_reasons, choose_model
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class CatalogOption:
     installed: Path | None
     recommended: bool
     cost: CostHere
+    differences: tuple[str, ...] = ()  # where the installed file's header says otherwise than the catalog
 
     @property
     def memory_bytes(self) -> int:
@@ -71,7 +73,9 @@ class CatalogOption:
                 "summary": self.cost.summary(),
             },
             "installed": str(self.installed) if self.installed else None,
+            "header_differences": list(self.differences),
             "recommended": self.recommended,
+            "why": architecture_reasons(self.entry.metadata(self.quant)),
         }
 
 
@@ -94,6 +98,7 @@ def assess_catalog(
     installed_files: Iterable[Path] = (),
     facts: MachineFacts | None = None,
     previous: str | None = None,
+    installed_metadata: Mapping[str, ModelMetadata] | None = None,
 ) -> CatalogAssessment:
     """Judge each option as the model chooser would judge the file; the recommendation is the best quality that
     fits comfortably with a useful context at a usable speed (the same ranking as for models on disk)."""
@@ -116,15 +121,18 @@ def assess_catalog(
     options = []
     for entry, quant in pairs:
         rec = by_key[option_key(entry, quant)]
+        installed = on_disk.get(quant.file_name.lower())
+        read = (installed_metadata or {}).get(str(installed)) if installed else None
         options.append(
             CatalogOption(
                 entry,
                 quant,
                 rec.verdict,
                 rec.expected_tok_per_s,
-                on_disk.get(quant.file_name.lower()),
+                installed,
                 best is not None and rec.path == best.path,
                 costs[option_key(entry, quant)],
+                tuple(entry.header_differences(read)) if read is not None else (),
             )
         )
     chosen = next((option for option in options if option.recommended), None)
@@ -142,8 +150,10 @@ def assess_catalog_here(models_dir: Path, cache_dir: Path, extra_folders: Iterab
     installed = [Path(model.path) for model in scan.usable]
     facts = MachineFacts(profile.physical_cores, profile.usable_cores, memory.available, memory.total, speed,
                          weights_are_repacked(), cpu_features=tuple(profile.cpu_features))  # fmt: skip
+    read = {model.path: model.metadata for model in scan.usable if model.metadata}
     assessment = assess_catalog(
-        load_catalog(), memory.available, memory.total, speed, installed, facts, cache.recommended(profile, "catalog")
+        load_catalog(), memory.available, memory.total, speed, installed, facts, cache.recommended(profile, "catalog"),
+        read,
     )
     cache.set_recommended(profile, "catalog", assessment.recommended.key if assessment.recommended else None)
     return assessment

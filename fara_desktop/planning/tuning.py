@@ -32,7 +32,8 @@ QUANT_QUALITY = {"F32": 1.0, "F16": 1.0, "BF16": 1.0, "Q8_0": 1.0, "Q6_K": 0.99,
                  "Q5_0": 0.96, "Q5_1": 0.97, "Q4_K_M": 0.95, "Q4_K_S": 0.93, "Q4_0": 0.9, "Q4_1": 0.91,
                  "IQ4_XS": 0.93, "IQ4_NL": 0.93, "Q3_K_L": 0.85, "Q3_K_M": 0.82, "Q3_K_S": 0.75, "IQ3_M": 0.82,
                  "IQ3_S": 0.8, "IQ3_XS": 0.76, "IQ3_XXS": 0.72, "Q2_K": 0.6, "Q2_K_S": 0.55, "IQ2_M": 0.6,
-                 "IQ2_S": 0.55, "IQ2_XS": 0.5, "IQ2_XXS": 0.45, "IQ1_M": 0.3, "IQ1_S": 0.25}  # fmt: skip
+                 "IQ2_S": 0.55, "IQ2_XS": 0.5, "IQ2_XXS": 0.45, "IQ1_M": 0.3, "IQ1_S": 0.25,
+                 "MXFP4_MOE": 0.97, "MXFP4": 0.97}  # fmt: skip (MXFP4: the format gpt-oss was trained for)
 Verdict = Literal["fits", "tight", "too_big"]
 KEEP_MARGIN = 0.85  # the last recommendation stays usable down to 85 % of the speed bar (bandwidth noise is ±10 %)
 COMFORTABLE_TOK_PER_S = 8.0  # below this a model that fits writes slower than people read: "fits, but slow here"

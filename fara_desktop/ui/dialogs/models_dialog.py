@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from fara_desktop.format import format_bandwidth, format_size
+from fara_desktop.models.catalog import CatalogEntry
 from fara_desktop.models.hub import (
     DownloadError,
     HubModel,
@@ -44,7 +45,7 @@ from fara_desktop.models.hub import (
     search_hub,
 )
 from fara_desktop.planning.catalog_fit import CatalogAssessment, CatalogOption
-from fara_desktop.planning.tuning import VERDICT_LABELS, verdict_kind
+from fara_desktop.planning.tuning import VERDICT_LABELS, architecture_reasons, verdict_kind
 from fara_desktop.ui.background import BackgroundCall
 from fara_desktop.ui.download_task import DownloadTask
 from fara_desktop.ui.widgets.download_row import DownloadRow
@@ -75,6 +76,22 @@ def _field_with_button(
     layout.addLayout(row)
     return edit, button
 
+
+
+def entry_tags(entry: CatalogEntry) -> str:
+    """What kind of model it is, in a few words after its name: " · mixture of experts · hybrid · thinks"."""
+    tags = []
+    if entry.n_expert:
+        tags.append("mixture of experts")
+    if entry.kv_layers is not None:
+        tags.append("hybrid")
+    if entry.reasoning:
+        tags.append("thinks first" if entry.reasoning == "always" else "thinking on/off")
+    if entry.vision:
+        tags.append("sees pictures (not in this app yet)")
+    if entry.released:
+        tags.append(str(entry.released))
+    return "".join(f" · {tag}" for tag in tags)
 
 class GetModelsDialog(QDialog):
     """The catalog with verdicts for this machine, hub search and paste, and the running downloads."""
@@ -193,7 +210,8 @@ class GetModelsDialog(QDialog):
         current: QTreeWidgetItem | None = None
         for option in assessment.options:
             if current is None or current.data(0, Qt.ItemDataRole.UserRole) != option.entry.id:
-                current = QTreeWidgetItem(self.tree, [f"{option.entry.name} — {option.entry.description}"])
+                current = QTreeWidgetItem(self.tree, [f"{option.entry.name}{entry_tags(option.entry)} — "
+                                                      f"{option.entry.description}"])  # fmt: skip
                 current.setData(0, Qt.ItemDataRole.UserRole, option.entry.id)
                 current.setFont(0, bold)
                 current.setFirstColumnSpanned(True)
@@ -230,7 +248,12 @@ class GetModelsDialog(QDialog):
                 item.setBackground(column, QColor(RECOMMENDED_BACKGROUND))
             self.recommended_item = item
         here = f"On this machine it {option.cost.summary()}."
-        item.setToolTip(2, plain_tooltip("\n".join([here, verdict.message, *verdict.suggestions])))
+        why = architecture_reasons(option.entry.metadata(option.quant))
+        if option.differences:
+            item.setText(0, label + "  ⚠ the file differs")
+            differs = "The file on disk differs from the catalog: " + "; ".join(option.differences)
+            item.setToolTip(0, plain_tooltip(differs))
+        item.setToolTip(2, plain_tooltip("\n".join([here, *why, verdict.message, *verdict.suggestions])))
         item.setToolTip(3, plain_tooltip(here))
         if option.installed:
             button = QPushButton("Installed ✓")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fara_desktop.bench.prefix_paths import GREEDY, PrefixPaths
+from fara_desktop.bench.prefix_paths import GREEDY, PrefixPaths, split_stable
 from fara_desktop.engine.kv_disk import KVDiskStore
 from fara_desktop.engine.types import ISOLATED, ChatMessage
 from fara_desktop.planning.params import LoadParams
@@ -46,6 +46,8 @@ def test_every_path_that_keeps_a_prefix_continues_as_a_fresh_read(tmp_path, fami
                 assert result.read < result.prompt_tokens / 2, f"{result.path}: read {result.read} tokens again"
             if result.path == "regenerate":
                 assert result.read <= 1, "a Regenerate reads its prompt again"
+        # the control: F32 weights give the same continuation however the prompt is split into batches
+        assert split_stable(paths.reference, [ChatMessage("system", "the cat sat on the mat. " * 12)])
     finally:
         paths.close()
 
