@@ -26,6 +26,22 @@ def _vocab() -> tuple[list[str], list[float], list[int]]:
     return tokens, scores, types
 
 
+def add_tiny_vocabulary(writer: gguf.GGUFWriter, chat_template: str | None = None) -> list[str]:
+    """The tiny SentencePiece vocabulary (and a chat template) written into a model; returns its tokens."""
+    tokens, scores, types = _vocab()
+    writer.add_tokenizer_model("llama")
+    writer.add_token_list(tokens)
+    writer.add_token_scores(scores)
+    writer.add_token_types(types)
+    writer.add_bos_token_id(1)
+    writer.add_eos_token_id(2)
+    writer.add_unk_token_id(0)
+    writer.add_add_bos_token(True)
+    if chat_template:
+        writer.add_chat_template(chat_template)
+    return tokens
+
+
 def write_tiny_model(
     path: Path,
     arch: str = "llama",
@@ -44,7 +60,7 @@ def write_tiny_model(
     zero), so whatever the random weights compute, the reply is a stream of those two words: a model whose output
     a test can reason about without knowing its weights."""
     rng = np.random.default_rng(seed)
-    tokens, scores, types = _vocab()
+    tokens = _vocab()[0]
     n_vocab = len(tokens)
     head_dim = n_embd // n_head
     writer = gguf.GGUFWriter(str(path), arch)
@@ -67,16 +83,7 @@ def write_tiny_model(
         writer.add_expert_count(n_expert)
         writer.add_expert_used_count(2)
         writer.add_expert_feed_forward_length(n_ff)
-    writer.add_tokenizer_model("llama")
-    writer.add_token_list(tokens)
-    writer.add_token_scores(scores)
-    writer.add_token_types(types)
-    writer.add_bos_token_id(1)
-    writer.add_eos_token_id(2)
-    writer.add_unk_token_id(0)
-    writer.add_add_bos_token(True)
-    if chat_template:
-        writer.add_chat_template(chat_template)
+    add_tiny_vocabulary(writer, chat_template)
 
     def weight(*shape: int) -> np.ndarray:
         return (rng.standard_normal(shape) * 0.02).astype(np.float32)

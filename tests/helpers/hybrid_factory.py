@@ -13,7 +13,7 @@ from pathlib import Path
 import gguf
 import numpy as np
 
-from tests.helpers.gguf_factory import _vocab
+from tests.helpers.gguf_factory import add_tiny_vocabulary
 
 HYBRID_FAMILIES = ("lfm2", "granitehybrid", "qwen35")  # short convolutions, Mamba-2, gated delta-net
 N_EMBD, N_LAYER, N_HEAD, N_HEAD_KV, N_FF = 64, 4, 4, 2, 128
@@ -23,7 +23,6 @@ HEAD_DIM = N_EMBD // N_HEAD
 def write_tiny_hybrid(path: Path, arch: str, chat_template: str | None = None, seed: int = 0) -> Path:
     """A four-layer model of ``arch``: layers 1 and 3 attend, 0 and 2 are recurrent."""
     rng = np.random.default_rng(seed)
-    tokens, scores, types = _vocab()
     writer = gguf.GGUFWriter(str(path), arch)
     writer.add_name(f"Tiny {arch}")
     writer.add_context_length(2048)
@@ -53,16 +52,7 @@ def write_tiny_hybrid(path: Path, arch: str, chat_template: str | None = None, s
         writer.add_ssm_state_size(d_state)
         writer.add_ssm_time_step_rank(n_ssm_head)
         writer.add_ssm_group_count(n_group)
-    writer.add_tokenizer_model("llama")
-    writer.add_token_list(tokens)
-    writer.add_token_scores(scores)
-    writer.add_token_types(types)
-    writer.add_bos_token_id(1)
-    writer.add_eos_token_id(2)
-    writer.add_unk_token_id(0)
-    writer.add_add_bos_token(True)
-    if chat_template:
-        writer.add_chat_template(chat_template)
+    tokens = add_tiny_vocabulary(writer, chat_template)
 
     def weight(*shape: int) -> np.ndarray:
         return (rng.standard_normal(shape) * 0.1).astype(np.float32)

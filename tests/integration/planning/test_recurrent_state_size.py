@@ -25,6 +25,8 @@ def test_the_state_llama_cpp_keeps_per_sequence_is_what_the_estimate_charges(tmp
     load_ggml_cpu_library()
     llm = Llama(model_path=str(path), n_ctx=512, verbose=False)
     try:
+        # the architecture names this app reads as hybrid are the ones llama.cpp runs as such
+        assert llama_cpp.llama_model_is_hybrid(llm.model) and not meta.rewindable
         sizes = {}
         for count in (100, 300):
             llm.reset()
