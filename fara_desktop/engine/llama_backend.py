@@ -38,7 +38,6 @@ from fara_desktop.engine.llama_progress import load_progress
 from fara_desktop.engine.llama_state import (
     cached_prefix,
     is_rewindable,
-    keeps_exact_states,
     restore_sequence,
     snapshot_sequence,
     start_prefault,
@@ -128,9 +127,6 @@ class LlamaBackend:
         # False for recurrent and hybrid models: their context cannot be cut back to a prefix, so a prompt that
         # leaves what the context holds goes back to a checkpoint saved exactly at a prompt's end, or is re-read.
         self._rewindable = True
-        # Saved states serve only where they end exactly on a prompt's prefix (recurrent and sliding-window models:
-        # ``keeps_exact_states``); such models keep checkpoints where prompts end.
-        self._exact_states = False
         self._checkpointed: tuple[Hashable, int, int] | None = None  # the context last kept as a checkpoint
 
     # ------------------------------------------------------------------ loading
@@ -263,7 +259,6 @@ class LlamaBackend:
         self._install_abort_callback()
         self._info = info
         self._rewindable = info.rewindable
-        self._exact_states = keeps_exact_states(llm)
         self._checkpointed = None
         self._loaded_as = (info.path, params) if isinstance(info.path, Path) else None
         self._identity = self._state_identity(info)
@@ -515,7 +510,7 @@ class LlamaBackend:
     def _bring_back(self, llm: Llama, conversation: Hashable, tokens: list[int]) -> None:
         """Restore the saved state (RAM, else disk) that saves the most reading of ``tokens``, when it saves more
         than the context holds now. A recurrent model's states count only where they end exactly on a prefix."""
-        rewind = not self._exact_states
+        rewind = self._rewindable
         current = cached_prefix(llm, tokens, self._rewindable)
         candidates = [s for s in (self.kv_states.get(conversation), self.kv_states.closest(tokens, rewind)) if s]
         scored = [(usable_prefix(s.tokens, tokens, rewind), s) for s in candidates]
@@ -540,7 +535,7 @@ class LlamaBackend:
             return None
         if self._writer is not None:
             self._writer.wait_idle(30.0)  # a state still being written is the one to read
-        stored = self._disk.best_for(conversation, self._identity, tokens, better_than, not self._exact_states)
+        stored = self._disk.best_for(conversation, self._identity, tokens, better_than, self._rewindable)
         loaded = self._disk.load(stored.path, self._identity) if stored is not None else None
         return (loaded, stored.path) if loaded is not None and stored is not None else None
 
@@ -575,7 +570,7 @@ class LlamaBackend:
                     self._writer.put(owner, identity, snapshot)
                     self._kept = kept
             checkpoint = self.kv_states.latest_checkpoint(owner)
-            if self._exact_states and checkpoint is not None and len(checkpoint.tokens) < llm.n_tokens:
+            if not self._rewindable and checkpoint is not None and len(checkpoint.tokens) < llm.n_tokens:
                 self._writer.put(owner, identity, checkpoint, CHECKPOINT_SLOT)  # where a Regenerate goes back to
         if wait:
             self._writer.wait_idle(10.0)
@@ -583,7 +578,7 @@ class LlamaBackend:
     def _checkpoint(self, llm: Llama, owner: Hashable | None) -> None:
         """Keep the context's state as it is now, for a model whose state cannot always be cut back: called where a
         prompt ends and before reading on past a reply, the points a Regenerate, an Edit or a Branch go back to."""
-        if not self._exact_states or owner is None or owner is ISOLATED or llm.n_tokens < MIN_TOKENS:
+        if self._rewindable or owner is None or owner is ISOLATED or llm.n_tokens < MIN_TOKENS:
             return
         mark = (owner, llm.n_tokens, hash(llm.input_ids[: llm.n_tokens].tobytes()))
         if mark == self._checkpointed:
@@ -599,7 +594,7 @@ class LlamaBackend:
         if conversation != self._kv_owner:
             self._switch_kv(llm, conversation, tokens)
         elif (
-            self._exact_states
+            not self._rewindable
             and conversation is not None
             and conversation is not ISOLATED
             and cached_prefix(llm, tokens, self._rewindable) < llm.n_tokens
@@ -613,10 +608,8 @@ class LlamaBackend:
         cached = cached_prefix(llm, tokens, self._rewindable)
         if cached == 0 and llm.n_tokens:
             llm.reset()  # nothing can be kept: never a cut that would continue wrong (see ``can_cut_back``)
-        elif self._exact_states:
-            if cached == llm.n_tokens:
-                self._checkpoint(llm, conversation)  # the state about to be read past
-            llm.n_tokens = cached  # the next decode drops the cells past it (safe: ``cached_prefix``)
+        elif not self._rewindable:
+            self._checkpoint(llm, conversation)  # the state about to be read past
         return cached
 
     def forget_conversation(self, conversation: Hashable) -> None:
@@ -736,10 +729,9 @@ class LlamaBackend:
         to_read = len(tokens) - reused
         if on_prompt_progress is not None and to_read > llm.n_batch:
             self._prompt_report = self._prompt_reporter(llm, reused, to_read, on_prompt_progress)
-        # A model keeping exact states reads its prompt here up to the last token, whose state is kept (the point a
-        # Regenerate goes back to); llama-cpp-python's own prefix matching would cut a recurrent state back, which
-        # it cannot be.
-        split = self._exact_states
+        # A recurrent model reads its prompt here up to the last token, whose state is kept (the point a Regenerate
+        # goes back to); llama-cpp-python's own prefix matching would cut its state back, which it cannot be.
+        split = not self._rewindable
         generator = llm.generate(
             tokens[-1:] if split else tokens,
             top_k=sampling.top_k,

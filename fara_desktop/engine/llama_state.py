@@ -102,10 +102,3 @@ def is_rewindable(llm: Llama) -> bool:
 
     return not (llama_cpp.llama_model_is_recurrent(llm.model) or llama_cpp.llama_model_is_hybrid(llm.model))
 
-
-def keeps_exact_states(llm: Llama) -> bool:
-    """Saved states serve only where they end exactly on a prompt's prefix: a recurrent state cannot be cut back,
-    and a sliding-window cache not always (``can_cut_back``); such models keep checkpoints where prompts end."""
-    import llama_cpp
-
-    return not is_rewindable(llm) or llama_cpp.llama_model_n_swa(llm.model) > 0

@@ -26,6 +26,9 @@ TEMPLATE = (
     "{% if add_generation_prompt %}<start_of_turn>assistant\n{% endif %}"
 )
 FAMILIES = ("llama", "gemma3", "qwen3moe", *HYBRID_FAMILIES)
+# A sliding-window cache restored from RAM holds only the window before its end: cutting it back further would
+# continue without part of the window (``can_cut_back``), so such a path reads the chat again, correctly.
+CUT_AFTER_A_RESTORE = {"back to the first chat (RAM)", "restored from disk"}
 
 
 def model_of(family: str, folder: Path) -> Path:
@@ -42,7 +45,7 @@ def test_every_path_that_keeps_a_prefix_continues_as_a_fresh_read(tmp_path, fami
         for result in paths.walk():
             assert result.same, f"{result.path}: the continuation differs from a fresh read"
             assert result.read == result.reported, f"{result.path}: the reply's figures say otherwise"
-            if result.expect_reuse:
+            if result.expect_reuse and not (family == "gemma3" and result.path in CUT_AFTER_A_RESTORE):
                 assert result.read < result.prompt_tokens / 2, f"{result.path}: read {result.read} tokens again"
             if result.path == "regenerate":
                 assert result.read <= 1, "a Regenerate reads its prompt again"

@@ -29,7 +29,10 @@ def probe(model, n_ctx: int, kv: str, mmap: bool) -> dict:
 @pytest.mark.parametrize(
     ("key", "n_ctx", "kv"),
     [("smollm2-1.7b", 4096, "f16"), ("smollm2-1.7b", 8192, "f16"), ("smollm2-1.7b", 4096, "q8_0"),
-     ("llama-3.1-8b", 4096, "f16"), ("llama-3.1-8b", 8192, "f16"), ("llama-3.1-8b", 4096, "q8_0")],
+     ("llama-3.1-8b", 4096, "f16"), ("llama-3.1-8b", 8192, "f16"), ("llama-3.1-8b", 4096, "q8_0"),
+     # issue 41: hybrids charged KV only for the layers that attend, plus their recurrent state; mixtures of experts
+     ("lfm2-1.2b", 8192, "f16"), ("granite-4.0-h-micro", 8192, "f16"), ("qwen35-2b-like", 8192, "f16"),
+     ("moe-llama-32x768", 8192, "f16"), ("moe-olmoe-64x1024", 4096, "f16")],
 )  # fmt: skip
 def test_the_estimate_is_within_a_tenth_of_what_the_tuned_load_takes(key, n_ctx, kv):
     model = real_shape_model(key, embedded_default_model())
