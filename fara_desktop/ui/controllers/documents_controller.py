@@ -80,6 +80,9 @@ class DocumentsController(QObject):
         self.pause = threading.Event()
         self._stop = threading.Event()
         self._scan: threading.Thread | None = None
+        # A scan runs from its start until its ``finished`` is handled here: its thread may still be alive a moment
+        # after that signal, and a click then must start the next scan, not wait behind a scan that has ended.
+        self._scanning = False
         self._queue: list[tuple[str, list[Path]]] = []
         self.embedding_model: Path | None = None  # an embedding GGUF found among the models
         self._packaged_embedder = False  # all-MiniLM-L6-v2's package is installed and not converted yet
@@ -231,7 +234,7 @@ class DocumentsController(QObject):
         if (name, paths) in self._queue:
             return
         self._queue.append((name, paths))
-        if self._scan is None or not self._scan.is_alive():
+        if not self._scanning:
             self._next_scan()
         elif not quiet:  # one scan at a time: say this one waits rather than seem to ignore the click
             self.screen.set_status(f"{one_line(name, 80)} will be scanned after the scan running now")
@@ -240,6 +243,7 @@ class DocumentsController(QObject):
         if not self._queue:
             return
         name, paths = self._queue.pop(0)
+        self._scanning = True
         self.screen.documents_panel.show_progress(name, IndexProgress())
         self._scan = threading.Thread(
             target=self._run_scan, args=(name, paths, self.engine_busy), name="fara-indexer", daemon=True
@@ -276,6 +280,7 @@ class DocumentsController(QObject):
         self.finished.emit(name, update.report)
 
     def _scan_finished(self, name: str, result: IndexReport | Exception) -> None:
+        self._scanning = False
         panel = self.screen.documents_panel
         if isinstance(result, Exception):
             panel.show_idle(f"Indexing {name} failed: {result}")

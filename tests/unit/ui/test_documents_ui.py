@@ -4,6 +4,7 @@ the passages in the prompt, numbered citations that open their passage, unreadab
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 from fara_desktop.ui.dialogs.passage_dialog import PassageDialog
@@ -160,3 +161,26 @@ def test_a_rescan_says_what_it_found(window, qtbot, tmp_path):
     with qtbot.waitSignal(win.documents.finished, timeout=30000):
         win.documents_panel.rescanRequested.emit("manuals")
     assert win.status_label.text() == "Scanned manuals: nothing changed"
+
+
+def test_a_rescan_asked_while_the_last_scan_s_thread_is_still_ending_is_run(window, qtbot, tmp_path, monkeypatch):
+    """The scan's thread emits ``finished`` and only then returns: a click in between was queued behind a scan that
+    had already ended, and never ran (the test above failed one run in three on a busy machine)."""
+    write_mixed_folder(tmp_path / "manuals")
+    win = window(FakeBackend())
+    controller = win.documents
+    release = threading.Event()
+    original = controller._run_scan
+
+    def lingering(*args):
+        original(*args)
+        release.wait(30)  # the thread stays alive after its finished signal, as it may for a moment
+
+    monkeypatch.setattr(controller, "_run_scan", lingering)
+    try:
+        index_folder(qtbot, win, "manuals", tmp_path / "manuals")
+        with qtbot.waitSignal(controller.finished, timeout=30000):
+            win.documents_panel.rescanRequested.emit("manuals")
+        assert win.status_label.text() == "Scanned manuals: nothing changed"
+    finally:
+        release.set()
