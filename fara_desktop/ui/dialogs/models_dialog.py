@@ -78,6 +78,11 @@ def _field_with_button(
 
 
 
+def context_words(n_ctx: int) -> str:
+    """"8k context"; a model too big for any useful context is estimated at a few hundred tokens: said so."""
+    return f"{n_ctx // 1024}k context" if n_ctx >= 1024 else f"a context of only {n_ctx} tokens"
+
+
 def entry_tags(entry: CatalogEntry) -> str:
     """What kind of model it is, in a few words after its name: " · mixture of experts · hybrid · thinks"."""
     tags = []
@@ -197,10 +202,11 @@ class GetModelsDialog(QDialog):
         )
         best = assessment.recommended
         if best is not None:
+            why = "".join(f"; {reason}" for reason in architecture_reasons(best.entry.metadata(best.quant)))
             self.recommendation.setText(
                 f"★ Recommended for this machine: {best.entry.name} {best.quant.quant} — the best quality "
                 f"that fits with room for a useful context and writes faster than you read "
-                f"(about {best.expected_tok_per_s:.0f} tokens/s)."
+                f"(about {best.expected_tok_per_s:.0f} tokens/s{why})."
             )
             self.recommendation.show()
         self.tree.clear()
@@ -234,7 +240,7 @@ class GetModelsDialog(QDialog):
                 label,
                 f"≈ {format_size(option.quant.estimated_bytes)}",
                 f"{VERDICT_LABELS[kind]} · needs ≈ {format_size(option.memory_bytes)} "
-                f"({option.cost.memory.n_ctx // 1024}k context)",
+                f"({context_words(option.cost.memory.n_ctx)})",
                 f"≈ {option.expected_tok_per_s:.0f} tokens/s",
                 option.entry.license,
                 "",

@@ -70,6 +70,19 @@ def test_catalog_shows_every_option_with_a_verdict_and_one_recommendation(qtbot)
     assert all(text == "Download" for _, text in rows.values())  # nothing installed in this test's home
 
 
+def test_a_laptop_is_offered_a_2026_mixture_of_experts_and_told_why_it_is_fast(qtbot):
+    """Issue 41: on a 16 GB laptop a mixture of experts that is faster than the dense models of its size and fits
+    is recommended, the reason in words, and the catalog says what each model is."""
+    dialog = open_dialog(qtbot, lambda: assess_catalog(load_catalog(), 11 * GIB, 16 * GIB, 30e9))
+    chosen = dialog.assessment.recommended
+    assert chosen.entry.n_expert > 0 and chosen.entry.released and chosen.entry.released >= 2025
+    text = dialog.recommendation.text()
+    assert chosen.entry.name in text and "per word" in text and "are used for each" in text
+    titles = [dialog.tree.topLevelItem(i).text(0) for i in range(dialog.tree.topLevelItemCount())]
+    assert any("mixture of experts" in t and "hybrid" in t for t in titles)  # Granite 4.0 H Tiny, LFM2.5 8B-A1B
+    assert any(t.startswith("Fara-7B") for t in titles)
+
+
 def test_small_laptop_gets_too_big_verdicts_and_a_smaller_recommendation(qtbot):
     roomy = open_dialog(qtbot, laptop(12.0, 16.0))
     small = open_dialog(qtbot, laptop(1.2, 4.0))
