@@ -76,10 +76,11 @@ def write_tiny_model(
     writer.add_key_length(head_dim)
     writer.add_value_length(head_dim)
     writer.add_file_type(0)  # ALL_F32
-    if arch == "gemma3":
-        writer.add_sliding_window(128)
+    if arch in ("gemma3", "gpt-oss"):
+        writer.add_sliding_window(128)  # gpt-oss: every other layer
     n_expert = 4
-    if arch == "qwen3moe":
+    moe = arch in ("qwen3moe", "gpt-oss")
+    if moe:
         writer.add_expert_count(n_expert)
         writer.add_expert_used_count(2)
         writer.add_expert_feed_forward_length(n_ff)
@@ -107,6 +108,14 @@ def write_tiny_model(
         writer.add_tensor(f"{blk}.attn_k.weight", weight(n_head_kv * head_dim, n_embd))
         writer.add_tensor(f"{blk}.attn_v.weight", weight(n_head_kv * head_dim, n_embd))
         writer.add_tensor(f"{blk}.attn_output.weight", weight(n_embd, n_head * head_dim))
+        if arch == "gpt-oss":  # attention sinks, biases on the output and on every expert, a norm after attention
+            writer.add_tensor(f"{blk}.attn_sinks.weight", np.zeros(n_head, dtype=np.float32))
+            writer.add_tensor(f"{blk}.attn_output.bias", np.zeros(n_embd, dtype=np.float32))
+            writer.add_tensor(f"{blk}.post_attention_norm.weight", ones(n_embd))
+            writer.add_tensor(f"{blk}.ffn_gate_inp.bias", np.zeros(n_expert, dtype=np.float32))
+            writer.add_tensor(f"{blk}.ffn_gate_exps.bias", np.zeros((n_expert, n_ff), dtype=np.float32))
+            writer.add_tensor(f"{blk}.ffn_up_exps.bias", np.zeros((n_expert, n_ff), dtype=np.float32))
+            writer.add_tensor(f"{blk}.ffn_down_exps.bias", np.zeros((n_expert, n_embd), dtype=np.float32))
         if arch == "qwen2":
             writer.add_tensor(f"{blk}.attn_q.bias", np.zeros(n_head * head_dim, dtype=np.float32))
             writer.add_tensor(f"{blk}.attn_k.bias", np.zeros(n_head_kv * head_dim, dtype=np.float32))
@@ -117,8 +126,9 @@ def write_tiny_model(
         if arch == "gemma3":
             writer.add_tensor(f"{blk}.post_attention_norm.weight", ones(n_embd))
             writer.add_tensor(f"{blk}.post_ffw_norm.weight", ones(n_embd))
-        writer.add_tensor(f"{blk}.ffn_norm.weight", ones(n_embd))
-        if arch == "qwen3moe":
+        if arch != "gpt-oss":
+            writer.add_tensor(f"{blk}.ffn_norm.weight", ones(n_embd))
+        if moe:
             writer.add_tensor(f"{blk}.ffn_gate_inp.weight", weight(n_expert, n_embd))
             writer.add_tensor(f"{blk}.ffn_gate_exps.weight", weight(n_expert, n_ff, n_embd))
             writer.add_tensor(f"{blk}.ffn_up_exps.weight", weight(n_expert, n_ff, n_embd))

@@ -34,10 +34,11 @@ def test_a_dense_model_reads_every_weight_and_keeps_a_kv_cache_in_every_layer(tm
     assert architecture_reasons(meta) == []
 
 
-def test_a_mixture_of_experts_reads_only_the_experts_a_token_is_routed_to(tmp_path):
-    meta = meta_of(write_tiny_model(tmp_path / "moe.gguf", "qwen3moe"))  # 4 experts, 2 used
+@pytest.mark.parametrize("arch", ["qwen3moe", "gpt-oss"])  # gpt-oss: its experts' biases are the experts' too
+def test_a_mixture_of_experts_reads_only_the_experts_a_token_is_routed_to(tmp_path, arch):
+    meta = meta_of(write_tiny_model(tmp_path / "moe.gguf", arch))  # 4 experts, 2 used
     header = read_gguf_header(tmp_path / "moe.gguf")
-    experts = sum(4 * t.shape[0] * t.shape[1] * t.shape[2] for t in header.tensors if "_exps" in t.name)
+    experts = sum(4 * math.prod(t.shape) for t in header.tensors if "_exps" in t.name)
     other = sum(4 * math.prod(t.shape) for t in header.tensors if "_exps" not in t.name)
     assert meta.is_moe and (meta.n_expert, meta.n_expert_used) == (4, 2)
     assert meta.active_fraction == pytest.approx((other + experts / 2) / (other + experts))
