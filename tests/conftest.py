@@ -49,7 +49,11 @@ def restore_appearance() -> Iterator[None]:
     widgets = sys.modules.get("PySide6.QtWidgets")
     app = widgets.QApplication.instance() if widgets is not None else None
     saved = (app.styleSheet(), app.palette(), app.font()) if app is not None else None
+    theme = sys.modules.get("fara_desktop.ui.theme")
+    in_use = theme.theme_in_use() if theme is not None else None
     yield
+    if theme is not None and in_use is not None:
+        theme._in_use[0] = in_use
     if app is not None and saved is not None:
         sheet, palette, font = saved
         if app.styleSheet() != sheet:

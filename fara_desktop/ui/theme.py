@@ -8,6 +8,20 @@ from PySide6.QtWidgets import QApplication
 
 from fara_desktop.resources import asset_path
 
+# Colours set on items in code (not reachable by the style sheet), per theme: a verdict's text, and the row of the
+# recommended model (background, text). Dark-theme ones keep a contrast of at least 4.5 on the dark background.
+VERDICT_COLORS = {
+    "light": {"fits": "#1f7a3a", "slow": "#9a6700", "tight": "#9a6700", "too_big": "#b42318"},
+    "dark": {"fits": "#6fd39a", "slow": "#e8b95a", "tight": "#e8b95a", "too_big": "#ff8a80"},
+}
+RECOMMENDED_ROW = {"light": ("#e3f2e6", "#14301d"), "dark": ("#1d3a28", "#e3f2e6")}
+_in_use = ["light"]
+
+
+def theme_in_use() -> str:
+    """The theme the last ``apply_appearance`` applied ("light" until one did)."""
+    return _in_use[0]
+
 
 def resolve_theme(theme: str) -> str:
     if theme in ("light", "dark"):
@@ -28,4 +42,5 @@ def apply_appearance(app: QApplication, theme: str, font_size: int) -> str:
     font.setPointSize(font_size)
     app.setFont(font)
     app.setStyleSheet(sheet)
+    _in_use[0] = used
     return used

@@ -48,13 +48,10 @@ from fara_desktop.planning.catalog_fit import CatalogAssessment, CatalogOption
 from fara_desktop.planning.tuning import VERDICT_LABELS, architecture_reasons, verdict_kind
 from fara_desktop.ui.background import BackgroundCall
 from fara_desktop.ui.download_task import DownloadTask
+from fara_desktop.ui.theme import RECOMMENDED_ROW, VERDICT_COLORS, theme_in_use
 from fara_desktop.ui.widgets.download_row import DownloadRow
 from fara_desktop.ui.widgets.plain_text import plain_label, plain_message_box, plain_tooltip
 from fara_desktop.ui.window_state import fit_to_screen
-
-VERDICT_COLOR = {"fits": "#1f7a3a", "slow": "#9a6700", "tight": "#9a6700", "too_big": "#b42318"}
-RECOMMENDED_BACKGROUND = "#e3f2e6"
-
 
 COLUMNS = ["Model", "Download size", "On this machine", "Speed here", "License", ""]
 
@@ -248,10 +245,14 @@ class GetModelsDialog(QDialog):
         )
         item.setData(0, Qt.ItemDataRole.UserRole, option.key)
         item.setData(2, Qt.ItemDataRole.UserRole, kind)
-        item.setForeground(2, QColor(VERDICT_COLOR[kind]))
+        theme = theme_in_use()
+        item.setForeground(2, QColor(VERDICT_COLORS[theme][kind]))
         if option.recommended:
             for column in range(len(COLUMNS)):
-                item.setBackground(column, QColor(RECOMMENDED_BACKGROUND))
+                background, text = RECOMMENDED_ROW[theme]
+                item.setBackground(column, QColor(background))
+                if column != 2:  # the verdict keeps its colour
+                    item.setForeground(column, QColor(text))
             self.recommended_item = item
         here = f"On this machine it {option.cost.summary()}."
         why = architecture_reasons(option.entry.metadata(option.quant))

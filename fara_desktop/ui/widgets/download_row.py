@@ -22,9 +22,6 @@ from fara_desktop.models.transfer import DownloadCancelled, Progress
 from fara_desktop.ui.download_task import DownloadTask
 from fara_desktop.ui.widgets.plain_text import plain_label, plain_tooltip
 
-VERDICT_COLOR = {"fits": "#1f7a3a", "slow": "#9a6700", "tight": "#9a6700", "too_big": "#b42318"}
-RECOMMENDED_BACKGROUND = "#e3f2e6"
-
 
 class DownloadRow(QFrame):
     """One download: name, progress bar, bytes · speed · time left, Pause/Resume, Cancel, then "Use this model"."""

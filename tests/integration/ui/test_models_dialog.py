@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QPushButton
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QApplication, QPushButton
 
 from fara_desktop.format import GIB
 from fara_desktop.models.catalog import load_catalog
@@ -15,6 +16,7 @@ from fara_desktop.planning.catalog_fit import assess_catalog
 from fara_desktop.settings import load_settings
 from fara_desktop.ui.dialogs.models_dialog import GetModelsDialog
 from fara_desktop.ui.main_window import MainWindow
+from fara_desktop.ui.theme import VERDICT_COLORS, apply_appearance
 from tests.helpers.fakes import FakeBackend
 from tests.helpers.gguf_factory import write_tiny_model
 from tests.helpers.hub_server import HubServer
@@ -81,6 +83,48 @@ def test_a_laptop_is_offered_a_2026_mixture_of_experts_and_told_why_it_is_fast(q
     titles = [dialog.tree.topLevelItem(i).text(0) for i in range(dialog.tree.topLevelItemCount())]
     assert any("mixture of experts" in t and "hybrid" in t for t in titles)  # Granite 4.0 H Tiny, LFM2.5 8B-A1B
     assert any(t.startswith("Fara-7B") for t in titles)
+
+
+def contrast(a: QColor, b: QColor) -> float:
+    """WCAG's contrast ratio of two colours."""
+
+    def luminance(color: QColor) -> float:
+        def channel(value: float) -> float:
+            return value / 12.92 if value <= 0.03928 else ((value + 0.055) / 1.055) ** 2.4
+
+        return 0.2126 * channel(color.redF()) + 0.7152 * channel(color.greenF()) + 0.0722 * channel(color.blueF())
+
+    high, low = sorted((luminance(a), luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def rendered_contrast(dialog: GetModelsDialog, item, column: int) -> float:
+    """The contrast of the text drawn in a cell against the cell's own background, read from the pixels: the
+    colour most pixels have is the background, the one that stands out most from it the text."""
+    tree = dialog.tree
+    tree.scrollToItem(item)
+    rect = tree.visualRect(tree.indexFromItem(item, column))
+    image = tree.viewport().grab(rect).toImage()
+    counts: dict[int, int] = {}
+    for y in range(image.height()):
+        for x in range(image.width()):
+            rgb = image.pixel(x, y)
+            counts[rgb] = counts.get(rgb, 0) + 1
+    background = QColor(max(counts, key=lambda rgb: counts[rgb]))
+    return max(contrast(QColor(rgb), background) for rgb in counts)
+
+
+@pytest.mark.parametrize(("theme", "page"), [("light", "#ffffff"), ("dark", "#17191d")])
+def test_get_models_is_readable_in_both_themes(qtbot, theme, page):
+    """Issue 43, item 6: in the dark theme the recommended row was white on pale green and the verdicts faint."""
+    apply_appearance(QApplication.instance(), theme, 10)
+    dialog = open_dialog(qtbot, laptop(6.0))
+    item = dialog.recommended_item
+    assert item is not None
+    for column in (0, 1, 2, 3):
+        assert rendered_contrast(dialog, item, column) >= 4.5, f"column {column} of the recommended row"
+    for kind in ("fits", "slow", "too_big"):
+        assert contrast(QColor(VERDICT_COLORS[theme][kind]), QColor(page)) >= 3.0, kind
 
 
 def test_small_laptop_gets_too_big_verdicts_and_a_smaller_recommendation(qtbot):
