@@ -65,7 +65,8 @@ def catalog_report(paths: AppPaths, as_json: bool = False) -> int:
         )
     if recommended:
         print(
-            f"\nRecommended for this machine: {recommended.entry.name} {recommended.quant.quant} — {assessment.reason}"
+            f"\nWorth downloading for this machine: {recommended.entry.name} {recommended.quant.quant} — "
+            f"{assessment.reason}"
             f"\n  fara-desktop download {recommended.entry.repo} --file {recommended.quant.file_name}"
         )
     else:

@@ -121,7 +121,7 @@ def plan_startup(
     if crash is not None and preferred is not None:
         preferred = None
         note = "the model you chose stopped the app while loading, so it is not loaded again"
-        reason = f"best for this machine: {best.reason} ({note})" if best is not None else note
+        reason = f"best of the models you have: {best.reason} ({note})" if best is not None else note
         chosen = next((m for m in usable if best is not None and m.path == best.path), None)
     elif preferred is not None:
         chosen = next((m for m in usable if Path(m.path) == preferred), None)
@@ -129,7 +129,7 @@ def plan_startup(
         reason = "chosen by you"
     elif best is not None:
         chosen = next(m for m in usable if m.path == best.path)
-        reason = f"best for this machine: {best.reason}"
+        reason = f"best of the models you have: {best.reason}"
     tuned = tuned_for(chosen.metadata, hardware, cache) if chosen is not None and chosen.metadata else None
     needs_calibration = bool(
         tuned and chosen and chosen.metadata and cache.threads(hardware, size_class(chosen.metadata)) is None

@@ -201,7 +201,7 @@ class GetModelsDialog(QDialog):
         if best is not None:
             why = "".join(f"; {reason}" for reason in architecture_reasons(best.entry.metadata(best.quant)))
             self.recommendation.setText(
-                f"★ Recommended for this machine: {best.entry.name} {best.quant.quant} — the best quality "
+                f"★ Worth downloading for this machine: {best.entry.name} {best.quant.quant} — the best quality "
                 f"that fits with room for a useful context and writes faster than you read "
                 f"(about {best.expected_tok_per_s:.0f} tokens/s{why})."
             )
@@ -230,7 +230,7 @@ class GetModelsDialog(QDialog):
     def _add_option(self, parent: QTreeWidgetItem, option: CatalogOption) -> None:
         verdict = option.verdict
         kind = verdict_kind(option.verdict.verdict, option.expected_tok_per_s)
-        label = f"    {option.quant.quant}" + ("  ★ recommended" if option.recommended else "")
+        label = f"    {option.quant.quant}" + ("  ★ worth downloading" if option.recommended else "")
         item = QTreeWidgetItem(
             parent,
             [

@@ -180,7 +180,10 @@ class SettingsDialog(QDialog):
     def _model_page(self) -> QWidget:
         page = QWidget()
         layout = QVBoxLayout(page)
-        intro = plain_label("Models found on this machine. ★ marks the best one for it; your choice is remembered.")
+        intro = plain_label(
+            "Models found on this machine. ★ marks the best of the models you have; for ones worth downloading, see "
+            "Model ▸ Get models…; your choice is remembered."
+        )
         intro.setWordWrap(True)
         self.models = QTableWidget(0, 6)
         self.models.setObjectName("modelTable")

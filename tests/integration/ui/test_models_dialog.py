@@ -68,7 +68,7 @@ def test_catalog_shows_every_option_with_a_verdict_and_one_recommendation(qtbot)
     assert dialog.recommended_item is not None
     recommended = dialog.recommended_item.data(0, Qt.ItemDataRole.UserRole)
     assert rows[recommended][0] == "fits"
-    assert "★ Recommended for this machine" in dialog.recommendation.text()
+    assert "★ Worth downloading for this machine" in dialog.recommendation.text()
     assert all(text == "Download" for _, text in rows.values())  # nothing installed in this test's home
 
 

@@ -19,7 +19,7 @@ from tests.helpers.paths import REPO_ROOT
 
 FIRST_LAUNCH_VALUES = [
     ("Name", "SmolLM2-135M-Instruct (llama, 93.8 MiB)"),
-    ("Why", "best for this machine: instruction-tuned with a chat template"),
+    ("Why", "best of the models you have: instruction-tuned with a chat template"),
     ("Context", "auto (= 8,192) of 8,192 trained"),
     ("Threads", "auto (= 2)"),
     ("Threads", "auto (= 2) · measured: 1 thread 86 tok/s, 2 threads 138 tok/s"),
