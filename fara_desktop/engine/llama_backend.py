@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from fara_desktop.engine.backend import PreparedPrompt, ReplyResult, TextSink
-from fara_desktop.engine.chat_format import ChatFormatter, ForcedCall, RenderedPrompt, formatter_for
+from fara_desktop.engine.chat_format import ChatFormatter, RenderedPrompt, formatter_for
+from fara_desktop.engine.context_states import ContextStates
 from fara_desktop.engine.control_tokens import ControlTokenText
 from fara_desktop.engine.errors import (
     CalibrationYieldedError,
@@ -31,22 +32,24 @@ from fara_desktop.engine.errors import (
     tools_unsupported,
 )
 from fara_desktop.engine.ggml_types import GGML_TYPE_IDS
-from fara_desktop.engine.json_grammar import check_with_llama, schema_gbnf
-from fara_desktop.engine.kv_disk import CHECKPOINT_SLOT, MIN_TOKENS, KVDiskStore, KVDiskWriter, StateIdentity
-from fara_desktop.engine.kv_states import KVSnapshot, KVStateCache, usable_prefix
+from fara_desktop.engine.kv_disk import KVDiskStore, StateIdentity
+from fara_desktop.engine.kv_states import KVStateCache
 from fara_desktop.engine.llama_progress import load_progress
 from fara_desktop.engine.llama_state import (
-    cached_prefix,
     is_rewindable,
-    restore_sequence,
-    snapshot_sequence,
     start_prefault,
+)
+from fara_desktop.engine.llama_tokens import (
+    PIECE_BUFFER,
+    call_grammar,
+    json_grammar,
+    token_logprob,
+    token_piece,
+    within,
 )
 from fara_desktop.engine.repetition import LoopDetector
 from fara_desktop.engine.text_stream import TextStream
-from fara_desktop.engine.tool_grammar import forced_call_grammar
 from fara_desktop.engine.types import (
-    ISOLATED,
     ChatMessage,
     GenerationStats,
     ModelInfo,
@@ -69,11 +72,9 @@ from fara_desktop.untrusted import one_line
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
-    from llama_cpp.llama_grammar import LlamaGrammar
 
 log = logging.getLogger(__name__)
 
-_PIECE_BUFFER = 256
 READ_AHEAD_FIRST_CHUNK = 32  # tokens read ahead at once before the speed is known
 READ_AHEAD_CHUNK_S = 0.5  # then as many as take this long: what a stop throws away
 
@@ -112,22 +113,10 @@ class LlamaBackend:
         self._control_text = ControlTokenText(())
         self._should_abort: Callable[[], bool] = lambda: False
         self._abort_cb: Any = None  # keeps the ctypes callback alive while llama.cpp holds it
-        self.kv_states = KVStateCache()
-        self._kv_owner: Hashable | None = None  # the conversation whose tokens are in the context now
         self._prompt_report: Callable[[], None] | None = None  # set while a long prompt is read
         self._load_record = load_record
         self._loaded_as: tuple[Path, LoadParams] | None = None  # what to load again when a switch fails
-        self._disk = state_store
-        self._writer = KVDiskWriter(state_store) if state_store is not None else None
-        self._identity: StateIdentity | None = None  # what the loaded model's states are bound to
-        self._kept: tuple[Hashable, int, int] | None = None  # the state last handed to the writer
-        # The state restored into the context and not yet decoded on (RAM snapshot, and its file when it came from
-        # disk): one that fails in use is discarded and the prompt read again (``_discard_restored``).
-        self._restored: tuple[KVSnapshot, Path | None] | None = None
-        # False for recurrent and hybrid models: their context cannot be cut back to a prefix, so a prompt that
-        # leaves what the context holds goes back to a checkpoint saved exactly at a prompt's end, or is re-read.
-        self._rewindable = True
-        self._checkpointed: tuple[Hashable, int, int] | None = None  # the context last kept as a checkpoint
+        self._states = ContextStates(state_store)  # whose chat is in the context, and the states kept for each
 
     # ------------------------------------------------------------------ loading
 
@@ -258,10 +247,8 @@ class LlamaBackend:
         self._control_text = ControlTokenText.of(llm)
         self._install_abort_callback()
         self._info = info
-        self._rewindable = info.rewindable
-        self._checkpointed = None
         self._loaded_as = (info.path, params) if isinstance(info.path, Path) else None
-        self._identity = self._state_identity(info)
+        self._states.attach(self._state_identity(info), info.rewindable)
         if params.use_mmap and params.prefault and isinstance(info.path, Path):
             start_prefault(info.path)
         return info
@@ -308,9 +295,7 @@ class LlamaBackend:
         import llama_cpp
 
         llm, _, info = self._require()
-        if self._kv_owner is not None:  # the chat in the context is kept: calibrating empties it
-            self._switch_kv(llm, None, [])
-            self._kv_owner = None
+        self._states.leave(llm)  # the chat in the context is kept: calibrating empties it
         prompt = llm.tokenize(b"Write a short story about a lighthouse keeper.", add_bos=True)
         results: dict[int, float] = {}
         for threads in candidates:
@@ -342,10 +327,7 @@ class LlamaBackend:
         self._llm = None
         self._info = None
         self._loaded_as = None
-        self.kv_states.clear()
-        self._kv_owner = None
-        self._identity = None
-        self._kept = None
+        self._states.detach()
         self._formatter = None
         self._abort_cb = None
         return path
@@ -355,9 +337,9 @@ class LlamaBackend:
         KV states of other conversations); the benchmark measures cold and warm turns with it."""
         if self._llm is not None:
             self._llm.reset()
-        self._kv_owner = None
+        self._states.owner = None
         if snapshots:
-            self.kv_states.clear()
+            self._states.cache.clear()
 
     @staticmethod
     def _token_text(llm: Llama, token: int) -> str:
@@ -493,142 +475,18 @@ class LlamaBackend:
             f"{info.n_ctx}, with {reply_reserve} kept for the reply). Shorten it or raise the context length."
         )
 
-    # ------------------------------------------------------------------ KV states
+    # ------------------------------------------------------------------ KV states (``ContextStates``)
 
-    def _switch_kv(self, llm: Llama, conversation: Hashable | None, tokens: list[int]) -> None:
-        """Keep the KV state of the conversation we leave; bring back the one we return to if it helps (or, for a
-        conversation new to the cache, such as a branch, the one that shares most of its prompt): from memory,
-        else from disk (a chat reopened after a restart)."""
-        if self._kv_owner is not None and self._kv_owner is not ISOLATED:
-            snapshot = snapshot_sequence(llm)
-            if snapshot is not None:
-                self.kv_states.put(self._kv_owner, snapshot)
-        if conversation is None or conversation is ISOLATED:
-            return  # a one-off request reuses whatever prefix it shares (an isolated one none), and is not kept
-        self._bring_back(llm, conversation, tokens)
-
-    def _bring_back(self, llm: Llama, conversation: Hashable, tokens: list[int]) -> None:
-        """Restore the saved state (RAM, else disk) that saves the most reading of ``tokens``, when it saves more
-        than the context holds now. A recurrent model's states count only where they end exactly on a prefix."""
-        rewind = self._rewindable
-        current = cached_prefix(llm, tokens, self._rewindable)
-        candidates = [s for s in (self.kv_states.get(conversation), self.kv_states.closest(tokens, rewind)) if s]
-        scored = [(usable_prefix(s.tokens, tokens, rewind), s) for s in candidates]
-        shared, saved = max(scored, key=lambda item: item[0], default=(0, None))
-        source: Path | None = None
-        if max(current, shared) < len(tokens) - 1:
-            stored = self._stored_state(conversation, tokens, max(current, shared))
-            if stored is not None:
-                (saved, source), shared = stored, usable_prefix(stored[0].tokens, tokens, rewind)
-        if saved is not None and shared > current:
-            if restore_sequence(llm, saved):
-                self._restored = (saved, source)
-            else:
-                log.info("Could not restore the KV state of conversation %s; it will be re-read", conversation)
-
-    def _stored_state(
-        self, conversation: Hashable, tokens: Sequence[int], better_than: int
-    ) -> tuple[KVSnapshot, Path] | None:
-        """The state on disk that shares more than ``better_than`` tokens with the prompt, read and checked, and
-        its file."""
-        if self._disk is None or self._identity is None:
-            return None
-        if self._writer is not None:
-            self._writer.wait_idle(30.0)  # a state still being written is the one to read
-        stored = self._disk.best_for(conversation, self._identity, tokens, better_than, self._rewindable)
-        loaded = self._disk.load(stored.path, self._identity) if stored is not None else None
-        return (loaded, stored.path) if loaded is not None and stored is not None else None
-
-    def _discard_restored(self, llm: Llama, why: str) -> bool:
-        """The state restored into the context failed in use: it is dropped (from RAM, and its file from disk: a
-        state that restores but cannot be decoded would otherwise fail every reply of its chat, and of every chat
-        sharing its start) and the context emptied, so the prompt is read again. False: nothing was restored."""
-        if self._restored is None:
-            return False
-        snapshot, source = self._restored
-        self._restored = None
-        self.kv_states.discard(snapshot)
-        if source is not None and self._disk is not None:
-            self._disk.discard(source, why)
-        log.warning("A restored chat state failed in use (%s); the chat is read again", why)
-        llm.reset()
-        self._kept = None
-        return True
+    @property
+    def kv_states(self) -> KVStateCache:
+        """The chats' states kept in RAM."""
+        return self._states.cache
 
     def keep_state(self, wait: bool = False) -> None:
-        """The chat in the context goes to disk: its state is copied out of llama.cpp here (the inference
-        thread, once a reply has ended and nothing waits) and written by the writer thread. ``wait``: until it is
-        written (at shutdown)."""
-        llm, owner, identity = self._llm, self._kv_owner, self._identity
-        if self._writer is None or llm is None or identity is None or owner is None or owner is ISOLATED:
-            return
-        if llm.n_tokens >= MIN_TOKENS:
-            kept = (owner, llm.n_tokens, hash(llm.input_ids[: llm.n_tokens].tobytes()))
-            if kept != self._kept:
-                snapshot = snapshot_sequence(llm)
-                if snapshot is not None:
-                    self._writer.put(owner, identity, snapshot)
-                    self._kept = kept
-            checkpoint = self.kv_states.latest_checkpoint(owner)
-            if not self._rewindable and checkpoint is not None and len(checkpoint.tokens) < llm.n_tokens:
-                self._writer.put(owner, identity, checkpoint, CHECKPOINT_SLOT)  # where a Regenerate goes back to
-        if wait:
-            self._writer.wait_idle(10.0)
-
-    def _checkpoint(self, llm: Llama, owner: Hashable | None) -> None:
-        """Keep the context's state as it is now, for a model whose state cannot always be cut back: called where a
-        prompt ends and before reading on past a reply, the points a Regenerate, an Edit or a Branch go back to."""
-        if self._rewindable or owner is None or owner is ISOLATED or llm.n_tokens < MIN_TOKENS:
-            return
-        mark = (owner, llm.n_tokens, hash(llm.input_ids[: llm.n_tokens].tobytes()))
-        if mark == self._checkpointed:
-            return
-        snapshot = snapshot_sequence(llm)
-        if snapshot is not None:
-            self.kv_states.put_checkpoint(owner, snapshot)
-            self._checkpointed = mark
-
-    def _reach(self, llm: Llama, conversation: Hashable | None, tokens: list[int]) -> int:
-        """Bring the context to the longest usable prefix of ``tokens`` (another chat's state, a checkpoint, or
-        what it holds) and return its length: the context then holds exactly that many of ``tokens``'s first."""
-        if conversation != self._kv_owner:
-            self._switch_kv(llm, conversation, tokens)
-        elif (
-            not self._rewindable
-            and conversation is not None
-            and conversation is not ISOLATED
-            and cached_prefix(llm, tokens, self._rewindable) < llm.n_tokens
-        ):
-            self._bring_back(llm, conversation, tokens)  # a Regenerate or an Edit: back to a checkpoint
-        self._kv_owner = conversation
-        if conversation is ISOLATED:
-            # A local API client reads its whole prompt: reusing a prefix another client or a chat left in the
-            # context would tell it, by the time to the first token, what they had sent.
-            llm.reset()
-        cached = cached_prefix(llm, tokens, self._rewindable)
-        if cached == 0 and llm.n_tokens:
-            llm.reset()  # nothing can be kept: never a cut that would continue wrong (see ``can_cut_back``)
-        elif not self._rewindable:
-            self._checkpoint(llm, conversation)  # the state about to be read past
-        return cached
+        self._states.keep(self._llm, wait)
 
     def forget_conversation(self, conversation: Hashable) -> None:
-        """The chat was deleted (on the inference thread, through the worker's queue, so nothing of the chat is
-        written after this): its tokens leave the context, its RAM snapshot goes, a write waiting is dropped and
-        one under way finished, then its files are deleted."""
-        if self._kv_owner == conversation:
-            if self._llm is not None:
-                self._llm.reset()
-            self._kv_owner = None
-            self._kept = None
-            self._restored = None
-            self._checkpointed = None
-        self.kv_states.forget(conversation)
-        if self._writer is not None:
-            self._writer.discard(conversation)
-            self._writer.wait_idle(30.0)
-        if self._disk is not None:
-            self._disk.forget(conversation)
+        self._states.forget(self._llm, conversation)
 
     def read_ahead(
         self,
@@ -643,7 +501,7 @@ class LlamaBackend:
         effect within one layer's compute. Reports ``(tokens, cached)``; returns the tokens cached."""
         llm, _, _ = self._require()
         tokens = self._tokens_of(prompt)
-        cached = self._reach(llm, conversation, tokens)
+        cached = self._states.reach(llm, conversation, tokens)
         on_progress(len(tokens), cached)
         end = len(tokens) - 1
         if cached >= end or should_stop():
@@ -655,14 +513,14 @@ class LlamaBackend:
             while start < end and not should_stop():
                 began = time.perf_counter()
                 llm.eval(tokens[start : min(start + chunk, end)])
-                self._restored = None  # decoded on: whatever was restored holds
+                self._states.restored = None  # decoded on: whatever was restored holds
                 on_progress(len(tokens), llm.n_tokens)
                 rate = (llm.n_tokens - start) / max(time.perf_counter() - began, 1e-6)
                 start = llm.n_tokens
                 # chunks of about half a second: a stop (Enter) loses at most that much reading, at any model size
                 chunk = int(max(READ_AHEAD_FIRST_CHUNK // 2, min(llm.n_batch, rate * READ_AHEAD_CHUNK_S)))
         except RuntimeError as exc:  # llama.cpp aborted (stopped) the batch: the batches before it stay
-            if not should_stop() and not self._discard_restored(llm, str(exc)):
+            if not should_stop() and not self._states.discard_restored(llm, str(exc)):
                 log.info("Reading ahead stopped: %s", exc)
         finally:
             self._should_abort = _never
@@ -688,7 +546,7 @@ class LlamaBackend:
         try:
             return self._reply(prompt, sampling, should_cancel, on_text, conversation, on_prompt_progress)
         except _RestoredStateFailedError as failure:
-            self._discard_restored(self._require()[0], str(failure))
+            self._states.discard_restored(self._require()[0], str(failure))
             return self._reply(prompt, sampling, should_cancel, on_text, conversation, on_prompt_progress, True)
 
     def _reply(
@@ -706,7 +564,7 @@ class LlamaBackend:
         llm, _, info = self._require()
         tokens = self._tokens_of(prompt)
         detail = prompt.detail
-        reused = self._reach(llm, conversation, tokens)  # a request of no conversation also keeps the chat's
+        reused = self._states.reach(llm, conversation, tokens)  # a request of no conversation keeps the chat's
         max_tokens = sampling.max_tokens or info.n_ctx
         stream = TextStream((*detail.rendered.stop, *sampling.stop))
         forced = detail.rendered.forced_calls
@@ -715,7 +573,7 @@ class LlamaBackend:
         special = prompt.tool_family is not None  # call markers are often control tokens: their text is needed
         if detail.rendered.reply_prefix and not prefix_sent:
             on_text(detail.rendered.reply_prefix)  # the call's opening the prompt already wrote
-        buffer = ctypes.create_string_buffer(_PIECE_BUFFER)
+        buffer = ctypes.create_string_buffer(PIECE_BUFFER)
         if sampling.seed is not None:
             llm.set_seed(sampling.seed)
 
@@ -731,7 +589,7 @@ class LlamaBackend:
             self._prompt_report = self._prompt_reporter(llm, reused, to_read, on_prompt_progress)
         # A recurrent model reads its prompt here up to the last token, whose state is kept (the point a Regenerate
         # goes back to); llama-cpp-python's own prefix matching would cut its state back, which it cannot be.
-        split = not self._rewindable
+        split = not self._states.rewindable
         generator = llm.generate(
             tokens[-1:] if split else tokens,
             top_k=sampling.top_k,
@@ -749,11 +607,11 @@ class LlamaBackend:
             if split:
                 if reused < len(tokens) - 1:
                     llm.eval(tokens[reused:-1])
-                self._checkpoint(llm, conversation)
+                self._states.checkpoint(llm, conversation)
             for token in generator:
                 if first_token_at is None:
                     first_token_at = time.perf_counter()
-                    self._restored = None  # decoded on: whatever was restored holds
+                    self._states.restored = None  # decoded on: whatever was restored holds
                     # The abort callback is for prompt processing; per token the loop checks by itself.
                     self._should_abort = _never
                     self._prompt_report = None
@@ -763,7 +621,7 @@ class LlamaBackend:
                 if not sampling.ignore_eos and llama_cpp.llama_vocab_is_eog(vocab, token):
                     break
                 completion += 1
-                piece = _piece(llama_cpp, vocab, token, buffer, special)
+                piece = token_piece(vocab, token, buffer, special)
                 if sampling.logprobs is not None:
                     logprobs.append(token_logprob(llm, vocab, token, piece, sampling.logprobs))
                 text = stream.feed(piece)
@@ -783,7 +641,7 @@ class LlamaBackend:
         except RuntimeError as exc:
             if should_cancel():
                 finish = "cancelled"
-            elif first_token_at is None and self._restored is not None:
+            elif first_token_at is None and self._states.restored is not None:
                 raise _RestoredStateFailedError(str(exc)) from exc
             else:
                 raise GenerationError(f"llama.cpp failed while generating: {exc}") from exc
@@ -821,63 +679,5 @@ class _RestoredStateFailedError(Exception):
     prompt again)."""
 
 
-def token_logprob(llm: Llama, vocab: Any, token: int, piece: bytes, top: int) -> TokenLogprob:
-    """The sampled token's log probability under the model (its raw distribution, before temperature and the
-    other samplers) and the ``top`` likeliest tokens, from the logits llama.cpp computed for this step."""
-    import llama_cpp
-    import numpy as np
-
-    logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),))
-    shifted = logits.astype(np.float64) - float(logits.max())
-    log_probs = shifted - np.log(np.exp(shifted).sum())
-    best = np.argpartition(-log_probs, top)[:top] if top else np.array([], dtype=int)
-    best = best[np.argsort(-log_probs[best])]
-    buffer = ctypes.create_string_buffer(_PIECE_BUFFER)
-    alternatives = tuple((_piece(llama_cpp, vocab, int(t), buffer), float(log_probs[t])) for t in best)
-    return TokenLogprob(piece, float(log_probs[token]), alternatives)
-
-
-def within(logprobs: tuple[TokenLogprob, ...], length: int) -> tuple[TokenLogprob, ...]:
-    """The entries of the tokens whose bytes lie within the reply's first ``length`` bytes (a stop string cut the
-    rest, and it is never shown)."""
-    kept, used = [], 0
-    for entry in logprobs:
-        if used >= length:
-            break
-        kept.append(entry)
-        used += len(entry.token)
-    return tuple(kept)
-
-
 def _never() -> bool:
     return False
-
-
-def json_grammar(vocab: Any, schema: str | None) -> LlamaGrammar | None:
-    """llama.cpp's grammar for JSON output: any JSON object (``""``), or one that follows a JSON schema (within
-    the budget of ``engine.json_grammar``, and built once by llama.cpp before it reaches the sampler chain)."""
-    if schema is None:
-        return None
-    from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar
-
-    text = schema_gbnf(schema) if schema else JSON_GBNF
-    check_with_llama(vocab, text)
-    return LlamaGrammar.from_string(text, verbose=False)
-
-
-def call_grammar(vocab: Any, forced: Sequence[ForcedCall], tools: ToolOffer | None) -> LlamaGrammar:
-    """The grammar that keeps a forced reply to a call of one of ``forced``, its arguments per the tool's schema."""
-    from llama_cpp.llama_grammar import LlamaGrammar
-
-    text = forced_call_grammar(forced, tools.schemas() if tools else {})
-    check_with_llama(vocab, text)
-    return LlamaGrammar.from_string(text, verbose=False)
-
-
-def _piece(llama_cpp: Any, vocab: Any, token: int, buffer: ctypes.Array[ctypes.c_char], special: bool = False) -> bytes:
-    n = llama_cpp.llama_token_to_piece(vocab, token, buffer, _PIECE_BUFFER, 0, special)
-    if n < 0:  # piece longer than the buffer
-        big = ctypes.create_string_buffer(-n)
-        n = llama_cpp.llama_token_to_piece(vocab, token, big, -n, 0, special)
-        return big.raw[:n]
-    return buffer.raw[:n]

@@ -91,7 +91,7 @@ def save_and_forget(backend: LlamaBackend) -> Path:
     """The chat's state goes to disk, and the context is emptied as a restart would."""
     backend.keep_state(wait=True)
     backend.forget_context(snapshots=True)
-    files = list(backend._disk.folder.iterdir())  # type: ignore[union-attr]
+    files = list(backend._states.store.folder.iterdir())  # type: ignore[union-attr]
     assert len(files) == 1
     return files[0]
 
@@ -206,10 +206,10 @@ def test_a_state_that_restores_but_cannot_be_decoded_is_discarded_and_the_chat_r
     shown, _ = reply(backend, short, 5)
     state_file = save_and_forget(backend)
     tokens = backend.prepare(longer, 64).detail.tokens
-    held = store.header(state_file, backend._identity).tokens  # type: ignore[arg-type, union-attr]
+    held = store.header(state_file, backend._states.identity).tokens  # type: ignore[arg-type, union-attr]
     shared = common_prefix(held, tokens)
     claim_tokens(state_file, tokens[: shared + 40])  # 40 tokens more than its cells hold
-    assert store.header(state_file, backend._identity) is not None  # it passes every check # type: ignore[arg-type]
+    assert store.header(state_file, backend._states.identity) is not None  # it passes every check # type: ignore[arg-type]
     backend.forget_context(snapshots=True)
     backend_reference = LlamaBackend()
     backend_reference.load(backend._info.path, PARAMS)  # type: ignore[union-attr]

@@ -1,0 +1,204 @@
+"""Whose chat is in the llama.cpp context, and the saved states that bring a chat back without reading it again:
+RAM snapshots of the chats left, checkpoints where prompts end (models whose state cannot be cut back), and the
+files on disk that outlive a restart. Never a state the new prompt cannot continue: a recurrent state serves only
+where it ends exactly on the prompt's prefix (``usable_prefix``), a sliding-window cache only where it still holds
+the window before the cut (``can_cut_back``). Runs on the inference thread only, as the backend that owns it."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Hashable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from fara_desktop.engine.kv_disk import CHECKPOINT_SLOT, MIN_TOKENS, KVDiskStore, KVDiskWriter, StateIdentity
+from fara_desktop.engine.kv_states import KVSnapshot, KVStateCache, usable_prefix
+from fara_desktop.engine.llama_state import cached_prefix, restore_sequence, snapshot_sequence
+from fara_desktop.engine.types import ISOLATED
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
+
+log = logging.getLogger(__name__)
+
+
+class ContextStates:
+    """The context's owner and the states kept for every chat, for one loaded model at a time."""
+
+    def __init__(self, store: KVDiskStore | None) -> None:
+        self.cache = KVStateCache()
+        self.owner: Hashable | None = None  # the conversation whose tokens are in the context now
+        self._disk = store
+        self._writer = KVDiskWriter(store) if store is not None else None
+        self._identity: StateIdentity | None = None  # what the loaded model's states are bound to
+        self._kept: tuple[Hashable, int, int] | None = None  # the state last handed to the writer
+        # The state restored into the context and not yet decoded on (RAM snapshot, and its file when it came from
+        # disk): one that fails in use is discarded and the prompt read again (``discard_restored``).
+        self.restored: tuple[KVSnapshot, Path | None] | None = None
+        # False for recurrent and hybrid models: their context cannot be cut back to a prefix, so a prompt that
+        # leaves what the context holds goes back to a checkpoint saved exactly at a prompt's end, or is re-read.
+        self.rewindable = True
+        self._checkpointed: tuple[Hashable, int, int] | None = None  # the context last kept as a checkpoint
+
+    @property
+    def store(self) -> KVDiskStore | None:
+        return self._disk
+
+    @property
+    def identity(self) -> StateIdentity | None:
+        return self._identity
+
+    def attach(self, identity: StateIdentity | None, rewindable: bool) -> None:
+        """A model was loaded (its states on disk are bound to ``identity``)."""
+        self._identity = identity
+        self.rewindable = rewindable
+        self._checkpointed = None
+
+    def detach(self) -> None:
+        """The model was unloaded: its states in RAM go (those on disk stay for its next load)."""
+        self.cache.clear()
+        self.owner = None
+        self._identity = None
+        self._kept = None
+        self._checkpointed = None
+
+    def leave(self, llm: Llama) -> None:
+        """The context is about to be used for something else (a measurement): the chat in it is kept in RAM."""
+        if self.owner is not None:
+            self._switch(llm, None, [])
+            self.owner = None
+
+    def reach(self, llm: Llama, conversation: Hashable | None, tokens: list[int]) -> int:
+        """Bring the context to the longest usable prefix of ``tokens`` (another chat's state, a checkpoint, or
+        what it holds) and return its length: the context then holds exactly that many of ``tokens``'s first."""
+        if conversation != self.owner:
+            self._switch(llm, conversation, tokens)
+        elif (
+            not self.rewindable
+            and conversation is not None
+            and conversation is not ISOLATED
+            and cached_prefix(llm, tokens, self.rewindable) < llm.n_tokens
+        ):
+            self._bring_back(llm, conversation, tokens)  # a Regenerate or an Edit: back to a checkpoint
+        self.owner = conversation
+        if conversation is ISOLATED:
+            # A local API client reads its whole prompt: reusing a prefix another client or a chat left in the
+            # context would tell it, by the time to the first token, what they had sent.
+            llm.reset()
+        cached = cached_prefix(llm, tokens, self.rewindable)
+        if cached == 0 and llm.n_tokens:
+            llm.reset()  # nothing can be kept: never a cut that would continue wrong (see ``can_cut_back``)
+        elif not self.rewindable:
+            self.checkpoint(llm, conversation)  # the state about to be read past
+        return cached
+
+    def _switch(self, llm: Llama, conversation: Hashable | None, tokens: list[int]) -> None:
+        """Keep the KV state of the conversation we leave; bring back the one we return to if it helps (or, for a
+        conversation new to the cache, such as a branch, the one that shares most of its prompt): from memory,
+        else from disk (a chat reopened after a restart)."""
+        if self.owner is not None and self.owner is not ISOLATED:
+            snapshot = snapshot_sequence(llm)
+            if snapshot is not None:
+                self.cache.put(self.owner, snapshot)
+        if conversation is None or conversation is ISOLATED:
+            return  # a one-off request reuses whatever prefix it shares (an isolated one none), and is not kept
+        self._bring_back(llm, conversation, tokens)
+
+    def _bring_back(self, llm: Llama, conversation: Hashable, tokens: list[int]) -> None:
+        """Restore the saved state (RAM, else disk) that saves the most reading of ``tokens``, when it saves more
+        than the context holds now. A recurrent model's states count only where they end exactly on a prefix."""
+        rewind = self.rewindable
+        current = cached_prefix(llm, tokens, rewind)
+        candidates = [s for s in (self.cache.get(conversation), self.cache.closest(tokens, rewind)) if s]
+        scored = [(usable_prefix(s.tokens, tokens, rewind), s) for s in candidates]
+        shared, saved = max(scored, key=lambda item: item[0], default=(0, None))
+        source: Path | None = None
+        if max(current, shared) < len(tokens) - 1:
+            stored = self._stored_state(conversation, tokens, max(current, shared))
+            if stored is not None:
+                (saved, source), shared = stored, usable_prefix(stored[0].tokens, tokens, rewind)
+        if saved is not None and shared > current:
+            if restore_sequence(llm, saved):
+                self.restored = (saved, source)
+            else:
+                log.info("Could not restore the KV state of conversation %s; it will be re-read", conversation)
+
+    def _stored_state(
+        self, conversation: Hashable, tokens: Sequence[int], better_than: int
+    ) -> tuple[KVSnapshot, Path] | None:
+        """The state on disk that shares more than ``better_than`` tokens with the prompt, read and checked, and
+        its file."""
+        if self._disk is None or self._identity is None:
+            return None
+        if self._writer is not None:
+            self._writer.wait_idle(30.0)  # a state still being written is the one to read
+        stored = self._disk.best_for(conversation, self._identity, tokens, better_than, self.rewindable)
+        loaded = self._disk.load(stored.path, self._identity) if stored is not None else None
+        return (loaded, stored.path) if loaded is not None and stored is not None else None
+
+    def discard_restored(self, llm: Llama, why: str) -> bool:
+        """The state restored into the context failed in use: it is dropped (from RAM, and its file from disk: a
+        state that restores but cannot be decoded would otherwise fail every reply of its chat, and of every chat
+        sharing its start) and the context emptied, so the prompt is read again. False: nothing was restored."""
+        if self.restored is None:
+            return False
+        snapshot, source = self.restored
+        self.restored = None
+        self.cache.discard(snapshot)
+        if source is not None and self._disk is not None:
+            self._disk.discard(source, why)
+        log.warning("A restored chat state failed in use (%s); the chat is read again", why)
+        llm.reset()
+        self._kept = None
+        return True
+
+    def keep(self, llm: Llama | None, wait: bool = False) -> None:
+        """The chat in the context goes to disk: its state is copied out of llama.cpp here (the inference
+        thread, once a reply has ended and nothing waits) and written by the writer thread. ``wait``: until it is
+        written (at shutdown)."""
+        owner, identity = self.owner, self._identity
+        if self._writer is None or llm is None or identity is None or owner is None or owner is ISOLATED:
+            return
+        if llm.n_tokens >= MIN_TOKENS:
+            kept = (owner, llm.n_tokens, hash(llm.input_ids[: llm.n_tokens].tobytes()))
+            if kept != self._kept:
+                snapshot = snapshot_sequence(llm)
+                if snapshot is not None:
+                    self._writer.put(owner, identity, snapshot)
+                    self._kept = kept
+            checkpoint = self.cache.latest_checkpoint(owner)
+            if not self.rewindable and checkpoint is not None and len(checkpoint.tokens) < llm.n_tokens:
+                self._writer.put(owner, identity, checkpoint, CHECKPOINT_SLOT)  # where a Regenerate goes back to
+        if wait:
+            self._writer.wait_idle(10.0)
+
+    def checkpoint(self, llm: Llama, owner: Hashable | None) -> None:
+        """Keep the context's state as it is now, for a model whose state cannot be cut back: called where a
+        prompt ends and before reading on past a reply, the points a Regenerate, an Edit or a Branch go back to."""
+        if self.rewindable or owner is None or owner is ISOLATED or llm.n_tokens < MIN_TOKENS:
+            return
+        mark = (owner, llm.n_tokens, hash(llm.input_ids[: llm.n_tokens].tobytes()))
+        if mark == self._checkpointed:
+            return
+        snapshot = snapshot_sequence(llm)
+        if snapshot is not None:
+            self.cache.put_checkpoint(owner, snapshot)
+            self._checkpointed = mark
+
+    def forget(self, llm: Llama | None, conversation: Hashable) -> None:
+        """The chat was deleted (on the inference thread, through the worker's queue, so nothing of the chat is
+        written after this): its tokens leave the context, its RAM snapshot goes, a write waiting is dropped and
+        one under way finished, then its files are deleted."""
+        if self.owner == conversation:
+            if llm is not None:
+                llm.reset()
+            self.owner = None
+            self._kept = None
+            self.restored = None
+            self._checkpointed = None
+        self.cache.forget(conversation)
+        if self._writer is not None:
+            self._writer.discard(conversation)
+            self._writer.wait_idle(30.0)
+        if self._disk is not None:
+            self._disk.forget(conversation)
