@@ -23,6 +23,7 @@ from fara_desktop.chats.export_format import (
 )
 from fara_desktop.chats.imports import FORMAT_NAMES
 from fara_desktop.chats.records import finite_time
+from fara_desktop.chats.schema import NEXT_CONVERSATION_ID
 from fara_desktop.chats.storage import ConversationStore, StorageError
 from fara_desktop.chats.tool_rounds import ToolRound, rounds_json
 from fara_desktop.chats.tree import MessageTree
@@ -210,7 +211,9 @@ def _insert_conversation(
     digest: str | None = None,
     source_format: str | None = None,
 ) -> tuple[int, list[int]]:
-    cursor = db.execute("INSERT INTO conversations (title, created_at, updated_at) VALUES ('', 0, 0)")
+    cursor = db.execute(
+        f"INSERT INTO conversations (id, title, created_at, updated_at) VALUES ({NEXT_CONVERSATION_ID}, '', 0, 0)"
+    )
     conversation_id = int(cursor.lastrowid or 0)
     return conversation_id, _write_conversation(db, conversation_id, conversation, digest, source_format)
 

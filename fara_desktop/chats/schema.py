@@ -70,5 +70,20 @@ MIGRATIONS: list[str] = [
     ALTER TABLE conversations ADD COLUMN source_format TEXT;
     ALTER TABLE conversations ADD COLUMN local_digest TEXT;
     """,
+    # 7: a deleted chat's id is never given to a new one (SQLite reuses the highest id once its row is gone, and
+    # things outside the database are keyed by it: the chat's saved readings, notices said once per chat). The
+    # highest id ever given is kept; new chats are numbered above it (``NEXT_CONVERSATION_ID``).
+    """
+    CREATE TABLE id_high_water (name TEXT PRIMARY KEY, last INTEGER NOT NULL);
+    INSERT INTO id_high_water VALUES ('conversations', coalesce((SELECT max(id) FROM conversations), 0));
+    CREATE TRIGGER conversation_ids_only_grow AFTER INSERT ON conversations BEGIN
+        UPDATE id_high_water SET last = max(last, NEW.id) WHERE name = 'conversations';
+    END;
+    """,
 ]
+# The id of the next conversation: above every id given so far (the trigger above keeps the mark).
+NEXT_CONVERSATION_ID = (
+    "(SELECT max(last, coalesce((SELECT max(id) FROM conversations), 0)) + 1 FROM id_high_water "
+    "WHERE name = 'conversations')"
+)
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -26,7 +26,7 @@ from fara_desktop.chats.records import (
     message_from_row,
     names_from_json,
 )
-from fara_desktop.chats.schema import MIGRATIONS, SCHEMA_VERSION
+from fara_desktop.chats.schema import MIGRATIONS, NEXT_CONVERSATION_ID, SCHEMA_VERSION
 from fara_desktop.chats.tool_rounds import ToolRound, rounds_json
 from fara_desktop.chats.tree import MessageTree
 from fara_desktop.citations import Source, sources_json
@@ -68,9 +68,8 @@ class ConversationStore:
             )
         for number in range(version, SCHEMA_VERSION):
             with self.transaction():  # executescript would commit on its own; run statement by statement
-                for statement in MIGRATIONS[number].split(";"):
-                    if statement.strip():
-                        self._db.execute(statement)
+                for statement in _statements(MIGRATIONS[number]):
+                    self._db.execute(statement)
                 self._db.execute(f"PRAGMA user_version = {number + 1}")
 
     @contextmanager
@@ -106,7 +105,8 @@ class ConversationStore:
         now = time.time()
         with self.transaction() as db:
             cursor = db.execute(
-                "INSERT INTO conversations (title, system_prompt, created_at, updated_at) VALUES (?, ?, ?, ?)",
+                "INSERT INTO conversations (id, title, system_prompt, created_at, updated_at) "
+                f"VALUES ({NEXT_CONVERSATION_ID}, ?, ?, ?, ?)",
                 (title, system_prompt, now, now),
             )
         return int(cursor.lastrowid or 0)
@@ -275,6 +275,18 @@ class ConversationStore:
         """Where an imported conversation came from (its id in the other app), or None."""
         row = self._db.execute("SELECT source_id FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
         return row[0] if row and isinstance(row[0], str) and row[0] else None
+
+
+def _statements(script: str) -> list[str]:
+    """A migration's statements, one by one (a trigger's body holds ``;`` of its own)."""
+    statements, current = [], ""
+    for piece in script.split(";"):
+        current += piece + ";"
+        if sqlite3.complete_statement(current):
+            if current.strip(" \n;"):
+                statements.append(current)
+            current = ""
+    return statements
 
 
 def database_path(data_dir: Path) -> Path:

@@ -141,6 +141,8 @@ def test_a_version_1_database_migrates_in_place(tmp_path):
     session.redo_from(3)
     turn(session, None, "D")
     assert shown(session) == ["a", "b", "c", "D"] and store.integrity_ok()
+    store.delete(1)
+    assert store.create_conversation("new") == 2  # the old chat's id was counted when its schema was brought up
     store.close()
 
 

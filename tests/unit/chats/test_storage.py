@@ -144,3 +144,25 @@ def test_export_and_import_round_trip(store, tmp_path):
     bad.write_text(json.dumps({"format": "something-else"}))
     with pytest.raises(ImportRefusedError, match="not a conversation export"):
         import_conversation(store, bad)
+
+
+def test_a_deleted_chats_id_is_never_given_to_a_new_chat(tmp_path):
+    """SQLite hands out the highest id + 1: the newest chat deleted, the next chat got its id — and with it
+    whatever is keyed by the id outside the database (its saved reading's file name, notices said once per
+    chat). Ids only grow now, across restarts and imports too."""
+    from fara_desktop.chats.exchange import import_conversations
+    from fara_desktop.chats.export_format import ImportedConversation
+
+    path = tmp_path / "chats.sqlite3"
+    store = ConversationStore(path)
+    first = store.create_conversation("one")
+    second = store.create_conversation("two")
+    store.delete(second)
+    third = store.create_conversation("three")
+    assert third > second
+    store.delete(third)
+    store.close()
+    again = ConversationStore(path)
+    (imported,) = import_conversations(again, [ImportedConversation("imported", "", 0.0, 0.0, [])])
+    assert imported > third > first
+    again.close()
