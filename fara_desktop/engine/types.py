@@ -280,6 +280,15 @@ class ModelUnloaded:
 
 
 @dataclass(frozen=True)
+class ConversationForgotten:
+    """Every copy of a deleted chat's reading is gone (``ForgetConversation`` ended); ``failed``: some file could
+    not be deleted (the log says which and why)."""
+
+    conversation: int
+    failed: bool = False
+
+
+@dataclass(frozen=True)
 class CalibrationPostponed:
     """The thread calibration gave way to a reply that was waiting; it runs again once the replies are done."""
 
@@ -386,6 +395,7 @@ Event = (
     | ModelLoaded
     | ModelLoadFailed
     | ModelUnloaded
+    | ConversationForgotten
     | ThreadsCalibrated
     | CalibrationPostponed
     | CalibrationFailed

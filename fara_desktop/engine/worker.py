@@ -28,6 +28,7 @@ from fara_desktop.engine.types import (
     ChatMessage,
     Command,
     Conversation,
+    ConversationForgotten,
     Event,
     Failed,
     Finished,
@@ -313,26 +314,51 @@ class InferenceWorker:
                 with self._lock:
                     self._aheads_waiting -= 1
             try:
-                if isinstance(command, LoadModel):
-                    self._load(command)
-                elif isinstance(command, Generate):
-                    self._generate(command)
-                    if isinstance(command.conversation, int):  # a chat's: kept on disk once the engine is idle
-                        self._unsaved = command.conversation
-                elif isinstance(command, ReadAhead):
-                    self._read_ahead(command)
-                elif isinstance(command, CalibrateThreads):
-                    self._calibrate(command)
-                elif isinstance(command, Unload):
-                    self._emit(ModelUnloaded(self._backend.unload()))
-                elif isinstance(command, ForgetConversation):
-                    self._backend.forget_conversation(command.conversation)
-            except Exception:  # the thread must survive anything
+                final = self._handle(command)
+            except Exception:  # the thread must survive anything, and the command still ends with its event
                 # Never the command itself: a Generate carries the whole conversation, and the log is shared.
                 log.exception("Unexpected error in the inference thread while handling %s", describe(command))
-                self._report_unexpected(command)
+                final = self._failure_event(command, "Something went wrong inside the engine; details are in the "
+                                            "log file.")  # fmt: skip
+            self._emit(final)  # the one place a command's final event is sent: exactly one per command
 
-    def _load(self, command: LoadModel) -> None:
+    def _handle(self, command: Command) -> Event:
+        """Run one command; its final event (the events on the way are emitted as they come)."""
+        if isinstance(command, LoadModel):
+            return self._load(command)
+        if isinstance(command, Generate):
+            final = self._generate(command)
+            if isinstance(command.conversation, int):  # a chat's: kept on disk once the engine is idle
+                self._unsaved = command.conversation
+            return final
+        if isinstance(command, ReadAhead):
+            return self._read_ahead(command)
+        if isinstance(command, CalibrateThreads):
+            return self._calibrate(command)
+        if isinstance(command, Unload):
+            return ModelUnloaded(self._backend.unload())
+        if isinstance(command, ForgetConversation):
+            self._backend.forget_conversation(command.conversation)
+            return ConversationForgotten(command.conversation)
+        raise TypeError(f"not a command the worker runs: {type(command).__name__}")
+
+    def _failure_event(self, command: Command, message: str) -> Event:
+        """The final event of a command that failed unexpectedly: what its sender waits for, saying it failed."""
+        if isinstance(command, LoadModel):
+            return ModelLoadFailed(command.path, message, "InternalError", self._backend.info)
+        if isinstance(command, Generate):
+            return Failed(command.request_id, message, "InternalError")
+        if isinstance(command, ReadAhead):
+            return ReadAheadProgress(command.ahead_id, 0, 0, finished=True)
+        if isinstance(command, CalibrateThreads):
+            return CalibrationFailed(message)
+        if isinstance(command, Unload):  # whatever llama.cpp did, the app no longer counts on a model
+            return ModelUnloaded(None)
+        if isinstance(command, ForgetConversation):
+            return ConversationForgotten(command.conversation, failed=True)
+        raise TypeError(f"not a command the worker runs: {type(command).__name__}")
+
+    def _load(self, command: LoadModel) -> ModelLoaded | ModelLoadFailed:
         self._emit(ModelLoading(command.path, command.name or display_name_of(command.path)))
         reported = [-1.0]
 
@@ -349,37 +375,33 @@ class InferenceWorker:
                 raise LoadCancelledError("Loading was stopped before it began.")
             info = self._backend.load(command.path, command.params, on_progress)
         except FaraError as exc:
-            self._emit(ModelLoadFailed(command.path, str(exc), type(exc).__name__, self._backend.info))
-            return
-        self._emit(ModelLoaded(dataclasses.replace(info, name=command.name) if command.name else info))
+            return ModelLoadFailed(command.path, str(exc), type(exc).__name__, self._backend.info)
+        return ModelLoaded(dataclasses.replace(info, name=command.name) if command.name else info)
 
-    def _calibrate(self, command: CalibrateThreads) -> None:
+    def _calibrate(self, command: CalibrateThreads) -> ThreadsCalibrated | CalibrationPostponed | CalibrationFailed:
         info = self._backend.info
         if info is None or info.remote:  # a server's threads are the server's business: nothing to measure here
-            return
+            return CalibrationFailed("no model on this computer is loaded to measure")
         try:
             results = self._backend.calibrate_threads(command.candidates, command.tokens, self._reply_waiting)
         except CalibrationYieldedError:
             self._commands.put(command)  # measured again after the replies that were waiting
-            self._emit(CalibrationPostponed())
-            return
+            return CalibrationPostponed()
         except FaraError as exc:
             log.warning("Thread calibration failed: %s", exc)
-            self._emit(CalibrationFailed(str(exc)))
-            return
+            return CalibrationFailed(str(exc))
         if not results:
-            return
-        self._emit(ThreadsCalibrated(info.path, results, max(results, key=lambda t: results[t])))
+            return CalibrationFailed("no thread count could be measured")
+        return ThreadsCalibrated(info.path, results, max(results, key=lambda t: results[t]))
 
     def _reply_waiting(self) -> bool:
         with self._lock:
             return self._replies_waiting > 0
 
-    def _generate(self, command: Generate) -> None:
+    def _generate(self, command: Generate) -> Finished | Cancelled | Failed:
         request_id = command.request_id
         if self.is_cancelled(request_id):
-            self._emit(Cancelled(request_id, "", None))
-            return
+            return Cancelled(request_id, "", None)
         self._emit(GenerationStarted(request_id))
         should_cancel = lambda: self.is_cancelled(request_id)  # noqa: E731
         try:
@@ -413,30 +435,25 @@ class InferenceWorker:
             finally:
                 channels.finish()
         except RequestCancelled:
-            self._emit(Cancelled(request_id, "", None))
-            return
+            return Cancelled(request_id, "", None)
         except FaraError as exc:
-            self._emit(Failed(request_id, str(exc), type(exc).__name__))
-            return
+            return Failed(request_id, str(exc), type(exc).__name__)
         reasoning, answer = channels.reasoning, channels.answer  # every piece of result.text went through them
         stats = dataclasses.replace(
             result.stats, reasoning_tokens=channels.reasoning_tokens, thinking_s=round(channels.thinking_s, 3)
         )
         if result.finish_reason == "cancelled":
-            self._emit(Cancelled(request_id, answer, stats, reasoning.strip()))
-            return
+            return Cancelled(request_id, answer, stats, reasoning.strip())
         calls = channels.tool_calls() + result.tool_calls
         finish = "tool_calls" if calls else result.finish_reason
-        self._emit(Finished(request_id, answer, stats, finish, reasoning.strip(), result.logprobs, calls))
+        return Finished(request_id, answer, stats, finish, reasoning.strip(), result.logprobs, calls)
 
-    def _read_ahead(self, command: ReadAhead) -> None:
-        """Ends, whatever happens, with one ``ReadAheadProgress(finished=True)`` for this read-ahead: the window
-        waits for it (and document indexing waits on the window), so a prompt too long to read must say so too."""
+    def _read_ahead(self, command: ReadAhead) -> ReadAheadProgress:
+        """Ends with one ``ReadAheadProgress(finished=True)`` for this read-ahead: the window waits for it (and
+        document indexing waits on the window), so a prompt too long to read must say so too."""
         last = [0, 0]
-        try:
-            self._read_ahead_into(command, last)
-        finally:
-            self._emit(ReadAheadProgress(command.ahead_id, last[0], last[1], finished=True))
+        self._read_ahead_into(command, last)
+        return ReadAheadProgress(command.ahead_id, last[0], last[1], finished=True)
 
     def _read_ahead_into(self, command: ReadAhead, last: list[int]) -> None:
         ahead_id = command.ahead_id
@@ -464,15 +481,6 @@ class InferenceWorker:
             self._backend.keep_state(wait)
         except Exception:  # a state is only a speed-up
             log.exception("Keeping the chat's state failed")
-
-    def _report_unexpected(self, command: Command) -> None:
-        message = "Something went wrong inside the engine; details are in the log file."
-        if isinstance(command, LoadModel):
-            self._emit(ModelLoadFailed(command.path, message, "InternalError", self._backend.info))
-        elif isinstance(command, Generate):
-            self._emit(Failed(command.request_id, message, "InternalError"))
-        elif isinstance(command, CalibrateThreads):
-            self._emit(CalibrationFailed(message))
 
     def _safe_unload(self) -> None:
         try:

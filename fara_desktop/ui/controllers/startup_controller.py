@@ -44,7 +44,8 @@ class StartupScreen(Protocol):
     chat_view: ChatView
     hardware_panel: HardwarePanel
     paths: AppPaths
-    settings: Settings
+    @property
+    def settings(self) -> Settings: ...
 
     def set_status(self, text: str) -> None: ...
     def show_notice(self, text: str, role: str = "notice") -> None: ...
@@ -180,7 +181,8 @@ class StartupController(QObject):
         if isinstance(event, CalibrationPostponed):
             self.screen.hardware_panel.note_threads("measuring after the reply")
         elif isinstance(event, CalibrationFailed):
-            self.screen.hardware_panel.note_threads("not measured (the measurement failed; the default is kept)")
+            reason = one_line(event.reason, 120)
+            self.screen.hardware_panel.note_threads(f"not measured ({reason}; the default is kept)")
             self.screen.set_status("The thread count could not be measured; details are in the log")
         elif isinstance(event, ThreadsCalibrated):
             if self.plan is not None:

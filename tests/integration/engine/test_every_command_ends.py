@@ -13,9 +13,15 @@ import pytest
 from fara_desktop.engine.errors import GenerationError
 from fara_desktop.engine.types import (
     CalibrationFailed,
+    CalibrationPostponed,
+    Cancelled,
     ChatMessage,
+    ConversationForgotten,
+    Failed,
+    Finished,
     ModelLoaded,
     ModelLoadFailed,
+    ModelUnloaded,
     ReadAheadProgress,
     ThreadsCalibrated,
 )
@@ -69,6 +75,80 @@ def test_a_read_ahead_and_a_calibration_that_fail_each_end_with_their_event(erro
         assert ended.ahead_id == ahead and ended.finished
         worker.calibrate_threads((1, 2))
         assert isinstance(log.next_of(CalibrationFailed, ThreadsCalibrated), CalibrationFailed)
+    finally:
+        assert worker.shutdown(timeout=30)
+
+
+class FailingEverywhere(FakeBackend):
+    """Once ``error`` is set, every call the worker makes for a command raises it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.error: Exception | None = None
+
+    def _fail(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+    def load(self, path, params, on_progress=None):
+        self._fail()
+        return super().load(path, params, on_progress)
+
+    def prepare(self, messages, reply_reserve, should_cancel=None, thinking=True, tools=None):
+        self._fail()
+        return super().prepare(messages, reply_reserve, should_cancel, thinking, tools)
+
+    def read_ahead(self, prompt, conversation, should_stop, on_progress) -> int:
+        self._fail()
+        return super().read_ahead(prompt, conversation, should_stop, on_progress)
+
+    def calibrate_threads(self, candidates, tokens: int = 48, should_yield=None) -> dict[int, float]:
+        self._fail()
+        return super().calibrate_threads(candidates, tokens, should_yield)
+
+    def unload(self):
+        self._fail()
+        return super().unload()
+
+    def forget_conversation(self, conversation: object) -> None:
+        self._fail()
+        super().forget_conversation(conversation)
+
+
+FINAL_EVENTS = {  # a command, and the events that end it (exactly one of them, once)
+    "load": (lambda w: w.load_model(Path("other.gguf"), LoadParams(n_ctx=2048)), (ModelLoaded, ModelLoadFailed)),
+    "reply": (lambda w: w.generate([ChatMessage("user", "Hi")], conversation=7), (Finished, Cancelled, Failed)),
+    "read ahead": (lambda w: w.read_ahead([ChatMessage("user", "Hi")], conversation=7), (ReadAheadProgress,)),
+    "calibrate": (lambda w: w.calibrate_threads((1, 2)), (ThreadsCalibrated, CalibrationFailed, CalibrationPostponed)),
+    "unload": (lambda w: w.unload(), (ModelUnloaded,)),
+    "forget a chat": (lambda w: w.forget_conversation(7), (ConversationForgotten,)),
+}
+FAILURES = {"none": None, "refusal": GenerationError("llama.cpp refused"), "bug": RuntimeError("a bug")}
+
+
+@pytest.mark.parametrize("failure", list(FAILURES))
+@pytest.mark.parametrize("command", list(FINAL_EVENTS))
+def test_every_command_ends_with_exactly_one_final_event_whatever_fails(command, failure):
+    backend = FailingEverywhere()
+    worker, log = _started(backend)
+    try:
+        backend.error = FAILURES[failure]
+        send, finals = FINAL_EVENTS[command]
+        start = len(log.seen)
+        send(worker)
+        first = log.next_of(*finals, timeout=30)
+        if isinstance(first, ReadAheadProgress):
+            while not first.finished:
+                first = log.next_of(*finals, timeout=30)
+        backend.error = None
+        worker.forget_conversation(-1)  # a barrier: every event of the command came before its end
+        log.next_of(ConversationForgotten, timeout=30)
+        ends = [e for _, e in log.seen[start:] if isinstance(e, finals) and getattr(e, "finished", True)]
+        assert ends == ([first, ConversationForgotten(-1)] if command == "forget a chat" else [first])
+        if failure == "bug":  # said as a failure, not as a success
+            assert not isinstance(first, (ModelLoaded, Finished, ThreadsCalibrated)), first
+        worker.unload()  # and the thread lives on
+        log.next_of(ModelUnloaded, timeout=30)
     finally:
         assert worker.shutdown(timeout=30)
 
