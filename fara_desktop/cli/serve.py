@@ -11,22 +11,20 @@ import os
 import queue
 import signal
 import sys
-import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from types import FrameType
 
 from fara_desktop.api_keys import LOCAL_API, ApiKeyStore
-from fara_desktop.engine.embedder import Embedder
+from fara_desktop.app.core import EngineCore
+from fara_desktop.app.embedding import EmbedderService, embedding_model_in
 from fara_desktop.engine.types import Event, ModelInfo, ModelLoaded, ModelLoadFailed
-from fara_desktop.engine.worker import InferenceWorker
 from fara_desktop.errors import FaraError
 from fara_desktop.format import format_count
-from fara_desktop.models.load_record import LoadRecord
 from fara_desktop.paths import AppPaths
-from fara_desktop.planning.planner import StartupPlan, prepare_load
+from fara_desktop.planning.planner import prepare_load
 from fara_desktop.regular_files import read_regular_text
-from fara_desktop.serving.local_api import ApiServer, LocalApi, TextEmbedder
+from fara_desktop.serving.local_api import ApiServer, LocalApi
 from fara_desktop.settings import load_settings
 from fara_desktop.untrusted import printable
 
@@ -55,21 +53,6 @@ def serve_key(paths: AppPaths, given: str | None, key_file: Path | None, env: Ma
     return env.get(KEY_ENV) or ApiKeyStore(paths.config).get(LOCAL_API)
 
 
-def lazy_embedder(plan: StartupPlan) -> Callable[[], TextEmbedder | None]:
-    """The embedding model the scan found (for /v1/embeddings), loaded on the first request that needs it."""
-    found = next((Path(m.path) for m in plan.scan.usable if m.metadata and m.metadata.embedding), None)
-    lock = threading.Lock()
-    loaded: list[Embedder] = []
-
-    def get() -> TextEmbedder | None:
-        with lock:
-            if not loaded and found is not None:
-                loaded.append(Embedder(found))  # a FaraError here is the request's 500, with the reason
-            return loaded[0] if loaded else None
-
-    return get
-
-
 def run_serve(
     paths: AppPaths, model: Path | None, host: str, port: int, api_key: str | None, key_file: Path | None = None
 ) -> int:
@@ -91,26 +74,28 @@ def run_serve(
         why = decision.refusal or f"{plan.model.display_name} could not be prepared for loading"
         print(printable(f"fara-desktop serve: {why}"), file=sys.stderr)
         return 1
+    # The embedding model the scan found serves /v1/embeddings; a failure to load it is the request's 500.
+    core = EngineCore(paths, settings, embedding=EmbedderService(embedding_model_in(plan), strict=True))
     events: queue.Queue[Event] = queue.Queue()
-    worker = InferenceWorker(events.put, load_record=LoadRecord(paths.data)).start()
+    worker = core.start_engine(events.put)
     worker.load_model(prepared.file, decision.params, plan.model.display_name)
     loaded: ModelInfo | None = None
     while loaded is None:
         event = events.get()
         if isinstance(event, ModelLoadFailed):
             print(printable(f"fara-desktop serve: {event.message}"), file=sys.stderr)
-            worker.shutdown()
+            core.close()
             return 1
         if isinstance(event, ModelLoaded):
             loaded = event.info
     info = loaded
     api = LocalApi(worker, lambda: info, settings.sampling.params, key,
-                   allowed_origins=settings.local_api.allowed_origins, embedder=lazy_embedder(plan))  # fmt: skip
+                   allowed_origins=settings.local_api.allowed_origins, embedder=core.embedding.get)  # fmt: skip
     try:
         server = ApiServer(api, host, port)
     except FaraError as exc:
         print(printable(f"fara-desktop serve: {exc}"), file=sys.stderr)
-        worker.shutdown()
+        core.close()
         return 1
 
     def stop(_signal: int, _frame: FrameType | None) -> None:
@@ -127,5 +112,5 @@ def run_serve(
         server.run()
     finally:
         server.stop(timeout=0)
-        worker.shutdown()
+        core.close()
     return 0

@@ -20,7 +20,7 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from fara_desktop.engine.types import ToolSpec
 from fara_desktop.tools.bounded_lines import OVERSIZE_CODE, bound_the_sdks_stdio_reader
@@ -29,6 +29,7 @@ from fara_desktop.tools.server_output import LogBudget, StderrToLog, bounded_htt
 from fara_desktop.tools.tool_results import ToolResult, error_result, result_of
 from fara_desktop.untrusted import one_line
 
+T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 START_TIMEOUT_S = 60.0  # a server's start, handshake and tool list (uvx/npx may fetch a package the first time)
@@ -65,8 +66,14 @@ class ServerState:
 
 class McpHub:
     """Runs the enabled MCP servers and their calls; ``on_change`` is called (on the hub's thread) whenever a
-    server's state changes. Thread-safe: ``configure``, ``call`` and ``close`` may be called from any thread but
-    the hub's own."""
+    server's state changes. Thread-safe: ``configure``, ``restart``, ``call`` and ``close`` may be called from any
+    thread but the hub's own (the app calls the first two and the last from one thread, which starts and ends the
+    hub's loop).
+
+    One owner per piece of state: the servers' definitions, runs, stop events, sessions and tasks belong to the
+    hub's loop thread — a change asked from elsewhere is posted to it and waited for — so a call failing on the
+    loop and a restart asked from the window cannot interleave (a failing call once read the *new* run's stop
+    event and stopped the server just restarted). Only the states shown to the app are shared, under a lock."""
 
     def __init__(self, on_change: Callable[[], None] | None = None) -> None:
         self._on_change = on_change or (lambda: None)
@@ -78,6 +85,7 @@ class McpHub:
         self._run_numbers = itertools.count(1)
         self._stops: dict[str, asyncio.Event] = {}
         self._tasks: dict[str, concurrent.futures.Future[None]] = {}
+        self._serving: set[asyncio.Task[None]] = set()
         self._configs: dict[str, McpServerConfig] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -108,11 +116,8 @@ class McpHub:
         of one switched on is not): new ones start, turned-off, changed or removed ones stop."""
         switched_on = set(enabled)
         wanted = {s.name: s for s in servers if s.identity in switched_on}
-        for name in [n for n in self._configs if n not in wanted or wanted[n] != self._configs[n]]:
-            self._stop(name)
-        for name, config in wanted.items():
-            if name not in self._configs:
-                self._start(config)
+        if wanted or self._loop is not None:
+            self._on_loop(lambda: self._configure(wanted))
         with self._lock:
             for name in [n for n in self._states if n not in wanted]:
                 del self._states[name]
@@ -120,10 +125,7 @@ class McpHub:
 
     def restart(self, name: str) -> None:
         """Start a failed or stopped server again (the user's *Restart*)."""
-        config = self._configs.get(name)
-        if config is not None:
-            self._stop(name)
-            self._start(config)
+        if self._loop is not None and self._on_loop(lambda: self._restart(name)):
             self._on_change()
 
     def start_call(
@@ -143,9 +145,9 @@ class McpHub:
 
     def close(self, timeout: float = 15.0) -> None:
         """Stop every server (each process is ended) and the hub's thread."""
-        for name in list(self._configs):
-            self._stop(name)
-        tasks = list(self._tasks.values())
+        if self._loop is None:
+            return
+        tasks = self._on_loop(self._stop_all)
         concurrent.futures.wait(tasks, timeout=timeout)
         if self._loop is not None and self._thread is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
@@ -164,6 +166,37 @@ class McpHub:
             self._loop = loop
         return self._loop
 
+    def _on_loop(self, change: Callable[[], T], timeout: float = 10.0) -> T:
+        """Run ``change`` on the hub's thread (the owner of the servers' state) and wait for its answer."""
+        loop = self._ensure_loop()
+
+        async def run() -> T:
+            return change()
+
+        return asyncio.run_coroutine_threadsafe(run(), loop).result(timeout)
+
+    # Below: on the hub's thread only.
+
+    def _configure(self, wanted: dict[str, McpServerConfig]) -> None:
+        for name in [n for n in self._configs if n not in wanted or wanted[n] != self._configs[n]]:
+            self._stop(name)
+        for name, config in wanted.items():
+            if name not in self._configs:
+                self._start(config)
+
+    def _restart(self, name: str) -> bool:
+        config = self._configs.get(name)
+        if config is None:
+            return False
+        self._stop(name)
+        self._start(config)
+        return True
+
+    def _stop_all(self) -> list[concurrent.futures.Future[None]]:
+        for name in list(self._configs):
+            self._stop(name)
+        return list(self._tasks.values())
+
     def _set(self, name: str, state: ServerState, run: int | None = None) -> None:
         """``run``: the run of the server that says so (an earlier run that ends late changes nothing)."""
         with self._lock:
@@ -172,7 +205,7 @@ class McpHub:
         self._on_change()
 
     def _start(self, config: McpServerConfig) -> None:
-        loop = self._ensure_loop()
+        loop = asyncio.get_running_loop()
         self._configs[config.name] = config
         with self._lock:
             self._states[config.name] = ServerState("starting")
@@ -180,13 +213,22 @@ class McpHub:
         self._stops[config.name] = stop
         run = self._runs[config.name] = next(self._run_numbers)
         self._run_stops[run] = stop
-        self._tasks[config.name] = asyncio.run_coroutine_threadsafe(self._serve(config, stop, run), loop)
+        task = loop.create_task(self._serve(config, stop, run))
+        self._serving.add(task)  # the loop keeps only a weak reference to its tasks
+        done: concurrent.futures.Future[None] = concurrent.futures.Future()  # what ``close`` waits on, elsewhere
+
+        def ended(finished: asyncio.Task[None]) -> None:
+            self._serving.discard(finished)
+            done.set_result(None)
+
+        task.add_done_callback(ended)
+        self._tasks[config.name] = done
 
     def _stop(self, name: str) -> None:
         self._configs.pop(name, None)
         stop = self._stops.pop(name, None)
-        if stop is not None and self._loop is not None:
-            self._loop.call_soon_threadsafe(stop.set)
+        if stop is not None:
+            stop.set()
 
     async def _serve(self, config: McpServerConfig, stop: asyncio.Event, run: int) -> None:
         from mcp import ClientSession

@@ -37,24 +37,18 @@ from PySide6.QtWidgets import (
 )
 
 from fara_desktop import APP_NAME, __version__
-from fara_desktop.api_keys import LOCAL_API, ApiKeyStore
-from fara_desktop.chats.session import ChatSession
-from fara_desktop.chats.storage import open_store
+from fara_desktop.api_keys import LOCAL_API
+from fara_desktop.app.core import AppCore
 from fara_desktop.citations import Source
 from fara_desktop.documents.grounding import MAX_BUDGET_TOKENS
 from fara_desktop.engine.backend import Backend
-from fara_desktop.engine.kv_disk import budget_within, chat_state_store
 from fara_desktop.engine.types import Event, ModelInfo, ModelSource, SamplingParams
 from fara_desktop.machine.hardware import on_battery_now
-from fara_desktop.models.load_record import LoadRecord
 from fara_desktop.paths import AppPaths, app_paths
 from fara_desktop.planning.catalog_fit import assess_catalog_here
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.planning.planner import StartupPlan
-from fara_desktop.settings import RemoteChoice, Settings, ToolSettings, save_settings
-from fara_desktop.tools.mcp_config import McpConfigError, bind_to_definitions, parse_mcp_servers
-from fara_desktop.tools.mcp_hub import McpHub
-from fara_desktop.tools.tool_box import ToolBox
+from fara_desktop.settings import RemoteChoice, Settings
 from fara_desktop.ui.controllers.chat_controller import ChatController
 from fara_desktop.ui.controllers.conversations_controller import ConversationsController
 from fara_desktop.ui.controllers.documents_controller import DocumentsController
@@ -109,44 +103,41 @@ class MainWindow(QMainWindow):
         self.setGeometry(first_geometry(self.screen().availableGeometry()))
         self._placed = False
         self.paths = paths or app_paths().ensure()
-        self.settings = _tools_bound_to_definitions(settings or Settings())
         self._closed = False
         self.models_dialog: GetModelsDialog | None = None
-        opened = open_store(self.paths.data)
-        self.store = opened.store
-        self.session = ChatSession(self.store)
-        self.chat_states = chat_state_store(self.paths.data, self.settings.prompts.chat_states_gb)
-        self.bridge = EngineBridge(backend, self, LoadRecord(self.paths.data), self.chat_states)
+        # MCP servers run on the hub's own thread; it reports changes there, the window hears them on its own.
+        self.core = AppCore(self.paths, settings or Settings(), backend, self.toolsChanged.emit,
+                            lambda problem: self.show_notice(problem, "error"))  # fmt: skip
+        self.store, self.session, self.chat_states = self.core.store, self.core.session, self.core.chat_states
+        self.bridge = EngineBridge(self.core.start_engine, self)
         self._build()
-        self.chat = ChatController(self, self.session, self.bridge, sampling or self.settings.sampling.params())
+        self.chat = ChatController(self, self.core, self.bridge, sampling or self.settings.sampling.params())
         self.startup = StartupController(self, self.bridge)
         self.startup.planStarted.connect(self.chat.plan_started)
         self.startup.planSettled.connect(self.chat.plan_settled)
         self.startup.loadRequested.connect(self.chat.load_model)
         self.startup.modelRefused.connect(self.chat.refuse_model)
         self.chat.modelLoaded.connect(self.startup.calibrate_if_needed)
-        self.startup.store_problem = opened.problem
-        self.conversations = ConversationsController(self, self, self.store, self.session)
+        self.startup.store_problem = self.core.store_problem
+        self.conversations = ConversationsController(self, self, self.store, self.session, self.core.delete_chat)
         self.conversations.leavingChat.connect(self.chat.leave_chat)
         self.conversations.enteredChat.connect(self.chat.enter_chat)
-        self.conversations.conversationDeleted.connect(self._forget_chat_states)
-        self.api_keys = ApiKeyStore(self.paths.config)
+        self.api_keys = self.core.api_keys
         self.servers = ServersController(self, self.bridge.worker, self.api_keys, self.chat.sampling)
         self.servers.apiRequestsChanged.connect(self.chat.set_api_requests)
         self.chat.modelLoaded.connect(self.servers.warn_if_unencrypted)
         self.startup.remote_choice = self.servers.chosen_remote
         self.documents = DocumentsController(self, self, self.session, (self.chat.turn.busy_event,
-                                                                         self.chat.read_ahead.reading))  # fmt: skip
+                                             self.chat.read_ahead.reading), self.core.embedding)  # fmt: skip
         self.chat.retrieve = self.documents.retrieve
         self.chat.read_ahead_allowed = self._read_ahead_allowed
         self.documents.readable_tokens = self._readable_passage_tokens
         self.servers.embedder_source = self.documents.embedder
-        # MCP servers run on the hub's own thread; it reports changes there, the window hears them on its own.
-        self.tools_hub = McpHub(self.toolsChanged.emit)
-        self.tool_box = ToolBox(self.tools_hub, self.settings.tools.always_allowed, self._save_tool_permissions)
+        self.tools_hub, self.tool_box = self.core.tools_hub, self.core.tool_box
         self.chat.use_tools(self.tool_box)
         self.toolsChanged.connect(self.chat.show_tools_choice)
-        self._configure_tools(self.settings.tools)
+        if self.core.tools_problem:
+            self.show_notice(self.core.tools_problem, "error")
         self._connect()
         self.bridge.engine_event.connect(self._on_engine_event)
         # The signals tests, the smoke check and the benchmark wait on.
@@ -472,6 +463,12 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------ the controllers' actions, by name
 
     @property
+    def settings(self) -> Settings:
+        """The settings in use: the core's."""
+        settings: Settings = self.core.settings
+        return settings
+
+    @property
     def plan(self) -> StartupPlan | None:
         return self.startup.plan
 
@@ -552,25 +549,6 @@ class MainWindow(QMainWindow):
         """Load a model the user just downloaded, and keep it as their choice for the next start."""
         self.apply_settings(dataclasses.replace(self.settings, model_path=str(path)), str(path))
 
-    def _configure_tools(self, tools: ToolSettings) -> None:
-        """Run exactly the MCP servers switched on (text that does not parse runs none; the page said why)."""
-        try:
-            servers = parse_mcp_servers(tools.servers_json)
-        except McpConfigError as exc:
-            self.show_notice(f"The MCP servers in Settings ▸ Tools cannot be read: {exc}", "error")
-            servers = []
-        self.tools_hub.configure(servers, tools.enabled)
-        self.tool_box.always = set(tools.always_allowed)
-
-    def _save_tool_permissions(self) -> None:
-        """The user chose *Always for this tool*: kept in the settings file."""
-        tools = dataclasses.replace(self.settings.tools, always_allowed=tuple(sorted(self.tool_box.always)))
-        self.settings = dataclasses.replace(self.settings, tools=tools)
-        try:
-            save_settings(self.paths.config, self.settings)
-        except OSError as exc:
-            self.show_notice(f"Settings could not be saved ({exc}); they apply until you quit.", "error")
-
     def open_settings(self, page: str | None = None) -> SettingsDialog:
         dialog = SettingsDialog(self.settings, self.plan, self.api_keys, self, self.chat_states,
                                 self.session.conversation_id, self.tools_hub.states,
@@ -597,34 +575,22 @@ class MainWindow(QMainWindow):
     def apply_settings(
         self, settings: Settings, chosen_model: str | None, chosen_remote: RemoteChoice | None = None
     ) -> None:
-        old = self.settings
-        self.settings = settings
-        try:
-            save_settings(self.paths.config, settings)
-        except OSError as exc:
-            self.show_notice(f"Settings could not be saved ({exc}); they apply until you quit.", "error")
+        applied = self.core.apply_settings(settings)
+        for problem in (applied.save_problem, applied.tools_problem):
+            if problem:
+                self.show_notice(problem, "error")
         self.chat.sampling = settings.sampling.params()
-        if old.prompts.chat_states_gb != settings.prompts.chat_states_gb:
-            self.chat_states.budget_bytes = budget_within(self.chat_states.folder,
-                                                          int(settings.prompts.chat_states_gb * (1 << 30)))  # fmt: skip
-            self.chat_states.enforce_budget()
         app = QApplication.instance()
-        if isinstance(app, QApplication) and (old.theme, old.font_size) != (settings.theme, settings.font_size):
+        if isinstance(app, QApplication) and applied.appearance_changed:
             apply_appearance(app, settings.theme, settings.font_size)
         self.servers.apply_api_settings(settings.local_api)
-        if old.tools != settings.tools:
-            self._configure_tools(settings.tools)
+        if applied.tools_changed:
             self.chat.show_tools_choice()
         remote = self.servers.remote_model(chosen_remote) if chosen_remote else None
         if remote is not None:
             self.load_model(remote)
             return
-        reload = (
-            chosen_model is not None
-            or old.inference != settings.inference
-            or old.extra_model_folders != settings.extra_model_folders
-        )
-        if reload:
+        if chosen_model is not None or applied.reload:
             self.start_auto(Path(chosen_model) if chosen_model else None)
 
     # ------------------------------------------------------------------ engine events and closing
@@ -653,11 +619,6 @@ class MainWindow(QMainWindow):
         speed = self.chat.read_ahead.speed.tok_per_s
         return int(speed * self.settings.prompts.document_wait_s) if speed > 0 else MAX_BUDGET_TOKENS
 
-    def _forget_chat_states(self, conversation_id: int) -> None:
-        """A deleted chat leaves nothing behind: its KV states hold its text in another form. The inference thread
-        does it, after whatever it is doing for that chat (a reply ending, its state about to be written)."""
-        self.bridge.worker.forget_conversation(conversation_id)
-
     def closeEvent(self, event: QCloseEvent) -> None:
         if self._closed:
             super().closeEvent(event)
@@ -670,21 +631,7 @@ class MainWindow(QMainWindow):
         self.servers.stop_api()
         self.documents.stop()
         self.chat.stop_tools()  # a reply waiting on a call keeps its round (as stopped) before the servers go
-        self.tools_hub.close()
-        self.bridge.cancel()
-        self.bridge.shutdown(timeout=10.0)
         self.bridge.engine_event.disconnect(self._on_engine_event)
-        self.chat.settle_pending_reply()
-        self.session.close()
-        self.store.close()
+        self.core.close(timeout=10.0, settle=self.chat.settle_pending_reply)
         super().closeEvent(event)
 
-
-def _tools_bound_to_definitions(settings: Settings) -> Settings:
-    """Servers switched on and *Always* permissions named by a server's name alone (settings of an earlier version)
-    bound to the definitions saved with them (``tools.mcp_config.bind_to_definitions``)."""
-    tools = settings.tools
-    enabled, always = bind_to_definitions(tools.servers_json, tools.enabled, tools.always_allowed)
-    if (enabled, always) == (tools.enabled, tools.always_allowed):
-        return settings
-    return dataclasses.replace(settings, tools=dataclasses.replace(tools, enabled=enabled, always_allowed=always))

@@ -45,7 +45,6 @@ class ConversationsController(QObject):
 
     leavingChat = Signal()
     enteredChat = Signal(bool)
-    conversationDeleted = Signal(int)  # its saved KV states go too
 
     def __init__(
         self,
@@ -53,8 +52,11 @@ class ConversationsController(QObject):
         dialog_parent: QWidget,
         store: ConversationStore,
         session: ChatSession,
+        delete_chat: Callable[[int], None],
     ) -> None:
+        """``delete_chat``: the core's intent (the rows and every saved reading of the chat)."""
         super().__init__()
+        self._delete_chat = delete_chat
         self.screen = screen
         self.dialog_parent = dialog_parent
         self.store = store
@@ -120,8 +122,7 @@ class ConversationsController(QObject):
                 return
         if conversation_id == self.session.conversation_id:
             self.new_chat()
-        self.store.delete(conversation_id)
-        self.conversationDeleted.emit(conversation_id)
+        self._delete_chat(conversation_id)
         self.refresh_sidebar()
 
     def focus_search(self) -> None:

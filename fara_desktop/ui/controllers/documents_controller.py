@@ -13,6 +13,7 @@ from typing import Protocol
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox, QToolButton, QWidget
 
+from fara_desktop.app.embedding import EmbedderService, embedding_model_in
 from fara_desktop.chats.session import ChatSession
 from fara_desktop.citations import Source
 from fara_desktop.documents.grounding import MAX_BUDGET_TOKENS, grounded_prompt
@@ -21,7 +22,6 @@ from fara_desktop.documents.indexer import IndexProgress, IndexReport
 from fara_desktop.documents.pipeline import update_collection
 from fara_desktop.engine.embedder import Embedder, EmbedderClosedError
 from fara_desktop.engine.types import ChatMessage, SamplingParams
-from fara_desktop.errors import FaraError
 from fara_desktop.format import format_count
 from fara_desktop.machine.priority import lower_this_threads_priority
 from fara_desktop.models.embedder_convert import PACKAGED_EMBEDDER, import_embedder, packaged_embedder_installed
@@ -63,10 +63,11 @@ class DocumentsController(QObject):
         dialog_parent: QWidget,
         session: ChatSession,
         engine_busy: Sequence[threading.Event],
+        embedding: EmbedderService,
     ) -> None:
         """``session``: the open chat (its choice of collections); ``engine_busy``: events set while the chat model
         works (a reply asked for, a prompt read ahead): indexing waits while any is set. The window wires
-        ``retrieve`` to the chat controller."""
+        ``retrieve`` to the chat controller; ``embedding``: the app's embedding model (the core's)."""
         super().__init__()
         self.screen = screen
         self.dialog_parent = dialog_parent
@@ -84,11 +85,9 @@ class DocumentsController(QObject):
         # after that signal, and a click then must start the next scan, not wait behind a scan that has ended.
         self._scanning = False
         self._queue: list[tuple[str, list[Path]]] = []
-        self.embedding_model: Path | None = None  # an embedding GGUF found among the models
+        self.embedding_service = embedding
         self._packaged_embedder = False  # all-MiniLM-L6-v2's package is installed and not converted yet
         self._converting = False
-        self._embedder: Embedder | None = None
-        self._embedder_lock = threading.Lock()
         self._retrieval_index: DocumentIndex | None = None  # the searches' own connection, on their thread
         self._retrieval_lock = threading.Lock()
         self.retrieval: BackgroundCall | None = None  # the search running for a reply, if any
@@ -119,15 +118,19 @@ class DocumentsController(QObject):
         """The start-up scan found the models: an embedding model among them turns on semantic search. Without one,
         semantic search is still on by default when all-MiniLM-L6-v2's package is installed: it is converted (once)
         as soon as there are documents to search."""
-        found = next((Path(m.path) for m in plan.scan.usable if m.metadata and m.metadata.embedding), None)
+        found = embedding_model_in(plan)
         self.use_embedding_model(found)
         self._packaged_embedder = found is None and packaged_embedder_installed()
         if self._packaged_embedder and self.collection_names():
             self.import_embedder()
 
+    @property
+    def embedding_model(self) -> Path | None:
+        """The embedding GGUF in use (found among the models, or converted), if any."""
+        return self.embedding_service.model
+
     def use_embedding_model(self, found: Path | None) -> None:
-        if found != self.embedding_model:
-            self.embedding_model = found
+        if self.embedding_service.use(found):
             if found is not None:
                 for name in self.collection_names():  # vectors for what was indexed before, or stopped halfway
                     self.index_paths(name, [], quiet=True)
@@ -166,14 +169,7 @@ class DocumentsController(QObject):
     def embedder(self) -> Embedder | None:
         """The embedding model, loaded on first use: its own thread serves the indexing, the searches' queries
         (first) and the local API."""
-        with self._embedder_lock:
-            if self._embedder is None and self.embedding_model is not None:
-                try:
-                    self._embedder = Embedder(self.embedding_model)
-                except FaraError as exc:
-                    log.warning("The embedding model could not be loaded: %s", exc)
-                    self.embedding_model = None
-            return self._embedder
+        return self.embedding_service.get()
 
     def retrieval_note(self) -> str:
         if self.embedding_model is None:
@@ -316,9 +312,7 @@ class DocumentsController(QObject):
                     self._retrieval_index = None
             finally:
                 self._retrieval_lock.release()
-        if self._embedder is not None:
-            self._embedder.close()
-            self._embedder = None
+        self.embedding_service.close()
 
     # ------------------------------------------------------------------ chats
 

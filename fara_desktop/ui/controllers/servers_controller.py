@@ -25,7 +25,8 @@ from fara_desktop.settings import LocalApiSettings, RemoteChoice, Settings
 class ServersScreen(Protocol):
     """What the servers controller shows things in (the main window)."""
 
-    settings: Settings
+    @property
+    def settings(self) -> Settings: ...
     api_label: QLabel
 
     def show_notice(self, text: str, role: str = "notice") -> None: ...

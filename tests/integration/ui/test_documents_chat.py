@@ -56,7 +56,7 @@ def test_an_embedding_model_adds_semantic_vectors_in_the_background(qtbot, tmp_p
     win.show()
     with qtbot.waitSignal(win.modelLoaded, timeout=5000):
         win.load_model("fake.gguf")
-    win.documents.embedding_model = write_bert_embedder(tmp_path / "bge-tiny.gguf")
+    win.core.embedding.use(write_bert_embedder(tmp_path / "bge-tiny.gguf"))
     with qtbot.waitSignal(win.documents.finished, timeout=120000):
         win.documents.index_paths("manuals", [tmp_path / "manuals"])
     assert win.documents_panel.status.text() == "Search: lexical + semantic"

@@ -92,7 +92,7 @@ def test_reading_ahead_is_off_on_battery_unless_allowed(window, qtbot, monkeypat
     qtbot.waitUntil(lambda: bool(win.wait_hint.isVisible()), timeout=10_000)
     assert backend.read_ahead_prompts == [] or backend.read_ahead_stopped == len(backend.read_ahead_prompts)
     win.composer.clear()
-    win.settings = dataclasses.replace(
+    win.core.settings = dataclasses.replace(
         win.settings, prompts=dataclasses.replace(win.settings.prompts, read_ahead_on_battery=True)
     )
     before = len(backend.read_ahead_prompts)

@@ -122,12 +122,12 @@ def test_the_documents_are_searched_off_the_window_thread(window, qtbot, tmp_pat
     index_folder(qtbot, win, "manuals", tmp_path / "manuals")
     win.documents.use_collection("manuals", True)
     documents = win.documents
-    documents.embedding_model = tmp_path / "embedder.gguf"  # the search must ask for the embedder (none loads)
+    documents.embedding_service.use(tmp_path / "embedder.gguf")  # the search must ask for the embedder (none loads)
 
     held, release = threading.Event(), threading.Event()
 
     def indexing_embeds_a_batch() -> None:
-        with documents._embedder_lock:
+        with documents.embedding_service._lock:
             held.set()
             release.wait(timeout=10)  # bounded: before the fix the window's thread waited here
 

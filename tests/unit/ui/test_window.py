@@ -345,13 +345,13 @@ def test_the_engine_starts_only_after_the_users_message_is_painted(window, qtbot
     qtbot.waitExposed(win)
     painted_when_started: list[bool] = []
     watchers: list[_PaintSeen] = []
-    real_generate = win.bridge.generate
+    real_generate = win.core.worker.generate
 
     def generate(*args, **kwargs):
         painted_when_started.append(watchers[0].painted)
         return real_generate(*args, **kwargs)
 
-    monkeypatch.setattr(win.bridge, "generate", generate)
+    monkeypatch.setattr(win.core.worker, "generate", generate)
     win.composer.setPlainText("Hello")
     original_add = win.chat_view.add_message
 
@@ -384,7 +384,7 @@ def test_stop_before_the_reply_begins_ends_it_as_stopped_without_the_engine(wind
         ("assistant", "stopped"),
     ]
     assert win.chat_view.messages()[-1].footer.text().startswith("Stopped")
-    win.chat._begin_reply()  # the step that was waiting for the paint comes after all: it does nothing
+    win.chat.turns._begin_reply()  # the step that was waiting for the paint comes after all: it does nothing
     assert backend.prompts == [] and len(win.chat_view.messages()) == 2 and win.send_button.isEnabled()
 
 

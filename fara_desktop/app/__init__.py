@@ -1,0 +1,1 @@
+"""The application without a window: what the window, ``serve`` and the CLI share (``core.AppCore``)."""

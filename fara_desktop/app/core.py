@@ -1,0 +1,196 @@
+"""The application without a window: who owns the engine, the chats, the saved readings, the embedder and the tool
+servers, the intents that change them, and the order they are shut down in.
+
+The window (``ui/``) and ``fara-desktop serve`` are adapters over this: the window turns clicks into these intents
+and the engine's events into widgets; ``serve`` turns HTTP requests into the engine's commands. Nothing here
+imports Qt (the import contracts forbid it), so every intent is tested without a window.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from fara_desktop.api_keys import ApiKeyStore
+from fara_desktop.app.chat_turns import ChatTurns, TurnView
+from fara_desktop.app.embedding import EmbedderService
+from fara_desktop.chats.session import ChatSession
+from fara_desktop.chats.storage import ConversationStore, open_store
+from fara_desktop.engine.backend import Backend
+from fara_desktop.engine.kv_disk import KVDiskStore, budget_within, chat_state_store
+from fara_desktop.engine.types import SamplingParams
+from fara_desktop.engine.worker import EventSink, InferenceWorker
+from fara_desktop.models.load_record import LoadRecord
+from fara_desktop.paths import AppPaths
+from fara_desktop.settings import Settings, ToolSettings, save_settings
+from fara_desktop.tools.mcp_config import McpConfigError, bind_to_definitions, parse_mcp_servers
+from fara_desktop.tools.mcp_hub import McpHub
+from fara_desktop.tools.tool_box import ToolBox
+
+log = logging.getLogger(__name__)
+
+
+class EngineCore:
+    """The part every front end needs: the settings, the inference thread (started once, with the front end's event
+    sink), the embedding model and the API keys; ``fara-desktop serve`` uses this part alone (it never opens the
+    chats: a window running beside it owns them)."""
+
+    def __init__(self, paths: AppPaths, settings: Settings, backend: Backend | None = None,
+                 state_store: KVDiskStore | None = None, embedding: EmbedderService | None = None) -> None:  # fmt: skip
+        self.paths = paths
+        self.settings = settings
+        self.api_keys = ApiKeyStore(paths.config)
+        self.embedding = embedding or EmbedderService()
+        self._backend = backend
+        self._state_store = state_store
+        self._worker: InferenceWorker | None = None
+
+    def start_engine(self, on_event: EventSink) -> InferenceWorker:
+        """Start the inference thread; its events go to ``on_event`` (called on that thread). Once only."""
+        if self._worker is not None:
+            raise RuntimeError("the engine is already running")
+        self._worker = InferenceWorker(on_event, self._backend, LoadRecord(self.paths.data), self._state_store)
+        return self._worker.start()
+
+    @property
+    def worker(self) -> InferenceWorker:
+        if self._worker is None:
+            raise RuntimeError("the engine has not been started")
+        return self._worker
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Replies and loads cancelled, the engine's thread ended (a chat's reading kept on disk first, the model
+        freed), then the embedder."""
+        if self._worker is not None:
+            self._worker.cancel()
+            if not self._worker.shutdown(timeout):
+                log.warning("The inference thread did not end within %s s", timeout)
+        self.embedding.close()
+
+
+@dataclass(frozen=True)
+class SettingsApplied:
+    """What applying new settings changed, for the screen to follow."""
+
+    save_problem: str | None  # the file could not be written: they apply until the app quits
+    tools_problem: str | None  # the MCP servers' JSON does not parse: none runs
+    tools_changed: bool
+    appearance_changed: bool
+    reload: bool  # the model is to be chosen and loaded again (its folders or tuning changed)
+
+
+class AppCore(EngineCore):
+    """The desktop application's state and its intents, without a window: the chats (store and open session), the
+    chats' saved readings (KV states on disk), the MCP servers and the user's permissions for their tools, on top of
+    ``EngineCore``. ``on_tools_change`` is called on the tool servers' thread when one starts, stops or fails;
+    ``on_problem`` with a sentence for the user when something the user did not wait for fails (a permission that
+    could not be saved)."""
+
+    def __init__(self, paths: AppPaths, settings: Settings, backend: Backend | None = None,
+                 on_tools_change: Callable[[], None] | None = None,
+                 on_problem: Callable[[str], None] | None = None) -> None:  # fmt: skip
+        settings = tools_bound_to_definitions(settings)
+        chat_states = chat_state_store(paths.data, settings.prompts.chat_states_gb)
+        super().__init__(paths, settings, backend, chat_states)
+        self.chat_states = chat_states
+        opened = open_store(paths.data)
+        self.store: ConversationStore = opened.store
+        self.store_problem = opened.problem
+        self.session = ChatSession(self.store)
+        self.tools_hub = McpHub(on_tools_change)
+        self._on_problem = on_problem or (lambda _text: None)
+        self.tool_box = ToolBox(self.tools_hub, settings.tools.always_allowed, self._permissions_changed)
+        self.tools_problem = self.configure_tools(settings.tools)
+        self.turns: ChatTurns | None = None
+
+    def open_turns(self, view: TurnView, sampling: SamplingParams) -> ChatTurns:
+        """The open chat's turns (one for the app), shown by ``view``; once the engine has started."""
+        if self.turns is not None:
+            raise RuntimeError("the chat's turns are already open")
+        self.turns = ChatTurns(self.session, self.worker, view, sampling)
+        return self.turns
+
+    # ------------------------------------------------------------------ intents
+
+    def delete_chat(self, conversation_id: int) -> None:
+        """The chat and every copy of its reading go: the rows now, its KV states through the inference thread's
+        queue (after a reply of it still ending or a state about to be written, which cannot bring them back). The
+        open chat, deleted, is replaced by a new one."""
+        if conversation_id == self.session.conversation_id:
+            self.session.new()
+        self.store.delete(conversation_id)
+        if self._worker is not None:
+            self._worker.forget_conversation(conversation_id)
+        else:
+            self.chat_states.forget(conversation_id)
+
+    def apply_settings(self, settings: Settings) -> SettingsApplied:
+        """Keep ``settings`` (saved to disk) and apply what belongs to the core: the saved readings' budget, the
+        tool servers. What the screen shows (sampling, appearance, the local API) follows the answer."""
+        old, self.settings = self.settings, settings
+        save_problem = self._save()
+        if old.prompts.chat_states_gb != settings.prompts.chat_states_gb:
+            wanted = int(max(0.0, settings.prompts.chat_states_gb) * (1 << 30))
+            self.chat_states.budget_bytes = budget_within(self.chat_states.folder, wanted)
+            self.chat_states.enforce_budget()
+        tools_changed = old.tools != settings.tools
+        tools_problem = self.configure_tools(settings.tools) if tools_changed else None
+        return SettingsApplied(
+            save_problem,
+            tools_problem,
+            tools_changed,
+            (old.theme, old.font_size) != (settings.theme, settings.font_size),
+            old.inference != settings.inference or old.extra_model_folders != settings.extra_model_folders,
+        )
+
+    def configure_tools(self, tools: ToolSettings) -> str | None:
+        """Run exactly the MCP servers switched on; text that does not parse runs none, and the answer says why."""
+        problem = None
+        try:
+            servers = parse_mcp_servers(tools.servers_json)
+        except McpConfigError as exc:
+            problem = f"The MCP servers in Settings ▸ Tools cannot be read: {exc}"
+            servers = []
+        self.tools_hub.configure(servers, tools.enabled)
+        self.tool_box.always = set(tools.always_allowed)
+        return problem
+
+    def _permissions_changed(self) -> None:
+        """The user chose *Always for this tool*: kept in the settings file."""
+        tools = dataclasses.replace(self.settings.tools, always_allowed=tuple(sorted(self.tool_box.always)))
+        self.settings = dataclasses.replace(self.settings, tools=tools)
+        problem = self._save()
+        if problem:
+            self._on_problem(problem)
+
+    def _save(self) -> str | None:
+        try:
+            save_settings(self.paths.config, self.settings)
+        except OSError as exc:
+            log.warning("Settings could not be saved", exc_info=True)
+            return f"Settings could not be saved ({exc}); they apply until you quit."
+        return None
+
+    # ------------------------------------------------------------------ shutting down
+
+    def close(self, timeout: float = 10.0, settle: Callable[[], None] = lambda: None) -> None:
+        """The order matters: the tool servers first (a reply waiting on a call has been stopped by then), the
+        engine (a chat's reading kept on disk, the model freed), the embedder, then ``settle`` (the screen saves a
+        reply that was still being drawn), and the chats last."""
+        self.tools_hub.close()
+        super().close(timeout)
+        settle()
+        self.session.close()
+        self.store.close()
+
+
+def tools_bound_to_definitions(settings: Settings) -> Settings:
+    """Servers switched on and *Always* permissions named by a server's name alone (settings of an earlier version)
+    bound to the definitions saved with them (``tools.mcp_config.bind_to_definitions``)."""
+    tools = settings.tools
+    enabled, always = bind_to_definitions(tools.servers_json, tools.enabled, tools.always_allowed)
+    if (enabled, always) == (tools.enabled, tools.always_allowed):
+        return settings
+    return dataclasses.replace(settings, tools=dataclasses.replace(tools, enabled=enabled, always_allowed=always))

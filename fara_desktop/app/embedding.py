@@ -1,0 +1,66 @@
+"""The one embedding model of the app (document search, the local API's /v1/embeddings), loaded on first use."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+from fara_desktop.engine.embedder import Embedder
+from fara_desktop.errors import FaraError
+from fara_desktop.planning.planner import StartupPlan
+
+log = logging.getLogger(__name__)
+
+
+def embedding_model_in(plan: StartupPlan) -> Path | None:
+    """The first embedding GGUF among the models the start-up scan found."""
+    return next((Path(m.path) for m in plan.scan.usable if m.metadata and m.metadata.embedding), None)
+
+
+class EmbedderService:
+    """Which embedding model the app uses and its ``Embedder``, created on the first request that needs it (any
+    thread: the indexing's, a search's, the local API's). Another model closes the one loaded; a model that cannot
+    be loaded is forgotten with a warning (search stays lexical) unless ``strict``, where the caller is told why."""
+
+    def __init__(self, model: Path | None = None, strict: bool = False) -> None:
+        self._lock = threading.Lock()
+        self._model = model
+        self._strict = strict
+        self._embedder: Embedder | None = None
+
+    @property
+    def model(self) -> Path | None:
+        with self._lock:
+            return self._model
+
+    def use(self, model: Path | None) -> bool:
+        """Use ``model`` from now on; True when that changed anything."""
+        with self._lock:
+            if model == self._model:
+                return False
+            self._model = model
+            old, self._embedder = self._embedder, None
+        if old is not None:
+            old.close()
+        return True
+
+    def get(self) -> Embedder | None:
+        """The embedder, loading the model now if needed; None without a (loadable) model. Raises ``FaraError``
+        when ``strict`` and the model cannot be loaded."""
+        with self._lock:
+            if self._embedder is None and self._model is not None:
+                try:
+                    self._embedder = Embedder(self._model)
+                except FaraError as exc:
+                    if self._strict:
+                        raise
+                    log.warning("The embedding model could not be loaded: %s", exc)
+                    self._model = None
+            return self._embedder
+
+    def close(self) -> None:
+        with self._lock:
+            old, self._embedder = self._embedder, None
+        if old is not None:
+            old.close()
