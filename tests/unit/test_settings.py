@@ -39,3 +39,30 @@ def test_corrupt_settings_file_is_kept_aside(tmp_path):
     assert loaded.notice and "defaults are in use" in loaded.notice
     kept = list(config.glob("settings.corrupt-*.json"))
     assert len(kept) == 1 and kept[0].read_text() == "{ not json"
+
+
+def test_every_setting_is_described_once_and_the_readme_shows_the_description():
+    from fara_desktop.settings.fields import FIELDS
+    from fara_desktop.settings.table import settings_table
+    from fara_desktop.settings.values import default_of
+
+    assert len({f.key for f in FIELDS}) == len(FIELDS)
+    for item in FIELDS:
+        default = default_of(item.key)  # every described key is a real setting
+        if isinstance(default, (int, float)) and not isinstance(default, bool) and item.low is not None:
+            assert item.within(default), item.key
+        assert item.help.endswith(".") and len(item.help) < 260, item.key
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    assert settings_table() in readme, "the README's table differs: paste fara_desktop.settings.fields.settings_table()"
+
+
+def test_the_loader_keeps_values_within_their_described_ranges():
+    from fara_desktop.settings.fields import described
+
+    top = described("sampling.seed").high
+    kept = Settings.from_json({"sampling": {"seed": top, "temperature": 5.0}, "prompts": {"chat_states_gb": 10_000}})
+    assert kept.sampling.seed == top and kept.sampling.temperature == 5.0 and kept.prompts.chat_states_gb == 10_000
+    dropped = Settings.from_json({"sampling": {"seed": top + 1, "temperature": 5.01}, "font_size": 25})
+    assert dropped.sampling.seed is None and dropped.sampling.temperature == 0.7 and dropped.font_size == 10
+    small = Settings.from_json({"inference": {"n_ctx": 100, "n_threads": 0, "n_batch": 100_000}}).inference
+    assert (small.n_ctx, small.n_threads, small.n_batch) == (256, None, 8192)

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtWidgets import QCheckBox, QFormLayout, QLineEdit, QSpinBox, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QFormLayout, QLineEdit, QVBoxLayout, QWidget
 
 from fara_desktop.api_keys import LOCAL_API, ApiKeyStore
 from fara_desktop.serving.local_api import LOCAL_HOSTS
 from fara_desktop.settings import LocalApiSettings
 from fara_desktop.ui.widgets.plain_text import plain_label
+from fara_desktop.ui.widgets.setting_fields import whole_spin
 
 
 class LocalApiPage(QWidget):
@@ -38,8 +39,7 @@ class LocalApiPage(QWidget):
         self.api_enabled = QCheckBox("Serve the loaded model to other apps")
         self.api_enabled.setChecked(api.enabled)
         self.api_host = QLineEdit(api.host)
-        self.api_port = QSpinBox()
-        self.api_port.setRange(1, 65535)
+        self.api_port = whole_spin("local_api.port", "apiPort")
         self.api_port.setValue(api.port)
         self.api_key = QLineEdit()
         self.api_key.setEchoMode(QLineEdit.EchoMode.Password)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QCheckBox, QDoubleSpinBox, QFormLayout, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFormLayout, QPushButton, QVBoxLayout, QWidget
 
 from fara_desktop.engine.kv_disk import KVDiskStore
 from fara_desktop.format import format_size
 from fara_desktop.settings import PromptSettings
 from fara_desktop.ui.widgets.plain_text import plain_label
+from fara_desktop.ui.widgets.setting_fields import add_row, check_box, decimal_spin
 
 
 class PromptsPage(QWidget):
@@ -28,16 +29,9 @@ class PromptsPage(QWidget):
         intro.setWordWrap(True)
         layout.addWidget(intro)
         form = QFormLayout()
-        self.states_gb = QDoubleSpinBox()
-        self.states_gb.setRange(0.0, 1000.0)
-        self.states_gb.setDecimals(1)
-        self.states_gb.setSuffix(" GB")
+        self.states_gb = decimal_spin("prompts.chat_states_gb", "chatStatesBudget")
         self.states_gb.setValue(prompts.chat_states_gb)
-        self.states_gb.setToolTip(
-            "Disk space for chats' read state; the least recently used go first. 0 keeps none. A long chat with a "
-            "1.7B model takes about 0.2 MB a token (600 MB for 3,000 tokens); at 8B about 0.13 MB."
-        )
-        form.addRow("Saved chat reading:", self.states_gb)
+        add_row(form, "prompts.chat_states_gb", self.states_gb)
         self.usage = plain_label()
         self.usage.setObjectName("chatStatesUsage")
         self.usage.setWordWrap(True)
@@ -46,22 +40,15 @@ class PromptsPage(QWidget):
         self.clear_states.setAutoDefault(False)
         self.clear_states.clicked.connect(self._clear)
         form.addRow("", self.clear_states)
-        self.read_ahead = QCheckBox("Read ahead while I type")
+        self.read_ahead = check_box("prompts.read_ahead", "readAhead")
         self.read_ahead.setChecked(prompts.read_ahead)
-        self.read_ahead_on_battery = QCheckBox("Also on battery")
+        self.read_ahead_on_battery = check_box("prompts.read_ahead_on_battery", "readAheadOnBattery")
         self.read_ahead_on_battery.setChecked(prompts.read_ahead_on_battery)
-        self.read_ahead_on_battery.setToolTip("Reading ahead spends energy on text that may still change.")
         form.addRow("", self.read_ahead)
         form.addRow("", self.read_ahead_on_battery)
-        self.document_wait = QDoubleSpinBox()
-        self.document_wait.setRange(1.0, 600.0)
-        self.document_wait.setDecimals(0)
-        self.document_wait.setSuffix(" s of reading")
+        self.document_wait = decimal_spin("prompts.document_wait_s", "documentWait")
         self.document_wait.setValue(prompts.document_wait_s)
-        self.document_wait.setToolTip(
-            "Passages from your documents are read with each question: fewer are sent when the model reads slowly."
-        )
-        form.addRow("Document passages add at most:", self.document_wait)
+        add_row(form, "prompts.document_wait_s", self.document_wait)
         layout.addLayout(form)
         layout.addStretch(1)
         self._show_usage()

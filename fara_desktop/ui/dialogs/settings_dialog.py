@@ -12,7 +12,6 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QDialogButtonBox,
-    QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
     QFrame,
@@ -39,30 +38,31 @@ from fara_desktop.planning.params import TunedParams
 from fara_desktop.planning.planner import StartupPlan
 from fara_desktop.planning.tuning import KV_TYPES, VERDICT_LABELS, verdict_kind
 from fara_desktop.settings import THEMES, InferenceOverrides, RemoteChoice, SamplingSettings, Settings
+from fara_desktop.settings.fields import described
 from fara_desktop.tools.mcp_hub import ServerState
 from fara_desktop.ui.dialogs.local_api_page import LocalApiPage
 from fara_desktop.ui.dialogs.prompts_page import PromptsPage
 from fara_desktop.ui.dialogs.servers_page import ServersPage
 from fara_desktop.ui.dialogs.tools_page import ToolsPage
 from fara_desktop.ui.widgets.plain_text import plain_label, plain_tooltip
+from fara_desktop.ui.widgets.setting_fields import add_row, decimal_spin, show_value, spin_value, whole_spin
 from fara_desktop.ui.window_state import fit_to_screen
 
 
-def _auto_spin(name: str, label: str, tuned: int | None, value: int | None, maximum: int) -> QSpinBox:
+def _auto_spin(key: str, name: str, tuned: int | None, value: int | None) -> QSpinBox:
     """A spin box whose lowest value means "auto": it then shows the tuned value."""
-    spin = QSpinBox()
-    spin.setObjectName(name)
-    spin.setRange(0, maximum)
-    spin.setSpecialValueText(f"auto (= {tuned:,})" if tuned else "auto")
-    spin.setValue(value or 0)
-    spin.setAccessibleName(label)
+    spin = whole_spin(key, name, f"auto (= {tuned:,})" if tuned else "auto")
+    show_value(spin, key, value)
     return spin
 
 
-def _tri_state(name: str, label: str, tuned: bool | None, value: bool | None) -> QComboBox:
+def _tri_state(key: str, name: str, tuned: bool | None, value: bool | None) -> QComboBox:
     combo = QComboBox()
     combo.setObjectName(name)
-    combo.setAccessibleName(label)
+    item = described(key)
+    combo.setAccessibleName(item.label)
+    combo.setAccessibleDescription(item.help)
+    combo.setToolTip(plain_tooltip(item.help))
     combo.addItem(f"auto (= {'on' if tuned else 'off'})", None)
     combo.addItem("on", True)
     combo.addItem("off", False)
@@ -316,33 +316,35 @@ class SettingsDialog(QDialog):
         mine = self._settings.inference
         page = QWidget()
         form = QFormLayout(page)
-        self.ctx = _auto_spin("contextLength", "Context length", tuned.n_ctx if tuned else None, mine.n_ctx, 1 << 20)
-        self.ctx.setSingleStep(256)
+        self.ctx = _auto_spin("inference.n_ctx", "contextLength", tuned.n_ctx if tuned else None, mine.n_ctx)
         self.threads = _auto_spin(
-            "threads", "Generation threads", tuned.n_threads if tuned else None, mine.n_threads, 1024
+            "inference.n_threads", "threads", tuned.n_threads if tuned else None, mine.n_threads
         )
         self.threads_batch = _auto_spin(
-            "promptThreads", "Prompt threads", tuned.n_threads_batch if tuned else None, mine.n_threads_batch, 1024
-        )
-        self.batch = _auto_spin("batchSize", "Batch size", tuned.n_batch if tuned else None, mine.n_batch, 8192)
+            "inference.n_threads_batch", "promptThreads", tuned.n_threads_batch if tuned else None,
+            mine.n_threads_batch,
+        )  # fmt: skip
+        self.batch = _auto_spin("inference.n_batch", "batchSize", tuned.n_batch if tuned else None, mine.n_batch)
         self.kv = QComboBox()
         self.kv.setObjectName("kvCacheType")
-        self.kv.setAccessibleName("KV cache")
+        kv_field = described("inference.kv_type")
+        self.kv.setAccessibleName(kv_field.label)
+        self.kv.setToolTip(plain_tooltip(kv_field.help))
         self.kv.addItem(f"auto (= {tuned.kv_type if tuned else 'f16'})", None)
         for name in KV_TYPES:
             self.kv.addItem(name, name)
         self.kv.setCurrentIndex(self.kv.findData(mine.kv_type) if mine.kv_type else 0)
         self.flash = _tri_state(
-            "flashAttention", "Flash attention", tuned.flash_attn if tuned else False, mine.flash_attn
+            "inference.flash_attn", "flashAttention", tuned.flash_attn if tuned else False, mine.flash_attn
         )
-        self.mmap = _tri_state("memoryMap", "Memory-map weights", tuned.use_mmap if tuned else True, mine.use_mmap)
+        self.mmap = _tri_state("inference.use_mmap", "memoryMap", tuned.use_mmap if tuned else True, mine.use_mmap)
         self.mlock = _tri_state(
-            "lockInMemory", "Lock weights in RAM", tuned.use_mlock if tuned else False, mine.use_mlock
+            "inference.use_mlock", "lockInMemory", tuned.use_mlock if tuned else False, mine.use_mlock
         )
-        for field in (self.ctx, self.threads, self.threads_batch, self.batch, self.kv, self.flash, self.mmap,
-                      self.mlock):  # fmt: skip
-            label = field.accessibleName()
-            form.addRow(label, _with_auto_button(field, label))
+        for key, field in (("n_ctx", self.ctx), ("n_threads", self.threads), ("n_threads_batch", self.threads_batch),
+                           ("n_batch", self.batch), ("kv_type", self.kv), ("flash_attn", self.flash),
+                           ("use_mmap", self.mmap), ("use_mlock", self.mlock)):  # fmt: skip
+            add_row(form, f"inference.{key}", _with_auto_button(field, field.accessibleName()))
         note = plain_label(
             "“auto” is tuned for this machine and model. Changes here reload the model when you press OK."
         )
@@ -364,52 +366,34 @@ class SettingsDialog(QDialog):
         page = QWidget()
         form = QFormLayout(page)
 
-        def double(name: str, low: float, high: float, step: float, decimals: int = 2) -> QDoubleSpinBox:
-            spin = QDoubleSpinBox()
-            spin.setObjectName(name)
-            spin.setAccessibleName(name)
-            spin.setRange(low, high)
-            spin.setSingleStep(step)
-            spin.setDecimals(decimals)
-            return spin
-
-        self.temperature = double("temperature", 0, 5, 0.05)
-        self.top_p = double("topP", 0, 1, 0.01)
-        self.top_k = QSpinBox()
-        self.top_k.setObjectName("topK")
-        self.top_k.setRange(0, 100000)
-        self.min_p = double("minP", 0, 1, 0.01)
-        self.repeat_penalty = double("repeatPenalty", 0.5, 3, 0.05)
+        self.temperature = decimal_spin("sampling.temperature", "temperature")
+        self.top_p = decimal_spin("sampling.top_p", "topP")
+        self.top_k = whole_spin("sampling.top_k", "topK")
+        self.min_p = decimal_spin("sampling.min_p", "minP")
+        self.repeat_penalty = decimal_spin("sampling.repeat_penalty", "repeatPenalty")
         self.mirostat = QComboBox()
         self.mirostat.setObjectName("mirostatMode")
-        self.mirostat.addItems(["off", "Mirostat 1", "Mirostat 2"])
-        self.tau = double("mirostatTau", 0, 20, 0.5)
-        self.eta = double("mirostatEta", 0, 1, 0.01)
-        self.seed = QSpinBox()
-        self.seed.setObjectName("seed")
-        self.seed.setRange(-1, 2**31 - 1)
-        self.seed.setSpecialValueText("random")
-        self.max_tokens = QSpinBox()
-        self.max_tokens.setObjectName("maxTokens")
-        self.max_tokens.setRange(0, 1 << 20)
-        self.max_tokens.setSpecialValueText("until the context is full")
+        self.mirostat.addItems(list(described("sampling.mirostat_mode").choices))
+        self.tau = decimal_spin("sampling.mirostat_tau", "mirostatTau")
+        self.eta = decimal_spin("sampling.mirostat_eta", "mirostatEta")
+        self.seed = whole_spin("sampling.seed", "seed")
+        self.max_tokens = whole_spin("sampling.max_tokens", "maxTokens")
         reset = QPushButton("Reset to defaults")
         reset.setObjectName("resetSamplingButton")
         reset.clicked.connect(lambda: self._show_sampling(SamplingSettings()))
-        for label, widget in (
-            ("Temperature", self.temperature),
-            ("Top-p", self.top_p),
-            ("Top-k", self.top_k),
-            ("Min-p", self.min_p),
-            ("Repeat penalty", self.repeat_penalty),
-            ("Mirostat", self.mirostat),
-            ("Mirostat tau", self.tau),
-            ("Mirostat eta", self.eta),
-            ("Seed", self.seed),
-            ("Max tokens", self.max_tokens),
+        for key, widget in (
+            ("temperature", self.temperature),
+            ("top_p", self.top_p),
+            ("top_k", self.top_k),
+            ("min_p", self.min_p),
+            ("repeat_penalty", self.repeat_penalty),
+            ("mirostat_mode", self.mirostat),
+            ("mirostat_tau", self.tau),
+            ("mirostat_eta", self.eta),
+            ("seed", self.seed),
+            ("max_tokens", self.max_tokens),
         ):
-            widget.setAccessibleName(label)
-            form.addRow(label, widget)
+            add_row(form, f"sampling.{key}", widget)
         form.addRow(reset)
         remote_note = plain_label(
             f"With a server's model: {', '.join(NOT_SENT_TO_SERVERS)} do not apply (the OpenAI API has no field for "
@@ -430,8 +414,8 @@ class SettingsDialog(QDialog):
         self.mirostat.setCurrentIndex(sampling.mirostat_mode)
         self.tau.setValue(sampling.mirostat_tau)
         self.eta.setValue(sampling.mirostat_eta)
-        self.seed.setValue(-1 if sampling.seed is None else sampling.seed)
-        self.max_tokens.setValue(sampling.max_tokens or 0)
+        show_value(self.seed, "sampling.seed", sampling.seed)
+        show_value(self.max_tokens, "sampling.max_tokens", sampling.max_tokens)
 
     # ------------------------------------------------------------------ appearance page
 
@@ -440,18 +424,13 @@ class SettingsDialog(QDialog):
         form = QFormLayout(page)
         self.theme = QComboBox()
         self.theme.setObjectName("theme")
-        self.theme.setAccessibleName("Theme")
         for name in THEMES:
             self.theme.addItem(name.capitalize(), name)
         self.theme.setCurrentIndex(self.theme.findData(self._settings.theme))
-        self.font_size = QSpinBox()
-        self.font_size.setObjectName("fontSize")
-        self.font_size.setAccessibleName("Font size")
-        self.font_size.setRange(7, 24)
-        self.font_size.setSuffix(" pt")
+        self.font_size = whole_spin("font_size", "fontSize")
         self.font_size.setValue(self._settings.font_size)
-        form.addRow("Theme", self.theme)
-        form.addRow("Font size", self.font_size)
+        add_row(form, "theme", self.theme)
+        add_row(form, "font_size", self.font_size)
         return page
 
     # ------------------------------------------------------------------ result
@@ -466,10 +445,10 @@ class SettingsDialog(QDialog):
 
     def settings(self) -> Settings:
         inference = InferenceOverrides(
-            n_ctx=self.ctx.value() or None,
-            n_threads=self.threads.value() or None,
-            n_threads_batch=self.threads_batch.value() or None,
-            n_batch=self.batch.value() or None,
+            n_ctx=spin_value(self.ctx, "inference.n_ctx"),
+            n_threads=spin_value(self.threads, "inference.n_threads"),
+            n_threads_batch=spin_value(self.threads_batch, "inference.n_threads_batch"),
+            n_batch=spin_value(self.batch, "inference.n_batch"),
             kv_type=self.kv.currentData(),
             flash_attn=self.flash.currentData(),
             use_mmap=self.mmap.currentData(),
@@ -484,8 +463,8 @@ class SettingsDialog(QDialog):
             mirostat_mode=self.mirostat.currentIndex(),
             mirostat_tau=self.tau.value(),
             mirostat_eta=self.eta.value(),
-            seed=None if self.seed.value() < 0 else self.seed.value(),
-            max_tokens=self.max_tokens.value() or None,
+            seed=spin_value(self.seed, "sampling.seed"),
+            max_tokens=spin_value(self.max_tokens, "sampling.max_tokens"),
         ).validated()
         remote = self.servers_page.choice or (None if self._chosen else self._settings.remote_model)
         names = {server.name for server in self.servers_page.servers}

@@ -69,3 +69,56 @@ def test_the_inference_page_speaks_in_the_pages_words_and_auto_is_a_button(qtbot
     kv_auto.click()
     assert dialog.kv.currentData() is None
     assert dialog.settings().inference.n_ctx is None and dialog.settings().inference.kv_type is None
+
+
+def test_every_setting_survives_the_dialog_unchanged_at_the_ends_of_its_range(qtbot, fara_home):
+    """The dialog's fields come from the same description as the loader's ranges: a value the file holds is shown
+    and saved back as it was. Before, a seed above 2^31 - 1 or 1,000 GB for saved readings (both valid in the
+    file) were cut by the dialog's own ranges and changed on OK."""
+    import dataclasses
+
+    from PySide6.QtWidgets import QDoubleSpinBox, QSpinBox
+
+    from fara_desktop.settings import InferenceOverrides, PromptSettings, SamplingSettings
+    from fara_desktop.settings.fields import FIELDS, described
+
+    paths = app_paths().ensure()
+    for end in ("high", "low"):
+        def at(key: str, end: str = end) -> float:
+            item = described(key)
+            return item.high if end == "high" else item.low  # type: ignore[return-value]
+
+        settings = Settings(
+            inference=InferenceOverrides(n_ctx=int(at("inference.n_ctx")), n_threads=int(at("inference.n_threads")),
+                                         n_batch=int(at("inference.n_batch"))),
+            sampling=SamplingSettings(temperature=at("sampling.temperature"), top_k=int(at("sampling.top_k")),
+                                      repeat_penalty=at("sampling.repeat_penalty"), seed=int(at("sampling.seed")),
+                                      max_tokens=int(at("sampling.max_tokens")),
+                                      mirostat_tau=at("sampling.mirostat_tau")),
+            prompts=PromptSettings(chat_states_gb=at("prompts.chat_states_gb"),
+                                   document_wait_s=at("prompts.document_wait_s")),
+            font_size=int(at("font_size")),
+        )  # fmt: skip
+        settings = Settings.from_json(settings.to_json())  # as the file holds it
+        dialog = SettingsDialog(settings, None, ApiKeyStore(paths.config))
+        qtbot.addWidget(dialog)
+        saved = dialog.settings()
+        assert saved.sampling == settings.sampling and saved.inference == settings.inference, end
+        assert saved.prompts == settings.prompts and saved.font_size == settings.font_size, end
+        assert dataclasses.replace(saved, local_api=settings.local_api) == dataclasses.replace(
+            settings, local_api=settings.local_api
+        )
+    # And every numeric field of the dialog has its description's range and help.
+    dialog = SettingsDialog(Settings(), None, ApiKeyStore(paths.config))
+    qtbot.addWidget(dialog)
+    spins = {w.accessibleName(): w for w in [*dialog.findChildren(QSpinBox), *dialog.findChildren(QDoubleSpinBox)]}
+    checked = 0
+    for item in FIELDS:
+        spin = spins.get(item.label)
+        if spin is None or item.low is None or item.choices:
+            continue
+        checked += 1
+        assert spin.maximum() == item.high, item.key
+        assert spin.minimum() == item.low or (item.auto and spin.minimum() < item.low), item.key
+        assert spin.accessibleDescription() == item.help, item.key
+    assert checked >= 14  # every number the dialog asks for

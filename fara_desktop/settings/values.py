@@ -1,23 +1,19 @@
-"""User settings: one JSON file, typed, validated, written atomically; a corrupt file is kept aside.
+"""The user's settings as typed values, and how they are read from the file's JSON: a value outside its range
+(``settings.fields``) or of the wrong type falls back to its default.
 
 Inference values are overrides: ``None`` means "auto", i.e. the tuned value for this machine and model.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
-import time
 from dataclasses import asdict, dataclass, field, fields, replace
-from pathlib import Path
 from typing import Any
 
-from fara_desktop.atomic_files import write_json_atomically
 from fara_desktop.engine.types import SamplingParams
 from fara_desktop.planning.params import LoadParams, TunedParams
 from fara_desktop.planning.tuning import KV_TYPES
-from fara_desktop.regular_files import read_regular_text
+from fara_desktop.settings.fields import THEMES, described
 
 log = logging.getLogger(__name__)
 SCHEMA_VERSION = 1
@@ -37,15 +33,20 @@ class InferenceOverrides:
     use_mlock: bool | None = None
 
     def validated(self) -> InferenceOverrides:
-        def positive(value: int | None, low: int, high: int) -> int | None:
-            return None if value is None or not isinstance(value, int) or not low <= value <= high else value
+        """Counts of 0 or less (or not numbers) mean auto; others are brought into their range (a context of 100
+        tokens becomes the least, 256)."""
+
+        def count(key: str, value: int | None) -> int | None:
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                return None
+            return int(described(f"inference.{key}").clamp(value))
 
         kv = self.kv_type if self.kv_type in KV_TYPES else None
         return InferenceOverrides(
-            n_ctx=positive(self.n_ctx, 256, 1 << 20),
-            n_threads=positive(self.n_threads, 1, 1024),
-            n_threads_batch=positive(self.n_threads_batch, 1, 1024),
-            n_batch=positive(self.n_batch, 32, 8192),
+            n_ctx=count("n_ctx", self.n_ctx),
+            n_threads=count("n_threads", self.n_threads),
+            n_threads_batch=count("n_threads_batch", self.n_threads_batch),
+            n_batch=count("n_batch", self.n_batch),
             kv_type=kv,
             flash_attn=self.flash_attn if isinstance(self.flash_attn, bool) else None,
             use_mmap=self.use_mmap if isinstance(self.use_mmap, bool) else None,
@@ -71,12 +72,19 @@ def _mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _number(value: Any, low: float, high: float, default: float) -> float:
-    return (
-        float(value)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and low <= value <= high
-        else default
-    )
+def default_of(key: str) -> Any:
+    """The default value, read from the settings' own classes."""
+    value: Any = Settings()
+    for part in key.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def _number(value: Any, key: str) -> float:
+    """A number of the settings file within its field's range; its default otherwise."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and described(key).within(value):
+        return float(value)
+    return float(default_of(key))
 
 
 @dataclass(frozen=True)
@@ -95,28 +103,27 @@ class SamplingSettings:
     max_tokens: int | None = None
 
     def validated(self) -> SamplingSettings:
-        default = SamplingSettings()
-        seed = self.seed
-        seed = seed if isinstance(seed, int) and not isinstance(seed, bool) and 0 <= seed < 1 << 32 else None
-        max_tokens = self.max_tokens if isinstance(self.max_tokens, int) and 1 <= self.max_tokens <= 1 << 20 else None
+        def optional(key: str, value: Any) -> int | None:
+            whole = isinstance(value, int) and not isinstance(value, bool)
+            return value if whole and described(f"sampling.{key}").within(value) else None
+
         return SamplingSettings(
-            temperature=_number(self.temperature, 0.0, 5.0, default.temperature),
-            top_p=_number(self.top_p, 0.0, 1.0, default.top_p),
-            top_k=int(_number(self.top_k, 0, 100000, default.top_k)),
-            min_p=_number(self.min_p, 0.0, 1.0, default.min_p),
-            repeat_penalty=_number(self.repeat_penalty, 0.5, 3.0, default.repeat_penalty),
-            mirostat_mode=int(_number(self.mirostat_mode, 0, 2, 0)),
-            mirostat_tau=_number(self.mirostat_tau, 0.0, 20.0, default.mirostat_tau),
-            mirostat_eta=_number(self.mirostat_eta, 0.0, 1.0, default.mirostat_eta),
-            seed=seed,
-            max_tokens=max_tokens,
+            temperature=_number(self.temperature, "sampling.temperature"),
+            top_p=_number(self.top_p, "sampling.top_p"),
+            top_k=int(_number(self.top_k, "sampling.top_k")),
+            min_p=_number(self.min_p, "sampling.min_p"),
+            repeat_penalty=_number(self.repeat_penalty, "sampling.repeat_penalty"),
+            mirostat_mode=int(_number(self.mirostat_mode, "sampling.mirostat_mode")),
+            mirostat_tau=_number(self.mirostat_tau, "sampling.mirostat_tau"),
+            mirostat_eta=_number(self.mirostat_eta, "sampling.mirostat_eta"),
+            seed=optional("seed", self.seed),
+            max_tokens=optional("max_tokens", self.max_tokens),
         )
 
     def params(self) -> SamplingParams:
         return SamplingParams(**asdict(self))
 
 
-THEMES = ("system", "light", "dark")
 MAX_SERVERS = 50
 
 
@@ -173,7 +180,8 @@ class ToolSettings:
 
 @dataclass(frozen=True)
 class Settings:
-    """Everything the user chose; unknown keys in the file are ignored, bad values fall back to defaults."""
+    """Everything the user chose; unknown keys in the file are ignored, bad values fall back to defaults (the ranges
+    are ``settings.fields``')."""
 
     schema_version: int = SCHEMA_VERSION
     model_path: str | None = None
@@ -205,7 +213,7 @@ class Settings:
         folders = data.get("extra_model_folders")
         model_path = data.get("model_path")
         theme = data.get("theme") if data.get("theme") in THEMES else "system"
-        font_size = int(_number(data.get("font_size"), 7, 24, 10))
+        font_size = int(_number(data.get("font_size"), "font_size"))
         servers = _servers(data.get("servers"))
         remote = _mapping(data.get("remote_model"))
         remote_model = (
@@ -217,16 +225,16 @@ class Settings:
         api = _mapping(data.get("local_api"))
         host = api.get("host") if isinstance(api.get("host"), str) and 0 < len(api["host"]) <= 255 else "127.0.0.1"
         local_api = LocalApiSettings(
-            enabled=api.get("enabled") is True, host=str(host), port=int(_number(api.get("port"), 1, 65535, 8765)),
+            enabled=api.get("enabled") is True, host=str(host), port=int(_number(api.get("port"), "local_api.port")),
             allowed_origins=_short_strings(api.get("allowed_origins"), ("http://", "https://")),
             relay_servers=tuple(n for n in _short_strings(api.get("relay_servers")) if settings_has(servers, n)),
         )  # fmt: skip
         raw_prompts = _mapping(data.get("prompts"))
         prompts = PromptSettings(
-            chat_states_gb=_number(raw_prompts.get("chat_states_gb"), 0, 10_000, 4.0),
+            chat_states_gb=_number(raw_prompts.get("chat_states_gb"), "prompts.chat_states_gb"),
             read_ahead=raw_prompts.get("read_ahead") is not False,
             read_ahead_on_battery=raw_prompts.get("read_ahead_on_battery") is True,
-            document_wait_s=_number(raw_prompts.get("document_wait_s"), 1, 600, 10.0),
+            document_wait_s=_number(raw_prompts.get("document_wait_s"), "prompts.document_wait_s"),
         )
         raw_tools = _mapping(data.get("tools"))
         servers_json = raw_tools.get("servers_json")
@@ -271,45 +279,3 @@ def _servers(value: Any) -> list[ServerEntry]:
         if ServerEntry.valid_url(url) and all(s.name != name for s in servers):
             servers.append(ServerEntry(name, url))
     return servers[:MAX_SERVERS]
-
-
-@dataclass(frozen=True)
-class LoadedSettings:
-    settings: Settings
-    notice: str | None  # set when the file was unusable and defaults are in use
-
-
-def settings_file(config_dir: Path) -> Path:
-    return config_dir / "settings.json"
-
-
-MAX_SETTINGS_BYTES = 1 << 20
-
-
-def load_settings(config_dir: Path) -> LoadedSettings:
-    path = settings_file(config_dir)
-    if not os.path.lexists(path):
-        return LoadedSettings(Settings(), None)
-    try:
-        data = json.loads(read_regular_text(path, MAX_SETTINGS_BYTES))
-        if not isinstance(data, dict):
-            raise ValueError("the file does not hold a settings object")
-        if int(data.get("schema_version", SCHEMA_VERSION)) > SCHEMA_VERSION:
-            raise ValueError(f"it was written by a newer Fara Desktop (schema {data['schema_version']})")
-        return LoadedSettings(Settings.from_json(data), None)
-    except (OSError, ValueError, TypeError, OverflowError, RecursionError) as exc:
-        exc = exc if not isinstance(exc, RecursionError) else ValueError("it is nested too deeply")
-        kept = path.with_name(f"settings.corrupt-{time.strftime('%Y%m%d-%H%M%S')}.json")
-        try:
-            os.replace(path, kept)
-        except OSError:
-            kept = path
-        log.warning("Settings file %s is unusable (%s); kept as %s", path, exc, kept)
-        return LoadedSettings(
-            Settings(),
-            f"Your settings could not be read ({exc}); defaults are in use. The old file was kept as {kept}.",
-        )
-
-
-def save_settings(config_dir: Path, settings: Settings) -> None:
-    write_json_atomically(settings_file(config_dir), settings.to_json())
