@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 from fara_desktop.cli.arguments import build_parser
-from fara_desktop.logs import configure_logging
-from fara_desktop.paths import app_paths
+from fara_desktop.files.paths import app_paths
+from fara_desktop.system.logs import configure_logging
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ASSETS = ROOT / "fara_desktop" / "assets"
 sys.path.insert(0, str(ROOT))
 
-from fara_desktop.resources import ICON_SIZES  # noqa: E402
+from fara_desktop.files.resources import ICON_SIZES  # noqa: E402
 
 
 def render_pngs() -> list[Path]:

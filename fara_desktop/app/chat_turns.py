@@ -18,27 +18,26 @@ from fara_desktop.chats.session import ChatSession
 from fara_desktop.chats.storage import StorageError
 from fara_desktop.chats.tool_rounds import ToolRound
 from fara_desktop.chats.turn import PendingReply, Turn, TurnPhase
-from fara_desktop.citations import Source
 from fara_desktop.engine.types import (
     Cancelled,
-    ChatMessage,
     Event,
     Failed,
     Finished,
     GenerationStarted,
-    GenerationStats,
     HistoryTrimmed,
     ModelInfo,
     PromptAdjusted,
     PromptProgress,
-    SamplingParams,
     TokenText,
-    ToolCall,
-    ToolOffer,
 )
-from fara_desktop.format import format_duration
+from fara_desktop.text.format import format_duration
+from fara_desktop.text.untrusted import one_line
 from fara_desktop.tools.tool_box import ToolBox
-from fara_desktop.untrusted import one_line
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.sampling import SamplingParams
+from fara_desktop.vocabulary.sources import Source
+from fara_desktop.vocabulary.stats import GenerationStats
+from fara_desktop.vocabulary.tools import ToolCall, ToolOffer
 
 # Searches the chat's documents: (prompt, context size, sampling, on_done) → whether it started.
 Retriever = Callable[

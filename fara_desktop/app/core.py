@@ -13,21 +13,21 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fara_desktop.api_keys import ApiKeyStore
 from fara_desktop.app.chat_turns import ChatTurns, TurnView
 from fara_desktop.app.embedding import EmbedderService
 from fara_desktop.chats.session import ChatSession
 from fara_desktop.chats.storage import ConversationStore, open_store
 from fara_desktop.engine.backend import Backend
 from fara_desktop.engine.kv_disk import KVDiskStore, budget_within, chat_state_store
-from fara_desktop.engine.types import SamplingParams
 from fara_desktop.engine.worker import EventSink, InferenceWorker
+from fara_desktop.files.paths import AppPaths
 from fara_desktop.models.load_record import LoadRecord
-from fara_desktop.paths import AppPaths
 from fara_desktop.settings import Settings, ToolSettings, save_settings
+from fara_desktop.system.api_keys import ApiKeyStore
 from fara_desktop.tools.mcp_config import McpConfigError, bind_to_definitions, parse_mcp_servers
 from fara_desktop.tools.mcp_hub import McpHub
 from fara_desktop.tools.tool_box import ToolBox
+from fara_desktop.vocabulary.sampling import SamplingParams
 
 log = logging.getLogger(__name__)
 

@@ -7,8 +7,8 @@ import threading
 from pathlib import Path
 
 from fara_desktop.engine.embedder import Embedder
-from fara_desktop.errors import FaraError
 from fara_desktop.planning.planner import StartupPlan
+from fara_desktop.vocabulary.errors import FaraError
 
 log = logging.getLogger(__name__)
 

@@ -29,8 +29,9 @@ def pre_read(path: Path) -> None:
 def main(argv: list[str]) -> None:
     from fara_desktop.engine.backend import ignore_text
     from fara_desktop.engine.llama_backend import LlamaBackend
-    from fara_desktop.engine.types import ChatMessage, SamplingParams
     from fara_desktop.planning.params import LoadParams
+    from fara_desktop.vocabulary.messages import ChatMessage
+    from fara_desktop.vocabulary.sampling import SamplingParams
 
     path, n_ctx, mode = Path(argv[0]), int(argv[1]), argv[2]
     if mode not in MODES:

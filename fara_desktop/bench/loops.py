@@ -15,8 +15,9 @@ from typing import Any
 
 from fara_desktop.engine.llama_backend import LlamaBackend
 from fara_desktop.engine.repetition import LoopDetector, repeated_period
-from fara_desktop.engine.types import ChatMessage, SamplingParams
 from fara_desktop.planning.params import LoadParams
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.sampling import SamplingParams
 
 PROMPTS = (
     "Summarise the plot of a detective story set in a lighthouse.",

@@ -25,10 +25,11 @@ def main(argv: list[str]) -> None:
     from fara_desktop.bench.runner import model_metadata
     from fara_desktop.engine.backend import ignore_text
     from fara_desktop.engine.llama_backend import LlamaBackend
-    from fara_desktop.engine.types import ChatMessage, SamplingParams
     from fara_desktop.machine.llama_build import weights_are_repacked
     from fara_desktop.planning.params import LoadParams
     from fara_desktop.planning.tuning import estimate_memory
+    from fara_desktop.vocabulary.messages import ChatMessage
+    from fara_desktop.vocabulary.sampling import SamplingParams
 
     path, n_ctx, kv_type, use_mmap = Path(argv[0]), int(argv[1]), argv[2], argv[3] == "1"
     meta = model_metadata(path)

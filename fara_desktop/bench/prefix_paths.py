@@ -16,8 +16,10 @@ from typing import Any
 from fara_desktop.engine.backend import ReplyResult
 from fara_desktop.engine.kv_disk import KVDiskStore
 from fara_desktop.engine.llama_backend import LlamaBackend
-from fara_desktop.engine.types import ISOLATED, ChatMessage, SamplingParams
+from fara_desktop.engine.types import ISOLATED
 from fara_desktop.planning.params import LoadParams
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.sampling import SamplingParams
 
 CONTINUATION_TOKENS = 10
 GREEDY = SamplingParams(temperature=0.0, max_tokens=CONTINUATION_TOKENS, ignore_eos=True, repeat_penalty=1.0)

@@ -17,12 +17,13 @@ from typing import Any
 from PySide6.QtCore import QEventLoop, QObject, QTimer
 
 from fara_desktop.bench.runner import PROMPT_TEXT, Figure
-from fara_desktop.engine.types import Finished, SamplingParams, TokenText
-from fara_desktop.paths import AppPaths
+from fara_desktop.engine.types import Finished, TokenText
+from fara_desktop.files.paths import AppPaths
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.settings import Settings
 from fara_desktop.ui.after_paint import AfterPaint
 from fara_desktop.ui.main_window import MainWindow
+from fara_desktop.vocabulary.sampling import SamplingParams
 
 TICK_MS = 5
 
@@ -187,8 +188,8 @@ def report_startup(window: MainWindow) -> None:
 def startup_main(argv: list[str]) -> int:
     """Start the app as `fara-desktop [--model GGUF]` does, with the start-up report attached to its window."""
     from fara_desktop.cli.arguments import build_parser
-    from fara_desktop.logs import configure_logging
-    from fara_desktop.paths import app_paths
+    from fara_desktop.files.paths import app_paths
+    from fara_desktop.system.logs import configure_logging
     from fara_desktop.ui.application import run_gui
 
     args = build_parser().parse_args(argv)

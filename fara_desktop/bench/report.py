@@ -36,20 +36,20 @@ from fara_desktop.bench.runner import (
     startup,
 )
 from fara_desktop.bench.sweep import EngineConfig, run_sweep, sweep_configs
+from fara_desktop.files.paths import AppPaths
 from fara_desktop.machine.bandwidth import measure_read_bandwidth
 from fara_desktop.machine.hardware import detect_hardware
 from fara_desktop.machine.llama_build import weights_are_repacked
 from fara_desktop.machine.measurements import MachineCache, machine_key
 from fara_desktop.models.embedder_convert import PACKAGED_EMBEDDER, import_embedder, packaged_embedder_installed
 from fara_desktop.models.packaged import embedded_default_model
-from fara_desktop.paths import AppPaths
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.planning.planner import thread_candidates, tuned_for
 from fara_desktop.planning.tuning import (
     expected_prompt_tokens_per_second,
     expected_tokens_per_second,
 )
-from fara_desktop.untrusted import printable
+from fara_desktop.text.untrusted import printable
 
 
 def app_path_in_child(

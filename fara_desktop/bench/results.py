@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fara_desktop.atomic_files import write_text_atomically
-from fara_desktop.paths import AppPaths
-from fara_desktop.regular_files import read_regular_text
+from fara_desktop.files.atomic import write_text_atomically
+from fara_desktop.files.paths import AppPaths
+from fara_desktop.files.regular import read_regular_text
 
 
 def save_result(paths: AppPaths, out: dict[str, Any]) -> Path:

@@ -15,9 +15,11 @@ from typing import Any
 from fara_desktop.engine.kv_disk import CHECKPOINT_SLOT, KVDiskStore
 from fara_desktop.engine.llama_backend import LlamaBackend
 from fara_desktop.engine.llama_state import restore_sequence, snapshot_sequence
-from fara_desktop.engine.types import ChatMessage, Finished, ModelLoaded, ReadAheadProgress, SamplingParams
+from fara_desktop.engine.types import Finished, ModelLoaded, ReadAheadProgress
 from fara_desktop.engine.worker import InferenceWorker
 from fara_desktop.planning.params import LoadParams
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.sampling import SamplingParams
 
 CONTINUATION = SamplingParams(temperature=0.0, max_tokens=16, repeat_penalty=1.0)
 PARAGRAPH = (

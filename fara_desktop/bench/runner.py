@@ -19,11 +19,12 @@ from typing import Any
 
 from fara_desktop.engine.backend import ignore_text
 from fara_desktop.engine.llama_backend import LlamaBackend
-from fara_desktop.engine.types import ChatMessage, SamplingParams
 from fara_desktop.machine.bandwidth import measure_read_bandwidth
 from fara_desktop.models.gguf_file import read_gguf_header
 from fara_desktop.models.metadata import ModelMetadata, metadata_from_header
 from fara_desktop.planning.params import LoadParams
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.sampling import SamplingParams
 
 PROMPT_TEXT = (
     "The history of computing is a story of machines that grew smaller, faster and cheaper, while the problems "

@@ -9,15 +9,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from fara_desktop.atomic_files import write_text_atomically
 from fara_desktop.chats.exchange import ImportOutcome, export_json, export_markdown, import_or_update
 from fara_desktop.chats.export_format import ImportedConversation, ImportedMessage, ImportRefusedError
 from fara_desktop.chats.imports import read_import_file
 from fara_desktop.chats.storage import ConversationStore
-from fara_desktop.errors import FaraError
-from fara_desktop.regular_files import open_regular
-from fara_desktop.sandbox import Budget, BudgetExceededError, Sandbox, SandboxFailedError, allowed_classes
-from fara_desktop.untrusted import one_line
+from fara_desktop.files.atomic import write_text_atomically
+from fara_desktop.files.regular import open_regular
+from fara_desktop.system.sandbox import Budget, BudgetExceededError, Sandbox, SandboxFailedError, allowed_classes
+from fara_desktop.text.untrusted import one_line
+from fara_desktop.vocabulary.errors import FaraError
 
 FORMATS = ("md", "json")
 

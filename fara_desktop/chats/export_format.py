@@ -17,7 +17,7 @@ from typing import Any
 
 from fara_desktop.chats.records import MAX_TIMESTAMP, MessageStatus
 from fara_desktop.chats.tool_rounds import ToolRound, rounds_from_json
-from fara_desktop.errors import FaraError
+from fara_desktop.vocabulary.errors import FaraError
 
 EXPORT_FORMAT = "fara-desktop-conversation"
 MAX_MESSAGES = 100_000

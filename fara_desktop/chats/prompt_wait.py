@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from collections import deque
 
-from fara_desktop.engine.types import GenerationStats
+from fara_desktop.vocabulary.stats import GenerationStats
 
 SHOWN_ABOVE_S = 3.0  # a shorter wait is not worth a word
 MIN_MEASURED_TOKENS = 64  # fewer read tokens time the first token's decode more than the reading

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from fara_desktop.chats.tool_rounds import ToolRound, rounds_from_json
-from fara_desktop.citations import Source, sources_from_json
+from fara_desktop.vocabulary.sources import Source, sources_from_json
 
 MAX_TIMESTAMP = 32_503_680_000.0  # 1 January 3000
 MessageStatus = Literal["complete", "streaming", "stopped", "failed"]

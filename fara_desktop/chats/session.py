@@ -26,8 +26,9 @@ from fara_desktop.chats.records import MessageStatus, StoredMessage, title_from
 from fara_desktop.chats.storage import ConversationStore, StorageError
 from fara_desktop.chats.tool_rounds import ToolRound, round_messages
 from fara_desktop.chats.tree import MessageTree, SiblingPlace
-from fara_desktop.citations import Source
-from fara_desktop.engine.types import ChatMessage, GenerationStats
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.sources import Source
+from fara_desktop.vocabulary.stats import GenerationStats
 
 log = logging.getLogger(__name__)
 

@@ -29,8 +29,8 @@ from fara_desktop.chats.records import (
 from fara_desktop.chats.schema import MIGRATIONS, NEXT_CONVERSATION_ID, SCHEMA_VERSION
 from fara_desktop.chats.tool_rounds import ToolRound, rounds_json
 from fara_desktop.chats.tree import MessageTree
-from fara_desktop.citations import Source, sources_json
-from fara_desktop.errors import FaraError
+from fara_desktop.vocabulary.errors import FaraError
+from fara_desktop.vocabulary.sources import Source, sources_json
 
 log = logging.getLogger(__name__)
 

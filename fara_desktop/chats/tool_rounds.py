@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from fara_desktop.engine.types import ChatMessage, ToolCall
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.tools import ToolCall
 
 Outcome = Literal["ran", "error", "denied", "stopped"]
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)

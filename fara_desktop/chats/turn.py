@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from fara_desktop.citations import Source
-from fara_desktop.engine.types import ChatMessage
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.sources import Source
 
 
 class TurnPhase(Enum):

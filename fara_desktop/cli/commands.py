@@ -5,9 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from fara_desktop.format import format_count
-from fara_desktop.paths import AppPaths
-from fara_desktop.untrusted import one_line, printable
+from fara_desktop.files.paths import AppPaths
+from fara_desktop.text.format import format_count
+from fara_desktop.text.untrusted import one_line, printable
 
 
 def run_export(paths: AppPaths, out: Path, format_choice: str) -> int:

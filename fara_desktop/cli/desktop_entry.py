@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fara_desktop import APP_ID
-from fara_desktop.resources import ICON_SIZES, asset_path, icon_png
+from fara_desktop.files.resources import ICON_SIZES, asset_path, icon_png
 
 
 class DesktopEntryError(Exception):

@@ -12,11 +12,11 @@ from fara_desktop.documents.indexer import IndexProgress
 from fara_desktop.documents.pipeline import update_collection
 from fara_desktop.documents.semantic import hybrid_search
 from fara_desktop.engine.embedder import Embedder
-from fara_desktop.errors import FaraError
-from fara_desktop.format import format_count, format_size
+from fara_desktop.files.paths import AppPaths
 from fara_desktop.models.embedder_convert import import_embedder
-from fara_desktop.paths import AppPaths
-from fara_desktop.untrusted import one_line, printable
+from fara_desktop.text.format import format_count, format_size
+from fara_desktop.text.untrusted import one_line, printable
+from fara_desktop.vocabulary.errors import FaraError
 
 
 def _embedder(path: Path | None, command: str) -> Embedder | None:

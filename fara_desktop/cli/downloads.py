@@ -7,8 +7,7 @@ import sys
 import threading
 from pathlib import Path
 
-from fara_desktop.errors import FaraError
-from fara_desktop.format import format_duration, format_rate, format_size
+from fara_desktop.files.paths import AppPaths
 from fara_desktop.models.catalog import CatalogError, load_catalog
 from fara_desktop.models.gguf_file import read_gguf_header
 from fara_desktop.models.hub import (
@@ -21,10 +20,11 @@ from fara_desktop.models.hub import (
 )
 from fara_desktop.models.metadata import metadata_from_header
 from fara_desktop.models.transfer import Downloader, Progress
-from fara_desktop.paths import AppPaths
 from fara_desktop.planning.catalog_fit import assess_catalog_here
 from fara_desktop.settings import load_settings
-from fara_desktop.untrusted import printable
+from fara_desktop.text.format import format_duration, format_rate, format_size
+from fara_desktop.text.untrusted import printable
+from fara_desktop.vocabulary.errors import FaraError
 
 VERDICT_MARK = {"fits": "✓", "tight": "~", "too_big": "✗"}
 

@@ -9,17 +9,17 @@ from typing import Any
 
 import psutil
 
-from fara_desktop.format import format_size
+from fara_desktop.files.paths import AppPaths
 from fara_desktop.machine.hardware import detect_hardware
 from fara_desktop.machine.llama_build import weights_are_repacked
 from fara_desktop.machine.measurements import MachineCache
 from fara_desktop.models.discovery import scan_models
-from fara_desktop.paths import AppPaths
 from fara_desktop.planning.cost import MachineFacts, cost_here
 from fara_desktop.planning.planner import bandwidth
 from fara_desktop.planning.tuning import choose_model, size_class
 from fara_desktop.settings import load_settings
-from fara_desktop.untrusted import printable
+from fara_desktop.text.format import format_size
+from fara_desktop.text.untrusted import printable
 
 
 def say(*parts: object, **options: object) -> None:

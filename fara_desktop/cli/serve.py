@@ -15,18 +15,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import FrameType
 
-from fara_desktop.api_keys import LOCAL_API, ApiKeyStore
 from fara_desktop.app.core import EngineCore
 from fara_desktop.app.embedding import EmbedderService, embedding_model_in
 from fara_desktop.engine.types import Event, ModelInfo, ModelLoaded, ModelLoadFailed
-from fara_desktop.errors import FaraError
-from fara_desktop.format import format_count
-from fara_desktop.paths import AppPaths
+from fara_desktop.files.paths import AppPaths
+from fara_desktop.files.regular import read_regular_text
 from fara_desktop.planning.planner import prepare_load
-from fara_desktop.regular_files import read_regular_text
 from fara_desktop.serving.local_api import ApiServer, LocalApi
 from fara_desktop.settings import load_settings
-from fara_desktop.untrusted import printable
+from fara_desktop.system.api_keys import LOCAL_API, ApiKeyStore
+from fara_desktop.text.format import format_count
+from fara_desktop.text.untrusted import printable
+from fara_desktop.vocabulary.errors import FaraError
 
 KEY_ENV = "FARA_API_KEY"
 MAX_KEY_FILE_BYTES = 4096

@@ -5,7 +5,7 @@ process on a hostile file; says when a file is encrypted), ``python-docx`` for D
 the format in Python), lxml's HTML parser for HTML (libxml2, used as a stream of events: no tree is built, so
 markup that nests without end costs no more than its text), and plain reading for text, Markdown and source code.
 
-``read_document`` is the job the indexer runs in the sandbox (``fara_desktop.sandbox``): it reads from one
+``read_document`` is the job the indexer runs in the sandbox (``fara_desktop.system.sandbox``): it reads from one
 descriptor at most the size found when the file was listed, hashes exactly what it read, and sends passages back
 in batches. Within the sandbox's budget it also refuses early what is known to be hostile: a DOCX part that
 inflates more than ``MAX_INFLATE_RATIO`` times, and text beyond ``max_chars``. A file that cannot be read raises
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from fara_desktop.documents.passages import Passage, PassageCutter, Section, passages
-from fara_desktop.errors import FaraError
+from fara_desktop.vocabulary.errors import FaraError
 
 log = logging.getLogger(__name__)
 

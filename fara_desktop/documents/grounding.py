@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fara_desktop.citations import Source
 from fara_desktop.documents.index import DocumentIndex, Hit
 from fara_desktop.documents.semantic import TextEmbedder, hybrid_search
-from fara_desktop.engine.types import ChatMessage, SamplingParams
-from fara_desktop.engine.worker import reply_reserve
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.sampling import SamplingParams, reply_reserve
+from fara_desktop.vocabulary.sources import Source
 
 CHARS_PER_TOKEN = 3.5  # a cautious average for English prose and code: budgets are kept, not overshot
 MIN_BUDGET_TOKENS = 200

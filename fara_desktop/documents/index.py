@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from fara_desktop.documents.passages import Passage
-from fara_desktop.errors import FaraError
-from fara_desktop.format import format_location
+from fara_desktop.text.format import format_location
+from fara_desktop.vocabulary.errors import FaraError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS collections (

@@ -30,8 +30,8 @@ from fara_desktop.documents.extract import (
 )
 from fara_desktop.documents.index import DocumentIndex, FileRecord
 from fara_desktop.documents.passages import Passage
-from fara_desktop.regular_files import LinkRefusedError, NotARegularFileError, open_regular
-from fara_desktop.sandbox import (
+from fara_desktop.files.regular import LinkRefusedError, NotARegularFileError, open_regular
+from fara_desktop.system.sandbox import (
     Budget,
     BudgetExceededError,
     Sandbox,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from fara_desktop.untrusted import one_line
+from fara_desktop.text.untrusted import one_line
 
 OPENABLE_SUFFIXES = frozenset(
     {".pdf", ".docx", ".txt", ".md", ".markdown", ".rst", ".org", ".tex", ".csv", ".tsv", ".log"}

@@ -13,17 +13,12 @@ from typing import Any, Literal, Protocol
 from fara_desktop.engine.chat_format import PLAIN_REASONING
 from fara_desktop.engine.reasoning import ReasoningSyntax
 from fara_desktop.engine.tool_calls import ToolCallFamily
-from fara_desktop.engine.types import (
-    ChatMessage,
-    GenerationStats,
-    ModelInfo,
-    ModelSource,
-    SamplingParams,
-    TokenLogprob,
-    ToolCall,
-    ToolOffer,
-)
+from fara_desktop.engine.types import ModelInfo, ModelSource, TokenLogprob
 from fara_desktop.planning.params import LoadParams
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.sampling import SamplingParams
+from fara_desktop.vocabulary.stats import GenerationStats
+from fara_desktop.vocabulary.tools import ToolCall, ToolOffer
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,8 @@ from fara_desktop.engine.errors import ModelLoadError, RequestCancelled, Templat
 from fara_desktop.engine.reasoning import THINK, ReasoningSyntax, markers_for_template, syntax_for_prompt
 from fara_desktop.engine.template_sandbox import BoundedSandbox, RenderBudget
 from fara_desktop.engine.tool_calls import ParsedCall, ToolCallFamily, family_for_rendered_call
-from fara_desktop.engine.types import ChatMessage, ToolCall, ToolSpec
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.tools import ToolCall, ToolSpec
 
 PLAIN_REASONING = ReasoningSyntax((THINK,))
 

@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from fara_desktop.engine.errors import ModelLoadError
-from fara_desktop.errors import FaraError, NotAGGUFError
 from fara_desktop.machine.hardware import physical_cores, usable_cores
 from fara_desktop.machine.priority import lower_this_threads_priority
 from fara_desktop.models.gguf_checks import check_loadable
 from fara_desktop.models.gguf_file import read_gguf_header
 from fara_desktop.planning.tuning import default_threads
+from fara_desktop.vocabulary.errors import FaraError, NotAGGUFError
 
 if TYPE_CHECKING:
     from llama_cpp import Llama

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fara_desktop.errors import FaraError
+from fara_desktop.vocabulary.errors import FaraError
 
 
 class ModelFileNotFoundError(FaraError):

@@ -27,7 +27,7 @@ from typing import Any
 
 from fara_desktop.engine.errors import GrammarError
 from fara_desktop.machine.llama_internals import compact_json_schema_repetitions
-from fara_desktop.untrusted import one_line
+from fara_desktop.text.untrusted import one_line
 
 log = logging.getLogger(__name__)
 

@@ -49,17 +49,7 @@ from fara_desktop.engine.llama_tokens import (
 )
 from fara_desktop.engine.repetition import LoopDetector
 from fara_desktop.engine.text_stream import TextStream
-from fara_desktop.engine.types import (
-    ChatMessage,
-    GenerationStats,
-    ModelInfo,
-    ModelSource,
-    RemoteModel,
-    SamplingParams,
-    TokenLogprob,
-    ToolOffer,
-)
-from fara_desktop.errors import FaraError
+from fara_desktop.engine.types import ModelInfo, ModelSource, RemoteModel, TokenLogprob
 from fara_desktop.machine.hardware import physical_cores, this_cpu_features, usable_cores
 from fara_desktop.machine.llama_build import load_ggml_cpu_library, route_llama_logs_to_logging
 from fara_desktop.models.gguf_checks import check_loadable
@@ -68,7 +58,12 @@ from fara_desktop.models.load_record import LoadRecord
 from fara_desktop.models.metadata import header_display_name, metadata_from_header
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.planning.tuning import default_threads, expected_prompt_tokens_per_second, fit_verdict
-from fara_desktop.untrusted import one_line
+from fara_desktop.text.untrusted import one_line
+from fara_desktop.vocabulary.errors import FaraError
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.sampling import SamplingParams
+from fara_desktop.vocabulary.stats import GenerationStats
+from fara_desktop.vocabulary.tools import ToolOffer
 
 if TYPE_CHECKING:
     from llama_cpp import Llama

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 from fara_desktop.engine.chat_format import ForcedCall
 from fara_desktop.engine.json_grammar import check_with_llama, schema_gbnf
 from fara_desktop.engine.tool_grammar import forced_call_grammar
-from fara_desktop.engine.types import TokenLogprob, ToolOffer
+from fara_desktop.engine.types import TokenLogprob
+from fara_desktop.vocabulary.tools import ToolOffer
 
 if TYPE_CHECKING:
     from llama_cpp import Llama

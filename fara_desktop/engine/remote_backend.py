@@ -32,18 +32,13 @@ from fara_desktop.engine.backend import PreparedPrompt, ReplyResult, TextSink
 from fara_desktop.engine.errors import GenerationError, ModelLoadError, NoModelLoadedError, RemoteServerError
 from fara_desktop.engine.sse import SSEDecoder, SSELineTooLong
 from fara_desktop.engine.tool_calls import MAX_CALL_CHARS, MAX_CALLS
-from fara_desktop.engine.types import (
-    ChatMessage,
-    GenerationStats,
-    ModelInfo,
-    ModelSource,
-    RemoteModel,
-    SamplingParams,
-    ToolCall,
-    ToolOffer,
-)
+from fara_desktop.engine.types import ModelInfo, ModelSource, RemoteModel
 from fara_desktop.planning.params import LoadParams
-from fara_desktop.untrusted import one_line
+from fara_desktop.text.untrusted import one_line
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.sampling import SamplingParams
+from fara_desktop.vocabulary.stats import GenerationStats
+from fara_desktop.vocabulary.tools import ToolCall, ToolOffer
 
 log = logging.getLogger(__name__)
 

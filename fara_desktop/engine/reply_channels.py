@@ -11,7 +11,8 @@ from collections.abc import Callable
 
 from fara_desktop.engine.reasoning import ReasoningSplitter, ReasoningSyntax
 from fara_desktop.engine.tool_calls import ToolCallSplitter
-from fara_desktop.engine.types import Event, TokenText, ToolCall
+from fara_desktop.engine.types import Event, TokenText
+from fara_desktop.vocabulary.tools import ToolCall
 
 EventSink = Callable[[Event], None]
 

@@ -6,8 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 
 from fara_desktop.engine.backend import Backend, PreparedPrompt, ReplyResult, TextSink
-from fara_desktop.engine.types import ChatMessage, ModelInfo, ModelSource, RemoteModel, SamplingParams, ToolOffer
+from fara_desktop.engine.types import ModelInfo, ModelSource, RemoteModel
 from fara_desktop.planning.params import LoadParams
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.sampling import SamplingParams
+from fara_desktop.vocabulary.tools import ToolOffer
 
 
 class RoutedBackend:

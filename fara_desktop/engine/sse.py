@@ -8,7 +8,7 @@ instead of growing a buffer without end; lines that are not SSE fields are count
 
 from __future__ import annotations
 
-from fara_desktop.errors import FaraError
+from fara_desktop.vocabulary.errors import FaraError
 
 MAX_LINE_BYTES = 1024 * 1024
 MAX_EVENT_BYTES = 1024 * 1024  # the data lines of one event together (a server may never send the blank line)

@@ -1,4 +1,5 @@
-"""Plain data exchanged with the inference worker: messages, parameters, commands and events.
+"""Plain data exchanged with the inference worker: its commands and events (the words they carry — messages,
+sampling, tools, a reply's figures — are the vocabulary's, shared with every layer).
 
 Everything here is immutable and free of Qt and llama_cpp, so the GUI, the CLI and the tests share it.
 """
@@ -11,9 +12,10 @@ from typing import Literal
 
 from fara_desktop.models.naming import server_model_name
 from fara_desktop.planning.params import LoadParams
-
-Role = Literal["system", "user", "assistant", "tool"]
-ToolChoice = str  # "auto", "none", "required", or the name of the one tool the reply must call
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.sampling import SamplingParams
+from fara_desktop.vocabulary.stats import GenerationStats
+from fara_desktop.vocabulary.tools import ToolCall, ToolOffer
 
 
 @dataclass(frozen=True)
@@ -36,81 +38,6 @@ class RemoteModel:
 
 
 ModelSource = Path | RemoteModel  # what LoadModel loads: a GGUF file here, or a server's model
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    """A tool the model may call: its name, what it does and its parameters' JSON schema (as text)."""
-
-    name: str
-    description: str = ""
-    parameters: str = '{"type": "object", "properties": {}}'
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """A call a reply made: ``arguments`` is a JSON object as text (what OpenAI's API carries)."""
-
-    id: str
-    name: str
-    arguments: str
-
-
-@dataclass(frozen=True)
-class ToolOffer:
-    """The tools a reply may call and ``choice``: "auto" (the model decides), "none" (it may not), "required" (it
-    must call one) or one tool's name (it must call that one)."""
-
-    tools: tuple[ToolSpec, ...]
-    choice: ToolChoice = "auto"
-
-    def declared(self) -> tuple[ToolSpec, ...]:
-        return () if self.choice == "none" else self.tools
-
-    def forced(self) -> tuple[str, ...]:
-        """The tools one of which the reply must call; () when the model decides."""
-        if self.choice == "required":
-            return tuple(t.name for t in self.tools)
-        return (self.choice,) if self.choice not in ("auto", "none") else ()
-
-    def schemas(self) -> dict[str, str]:
-        return {t.name: t.parameters for t in self.tools}
-
-
-@dataclass(frozen=True)
-class ChatMessage:
-    """One turn of a conversation, as the chat template sees it. An assistant turn may hold ``tool_calls``; a
-    ``tool`` turn is one call's result (``tool_call_id`` names the call, ``name`` the tool)."""
-
-    role: Role
-    content: str
-    reasoning: str = ""  # an assistant turn's reasoning, kept apart from its answer
-    tool_calls: tuple[ToolCall, ...] = ()
-    tool_call_id: str = ""
-    name: str = ""
-
-
-@dataclass(frozen=True)
-class SamplingParams:
-    """How the next token is picked. ``temperature == 0`` is greedy decoding."""
-
-    temperature: float = 0.7
-    top_p: float = 0.95
-    top_k: int = 40
-    min_p: float = 0.05
-    repeat_penalty: float = 1.1
-    mirostat_mode: int = 0  # 0 off, 1 or 2: Mirostat v1/v2 (then top-k/top-p are ignored)
-    mirostat_tau: float = 5.0
-    mirostat_eta: float = 0.1
-    seed: int | None = None
-    max_tokens: int | None = None
-    # Test/benchmark knob: keep generating past end-of-turn tokens until max_tokens.
-    ignore_eos: bool = False
-    stop: tuple[str, ...] = ()  # the reply ends before the first of these (never shown, even in part)
-    # JSON output, constrained by a grammar: None free text, "" any JSON object, else a JSON schema (as text)
-    json_schema: str | None = None
-    logprobs: int | None = None  # None: none; N: each token's log probability and the N likeliest (0 to 20)
-    stop_loops: bool = True  # end a reply whose text starts repeating itself (``engine.repetition``); not for the API
 
 
 class Isolated:
@@ -228,23 +155,6 @@ class TokenLogprob:
     token: bytes
     logprob: float
     top: tuple[tuple[bytes, float], ...] = ()
-
-
-@dataclass(frozen=True)
-class GenerationStats:
-    """Measured figures of one reply."""
-
-    prompt_tokens: int
-    prompt_tokens_evaluated: int  # prompt tokens not served from the reused KV cache
-    completion_tokens: int
-    ttft_s: float
-    prompt_tok_per_s: float
-    gen_tok_per_s: float
-    context_used: int
-    n_ctx: int
-    total_s: float
-    reasoning_tokens: int = 0  # of completion_tokens, those spent reasoning before the answer
-    thinking_s: float = 0.0  # from the first reasoning token to the answer's first
 
 
 @dataclass(frozen=True)

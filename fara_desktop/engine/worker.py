@@ -25,7 +25,6 @@ from fara_desktop.engine.types import (
     CalibrationFailed,
     CalibrationPostponed,
     Cancelled,
-    ChatMessage,
     Command,
     Conversation,
     ConversationForgotten,
@@ -49,19 +48,20 @@ from fara_desktop.engine.types import (
     ReadAhead,
     ReadAheadProgress,
     RemoteModel,
-    SamplingParams,
     Shutdown,
     ThreadsCalibrated,
-    ToolOffer,
     Unload,
 )
-from fara_desktop.errors import FaraError
 from fara_desktop.models.gguf_file import read_gguf_header
 from fara_desktop.models.load_record import LoadRecord
 from fara_desktop.models.metadata import header_display_name
 from fara_desktop.models.naming import MAX_NAME, model_display_name, name_from_file
 from fara_desktop.planning.params import LoadParams
-from fara_desktop.untrusted import one_line
+from fara_desktop.text.untrusted import one_line
+from fara_desktop.vocabulary.errors import FaraError
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.sampling import SamplingParams, reply_reserve
+from fara_desktop.vocabulary.tools import ToolOffer
 
 log = logging.getLogger(__name__)
 KEEP_STATE_AFTER_S = 1.0
@@ -97,13 +97,6 @@ def _schema(text: str) -> dict[str, Any]:
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
-
-
-def reply_reserve(sampling: SamplingParams, n_ctx: int) -> int:
-    """Tokens kept free for the reply when fitting the history into the context window."""
-    if sampling.max_tokens:
-        return min(sampling.max_tokens, n_ctx // 2)
-    return min(512, n_ctx // 4)
 
 
 class InferenceWorker:

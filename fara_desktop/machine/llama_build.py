@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from fara_desktop.machine.llama_internals import libllama
-from fara_desktop.untrusted import one_line
+from fara_desktop.text.untrusted import one_line
 
 log = logging.getLogger(__name__)
 _lock = threading.Lock()

@@ -8,10 +8,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fara_desktop.atomic_files import save_cache_file
+from fara_desktop.files.atomic import save_cache_file
+from fara_desktop.files.paths import AppPaths
+from fara_desktop.files.regular import read_regular_text
 from fara_desktop.machine.hardware import HardwareProfile
-from fara_desktop.paths import AppPaths
-from fara_desktop.regular_files import read_regular_text
 
 log = logging.getLogger(__name__)
 

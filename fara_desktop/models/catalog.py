@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fara_desktop.format import format_parameters
 from fara_desktop.models.metadata import ModelMetadata
+from fara_desktop.text.format import format_parameters
 
 CATALOG_FILE = Path(__file__).with_name("catalog.json")
 # A model "runs well" when it writes faster than people read (about 5 words, 7-8 tokens, a second).

@@ -17,11 +17,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from fara_desktop.errors import NotAGGUFError
+from fara_desktop.files.regular import read_regular_text
 from fara_desktop.models import packaged
 from fara_desktop.models.metadata import MetadataCache, ModelMetadata
-from fara_desktop.regular_files import read_regular_text
-from fara_desktop.untrusted import one_line
+from fara_desktop.text.untrusted import one_line
+from fara_desktop.vocabulary.errors import NotAGGUFError
 
 log = logging.getLogger(__name__)
 

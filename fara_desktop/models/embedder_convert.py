@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from fara_desktop.errors import FaraError
-from fara_desktop.regular_files import read_regular_text
-from fara_desktop.sandbox import MB, Budget, BudgetExceededError, Sandbox, SandboxFailedError
+from fara_desktop.files.regular import read_regular_text
+from fara_desktop.system.sandbox import MB, Budget, BudgetExceededError, Sandbox, SandboxFailedError
+from fara_desktop.vocabulary.errors import FaraError
 
 MAX_HEADER_BYTES = 64 << 20
 MAX_CONFIG_CHARS = 1 << 20

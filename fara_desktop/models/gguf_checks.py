@@ -15,8 +15,8 @@ import math
 import re
 from typing import Any
 
-from fara_desktop.errors import NotAGGUFError
 from fara_desktop.models.gguf_file import GGUFArraySummary, GGUFHeader
+from fara_desktop.vocabulary.errors import NotAGGUFError
 
 # ggml.h enum ggml_type → (elements per block, bytes per block), as ggml's type traits (and gguf-py's
 # GGML_QUANT_SIZES, which a test compares this with). Missing numbers were removed from ggml.

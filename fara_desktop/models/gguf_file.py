@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fara_desktop.errors import NotAGGUFError
-from fara_desktop.regular_files import NotARegularFileError, open_regular
+from fara_desktop.files.regular import NotARegularFileError, open_regular
+from fara_desktop.vocabulary.errors import NotAGGUFError
 
 GGUF_MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)

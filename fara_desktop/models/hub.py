@@ -24,7 +24,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from fara_desktop.untrusted import one_line
+from fara_desktop.text.untrusted import one_line
 
 log = logging.getLogger(__name__)
 

@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from fara_desktop.atomic_files import write_text_atomically
-from fara_desktop.untrusted import one_line
+from fara_desktop.files.atomic import write_text_atomically
+from fara_desktop.text.untrusted import one_line
 
 log = logging.getLogger(__name__)
 

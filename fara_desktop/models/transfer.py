@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from fara_desktop.format import format_size
 from fara_desktop.models.hub import (
     COMMIT_RE,
     REPO_ID_RE,
@@ -50,6 +49,7 @@ from fara_desktop.models.hub import (
     origin,
     user_agent,
 )
+from fara_desktop.text.format import format_size
 
 log = logging.getLogger(__name__)
 

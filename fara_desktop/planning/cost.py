@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fara_desktop.format import format_size
 from fara_desktop.models.metadata import ModelMetadata
 from fara_desktop.planning.params import TunedParams
 from fara_desktop.planning.tuning import (
@@ -15,6 +14,7 @@ from fara_desktop.planning.tuning import (
     expected_tokens_per_second,
     tune,
 )
+from fara_desktop.text.format import format_size
 
 TYPICAL_PROMPT_TOKENS = 1000
 

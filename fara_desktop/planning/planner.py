@@ -11,7 +11,7 @@ from pathlib import Path
 
 import psutil
 
-from fara_desktop.errors import NotAGGUFError
+from fara_desktop.files.paths import AppPaths
 from fara_desktop.machine.bandwidth import measure_read_bandwidth
 from fara_desktop.machine.hardware import HardwareProfile, detect_hardware
 from fara_desktop.machine.llama_build import weights_are_repacked
@@ -20,7 +20,6 @@ from fara_desktop.models import packaged
 from fara_desktop.models.discovery import DiscoveredModel, ScanResult, packaged_models_dir, scan_models
 from fara_desktop.models.load_record import CrashedLoad, LoadRecord
 from fara_desktop.models.metadata import MetadataCache, ModelMetadata
-from fara_desktop.paths import AppPaths
 from fara_desktop.planning.cost import CostHere, MachineFacts, cost_here
 from fara_desktop.planning.params import LoadParams, TunedParams
 from fara_desktop.planning.tuning import (
@@ -32,6 +31,7 @@ from fara_desktop.planning.tuning import (
     size_class,
     tune,
 )
+from fara_desktop.vocabulary.errors import NotAGGUFError
 
 
 @dataclass(frozen=True)

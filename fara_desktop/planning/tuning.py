@@ -20,9 +20,9 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from fara_desktop.format import GIB, MIB, format_parameters, format_size
 from fara_desktop.models.metadata import ModelMetadata
 from fara_desktop.planning.params import TunedParams
+from fara_desktop.text.format import GIB, MIB, format_parameters, format_size
 
 KV_TYPES: dict[str, float] = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
 DEFAULT_CONTEXT_CAP = 8192

@@ -37,20 +37,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from fara_desktop.engine.embedder import EmbeddingCancelledError
 from fara_desktop.engine.errors import GrammarError, PromptTooLongError, ToolsUnsupportedError, tools_unsupported
-from fara_desktop.engine.types import (
-    ISOLATED,
-    Cancelled,
-    Conversation,
-    Event,
-    Failed,
-    Finished,
-    ModelInfo,
-    SamplingParams,
-    TokenText,
-    ToolCall,
-    ToolOffer,
-)
-from fara_desktop.errors import FaraError
+from fara_desktop.engine.types import ISOLATED, Cancelled, Conversation, Event, Failed, Finished, ModelInfo, TokenText
 from fara_desktop.serving.admission import admit, loopback_hosts
 from fara_desktop.serving.http_protocol import HEADER_TIMEOUT_S, HeaderDeadlineProtocol
 from fara_desktop.serving.openai_format import (
@@ -71,6 +58,9 @@ from fara_desktop.serving.openai_format import (
     tool_calls_body,
     usage,
 )
+from fara_desktop.vocabulary.errors import FaraError
+from fara_desktop.vocabulary.sampling import SamplingParams
+from fara_desktop.vocabulary.tools import ToolCall, ToolOffer
 
 log = logging.getLogger(__name__)
 

@@ -17,18 +17,12 @@ from typing import Any
 
 from fara_desktop.engine.errors import GrammarError
 from fara_desktop.engine.json_grammar import schema_gbnf
-from fara_desktop.engine.types import (
-    ChatMessage,
-    GenerationStats,
-    ModelInfo,
-    RemoteModel,
-    SamplingParams,
-    TokenLogprob,
-    ToolCall,
-    ToolOffer,
-    ToolSpec,
-)
-from fara_desktop.errors import FaraError
+from fara_desktop.engine.types import ModelInfo, RemoteModel, TokenLogprob
+from fara_desktop.vocabulary.errors import FaraError
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.sampling import SamplingParams
+from fara_desktop.vocabulary.stats import GenerationStats
+from fara_desktop.vocabulary.tools import ToolCall, ToolOffer, ToolSpec
 
 MAX_MESSAGES = 1_000
 MAX_TOKENS = 32_768

@@ -9,8 +9,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from fara_desktop.atomic_files import write_json_atomically
-from fara_desktop.regular_files import read_regular_text
+from fara_desktop.files.atomic import write_json_atomically
+from fara_desktop.files.regular import read_regular_text
 from fara_desktop.settings.values import SCHEMA_VERSION, Settings
 
 log = logging.getLogger(__name__)

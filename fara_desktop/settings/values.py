@@ -10,10 +10,10 @@ import logging
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
-from fara_desktop.engine.types import SamplingParams
 from fara_desktop.planning.params import LoadParams, TunedParams
 from fara_desktop.planning.tuning import KV_TYPES
 from fara_desktop.settings.fields import THEMES, described
+from fara_desktop.vocabulary.sampling import SamplingParams
 
 log = logging.getLogger(__name__)
 SCHEMA_VERSION = 1

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from fara_desktop.errors import FaraError
+from fara_desktop.vocabulary.errors import FaraError
 
 MAX_CONFIG_CHARS = 1024 * 1024
 MAX_SERVERS = 64

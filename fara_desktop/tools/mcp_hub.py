@@ -22,12 +22,12 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-from fara_desktop.engine.types import ToolSpec
+from fara_desktop.text.untrusted import one_line
 from fara_desktop.tools.bounded_lines import OVERSIZE_CODE, bound_the_sdks_stdio_reader
 from fara_desktop.tools.mcp_config import McpServerConfig
 from fara_desktop.tools.server_output import LogBudget, StderrToLog, bounded_http_client, server_log_callback
 from fara_desktop.tools.tool_results import ToolResult, error_result, result_of
-from fara_desktop.untrusted import one_line
+from fara_desktop.vocabulary.tools import ToolSpec
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)

@@ -16,8 +16,8 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any, TextIO
 
+from fara_desktop.text.untrusted import one_line
 from fara_desktop.tools.bounded_lines import MAX_MESSAGE_CHARS
-from fara_desktop.untrusted import one_line
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from fara_desktop.untrusted import printable
+from fara_desktop.text.untrusted import printable
 
 MAX_RESULT_CHARS = 8_000  # about 2,000 tokens: ~10 s of prompt reading for a 1B model on a 2-core laptop
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fara_desktop import APP_ID, APP_NAME, __version__
-from fara_desktop.paths import app_paths
+from fara_desktop.files.paths import app_paths
 from fara_desktop.settings import Settings, load_settings
 from fara_desktop.ui.xcb_help import install_advice, missing_xcb_libraries
 
@@ -54,7 +54,7 @@ def create_application(settings: Settings | None = None) -> QApplication:
     from PySide6.QtGui import QIcon
     from PySide6.QtWidgets import QApplication
 
-    from fara_desktop.resources import asset_path
+    from fara_desktop.files.resources import asset_path
     from fara_desktop.ui.theme import apply_appearance
 
     qt_log = logging.getLogger("qt")

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 from PySide6.QtCore import QObject, Signal
 
-from fara_desktop.errors import FaraError
+from fara_desktop.vocabulary.errors import FaraError
 
 log = logging.getLogger(__name__)
 

@@ -6,9 +6,12 @@ from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QObject, Signal
 
-from fara_desktop.engine.types import ChatMessage, ModelSource, SamplingParams, ToolOffer
+from fara_desktop.engine.types import ModelSource
 from fara_desktop.engine.worker import EventSink, InferenceWorker
 from fara_desktop.planning.params import LoadParams
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.sampling import SamplingParams
+from fara_desktop.vocabulary.tools import ToolOffer
 
 
 class EngineBridge(QObject):

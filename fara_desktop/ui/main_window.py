@@ -37,18 +37,18 @@ from PySide6.QtWidgets import (
 )
 
 from fara_desktop import APP_NAME, __version__
-from fara_desktop.api_keys import LOCAL_API
 from fara_desktop.app.core import AppCore
-from fara_desktop.citations import Source
 from fara_desktop.documents.grounding import MAX_BUDGET_TOKENS
 from fara_desktop.engine.backend import Backend
-from fara_desktop.engine.types import Event, ModelInfo, ModelSource, SamplingParams
+from fara_desktop.engine.types import Event, ModelInfo, ModelSource
+from fara_desktop.files.paths import AppPaths, app_paths
 from fara_desktop.machine.hardware import on_battery_now
-from fara_desktop.paths import AppPaths, app_paths
 from fara_desktop.planning.catalog_fit import assess_catalog_here
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.planning.planner import StartupPlan
 from fara_desktop.settings import RemoteChoice, Settings
+from fara_desktop.system.api_keys import LOCAL_API
+from fara_desktop.text.untrusted import one_line
 from fara_desktop.ui.controllers.chat_controller import ChatController
 from fara_desktop.ui.controllers.conversations_controller import ConversationsController
 from fara_desktop.ui.controllers.documents_controller import DocumentsController
@@ -78,7 +78,8 @@ from fara_desktop.ui.window_state import (
     sizes_giving_room,
     sizes_to_keep,
 )
-from fara_desktop.untrusted import one_line
+from fara_desktop.vocabulary.sampling import SamplingParams
+from fara_desktop.vocabulary.sources import Source
 
 # Window widths below which a side panel gives its room to the chat: at 1024 px the chat keeps about 790 px
 # (the machine panel is hidden), at 800 px about 770 (the chat list is hidden too).

@@ -18,7 +18,7 @@ from pathlib import Path
 from PySide6.QtCore import QLockFile, QObject, Signal
 from PySide6.QtNetwork import QLocalServer, QLocalSocket
 
-from fara_desktop.paths import private_temp_dir
+from fara_desktop.files.paths import private_temp_dir
 
 log = logging.getLogger(__name__)
 

@@ -8,11 +8,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from fara_desktop.files.paths import app_paths
 from fara_desktop.models.packaged import DEFAULT_MODEL_HELP
-from fara_desktop.paths import app_paths
 from fara_desktop.settings import load_settings
+from fara_desktop.text.untrusted import printable
 from fara_desktop.ui.application import create_application, has_display
-from fara_desktop.untrusted import printable
 
 NO_MODEL_HELP = f"No model was found. {DEFAULT_MODEL_HELP} — or open any GGUF file with Model ▸ Open a model file."
 
@@ -34,9 +34,10 @@ def run_smoke(
     app = create_application(settings)
     from PySide6.QtCore import QEventLoop, QTimer
 
-    from fara_desktop.engine.types import Finished, RemoteModel, SamplingParams
+    from fara_desktop.engine.types import Finished, RemoteModel
     from fara_desktop.planning.planner import StartupPlan
     from fara_desktop.ui.main_window import MainWindow
+    from fara_desktop.vocabulary.sampling import SamplingParams
 
     window = MainWindow(sampling=SamplingParams(temperature=0.0, max_tokens=max_tokens), paths=paths, settings=settings)
     window.show()

@@ -6,7 +6,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 
-from fara_desktop.resources import asset_path
+from fara_desktop.files.resources import asset_path
 
 # Colours set on items in code (not reachable by the style sheet), per theme: a verdict's text, and the row of the
 # recommended model (background, text). Dark-theme ones keep a contrast of at least 4.5 on the dark background.

@@ -10,8 +10,8 @@ from PySide6.QtCore import QByteArray, QRect, QSize
 from PySide6.QtGui import QGuiApplication, QScreen
 from PySide6.QtWidgets import QMainWindow, QSplitter, QWidget
 
-from fara_desktop.atomic_files import write_json_atomically
-from fara_desktop.regular_files import read_regular_text
+from fara_desktop.files.atomic import write_json_atomically
+from fara_desktop.files.regular import read_regular_text
 
 log = logging.getLogger(__name__)
 

@@ -9,8 +9,12 @@ from pathlib import Path
 from fara_desktop.engine.backend import PreparedPrompt, ReplyResult
 from fara_desktop.engine.errors import LoadCancelledError, ModelLoadError, NoModelLoadedError, tools_unsupported
 from fara_desktop.engine.tool_calls import FAMILIES, ToolCallFamily
-from fara_desktop.engine.types import ChatMessage, GenerationStats, ModelInfo, SamplingParams, ToolOffer
+from fara_desktop.engine.types import ModelInfo
 from fara_desktop.planning.params import LoadParams
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.sampling import SamplingParams
+from fara_desktop.vocabulary.stats import GenerationStats
+from fara_desktop.vocabulary.tools import ToolOffer
 
 HERMES = next(f for f in FAMILIES if f.name == "hermes / qwen")
 

@@ -23,11 +23,11 @@ from fara_desktop.engine.types import (
     ModelLoaded,
     ModelLoadFailed,
     ModelUnloaded,
-    SamplingParams,
     TokenText,
 )
-from fara_desktop.paths import AppPaths
+from fara_desktop.files.paths import AppPaths
 from fara_desktop.settings import Settings
+from fara_desktop.vocabulary.sampling import SamplingParams
 
 
 @dataclass

@@ -7,10 +7,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fara_desktop.engine.types import ModelInfo, ModelLoaded, ModelLoadFailed, SamplingParams
+from fara_desktop.engine.types import ModelInfo, ModelLoaded, ModelLoadFailed
 from fara_desktop.engine.worker import InferenceWorker
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.serving.local_api import ApiServer, LocalApi
+from fara_desktop.vocabulary.sampling import SamplingParams
 
 PARAMS = LoadParams(n_ctx=2048, prefault=False)
 

@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from fara_desktop.errors import FaraError
+from fara_desktop.vocabulary.errors import FaraError
 
 
 def echo(fd: int | None, text: str, *, emit: Callable[[Any], None]) -> str:

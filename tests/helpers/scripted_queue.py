@@ -6,7 +6,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from fara_desktop.engine.types import Event, Finished, SamplingParams, TokenText
+from fara_desktop.engine.types import Event, Finished, TokenText
+from fara_desktop.vocabulary.sampling import SamplingParams
 
 
 class ScriptedQueue:

@@ -12,7 +12,7 @@ CHILD = r"""
 import os, sys
 os.environ["QT_QPA_PLATFORM"] = "offscreen"
 from PySide6.QtWidgets import QApplication
-from fara_desktop.engine.types import SamplingParams
+from fara_desktop.vocabulary.sampling import SamplingParams
 from fara_desktop.ui.main_window import MainWindow
 app = QApplication([])
 win = MainWindow(sampling=SamplingParams(temperature=0.8, seed=1, max_tokens=100000, ignore_eos=True))

@@ -13,11 +13,13 @@ import pytest
 
 from fara_desktop.chats.export import export_conversations
 from fara_desktop.chats.storage import ConversationStore, database_path
-from fara_desktop.engine.types import Cancelled, ChatMessage, Finished, ModelLoaded, SamplingParams
+from fara_desktop.engine.types import Cancelled, Finished, ModelLoaded
 from fara_desktop.engine.worker import InferenceWorker
-from fara_desktop.paths import app_paths
+from fara_desktop.files.paths import app_paths
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.ui.main_window import MainWindow
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.sampling import SamplingParams
 from tests.conftest import EventLog, wait_until
 from tests.helpers.fakes import FakeBackend
 from tests.helpers.streaming_child import StreamingChild

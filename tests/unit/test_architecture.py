@@ -180,3 +180,31 @@ def test_every_file_the_readme_names_exists():
     assert {"chats/turn.py", "engine/worker.py", "ui/engine_bridge.py"} <= named
     missing = [n for n in sorted(named) if not (ROOT / n).is_file() and not (ROOT / "fara_desktop" / n).is_file()]
     assert missing == []
+
+
+def test_every_modules_tests_can_be_found_from_its_name():
+    """A module is imported by a test by its name, or ``tests/module_index.py`` says through which test it is
+    tested (and that test uses the word given); every package has its folder of tests."""
+    import re
+
+    from tests.module_index import TESTED_THROUGH
+
+    texts = {p: p.read_text(encoding="utf-8") for p in (ROOT / "tests").rglob("*.py") if p.name != "module_index.py"}
+    everything = "\n".join(texts.values())
+    modules = [".".join(p.relative_to(ROOT).with_suffix("").parts) for p in (ROOT / "fara_desktop").rglob("*.py")
+               if p.name not in ("__init__.py", "__main__.py")]  # fmt: skip
+
+    def imported(module: str) -> bool:
+        package, _, name = module.rpartition(".")
+        return bool(re.search(re.escape(module) + r"\b", everything)
+                    or re.search(rf"from {re.escape(package)} import [^\n]*\b{name}\b", everything))  # fmt: skip
+
+    unfound = [m for m in modules if not imported(m) and m not in TESTED_THROUGH]
+    assert unfound == [], "import them in a test, or say in tests/module_index.py through which test they are tested"
+    stale = [m for m in TESTED_THROUGH if m not in modules or imported(m)]
+    assert stale == [], "tested by name now (or gone): remove them from tests/module_index.py"
+    for module, (test, word) in TESTED_THROUGH.items():
+        assert (ROOT / test).is_file() and word in texts[ROOT / test], (module, test, word)
+    packages = {m.split(".")[1] for m in modules if m.count(".") >= 2}
+    folders = [ROOT / "tests/unit", ROOT / "tests/integration"]
+    assert [p for p in sorted(packages) if not any((folder / p).is_dir() for folder in folders)] == []

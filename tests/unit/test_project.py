@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from PySide6.QtGui import QImage
 
-from fara_desktop import resources
-from fara_desktop.resources import asset_path
+from fara_desktop.files import resources
+from fara_desktop.files.resources import asset_path
 from tests.helpers.paths import REPO_ROOT
 
 ROOT = REPO_ROOT

@@ -25,7 +25,6 @@ from fara_desktop.chats.tool_rounds import ToolRound
 from fara_desktop.chats.turn import PendingReply, TurnPhase
 from fara_desktop.engine.types import (
     Cancelled,
-    ChatMessage,
     ConversationForgotten,
     Event,
     Failed,
@@ -39,11 +38,11 @@ from fara_desktop.engine.types import (
     ModelUnloaded,
     ReadAheadProgress,
     RemoteModel,
-    SamplingParams,
     TokenText,
 )
-from fara_desktop.format import format_duration
 from fara_desktop.planning.params import LoadParams
+from fara_desktop.text.format import format_duration
+from fara_desktop.text.untrusted import one_line
 from fara_desktop.tools.tool_box import ToolBox, schema_tokens, tool_key
 from fara_desktop.ui.after_paint import AfterPaint
 from fara_desktop.ui.controllers.read_ahead import DraftPrompt, Retriever, TypingReadAhead
@@ -54,7 +53,8 @@ from fara_desktop.ui.widgets.composer import Composer
 from fara_desktop.ui.widgets.hardware_panel import HardwarePanel
 from fara_desktop.ui.widgets.message_widget import MessageWidget
 from fara_desktop.ui.widgets.tool_approval import ToolApprovalBar
-from fara_desktop.untrusted import one_line
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.sampling import SamplingParams
 
 SAVE_RETRY_MS = 5000
 

@@ -14,16 +14,16 @@ from fara_desktop.chats.exchange import import_or_update
 from fara_desktop.chats.export import ImportResult, export_conversations, read_import
 from fara_desktop.chats.session import ChatSession
 from fara_desktop.chats.storage import ConversationStore
-from fara_desktop.errors import FaraError
-from fara_desktop.format import format_count
-from fara_desktop.sandbox import SandboxStoppedError
+from fara_desktop.system.sandbox import SandboxStoppedError
+from fara_desktop.text.format import format_count
+from fara_desktop.text.untrusted import one_line
 from fara_desktop.ui.background import BackgroundCall
 from fara_desktop.ui.widgets.chat_view import ChatView
 from fara_desktop.ui.widgets.composer import Composer
 from fara_desktop.ui.widgets.plain_text import plain_message_box
 from fara_desktop.ui.widgets.sidebar import Sidebar
 from fara_desktop.ui.widgets.task_progress import TaskProgress
-from fara_desktop.untrusted import one_line
+from fara_desktop.vocabulary.errors import FaraError
 
 
 class ConversationsScreen(Protocol):

@@ -15,22 +15,23 @@ from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox, QToolButton, QWid
 
 from fara_desktop.app.embedding import EmbedderService, embedding_model_in
 from fara_desktop.chats.session import ChatSession
-from fara_desktop.citations import Source
 from fara_desktop.documents.grounding import MAX_BUDGET_TOKENS, grounded_prompt
 from fara_desktop.documents.index import DocumentIndex, DocumentIndexError, documents_path
 from fara_desktop.documents.indexer import IndexProgress, IndexReport
 from fara_desktop.documents.pipeline import update_collection
 from fara_desktop.engine.embedder import Embedder, EmbedderClosedError
-from fara_desktop.engine.types import ChatMessage, SamplingParams
-from fara_desktop.format import format_count
+from fara_desktop.files.paths import AppPaths
 from fara_desktop.machine.priority import lower_this_threads_priority
 from fara_desktop.models.embedder_convert import PACKAGED_EMBEDDER, import_embedder, packaged_embedder_installed
-from fara_desktop.paths import AppPaths
 from fara_desktop.planning.planner import StartupPlan
+from fara_desktop.text.format import format_count
+from fara_desktop.text.untrusted import one_line
 from fara_desktop.ui.background import BackgroundCall
 from fara_desktop.ui.widgets.documents_panel import DocumentsPanel
 from fara_desktop.ui.widgets.plain_text import plain_message_box
-from fara_desktop.untrusted import one_line
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.sampling import SamplingParams
+from fara_desktop.vocabulary.sources import Source
 
 log = logging.getLogger(__name__)
 

@@ -12,10 +12,13 @@ from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QLabel
 
 from fara_desktop.chats.prompt_wait import PromptSpeed, wait_text
-from fara_desktop.citations import Source
-from fara_desktop.engine.types import ChatMessage, ReadAheadProgress, SamplingParams, ToolOffer
+from fara_desktop.engine.types import ReadAheadProgress
 from fara_desktop.ui.engine_bridge import EngineBridge
 from fara_desktop.ui.widgets.composer import Composer
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.sampling import SamplingParams
+from fara_desktop.vocabulary.sources import Source
+from fara_desktop.vocabulary.tools import ToolOffer
 
 PAUSE_MS = 600  # a pause in typing this long starts reading ahead
 TYPING_MS = 250  # while text is added at the end, the read-ahead follows it this often

@@ -13,13 +13,14 @@ from typing import Protocol
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QLabel
 
-from fara_desktop.api_keys import LOCAL_API, ApiKeyStore
 from fara_desktop.engine.remote_backend import is_local_host
-from fara_desktop.engine.types import ModelInfo, RemoteModel, SamplingParams
+from fara_desktop.engine.types import ModelInfo, RemoteModel
 from fara_desktop.engine.worker import InferenceWorker
-from fara_desktop.errors import FaraError
 from fara_desktop.serving.local_api import ApiServer, LocalApi, TextEmbedder
 from fara_desktop.settings import LocalApiSettings, RemoteChoice, Settings
+from fara_desktop.system.api_keys import LOCAL_API, ApiKeyStore
+from fara_desktop.vocabulary.errors import FaraError
+from fara_desktop.vocabulary.sampling import SamplingParams
 
 
 class ServersScreen(Protocol):

@@ -20,8 +20,7 @@ from fara_desktop.engine.types import (
     RemoteModel,
     ThreadsCalibrated,
 )
-from fara_desktop.format import format_count
-from fara_desktop.paths import AppPaths
+from fara_desktop.files.paths import AppPaths
 from fara_desktop.planning.planner import (
     PreparedLoad,
     StartupPlan,
@@ -30,12 +29,13 @@ from fara_desktop.planning.planner import (
     thread_candidates,
 )
 from fara_desktop.settings import Settings
+from fara_desktop.text.format import format_count
+from fara_desktop.text.untrusted import one_line
 from fara_desktop.ui.background import BackgroundCall
 from fara_desktop.ui.engine_bridge import EngineBridge
 from fara_desktop.ui.qt_health import refcount_problem
 from fara_desktop.ui.widgets.chat_view import ChatView
 from fara_desktop.ui.widgets.hardware_panel import HardwarePanel
-from fara_desktop.untrusted import one_line
 
 
 class StartupScreen(Protocol):

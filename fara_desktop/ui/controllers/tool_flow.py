@@ -16,11 +16,11 @@ from collections.abc import Callable
 from PySide6.QtCore import QObject, Signal
 
 from fara_desktop.chats.tool_rounds import ToolRound, ToolUse
-from fara_desktop.engine.types import ToolCall
 from fara_desktop.tools.mcp_hub import McpTool
 from fara_desktop.tools.tool_box import MAX_CALLS_PER_REPLY, ToolBox
 from fara_desktop.tools.tool_results import ToolResult
 from fara_desktop.ui.widgets.tool_approval import ToolApprovalBar, readable_arguments
+from fara_desktop.vocabulary.tools import ToolCall
 
 
 class ToolFlow(QObject):

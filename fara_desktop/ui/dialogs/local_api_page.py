@@ -10,9 +10,9 @@ from collections.abc import Callable
 
 from PySide6.QtWidgets import QCheckBox, QFormLayout, QLineEdit, QVBoxLayout, QWidget
 
-from fara_desktop.api_keys import LOCAL_API, ApiKeyStore
 from fara_desktop.serving.local_api import LOCAL_HOSTS
 from fara_desktop.settings import LocalApiSettings
+from fara_desktop.system.api_keys import LOCAL_API, ApiKeyStore
 from fara_desktop.ui.widgets.plain_text import plain_label
 from fara_desktop.ui.widgets.setting_fields import whole_spin
 

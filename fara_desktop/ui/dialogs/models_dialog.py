@@ -30,7 +30,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from fara_desktop.format import format_bandwidth, format_size
 from fara_desktop.models.catalog import CatalogEntry
 from fara_desktop.models.hub import (
     DownloadError,
@@ -46,6 +45,7 @@ from fara_desktop.models.hub import (
 )
 from fara_desktop.planning.catalog_fit import CatalogAssessment, CatalogOption
 from fara_desktop.planning.tuning import VERDICT_LABELS, architecture_reasons, verdict_kind
+from fara_desktop.text.format import format_bandwidth, format_size
 from fara_desktop.ui.background import BackgroundCall
 from fara_desktop.ui.download_task import DownloadTask
 from fara_desktop.ui.theme import RECOMMENDED_ROW, VERDICT_COLORS, theme_in_use

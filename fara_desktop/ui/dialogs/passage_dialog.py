@@ -9,11 +9,11 @@ from PySide6.QtCore import QSize, Qt, QUrl
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
-from fara_desktop.citations import Source
 from fara_desktop.documents.opening import how_to_open, nothing_opens
+from fara_desktop.text.untrusted import one_line
 from fara_desktop.ui.widgets.plain_text import plain_label
 from fara_desktop.ui.window_state import fit_to_screen
-from fara_desktop.untrusted import one_line
+from fara_desktop.vocabulary.sources import Source
 
 
 class PassageDialog(QDialog):

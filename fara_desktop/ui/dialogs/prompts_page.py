@@ -5,8 +5,8 @@ from __future__ import annotations
 from PySide6.QtWidgets import QFormLayout, QPushButton, QVBoxLayout, QWidget
 
 from fara_desktop.engine.kv_disk import KVDiskStore
-from fara_desktop.format import format_size
 from fara_desktop.settings import PromptSettings
+from fara_desktop.text.format import format_size
 from fara_desktop.ui.widgets.plain_text import plain_label
 from fara_desktop.ui.widgets.setting_fields import add_row, check_box, decimal_spin
 

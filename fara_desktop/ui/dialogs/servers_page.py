@@ -17,10 +17,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from fara_desktop.api_keys import ApiKeyStore
 from fara_desktop.engine.remote_backend import NOT_SENT_TO_SERVERS, is_local_host, list_models
-from fara_desktop.format import format_count
 from fara_desktop.settings import RemoteChoice, ServerEntry, Settings
+from fara_desktop.system.api_keys import ApiKeyStore
+from fara_desktop.text.format import format_count
 from fara_desktop.ui.background import BackgroundCall
 from fara_desktop.ui.widgets.plain_text import plain_label
 from fara_desktop.ui.widgets.short_list import ShortList

@@ -28,10 +28,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from fara_desktop.api_keys import ApiKeyStore
 from fara_desktop.engine.kv_disk import KVDiskStore
 from fara_desktop.engine.remote_backend import NOT_SENT_TO_SERVERS
-from fara_desktop.format import format_size
 from fara_desktop.models.discovery import DiscoveredModel
 from fara_desktop.models.naming import model_display_name
 from fara_desktop.planning.params import TunedParams
@@ -39,6 +37,8 @@ from fara_desktop.planning.planner import StartupPlan
 from fara_desktop.planning.tuning import KV_TYPES, VERDICT_LABELS, verdict_kind
 from fara_desktop.settings import THEMES, InferenceOverrides, RemoteChoice, SamplingSettings, Settings
 from fara_desktop.settings.fields import described
+from fara_desktop.system.api_keys import ApiKeyStore
+from fara_desktop.text.format import format_size
 from fara_desktop.tools.mcp_hub import ServerState
 from fara_desktop.ui.dialogs.local_api_page import LocalApiPage
 from fara_desktop.ui.dialogs.prompts_page import PromptsPage

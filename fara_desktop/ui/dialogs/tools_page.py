@@ -18,10 +18,10 @@ from PySide6.QtWidgets import (
 )
 
 from fara_desktop.settings import ToolSettings
+from fara_desktop.text.untrusted import one_line
 from fara_desktop.tools.mcp_config import McpConfigError, McpServerConfig, parse_mcp_servers
 from fara_desktop.tools.mcp_hub import ServerState
 from fara_desktop.ui.widgets.plain_text import plain_label
-from fara_desktop.untrusted import one_line
 
 EXAMPLE = """{
   "mcpServers": {

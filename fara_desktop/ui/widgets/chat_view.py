@@ -11,10 +11,10 @@ from PySide6.QtWidgets import QFrame, QPushButton, QScrollArea, QVBoxLayout, QWi
 from fara_desktop.chats.draft import ReplyDraft
 from fara_desktop.chats.records import StoredMessage
 from fara_desktop.chats.tool_rounds import ToolRound
-from fara_desktop.citations import Source
 from fara_desktop.models.packaged import DEFAULT_MODEL_HELP
 from fara_desktop.ui.widgets.message_widget import MessageWidget
 from fara_desktop.ui.widgets.plain_text import plain_label
+from fara_desktop.vocabulary.sources import Source
 
 # 10 repaints a second while a reply streams: on a 2-core machine each repaint takes CPU from one of llama.cpp's
 # two lock-stepped threads (measured app/raw generation: 0.81 at 66 ms, 0.90 at 150 ms, 0.93 at 400 ms).

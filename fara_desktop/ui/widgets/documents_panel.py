@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
 
 from fara_desktop.documents.index import CollectionSummary
 from fara_desktop.documents.indexer import IndexProgress
-from fara_desktop.format import format_count, format_duration, format_when
+from fara_desktop.text.format import format_count, format_duration, format_when
 from fara_desktop.ui.widgets.plain_text import plain_label, plain_tooltip
 
 

@@ -14,11 +14,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from fara_desktop.format import format_duration, format_rate, format_size
 from fara_desktop.models.hub import (
     host_of,
 )
 from fara_desktop.models.transfer import DownloadCancelled, Progress
+from fara_desktop.text.format import format_duration, format_rate, format_size
 from fara_desktop.ui.download_task import DownloadTask
 from fara_desktop.ui.widgets.plain_text import plain_label, plain_tooltip
 

@@ -9,14 +9,15 @@ from PySide6.QtCore import QPointF, Qt, QTimer
 from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPen, QPolygonF
 from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QProgressBar, QVBoxLayout, QWidget
 
-from fara_desktop.engine.types import GenerationStats, ModelInfo
-from fara_desktop.format import format_count, format_size
+from fara_desktop.engine.types import ModelInfo
 from fara_desktop.machine.hardware import HardwareProfile
 from fara_desktop.machine.isa import AVX512_COMPLETE
 from fara_desktop.planning.params import TunedParams
 from fara_desktop.planning.tuning import MemoryEstimate
 from fara_desktop.settings import InferenceOverrides
+from fara_desktop.text.format import format_count, format_size
 from fara_desktop.ui.widgets.plain_text import plain_label, plain_tooltip
+from fara_desktop.vocabulary.stats import GenerationStats
 
 
 class SpeedPlot(QFrame):

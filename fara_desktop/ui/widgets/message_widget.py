@@ -18,11 +18,11 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
-from fara_desktop.format import format_when
+from fara_desktop.text.format import format_when
+from fara_desktop.text.untrusted import one_line
 from fara_desktop.ui.widgets.flow_layout import FlowLayout
 from fara_desktop.ui.widgets.plain_text import ElidedLabel, plain_label, plain_tooltip
 from fara_desktop.ui.widgets.text_blocks import Block, keep_line_breaks, split_blocks
-from fara_desktop.untrusted import one_line
 
 _SAFE_LINK_SCHEMES = ("http", "https")  # not mailto: a click would hand a stranger's address to the mail client
 DISPLAY_LIMIT = 60_000  # characters laid out in one message; beyond that the start is shown

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QMenu, QToolButton, QWidget
 
-from fara_desktop.format import format_when
+from fara_desktop.text.format import format_when
+from fara_desktop.text.untrusted import one_line
 from fara_desktop.ui.widgets.plain_text import plain_label
-from fara_desktop.untrusted import one_line
 
 MAX_HISTORY = 100
 

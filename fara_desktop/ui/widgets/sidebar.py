@@ -18,9 +18,9 @@ from PySide6.QtWidgets import (
 )
 
 from fara_desktop.chats.records import ConversationSummary
-from fara_desktop.format import format_count, format_when
+from fara_desktop.text.format import format_count, format_when
+from fara_desktop.text.untrusted import one_line
 from fara_desktop.ui.widgets.plain_text import plain_tooltip
-from fara_desktop.untrusted import one_line
 
 
 def when(timestamp: float) -> str:

@@ -9,9 +9,9 @@ import json
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
+from fara_desktop.text.untrusted import one_line, with_hidden_shown
 from fara_desktop.tools.tool_box import MAX_ARGUMENT_CHARS
 from fara_desktop.ui.widgets.plain_text import plain_label
-from fara_desktop.untrusted import one_line, with_hidden_shown
 
 
 def readable_arguments(arguments: str) -> str:

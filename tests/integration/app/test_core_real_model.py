@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from fara_desktop.engine.types import Cancelled, Finished, SamplingParams, TokenText
-from fara_desktop.paths import app_paths
+from fara_desktop.engine.types import Cancelled, Finished, TokenText
+from fara_desktop.files.paths import app_paths
+from fara_desktop.vocabulary.sampling import SamplingParams
 from tests.helpers.headless import HeadlessApp
 
 pytestmark = pytest.mark.real_model

@@ -7,7 +7,7 @@ import pytest
 
 from fara_desktop.chats.export import import_conversations
 from fara_desktop.chats.export_format import ImportRefusedError
-from fara_desktop.sandbox import Budget
+from fara_desktop.system.sandbox import Budget
 from tests.helpers.chat_exports import T0, chatgpt_conversation, gpt_node, write_export
 
 MB = 1024 * 1024
@@ -97,7 +97,7 @@ def _cli_import(path, home) -> str:
 
 def _home_store(home):
     from fara_desktop.chats.storage import ConversationStore, database_path
-    from fara_desktop.paths import app_paths
+    from fara_desktop.files.paths import app_paths
 
     return ConversationStore(database_path(app_paths().data))
 
@@ -172,7 +172,7 @@ def test_your_own_export_imported_back_is_recognised_the_first_time(fara_home, t
     import sys
 
     from fara_desktop.chats.storage import ConversationStore, database_path
-    from fara_desktop.paths import app_paths
+    from fara_desktop.files.paths import app_paths
 
     store = ConversationStore(database_path(app_paths().ensure().data))
     try:

@@ -15,8 +15,9 @@ import pytest
 import tomllib
 from PySide6.QtGui import QImage
 
-from fara_desktop import APP_ID, __version__, resources
+from fara_desktop import APP_ID, __version__
 from fara_desktop.cli.desktop_entry import install_desktop_entry, uninstall_desktop_entry
+from fara_desktop.files import resources
 from tests.conftest import without_root_powers
 from tests.helpers.chatting import ask
 from tests.helpers.gguf_factory import write_tiny_model

@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from fara_desktop.bench.runner import model_metadata
-from fara_desktop.format import format_size
 from fara_desktop.planning.tuning import estimate_memory
+from fara_desktop.text.format import format_size
 
 pytestmark = pytest.mark.real_model
 

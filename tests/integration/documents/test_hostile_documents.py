@@ -16,7 +16,7 @@ import pytest
 from fara_desktop.documents.index import DocumentIndex
 from fara_desktop.documents.indexer import IndexProgress, index_collection
 from fara_desktop.documents.passages import TARGET_CHARS
-from fara_desktop.sandbox import Budget
+from fara_desktop.system.sandbox import Budget
 from tests.helpers.documents import write_mixed_folder
 from tests.helpers.hostile_files import (
     write_docx_bomb,

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 from fara_desktop.engine.llama_backend import LlamaBackend
-from fara_desktop.engine.types import ChatMessage, SamplingParams
 from fara_desktop.models.discovery import scan_models
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.planning.tuning import estimate_memory, kv_cache_bytes
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.sampling import SamplingParams
 from tests.helpers.gguf_factory import write_tiny_model
 
 ARCHITECTURES = ["llama", "qwen2", "qwen3", "qwen3moe", "gemma3"]

@@ -16,11 +16,13 @@ from pathlib import Path
 import gguf
 import pytest
 
-from fara_desktop.engine.types import ChatMessage, Finished, ModelLoaded, ModelLoadFailed, SamplingParams
+from fara_desktop.engine.types import Finished, ModelLoaded, ModelLoadFailed
 from fara_desktop.engine.worker import InferenceWorker
+from fara_desktop.files.paths import app_paths
 from fara_desktop.models.load_record import LoadRecord
-from fara_desktop.paths import app_paths
 from fara_desktop.planning.planner import plan_startup
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.sampling import SamplingParams
 from tests.conftest import EventLog
 from tests.helpers.gguf_factory import rewrite_gguf, write_tiny_model
 from tests.helpers.paths import REPO_ROOT

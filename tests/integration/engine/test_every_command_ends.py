@@ -15,7 +15,6 @@ from fara_desktop.engine.types import (
     CalibrationFailed,
     CalibrationPostponed,
     Cancelled,
-    ChatMessage,
     ConversationForgotten,
     Failed,
     Finished,
@@ -27,6 +26,7 @@ from fara_desktop.engine.types import (
 )
 from fara_desktop.engine.worker import InferenceWorker
 from fara_desktop.planning.params import LoadParams
+from fara_desktop.vocabulary.messages import ChatMessage
 from tests.conftest import EventLog
 from tests.helpers.fakes import FakeBackend
 

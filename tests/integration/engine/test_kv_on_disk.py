@@ -10,16 +10,11 @@ import pytest
 from fara_desktop.engine.kv_disk import KVDiskStore
 from fara_desktop.engine.kv_states import common_prefix
 from fara_desktop.engine.llama_backend import LlamaBackend
-from fara_desktop.engine.types import (
-    ChatMessage,
-    Finished,
-    ModelLoaded,
-    ModelLoadFailed,
-    ReadAheadProgress,
-    SamplingParams,
-)
+from fara_desktop.engine.types import Finished, ModelLoaded, ModelLoadFailed, ReadAheadProgress
 from fara_desktop.engine.worker import InferenceWorker
 from fara_desktop.planning.params import LoadParams
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.sampling import SamplingParams
 from tests.conftest import EventLog
 
 pytestmark = pytest.mark.real_model

@@ -12,19 +12,19 @@ from fara_desktop.engine.errors import GenerationError, PromptTooLongError
 from fara_desktop.engine.llama_backend import LlamaBackend
 from fara_desktop.engine.types import (
     Cancelled,
-    ChatMessage,
     Failed,
     Finished,
     GenerationStarted,
     HistoryTrimmed,
     ModelLoaded,
     ModelLoadFailed,
-    SamplingParams,
     TokenText,
 )
 from fara_desktop.engine.worker import InferenceWorker
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.ui.main_window import MainWindow
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.sampling import SamplingParams
 from tests.conftest import EventLog, wait_until
 from tests.helpers.gguf_factory import write_tiny_model, write_truncated_copy
 

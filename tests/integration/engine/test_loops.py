@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from fara_desktop.engine.types import ChatMessage, Finished, ModelLoaded, ModelLoadFailed, SamplingParams
+from fara_desktop.engine.types import Finished, ModelLoaded, ModelLoadFailed
 from fara_desktop.engine.worker import InferenceWorker
 from fara_desktop.planning.params import LoadParams
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.sampling import SamplingParams
 from tests.conftest import EventLog
 
 pytestmark = pytest.mark.real_model

@@ -16,8 +16,9 @@ import pytest
 
 from fara_desktop.bench.prefix_paths import GREEDY, PrefixPaths, split_stable
 from fara_desktop.engine.kv_disk import KVDiskStore
-from fara_desktop.engine.types import ISOLATED, ChatMessage
+from fara_desktop.engine.types import ISOLATED
 from fara_desktop.planning.params import LoadParams
+from fara_desktop.vocabulary.messages import ChatMessage
 from tests.helpers.gguf_factory import write_tiny_model
 from tests.helpers.hybrid_factory import HYBRID_FAMILIES, write_tiny_hybrid
 

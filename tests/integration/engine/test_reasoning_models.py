@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from fara_desktop.engine.types import ChatMessage, Finished, ModelLoaded, ModelLoadFailed, SamplingParams, TokenText
+from fara_desktop.engine.types import Finished, ModelLoaded, ModelLoadFailed, TokenText
 from fara_desktop.engine.worker import InferenceWorker
 from fara_desktop.planning.params import LoadParams
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.sampling import SamplingParams
 from tests.helpers.gguf_factory import write_tiny_model
 from tests.helpers.paths import FIXTURES
 

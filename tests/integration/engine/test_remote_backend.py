@@ -13,21 +13,11 @@ import pytest
 
 from fara_desktop.engine.remote_backend import MAX_REPLY_CHARS, RemoteBackend, Timeouts
 from fara_desktop.engine.routed_backend import RoutedBackend
-from fara_desktop.engine.types import (
-    Cancelled,
-    ChatMessage,
-    Failed,
-    Finished,
-    ModelLoaded,
-    ModelLoadFailed,
-    RemoteModel,
-    SamplingParams,
-    TokenText,
-    ToolCall,
-    ToolOffer,
-    ToolSpec,
-)
+from fara_desktop.engine.types import Cancelled, Failed, Finished, ModelLoaded, ModelLoadFailed, RemoteModel, TokenText
 from fara_desktop.engine.worker import InferenceWorker
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.sampling import SamplingParams
+from fara_desktop.vocabulary.tools import ToolCall, ToolOffer, ToolSpec
 from tests.helpers.fakes import FakeBackend
 from tests.helpers.openai_servers import ScriptedServer
 

@@ -12,20 +12,12 @@ import json
 import gguf
 import pytest
 
-from fara_desktop.engine.types import (
-    ChatMessage,
-    Failed,
-    Finished,
-    ModelLoaded,
-    ModelLoadFailed,
-    SamplingParams,
-    TokenText,
-    ToolCall,
-    ToolOffer,
-    ToolSpec,
-)
+from fara_desktop.engine.types import Failed, Finished, ModelLoaded, ModelLoadFailed, TokenText
 from fara_desktop.engine.worker import InferenceWorker
 from fara_desktop.planning.params import LoadParams
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.sampling import SamplingParams
+from fara_desktop.vocabulary.tools import ToolCall, ToolOffer, ToolSpec
 from tests.helpers.gguf_factory import rewrite_gguf
 from tests.helpers.paths import FIXTURES
 

@@ -51,7 +51,7 @@ def test_every_module_imports_from_the_installed_app(installed_app: InstalledApp
         "for module in pkgutil.walk_packages(fara_desktop.__path__, 'fara_desktop.'):\n"
         "    if module.name != 'fara_desktop.__main__':  # that one runs the app\n"
         "        importlib.import_module(module.name)\n"
-        "from fara_desktop.resources import assets_dir; print(assets_dir())\n"
+        "from fara_desktop.files.resources import assets_dir; print(assets_dir())\n"
     )
     env = {**installed_app.env(tmp_path), "QT_QPA_PLATFORM": "offscreen"}
     done = subprocess.run([str(installed_app.python), "-c", code], capture_output=True, text=True, timeout=300,

@@ -11,18 +11,19 @@ import time
 import pytest
 
 from fara_desktop.engine.llama_backend import LlamaBackend
-from fara_desktop.format import MIB
 from fara_desktop.models.gguf_file import read_gguf_header
 from fara_desktop.models.metadata import metadata_from_header
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.planning.tuning import estimate_memory
+from fara_desktop.text.format import MIB
 
 MEASURE_RSS = r"""
 import json, sys, psutil, llama_cpp
 from pathlib import Path
 from fara_desktop.engine.llama_backend import LlamaBackend
 from fara_desktop.planning.params import LoadParams
-from fara_desktop.engine.types import ChatMessage, SamplingParams
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.sampling import SamplingParams
 llama_cpp.llama_backend_init()
 process = psutil.Process()
 before = process.memory_info().rss

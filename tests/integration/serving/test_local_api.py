@@ -13,19 +13,13 @@ import httpx
 import openai
 import pytest
 
-from fara_desktop.engine.types import (
-    ISOLATED,
-    ChatMessage,
-    Finished,
-    ModelInfo,
-    ModelLoaded,
-    ModelLoadFailed,
-    SamplingParams,
-)
+from fara_desktop.engine.types import ISOLATED, Finished, ModelInfo, ModelLoaded, ModelLoadFailed
 from fara_desktop.engine.worker import InferenceWorker
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.serving.local_api import ApiKeyRequired, ApiServer, LocalApi
 from fara_desktop.serving.openai_format import model_id
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.sampling import SamplingParams
 from tests.conftest import wait_until
 from tests.helpers.local_api_server import serve_model
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from fara_desktop.engine.types import SamplingParams
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.ui.main_window import MainWindow
+from fara_desktop.vocabulary.sampling import SamplingParams
 from tests.helpers.documents import write_mixed_folder
 
 pytestmark = pytest.mark.real_model

@@ -10,10 +10,10 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QApplication, QPushButton
 
-from fara_desktop.format import GIB
 from fara_desktop.models.catalog import load_catalog
 from fara_desktop.planning.catalog_fit import assess_catalog
 from fara_desktop.settings import load_settings
+from fara_desktop.text.format import GIB
 from fara_desktop.ui.dialogs.models_dialog import GetModelsDialog
 from fara_desktop.ui.main_window import MainWindow
 from fara_desktop.ui.theme import VERDICT_COLORS, apply_appearance

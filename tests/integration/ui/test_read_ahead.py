@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 
 from fara_desktop.engine.kv_disk import KVDiskStore, StateIdentity
 from fara_desktop.engine.kv_states import KVSnapshot
-from fara_desktop.engine.types import ChatMessage
+from fara_desktop.vocabulary.messages import ChatMessage
 from tests.helpers.fakes import FakeBackend
 
 PASTE = "Please summarise this report. " * 20  # 600 characters: a paste

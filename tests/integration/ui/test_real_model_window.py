@@ -9,9 +9,10 @@ import pytest
 from PySide6.QtCore import Qt
 
 from fara_desktop.chats.storage import ConversationStore, database_path
-from fara_desktop.engine.types import SamplingParams, TokenText
-from fara_desktop.paths import app_paths
+from fara_desktop.engine.types import TokenText
+from fara_desktop.files.paths import app_paths
 from fara_desktop.ui.main_window import MainWindow
+from fara_desktop.vocabulary.sampling import SamplingParams
 from tests.conftest import wait_until
 from tests.helpers.fakes import FakeBackend
 from tests.helpers.streaming_child import StreamingChild

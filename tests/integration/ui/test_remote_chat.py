@@ -12,8 +12,9 @@ from typing import ClassVar
 import httpx
 import pytest
 
-from fara_desktop.engine.types import RemoteModel, SamplingParams
+from fara_desktop.engine.types import RemoteModel
 from fara_desktop.ui.main_window import MainWindow
+from fara_desktop.vocabulary.sampling import SamplingParams
 from tests.helpers.openai_servers import LlamaCppServer
 
 pytestmark = pytest.mark.real_model

@@ -16,9 +16,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
 from fara_desktop.chats.tool_rounds import DENIED
-from fara_desktop.engine.types import SamplingParams
 from fara_desktop.settings import Settings, ToolSettings
 from fara_desktop.ui.main_window import MainWindow
+from fara_desktop.vocabulary.sampling import SamplingParams
 from tests.helpers.fakes import FakeBackend
 from tests.helpers.gguf_factory import rewrite_gguf
 from tests.helpers.paths import FIXTURES

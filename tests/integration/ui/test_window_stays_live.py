@@ -9,7 +9,7 @@ import statistics
 
 from fara_desktop.bench.report import app_path_in_child
 from fara_desktop.bench.runner import startup
-from fara_desktop.paths import AppPaths
+from fara_desktop.files.paths import AppPaths
 from fara_desktop.planning.params import LoadParams
 
 LAUNCHES = 3  # the median of three: the app's own stalls show in every launch; another process taking both cores

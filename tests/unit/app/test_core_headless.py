@@ -11,7 +11,7 @@ from pathlib import Path
 
 from fara_desktop.chats.turn import TurnPhase
 from fara_desktop.engine.types import Cancelled, Finished, HistoryTrimmed, TokenText
-from fara_desktop.paths import app_paths
+from fara_desktop.files.paths import app_paths
 from fara_desktop.settings import load_settings
 from tests.helpers.fakes import FakeBackend
 from tests.helpers.headless import HeadlessApp

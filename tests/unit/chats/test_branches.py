@@ -205,7 +205,7 @@ def test_the_store_adds_after_the_branch_shown_unless_told_otherwise(store):
 
 def test_tool_calls_survive_export_and_import_and_read_as_text(store):
     from fara_desktop.chats.tool_rounds import ToolRound, ToolUse
-    from fara_desktop.engine.types import ToolCall
+    from fara_desktop.vocabulary.tools import ToolCall
 
     session = ChatSession(store)
     session.add_user_message("Time in Tokyo?")

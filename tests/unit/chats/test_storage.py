@@ -14,7 +14,7 @@ from fara_desktop.chats.records import title_from
 from fara_desktop.chats.schema import SCHEMA_VERSION
 from fara_desktop.chats.session import ChatSession
 from fara_desktop.chats.storage import ConversationStore, StorageError
-from fara_desktop.engine.types import GenerationStats
+from fara_desktop.vocabulary.stats import GenerationStats
 
 STATS = GenerationStats(10, 10, 5, 0.1, 100.0, 50.0, 15, 2048, 0.2)
 

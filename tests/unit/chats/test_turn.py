@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from fara_desktop.chats.turn import PendingReply, Turn, TurnPhase, TurnStateError
-from fara_desktop.engine.types import ChatMessage
+from fara_desktop.vocabulary.messages import ChatMessage
 
 PROMPT = [ChatMessage("user", "Hi")]
 REPLY = PendingReply("a model", 7, ())

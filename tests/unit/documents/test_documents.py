@@ -13,7 +13,7 @@ import pytest
 from fara_desktop.documents.grounding import ground, passage_budget
 from fara_desktop.documents.index import DocumentIndex, fts_query
 from fara_desktop.documents.indexer import index_collection
-from fara_desktop.engine.types import ChatMessage
+from fara_desktop.vocabulary.messages import ChatMessage
 from tests.helpers.documents import write_encrypted_pdf, write_mixed_folder
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from fara_desktop.documents.grounding import grounded_prompt
 from fara_desktop.documents.index import DocumentIndex
 from fara_desktop.documents.indexer import index_collection
-from fara_desktop.engine.types import ChatMessage, SamplingParams
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.sampling import SamplingParams
 
 
 def test_a_longer_reply_asked_for_leaves_less_room_for_passages(tmp_path):

@@ -7,14 +7,9 @@ import threading
 from pathlib import Path
 
 from fara_desktop.engine.errors import CalibrationYieldedError
-from fara_desktop.engine.types import (
-    CalibrationPostponed,
-    ChatMessage,
-    Finished,
-    ModelLoaded,
-    ThreadsCalibrated,
-)
+from fara_desktop.engine.types import CalibrationPostponed, Finished, ModelLoaded, ThreadsCalibrated
 from fara_desktop.engine.worker import InferenceWorker
+from fara_desktop.vocabulary.messages import ChatMessage
 from tests.helpers.fakes import FakeBackend
 
 

@@ -20,16 +20,10 @@ from fara_desktop.engine.chat_format import (
     formatter_for,
 )
 from fara_desktop.engine.errors import RequestCancelled, TemplateRenderError
-from fara_desktop.engine.types import (
-    Cancelled,
-    ChatMessage,
-    Failed,
-    Finished,
-    ModelLoaded,
-    PromptAdjusted,
-    SamplingParams,
-)
+from fara_desktop.engine.types import Cancelled, Failed, Finished, ModelLoaded, PromptAdjusted
 from fara_desktop.engine.worker import InferenceWorker
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.sampling import SamplingParams
 from tests.helpers.fakes import FakeBackend
 
 MESSAGES = [ChatMessage("system", "Be brief."), ChatMessage("user", "Hi"), ChatMessage("assistant", "Hello")]

@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from fara_desktop.chats.draft import ReplyDraft
-from fara_desktop.engine.types import ChatMessage, Finished, ModelLoaded, TokenText
+from fara_desktop.engine.types import Finished, ModelLoaded, TokenText
 from fara_desktop.engine.worker import InferenceWorker
+from fara_desktop.vocabulary.messages import ChatMessage
 from tests.helpers.fakes import FakeBackend
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from fara_desktop.engine.chat_format import SYSTEM_FOLDED_NOTE, JinjaChatFormatter
-from fara_desktop.engine.types import ChatMessage
+from fara_desktop.vocabulary.messages import ChatMessage
 from tests.helpers.paths import FIXTURES
 
 TEMPLATES = sorted((FIXTURES / "chat_templates").glob("*.jinja"))

@@ -46,8 +46,8 @@ def test_a_repeated_short_line_block_long_enough_is_a_loop():
 
 
 def test_the_local_api_never_cuts_a_clients_reply_for_repeating():
-    from fara_desktop.engine.types import SamplingParams
     from fara_desktop.serving.openai_format import parse_chat_request, parse_completion_request
+    from fara_desktop.vocabulary.sampling import SamplingParams
 
     chat = parse_chat_request({"messages": [{"role": "user", "content": "Hi"}]}, SamplingParams())
     text = parse_completion_request({"prompt": "Once upon a time"}, SamplingParams())

@@ -7,8 +7,9 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from fara_desktop.engine.types import ChatMessage, Finished, ModelLoaded
+from fara_desktop.engine.types import Finished, ModelLoaded
 from fara_desktop.engine.worker import InferenceWorker
+from fara_desktop.vocabulary.messages import ChatMessage
 from tests.conftest import wait_until
 from tests.helpers.fakes import FakeBackend
 

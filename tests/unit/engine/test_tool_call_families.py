@@ -12,7 +12,8 @@ import pytest
 from fara_desktop.engine.chat_format import JinjaChatFormatter, reply_start
 from fara_desktop.engine.template_sandbox import RenderBudget
 from fara_desktop.engine.tool_calls import FAMILIES, ToolCallSplitter, split_tool_calls
-from fara_desktop.engine.types import ChatMessage, ToolCall, ToolSpec
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.tools import ToolCall, ToolSpec
 from tests.helpers.paths import FIXTURES
 
 TEMPLATES = sorted((FIXTURES / "chat_templates").glob("*.jinja"))

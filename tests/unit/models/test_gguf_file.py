@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from fara_desktop.errors import NotAGGUFError
 from fara_desktop.models.discovery import scan_models
 from fara_desktop.models.gguf_file import read_gguf_header
 from fara_desktop.models.metadata import metadata_from_header
+from fara_desktop.vocabulary.errors import NotAGGUFError
 from tests.helpers.fifo_watch import watched_fifo
 from tests.helpers.gguf_factory import (
     GGUF_ARRAY,
@@ -159,8 +159,8 @@ def test_a_fifo_as_ollama_manifest_and_a_digest_that_climbs_out_are_refused(tmp_
 
 
 def test_a_vocabulary_that_lists_a_token_twice_is_refused(tmp_path: Path):
-    from fara_desktop.errors import NotAGGUFError
     from fara_desktop.models.gguf_file import read_gguf_header
+    from fara_desktop.vocabulary.errors import NotAGGUFError
     from tests.helpers.gguf_factory import write_bert_embedder
 
     bad = write_bert_embedder(tmp_path / "dup.gguf", extra_tokens=("[CLS]",))

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from fara_desktop.format import format_size
 from fara_desktop.machine.hardware import detect_hardware
 from fara_desktop.machine.measurements import MachineCache
 from fara_desktop.models.catalog import load_catalog
@@ -20,6 +19,7 @@ from fara_desktop.planning.tuning import (
     choose_model,
     expected_tokens_per_second,
 )
+from fara_desktop.text.format import format_size
 from tests.unit.planning.test_tuning import GEMMA_1B
 
 QWEN_05B = replace(GEMMA_1B, path="/m/qwen-0.5b-q8.gguf", name="Qwen2.5 0.5B", architecture="qwen2", n_layer=24,

@@ -103,8 +103,8 @@ def test_a_long_model_name_never_pushes_the_buttons_out_of_the_bubble(qtbot, wid
 @pytest.mark.parametrize("width", [520, 730])
 def test_a_tool_call_with_the_longest_names_stays_inside_the_chat(qtbot, width):
     from fara_desktop.chats.tool_rounds import ToolRound, ToolUse
-    from fara_desktop.engine.types import ToolCall
     from fara_desktop.ui.widgets.chat_view import ShownMessage
+    from fara_desktop.vocabulary.tools import ToolCall
 
     view = _shown_view(qtbot, width, 500)
     use = ToolUse(ToolCall("abcDEF123", "t" * 64, "{}"), "s" * 64, "ran", "result")
@@ -121,8 +121,8 @@ def test_a_tool_call_with_the_longest_names_stays_inside_the_chat(qtbot, width):
 def test_eight_citations_wrap_and_never_push_the_buttons_out(qtbot, width):
     """The citations row was one unwrapped line: eight of them widened the reply past the window and hid Copy,
     Branch, Edit and Regenerate (issue 43, item 1)."""
-    from fara_desktop.citations import Source
     from fara_desktop.ui.widgets.chat_view import ShownMessage
+    from fara_desktop.vocabulary.sources import Source
 
     view = _shown_view(qtbot, width, 500)
     sources = tuple(Source(n, f"/docs/a-rather-long-manual-name-{n}.pdf", "text", n * 7) for n in range(1, 9))

@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication
 
-from fara_desktop.paths import app_paths
+from fara_desktop.files.paths import app_paths
 from fara_desktop.settings import load_settings
 from fara_desktop.ui.dialogs.settings_dialog import SettingsDialog
 from fara_desktop.ui.main_window import MainWindow

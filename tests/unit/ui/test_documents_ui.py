@@ -81,7 +81,7 @@ def test_a_chat_without_collections_sends_the_question_as_typed(window, qtbot, t
 
 
 def test_open_the_file_never_runs_a_script_and_says_when_nothing_opens(qtbot, tmp_path, monkeypatch):
-    from fara_desktop.citations import Source
+    from fara_desktop.vocabulary.sources import Source
 
     opened: list[str] = []
     answer = [True]

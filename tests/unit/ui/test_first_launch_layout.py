@@ -12,7 +12,7 @@ import pytest
 from PySide6.QtCore import QRect
 from PySide6.QtWidgets import QApplication
 
-from fara_desktop.paths import app_paths
+from fara_desktop.files.paths import app_paths
 from fara_desktop.ui.main_window import MainWindow
 from tests.helpers.fakes import FakeBackend
 from tests.helpers.paths import REPO_ROOT

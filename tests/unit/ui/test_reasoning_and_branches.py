@@ -197,7 +197,7 @@ def test_importing_a_chatgpt_export_from_the_window_opens_the_chats(window, qtbo
 def test_import_and_export_run_off_the_window_thread_with_progress_and_stop(window, qtbot, tmp_path, monkeypatch):
     import json
 
-    from fara_desktop.sandbox import SandboxStoppedError
+    from fara_desktop.system.sandbox import SandboxStoppedError
     from fara_desktop.ui.controllers import conversations_controller
     from tests.helpers.chat_exports import chatgpt_conversation
 

@@ -8,11 +8,11 @@ import threading
 
 import httpx
 
-from fara_desktop.api_keys import FILE_NAME
 from fara_desktop.engine.remote_backend import RemoteBackend
 from fara_desktop.engine.routed_backend import RoutedBackend
-from fara_desktop.paths import app_paths
+from fara_desktop.files.paths import app_paths
 from fara_desktop.settings import LocalApiSettings
+from fara_desktop.system.api_keys import FILE_NAME
 from fara_desktop.ui.controllers.servers_controller import unencrypted_warning
 from fara_desktop.ui.main_window import MainWindow
 from tests.helpers.fakes import FakeBackend
@@ -111,8 +111,8 @@ def test_the_window_shows_the_local_api_and_a_request_that_waits_its_turn(qtbot)
 def test_the_local_api_page_edits_which_pages_and_servers_the_local_api_admits(qtbot):
     """The local API's allowed web pages and relay servers are set on the page, kept when the dialog saves, and
     anything that is not an http(s) origin or a known server is dropped."""
-    from fara_desktop.api_keys import ApiKeyStore
     from fara_desktop.settings import ServerEntry, Settings
+    from fara_desktop.system.api_keys import ApiKeyStore
     from fara_desktop.ui.dialogs.local_api_page import LocalApiPage
 
     settings = Settings(servers=[ServerEntry("cloud", "https://api.example/v1")],

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QPushButton
 
-from fara_desktop.api_keys import ApiKeyStore
-from fara_desktop.paths import app_paths
+from fara_desktop.files.paths import app_paths
 from fara_desktop.planning.planner import plan_startup
 from fara_desktop.settings import Settings
+from fara_desktop.system.api_keys import ApiKeyStore
 from fara_desktop.ui.dialogs.settings_dialog import SettingsDialog
 from tests.helpers.gguf_factory import write_tiny_model
 

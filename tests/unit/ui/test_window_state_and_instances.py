@@ -13,7 +13,7 @@ import pytest
 from PySide6.QtGui import QGuiApplication
 
 from fara_desktop import APP_ID
-from fara_desktop.paths import app_paths
+from fara_desktop.files.paths import app_paths
 from fara_desktop.ui.main_window import MainWindow
 from fara_desktop.ui.single_instance import SingleInstance
 from fara_desktop.ui.window_state import first_geometry

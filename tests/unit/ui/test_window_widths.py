@@ -55,7 +55,7 @@ def test_a_panel_the_app_collapsed_for_a_small_screen_comes_back_on_a_large_one(
     did nothing (issue 43, item 2)."""
     import json
 
-    from fara_desktop.paths import app_paths
+    from fara_desktop.files.paths import app_paths
     from fara_desktop.ui.main_window import MainWindow
     from tests.helpers.fakes import FakeBackend
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from fara_desktop.untrusted import one_line
+from fara_desktop.text.untrusted import one_line
 
 KIB = 1024
 MIB = 1024**2

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent  # fara_desktop/
 
 ICON_SIZES = (16, 24, 32, 48, 64, 128, 256, 512)
 

@@ -8,7 +8,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from fara_desktop.format import format_location
+from fara_desktop.text.format import format_location
 
 
 @dataclass(frozen=True)

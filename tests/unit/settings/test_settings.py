@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fara_desktop.paths import app_paths
+from fara_desktop.files.paths import app_paths
 from fara_desktop.settings import Settings, load_settings, settings_file
 from tests.helpers.fifo_watch import watched_fifo
 
@@ -52,7 +52,7 @@ def test_every_setting_is_described_once_and_the_readme_shows_the_description():
         if isinstance(default, (int, float)) and not isinstance(default, bool) and item.low is not None:
             assert item.within(default), item.key
         assert item.help.endswith(".") and len(item.help) < 260, item.key
-    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).parents[3] / "README.md").read_text(encoding="utf-8")
     assert settings_table() in readme, "the README's table differs: paste fara_desktop.settings.fields.settings_table()"
 
 

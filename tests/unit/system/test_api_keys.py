@@ -8,7 +8,7 @@ import keyring
 import pytest
 from keyring.backend import KeyringBackend
 
-from fara_desktop.api_keys import FILE_NAME, SERVICE, ApiKeyStore
+from fara_desktop.system.api_keys import FILE_NAME, SERVICE, ApiKeyStore
 
 
 def memory_keychain() -> KeyringBackend:

@@ -13,8 +13,8 @@ import json
 import logging
 from pathlib import Path
 
-from fara_desktop.atomic_files import write_json_atomically
-from fara_desktop.regular_files import read_regular_text
+from fara_desktop.files.atomic import write_json_atomically
+from fara_desktop.files.regular import read_regular_text
 
 log = logging.getLogger(__name__)
 

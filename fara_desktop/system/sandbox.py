@@ -39,7 +39,7 @@ from typing import Any
 
 import psutil
 
-from fara_desktop.errors import FaraError
+from fara_desktop.vocabulary.errors import FaraError
 
 log = logging.getLogger(__name__)
 

@@ -8,14 +8,14 @@ import threading
 
 import pytest
 
-from fara_desktop.errors import FaraError
-from fara_desktop.sandbox import (
+from fara_desktop.system.sandbox import (
     Budget,
     BudgetExceededError,
     Sandbox,
     SandboxFailedError,
     SandboxStoppedError,
 )
+from fara_desktop.vocabulary.errors import FaraError
 from tests.helpers import sandbox_jobs as jobs
 
 MB = 1024 * 1024

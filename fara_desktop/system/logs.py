@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from fara_desktop.paths import private_temp_dir
+from fara_desktop.files.paths import private_temp_dir
 
 LOG_FILE_NAME = "fara-desktop.log"
 

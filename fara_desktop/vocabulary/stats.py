@@ -1,0 +1,22 @@
+"""What was measured of one reply."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class GenerationStats:
+    """Measured figures of one reply."""
+
+    prompt_tokens: int
+    prompt_tokens_evaluated: int  # prompt tokens not served from the reused KV cache
+    completion_tokens: int
+    ttft_s: float
+    prompt_tok_per_s: float
+    gen_tok_per_s: float
+    context_used: int
+    n_ctx: int
+    total_s: float
+    reasoning_tokens: int = 0  # of completion_tokens, those spent reasoning before the answer
+    thinking_s: float = 0.0  # from the first reasoning token to the answer's first

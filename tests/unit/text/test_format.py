@@ -1,0 +1,26 @@
+"""One way to write moments, counts and parameter counts."""
+
+from __future__ import annotations
+
+
+def test_moments_carry_their_year_unless_it_is_this_one():
+    import time as clock
+
+    from fara_desktop.text.format import format_when
+
+    now = clock.mktime((2026, 12, 4, 12, 0, 0, 0, 0, -1))
+    today = clock.mktime((2026, 12, 4, 9, 5, 0, 0, 0, -1))
+    this_year = clock.mktime((2026, 5, 29, 16, 26, 0, 0, 0, -1))
+    years_ago = clock.mktime((2023, 5, 29, 16, 26, 0, 0, 0, -1))
+    assert format_when(today, now=now) == "09:05"
+    assert format_when(today, always_date=True, now=now) == "4 Dec 09:05"
+    assert format_when(this_year, now=now) == "29 May 16:26"
+    assert format_when(years_ago, now=now) == "29 May 2023 16:26"
+    assert format_when(years_ago, with_time=False, now=now) == "29 May 2023"
+
+
+def test_counts_and_parameter_counts_read_as_people_write_them():
+    from fara_desktop.text.format import format_count, format_parameters
+
+    assert [format_count(n, "thread") for n in (1, 2, 10_000)] == ["1 thread", "2 threads", "10,000 threads"]
+    assert format_parameters(999_700_000) == "1.0B" and format_parameters(135_000_000) == "135M"
