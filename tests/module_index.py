@@ -28,6 +28,7 @@ TESTED_THROUGH: dict[str, tuple[str, str]] = {
     "fara_desktop.documents.pipeline": ("tests/unit/ui/test_documents_ui.py", "index_folder"),
     # the llama.cpp adapter's parts: through the backend with the real library
     "fara_desktop.engine.context_states": ("tests/integration/engine/test_prefix_paths.py", "regenerate"),
+    "fara_desktop.engine.llama_loading": ("tests/integration/engine/test_crash_safe_loading.py", "fits_beside"),
     "fara_desktop.engine.llama_progress": ("tests/integration/engine/test_llama_backend.py", "LoadProgress"),
     "fara_desktop.engine.llama_state": ("tests/integration/engine/test_kv_on_disk.py", "snapshot"),
     "fara_desktop.engine.llama_tokens": ("tests/integration/serving/test_local_api.py", "logprobs"),
@@ -65,5 +66,6 @@ TESTED_THROUGH: dict[str, tuple[str, str]] = {
     "fara_desktop.ui.widgets.short_list": ("tests/unit/ui/test_servers_ui.py", "servers_page"),
     "fara_desktop.ui.widgets.sidebar": ("tests/unit/ui/test_sidebar_updates.py", "sidebar"),
     "fara_desktop.ui.widgets.task_progress": ("tests/unit/ui/test_reasoning_and_branches.py", "task_progress"),
+    "fara_desktop.ui.window_menus": ("tests/unit/ui/test_menu_names.py", "menuBar"),
     "fara_desktop.ui.widgets.tool_approval": ("tests/integration/ui/test_tool_calls_in_chat.py", "tool_approval"),
 }

@@ -8,7 +8,6 @@ lazily so the rest of the core loads without it.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import logging
 import time
@@ -18,13 +17,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from fara_desktop.engine.backend import PreparedPrompt, ReplyResult, TextSink
-from fara_desktop.engine.chat_format import ChatFormatter, RenderedPrompt, formatter_for
+from fara_desktop.engine.chat_format import ChatFormatter, RenderedPrompt
 from fara_desktop.engine.context_states import ContextStates
 from fara_desktop.engine.control_tokens import ControlTokenText
 from fara_desktop.engine.errors import (
     CalibrationYieldedError,
     GenerationError,
-    LoadCancelledError,
     ModelFileNotFoundError,
     ModelLoadError,
     NoModelLoadedError,
@@ -32,11 +30,10 @@ from fara_desktop.engine.errors import (
     tools_unsupported,
 )
 from fara_desktop.engine.ggml_types import GGML_TYPE_IDS
-from fara_desktop.engine.kv_disk import KVDiskStore, StateIdentity
+from fara_desktop.engine.kv_disk import KVDiskStore
 from fara_desktop.engine.kv_states import KVStateCache
-from fara_desktop.engine.llama_progress import load_progress
+from fara_desktop.engine.llama_loading import fits_beside, open_model, state_identity
 from fara_desktop.engine.llama_state import (
-    is_rewindable,
     start_prefault,
 )
 from fara_desktop.engine.llama_tokens import (
@@ -50,14 +47,10 @@ from fara_desktop.engine.llama_tokens import (
 from fara_desktop.engine.repetition import LoopDetector
 from fara_desktop.engine.text_stream import TextStream
 from fara_desktop.engine.types import ModelInfo, ModelSource, RemoteModel, TokenLogprob
-from fara_desktop.machine.hardware import physical_cores, this_cpu_features, usable_cores
-from fara_desktop.machine.llama_build import load_ggml_cpu_library, route_llama_logs_to_logging
 from fara_desktop.models.gguf_checks import check_loadable
-from fara_desktop.models.gguf_file import GGUFHeader, read_gguf_header
+from fara_desktop.models.gguf_file import read_gguf_header
 from fara_desktop.models.load_record import LoadRecord
-from fara_desktop.models.metadata import header_display_name, metadata_from_header
 from fara_desktop.planning.params import LoadParams
-from fara_desktop.planning.tuning import default_threads, expected_prompt_tokens_per_second, fit_verdict
 from fara_desktop.text.untrusted import one_line
 from fara_desktop.vocabulary.errors import FaraError
 from fara_desktop.vocabulary.messages import ChatMessage
@@ -138,11 +131,11 @@ class LlamaBackend:
         if params.kv_type not in GGML_TYPE_IDS:
             raise ModelLoadError(f"Unknown KV cache type {params.kv_type!r}; use one of {', '.join(GGML_TYPE_IDS)}.")
         previous = self._loaded_as
-        keep_previous = previous is not None and self._fits_beside(header, params)
+        keep_previous = previous is not None and fits_beside(header, params)
         if not keep_previous:
             self.unload()
         try:
-            opened = self._open(path, header, params, on_progress)
+            opened = open_model(path, header, params, on_progress, self._load_record)
         except FaraError:
             if previous is not None and not keep_previous:
                 self._reload(*previous)
@@ -151,91 +144,6 @@ class LlamaBackend:
             self.unload()
         return self._install(*opened)
 
-    def _open(
-        self, path: Path, header: GGUFHeader, params: LoadParams, on_progress: Callable[[float], bool] | None
-    ) -> tuple[Llama, ChatFormatter, ModelInfo, LoadParams]:
-        import llama_cpp
-        from llama_cpp import Llama
-
-        route_llama_logs_to_logging()
-        load_ggml_cpu_library()
-        trained = header.arch_int("context_length", 1, 1 << 24) or 0
-        n_ctx = params.context_for(trained)
-        threads = params.n_threads or default_threads(physical_cores(), usable_cores())
-        threads_batch = params.n_threads_batch or threads
-        kv_type = GGML_TYPE_IDS[params.kv_type]
-        flash_attn = params.flash_attn or params.kv_type != "f16"  # a quantized V cache needs flash attention
-        started = time.perf_counter()
-        if params.prefault and not params.use_mmap:
-            # llama.cpp reads the file tensor by tensor, repacking each before it reads on; a thread reading the
-            # file ahead into the page cache overlaps the disk with that work: cold, an 8B model's first token
-            # came after 10.2 s instead of 27.3 s (measured with `fara-desktop bench --section cold`)
-            start_prefault(path)
-        stopped: list[bool] = []
-        record = self._load_record.loading(path) if self._load_record is not None else contextlib.nullcontext()
-        try:
-            with record, load_progress(on_progress, stopped):
-                llm = Llama(
-                    model_path=str(path),
-                    n_ctx=n_ctx,
-                    n_threads=threads,
-                    n_threads_batch=threads_batch,
-                    n_batch=params.n_batch,
-                    n_ubatch=params.n_ubatch,
-                    use_mmap=params.use_mmap,
-                    use_mlock=params.use_mlock,
-                    flash_attn=flash_attn,
-                    type_k=kv_type,
-                    type_v=kv_type,
-                    verbose=False,
-                )
-        except (ValueError, RuntimeError, OSError) as exc:
-            if stopped:
-                raise LoadCancelledError(f"Loading {path.name} was stopped.") from exc
-            raise ModelLoadError(
-                f"llama.cpp could not load {path.name}: the file is damaged, its architecture "
-                f"({header.architecture}) is not supported by this llama.cpp build, or there is not enough "
-                f"memory ({exc})."
-            ) from exc
-        meta = llm.metadata
-        architecture = one_line(meta.get("general.architecture", "unknown"), 64)
-        try:
-            formatter = formatter_for(
-                meta.get("tokenizer.chat_template"),
-                architecture,
-                bos_token=self._token_text(llm, llm.token_bos()),
-                eos_token=self._token_text(llm, llm.token_eos()),
-            )
-        except ModelLoadError:
-            llm.close()
-            raise
-        info = ModelInfo(
-            path=path,
-            name=header_display_name(header),
-            architecture=architecture,
-            n_ctx=llm.n_ctx(),
-            n_ctx_train=trained or llama_cpp.llama_model_n_ctx_train(llm.model),
-            n_threads=threads,
-            n_threads_batch=threads_batch,
-            kv_type=params.kv_type,
-            flash_attn=flash_attn,
-            chat_format=formatter.name,
-            load_seconds=time.perf_counter() - started,
-            file_bytes=path.stat().st_size,
-            thinking_switch=formatter.thinking_switch,
-            tool_calls=formatter.tool_family.name if formatter.tool_family else "",
-            expected_prompt_tok_per_s=self._expected_prompt_speed(header, threads_batch),
-            rewindable=is_rewindable(llm),
-        )
-        return llm, formatter, info, params
-
-    @staticmethod
-    def _expected_prompt_speed(header: GGUFHeader, threads: int) -> float:
-        try:
-            return expected_prompt_tokens_per_second(metadata_from_header(header), threads, this_cpu_features())
-        except FaraError:
-            return 0.0
-
     def _install(self, llm: Llama, formatter: ChatFormatter, info: ModelInfo, params: LoadParams) -> ModelInfo:
         self._llm = llm
         self._formatter = formatter
@@ -243,43 +151,19 @@ class LlamaBackend:
         self._install_abort_callback()
         self._info = info
         self._loaded_as = (info.path, params) if isinstance(info.path, Path) else None
-        self._states.attach(self._state_identity(info), info.rewindable)
+        self._states.attach(state_identity(info), info.rewindable)
         if params.use_mmap and params.prefault and isinstance(info.path, Path):
             start_prefault(info.path)
         return info
-
-    @staticmethod
-    def _state_identity(info: ModelInfo) -> StateIdentity | None:
-        import llama_cpp
-
-        if not isinstance(info.path, Path):
-            return None
-        try:
-            return StateIdentity.of(info.path, info.n_ctx, info.kv_type, info.flash_attn, llama_cpp.__version__)
-        except OSError:
-            return None
 
     def _reload(self, path: Path, params: LoadParams) -> None:
         """The model that was in use, back after a switch that failed; a failure here leaves no model."""
         try:
             header = read_gguf_header(path)
-            self._install(*self._open(path, header, params, None))
+            self._install(*open_model(path, header, params, None, self._load_record))
             log.info("Loaded %s again after the switch away from it failed", one_line(path.name))
         except FaraError as exc:
             log.warning("Could not load %s again after a failed switch: %s", one_line(path.name), exc)
-
-    def _fits_beside(self, header: GGUFHeader, params: LoadParams) -> bool:
-        """Whether the new model fits in the memory left while the one in use stays loaded."""
-        import psutil
-
-        try:
-            metadata = metadata_from_header(header)
-        except FaraError:
-            return False
-        n_ctx = params.context_for(metadata.context_length)
-        memory = psutil.virtual_memory()
-        verdict = fit_verdict(metadata, n_ctx, memory.available, memory.total, params.kv_type)
-        return verdict.verdict == "fits"
 
     def calibrate_threads(
         self, candidates: Sequence[int], tokens: int = 48, should_yield: Callable[[], bool] | None = None
@@ -335,15 +219,6 @@ class LlamaBackend:
         self._states.owner = None
         if snapshots:
             self._states.cache.clear()
-
-    @staticmethod
-    def _token_text(llm: Llama, token: int) -> str:
-        import llama_cpp
-
-        if token < 0:
-            return ""
-        text: bytes = llama_cpp.llama_vocab_get_text(llama_cpp.llama_model_get_vocab(llm.model), token)
-        return text.decode("utf-8", errors="replace")
 
     def _install_abort_callback(self) -> None:
         import llama_cpp

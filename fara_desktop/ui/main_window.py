@@ -10,13 +10,10 @@ retrieval). The decisions themselves live in the Qt-free core.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from functools import partial
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QResizeEvent, QShortcut, QShowEvent
+from PySide6.QtGui import QCloseEvent, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
     QApplication,
     QCheckBox,
@@ -69,6 +66,7 @@ from fara_desktop.ui.widgets.plain_text import plain_label, plain_message_box
 from fara_desktop.ui.widgets.sidebar import Sidebar
 from fara_desktop.ui.widgets.task_progress import TaskProgress
 from fara_desktop.ui.widgets.tool_approval import ToolApprovalBar
+from fara_desktop.ui.window_menus import build_menus, shortcuts_of
 from fara_desktop.ui.window_state import (
     DEFAULT_PANES,
     first_geometry,
@@ -332,68 +330,12 @@ class MainWindow(QMainWindow):
         self.task_progress.stopRequested.connect(conversations.stop_task)
         self._build_menus()
 
-    def _action(self, menu: Any, text: str, slot: Callable[[], Any], shortcut: Any = None) -> QAction:
-        action = QAction(text, self)
-        if shortcut is not None:
-            action.setShortcut(shortcut)
-        action.triggered.connect(slot)
-        menu.addAction(action)
-        self.addAction(action)  # shortcuts work even with the menu bar hidden
-        return action
-
     def _build_menus(self) -> None:
-        bar = self.menuBar()
-        chat = bar.addMenu("&Chat")
-        conversations = self.conversations
-        self._action(chat, "&New chat", conversations.new_chat, QKeySequence.StandardKey.New)
-        self._action(chat, "&Find chats", conversations.focus_search, QKeySequence.StandardKey.Find)
-        chat.addSeparator()
-        self._action(chat, "&Export this chat…", conversations.export_current, QKeySequence("Ctrl+E"))
-        self._action(chat, "Export &all chats…", conversations.export_all)
-        self._action(chat, "&Import chats (Fara, ChatGPT, Open WebUI, LM Studio)…", conversations.import_chat)
-        chat.addSeparator()
-        self._action(chat, "&Quit", self.close, QKeySequence.StandardKey.Quit)
-        message = bar.addMenu("M&essage")
-        for text, action, keys in (
-            ("&Copy the last message", "copy", "Ctrl+Shift+C"),
-            ("&Edit your last message", "edit", "Ctrl+Shift+E"),
-            ("&Regenerate the last reply", "regenerate", "Ctrl+Shift+R"),
-            ("&Branch from the last message", "branch", "Ctrl+Shift+B"),
-            ("&Previous version of the last reply", "previous", "Alt+Left"),
-            ("&Next version of the last reply", "next", "Alt+Right"),
-        ):
-            self._action(message, text, partial(self.chat.act_on_last, action), QKeySequence(keys))
-        view = bar.addMenu("&View")
-        self._action(view, "Chat &list", self.chats_toggle.toggle, QKeySequence("Ctrl+Shift+L"))
-        self._action(view, "&Machine panel", self.panel_toggle.toggle, QKeySequence("Ctrl+Shift+H"))
-        model = bar.addMenu("&Model")
-        self._action(model, "&Open a model file…", self.choose_model_file, QKeySequence.StandardKey.Open)
-        self._action(model, "&Get models…", self.open_models_dialog, QKeySequence("Ctrl+Shift+M"))
-        self._action(model, "&Measure the best thread count", self.startup.recalibrate)
-        self._action(model, "&Settings…", self.open_settings, QKeySequence("Ctrl+,"))
-        help_menu = bar.addMenu("&Help")
-        self._action(help_menu, "&Keyboard shortcuts", self.show_shortcuts, QKeySequence(Qt.Key.Key_F1))
-        self._action(help_menu, f"&About {APP_NAME}", self.show_about)
-        escape = QShortcut(QKeySequence(Qt.Key.Key_Escape), self)
-        escape.activated.connect(self.chat.escape)
-
-    # ------------------------------------------------------------------ help
+        build_menus(self)
 
     def shortcuts(self) -> list[tuple[str, str]]:
         """(what, keys) of every action with a key, read from the actions themselves (so the list is never stale)."""
-        found = [
-            (
-                action.text().replace("&", "").rstrip("…"),
-                action.shortcut().toString(QKeySequence.SequenceFormat.NativeText),
-            )
-            for action in self.actions()
-            if not action.shortcut().isEmpty()
-        ]
-        approval = self.tool_approval  # its buttons' mnemonics, read from them as well
-        keys = [(b.text().replace("&", ""), f"Alt+{b.text().split('&', 1)[1][:1].upper()}")
-                for b in (approval.allow_button, approval.always_button, approval.deny_button)]  # fmt: skip
-        return [*found, ("Stop the reply, cancel an edit", "Esc"), ("Send (Shift+Enter: a new line)", "Enter"),
-                *((f"Tool call: {what}", key) for what, key in keys)]  # fmt: skip
+        return shortcuts_of(self, self.tool_approval)
 
     def show_shortcuts(self) -> QDialog:
         dialog = ShortcutsDialog(self.shortcuts(), self)

@@ -208,3 +208,10 @@ def test_every_modules_tests_can_be_found_from_its_name():
     packages = {m.split(".")[1] for m in modules if m.count(".") >= 2}
     folders = [ROOT / "tests/unit", ROOT / "tests/integration"]
     assert [p for p in sorted(packages) if not any((folder / p).is_dir() for folder in folders)] == []
+
+
+def test_no_module_is_above_600_lines():
+    """A module that grows past this does more than one job: split it where its jobs part."""
+    long = {str(p.relative_to(ROOT)): n for p in (ROOT / "fara_desktop").rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 600}  # fmt: skip
+    assert long == {}

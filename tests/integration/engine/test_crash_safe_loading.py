@@ -134,7 +134,7 @@ def test_a_failed_switch_keeps_the_model_in_use(
     from fara_desktop.engine import llama_backend
 
     if not room_for_both:  # the old model must go first; it is loaded again when the new one fails
-        monkeypatch.setattr(llama_backend.LlamaBackend, "_fits_beside", lambda self, header, params: False)
+        monkeypatch.setattr(llama_backend, "fits_beside", lambda header, params: False)
     worker.load_model(smollm2_path)
     loaded = event_log.next_of(ModelLoaded, ModelLoadFailed)
     assert isinstance(loaded, ModelLoaded)

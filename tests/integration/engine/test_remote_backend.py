@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from fara_desktop.engine.remote_backend import MAX_REPLY_CHARS, RemoteBackend, Timeouts
+from fara_desktop.engine.remote_backend import MAX_REPLY_CHARS, RemoteBackend
+from fara_desktop.engine.remote_errors import Timeouts
 from fara_desktop.engine.routed_backend import RoutedBackend
 from fara_desktop.engine.types import Cancelled, Failed, Finished, ModelLoaded, ModelLoadFailed, RemoteModel, TokenText
 from fara_desktop.engine.worker import InferenceWorker
