@@ -47,6 +47,7 @@ from fara_desktop.engine.llama_tokens import (
 from fara_desktop.engine.repetition import LoopDetector
 from fara_desktop.engine.text_stream import TextStream
 from fara_desktop.engine.types import ModelInfo, ModelSource, RemoteModel, TokenLogprob
+from fara_desktop.machine.llama_internals import cut_context
 from fara_desktop.models.gguf_checks import check_loadable
 from fara_desktop.models.gguf_file import read_gguf_header
 from fara_desktop.models.load_record import LoadRecord
@@ -376,7 +377,7 @@ class LlamaBackend:
         end = len(tokens) - 1
         if cached >= end or should_stop():
             return cached
-        llm.n_tokens = cached  # eval drops the cells past it
+        cut_context(llm, cached)  # eval drops the cells past it
         self._should_abort = should_stop
         chunk, start = READ_AHEAD_FIRST_CHUNK, cached
         try:

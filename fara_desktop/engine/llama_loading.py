@@ -13,11 +13,11 @@ from fara_desktop.engine.chat_format import ChatFormatter, formatter_for
 from fara_desktop.engine.errors import LoadCancelledError, ModelLoadError
 from fara_desktop.engine.ggml_types import GGML_TYPE_IDS
 from fara_desktop.engine.kv_disk import StateIdentity
-from fara_desktop.engine.llama_progress import load_progress
 from fara_desktop.engine.llama_state import is_rewindable, start_prefault
 from fara_desktop.engine.types import ModelInfo
 from fara_desktop.machine.hardware import physical_cores, this_cpu_features, usable_cores
 from fara_desktop.machine.llama_build import load_ggml_cpu_library, route_llama_logs_to_logging
+from fara_desktop.machine.llama_internals import load_progress
 from fara_desktop.models.gguf_file import GGUFHeader
 from fara_desktop.models.load_record import LoadRecord
 from fara_desktop.models.metadata import header_display_name, metadata_from_header

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fara_desktop.engine.kv_states import KVSnapshot, common_prefix, usable_prefix, zeroed_buffer
-from fara_desktop.machine.llama_internals import mark_logits_stale
+from fara_desktop.engine.kv_states import KVSnapshot, usable_prefix, zeroed_buffer
+from fara_desktop.machine.llama_internals import cut_context, hold_tokens, mark_logits_stale, reused_prefix
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -38,11 +38,9 @@ def restore_sequence(llm: Llama, snapshot: KVSnapshot) -> bool:
     llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(llm.ctx), -1, 0, -1)
     data = (ctypes.c_uint8 * len(snapshot.data)).from_buffer(snapshot.data)  # read in place, not copied
     if llama_cpp.llama_state_seq_set_data(llm.ctx, data, len(snapshot.data), 0) == 0:
-        llm.n_tokens = 0
+        cut_context(llm, 0)
         return False
-    count = len(snapshot.tokens)
-    llm.input_ids[:count] = snapshot.tokens
-    llm.n_tokens = count
+    hold_tokens(llm, snapshot.tokens)
     mark_logits_stale(llm)  # the logits are not those of the restored state
     return True
 
@@ -77,7 +75,7 @@ def cached_prefix(llm: Llama, tokens: Sequence[int], rewindable: bool = True) ->
     held = llm.input_ids[: llm.n_tokens].tolist()
     if not rewindable:
         return usable_prefix(held, tokens, rewindable=False)
-    shared = min(common_prefix(held, tokens), len(tokens) - 1)
+    shared = reused_prefix(held, tokens)
     return shared if shared >= llm.n_tokens or can_cut_back(llm, shared) else 0
 
 

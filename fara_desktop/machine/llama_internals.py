@@ -1,7 +1,7 @@
 """Every use of llama-cpp-python's private names, in one place, each with why there is no public way.
 
-llama-cpp-python offers no public API for these two things we need; an upgrade may move them, and
-``tests/integration/machine/test_llama_internals.py`` then fails naming the one that moved:
+llama-cpp-python offers no public API for these things we need; an upgrade may move them, and
+``tests/integration/machine/test_llama_internals.py`` (a canary for each) then fails naming the one that moved:
 
 - ``llama_cpp.llama_cpp._lib``: the ctypes handle of libllama. ggml's backend registry functions are looked up
   through it so that they come from the very libggml libllama uses (opening libggml by path can load a second copy
@@ -10,16 +10,29 @@ llama-cpp-python offers no public API for these two things we need; an upgrade m
   the restored tokens; setting it makes ``Llama.generate`` evaluate the last prompt token again instead of
   sampling from stale logits.
 
+- ``llama_cpp.llama_cpp.llama_model_default_params``, swapped while a load runs (``load_progress``): ``Llama``
+  does not expose llama.cpp's load-progress callback, and takes its model parameters from that function.
+- ``Llama.n_tokens`` and ``Llama.input_ids`` written (``hold_tokens``, ``cut_context``): after a state restored
+  into the context, or to make the next ``eval`` drop the cells past a position.
+- ``Llama.generate``'s prefix matching, mirrored (``reused_prefix``) to know before a reply what it will reuse.
+
 It sits beside the build probe because both the machine probe and the engine use it (the engine may import the
 machine layer, never the other way).
 """
 
 from __future__ import annotations
 
+import logging
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
+
+log = logging.getLogger(__name__)
+_patch_lock = threading.Lock()
 
 
 def libllama() -> Any:
@@ -80,3 +93,72 @@ def _compact_repetition(
     )
     result = f"{item_rule} {rest}".rstrip()
     return f"({result})?" if min_items == 0 else result
+
+
+# ---------------------------------------------------------------- the load-progress callback
+
+@contextmanager
+def load_progress(report: Callable[[float], bool] | None, stopped: list[bool]) -> Iterator[None]:
+    """While the block runs, ``report(fraction)`` is called as llama.cpp loads on this thread; when it returns
+    False the load is aborted and ``stopped`` gets an entry (so the caller can tell a stop from a failure).
+
+    ``Llama.__init__`` takes its model parameters from ``llama_model_default_params()`` and passes them straight to
+    ``llama_model_load_from_file``; while a load runs, that function is wrapped so the parameters made *on the
+    loading thread* carry a progress callback (another thread loading an embedding model at the same moment gets
+    the plain defaults)."""
+    if report is None:
+        yield
+        return
+    import llama_cpp.llama_cpp as raw
+
+    owner = threading.get_ident()
+
+    def on_progress(fraction: float, _user_data: Any) -> bool:
+        try:
+            keep_going = bool(report(float(fraction)))
+        except Exception:  # a callback must never raise into C
+            log.exception("The load progress callback failed")
+            keep_going = True
+        if not keep_going:
+            stopped.append(True)
+        return keep_going
+
+    callback = raw.llama_progress_callback(on_progress)
+    with _patch_lock:
+        original = raw.llama_model_default_params
+
+        def with_progress() -> Any:
+            params = original()
+            if threading.get_ident() == owner:
+                params.progress_callback = callback
+            return params
+
+        raw.llama_model_default_params = with_progress
+        try:
+            yield
+        finally:
+            raw.llama_model_default_params = original
+
+
+# ---------------------------------------------------------------- the tokens a context holds
+
+def hold_tokens(llm: Llama, tokens: Sequence[int]) -> None:
+    """Say that the context holds exactly ``tokens`` (a state was just restored into it)."""
+    llm.input_ids[: len(tokens)] = tokens
+    llm.n_tokens = len(tokens)
+
+
+def cut_context(llm: Llama, count: int) -> None:
+    """Keep the first ``count`` tokens: the next ``eval`` drops the cells past them."""
+    llm.n_tokens = count
+
+
+def reused_prefix(held: Sequence[int], tokens: Sequence[int]) -> int:
+    """The prompt tokens ``Llama.generate`` will take from a context holding ``held``: the common prefix, but always
+    one token short of the whole prompt (it evaluates the last one again for its logits)."""
+    shared = 0
+    for a, b in zip(held, tokens, strict=False):
+        if a != b:
+            break
+        shared += 1
+    return min(shared, len(tokens) - 1)

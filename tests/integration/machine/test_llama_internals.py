@@ -51,3 +51,51 @@ def test_the_schema_converter_still_builds_repetitions_through_the_function_we_s
     compact_json_schema_repetitions()
     text = grammar.json_schema_to_gbnf('{"type": "string", "maxLength": 4096}')
     assert "{0,4096}" in text and text.count("(") < 10, "the converter no longer uses _build_repetition"
+
+
+@pytest.mark.real_model
+def test_the_load_progress_swap_still_reaches_llama_cpp(smollm2_path):
+    """``Llama`` still takes its model parameters from ``llama_model_default_params`` (which ``load_progress`` wraps):
+    the callback is called as the model loads, up to the whole file."""
+    from llama_cpp import Llama
+
+    from fara_desktop.machine.llama_internals import load_progress
+
+    seen: list[float] = []
+    with load_progress(lambda fraction: seen.append(fraction) or True, []):
+        llm = Llama(model_path=str(smollm2_path), n_ctx=256, verbose=False)
+    llm.close()
+    assert seen and seen[-1] == pytest.approx(1.0), "Llama no longer builds its parameters from the function we wrap"
+
+
+@pytest.mark.real_model
+def test_the_prefix_generate_reuses_is_the_one_we_mirror_and_writing_n_tokens_cuts_the_context(smollm2_path):
+    """``reused_prefix`` mirrors ``Llama.generate``'s prefix matching (counted at ``Llama.eval``), and
+    ``cut_context`` then ``eval`` gives the logits a fresh read gives."""
+    import numpy as np
+    from llama_cpp import Llama
+
+    from fara_desktop.machine.llama_internals import cut_context, reused_prefix
+
+    llm = Llama(model_path=str(smollm2_path), n_ctx=256, verbose=False, logits_all=False)
+    try:
+        held = llm.tokenize(b"The quick brown fox jumps over the lazy dog and runs far away.")
+        evaluated: list[int] = []
+        real_eval = llm.eval
+        llm.eval = lambda tokens: (evaluated.append(len(tokens)), real_eval(tokens))[1]  # type: ignore[method-assign]
+        for prompt in (held[:10] + llm.tokenize(b" cat sleeps", add_bos=False), held[:12]):
+            llm.reset()
+            real_eval(held)
+            evaluated.clear()
+            next(llm.generate(prompt, temp=0.0))
+            assert sum(evaluated) == len(prompt) - reused_prefix(held, prompt), (evaluated, len(prompt))
+        llm.reset()
+        real_eval(held)
+        cut_context(llm, 8)
+        real_eval(held[8:])
+        cut = np.array(llm.scores[llm.n_tokens - 1])
+        llm.reset()
+        real_eval(held)
+        assert np.allclose(cut, llm.scores[llm.n_tokens - 1], atol=1e-4)
+    finally:
+        llm.close()
