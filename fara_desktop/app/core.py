@@ -17,10 +17,12 @@ from fara_desktop.app.chat_turns import ChatTurns, TurnView
 from fara_desktop.app.embedding import EmbedderService
 from fara_desktop.chats.session import ChatSession
 from fara_desktop.chats.storage import ConversationStore, open_store
+from fara_desktop.documents.grounding import MAX_BUDGET_TOKENS
 from fara_desktop.engine.backend import Backend
 from fara_desktop.engine.kv_disk import KVDiskStore, budget_within, chat_state_store
 from fara_desktop.engine.worker import EventSink, InferenceWorker
 from fara_desktop.files.paths import AppPaths
+from fara_desktop.machine.hardware import on_battery_now
 from fara_desktop.models.load_record import LoadRecord
 from fara_desktop.settings import Settings, ToolSettings, save_settings
 from fara_desktop.system.api_keys import ApiKeyStore
@@ -172,6 +174,19 @@ class AppCore(EngineCore):
             log.warning("Settings could not be saved", exc_info=True)
             return f"Settings could not be saved ({exc}); they apply until you quit."
         return None
+
+    # ------------------------------------------------------------------ policies the settings set
+
+    def read_ahead_allowed(self) -> bool:
+        """Reading ahead spends energy on text that may still change: on battery only if the user said so."""
+        prompts = self.settings.prompts
+        return prompts.read_ahead and (prompts.read_ahead_on_battery or not on_battery_now())
+
+    def readable_passage_tokens(self, prompt_tok_per_s: float) -> int:
+        """What the model reads of a question's document passages in the wait the user accepts (Settings ▸
+        Prompts) at its prompt speed measured here; a server's model (no speed known) is not limited by it."""
+        speed = prompt_tok_per_s
+        return int(speed * self.settings.prompts.document_wait_s) if speed > 0 else MAX_BUDGET_TOKENS
 
     # ------------------------------------------------------------------ shutting down
 

@@ -31,6 +31,7 @@ def _keyring_usable() -> bool:
         backend = keyring.get_keyring()
         return not isinstance(backend, fail.Keyring) and backend.priority > 0
     except Exception:  # no keyring installed, or a broken backend: the file is used
+        log.info("No usable keychain; API keys go to a private file", exc_info=True)
         return False
 
 
@@ -52,7 +53,7 @@ class ApiKeyStore:
             try:
                 return keyring.get_password(SERVICE, name)
             except Exception as exc:
-                log.warning("The keychain could not be read (%s)", type(exc).__name__)
+                log.warning("The keychain could not be read (%s)", type(exc).__name__, exc_info=True)
                 return None
         return self._read().get(name)
 

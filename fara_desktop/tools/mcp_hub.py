@@ -250,7 +250,7 @@ class McpHub:
         except asyncio.TimeoutError:
             self._set(config.name, ServerState("failed", f"It did not answer within {START_TIMEOUT_S:.0f} s."), run)
         except Exception as exc:  # any failure of a stranger's program is said, not raised on the hub's thread
-            log.info("MCP server %s stopped: %s", one_line(config.name, 64), _describe(exc))
+            log.info("MCP server %s stopped: %s", one_line(config.name, 64), _describe(exc), exc_info=True)
             self._set(config.name, ServerState("failed", _describe(exc)), run)
         else:
             if self.states().get(config.name, ServerState("stopped")).state != "failed":

@@ -10,6 +10,7 @@ retrieval). The decisions themselves live in the Qt-free core.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
@@ -35,11 +36,9 @@ from PySide6.QtWidgets import (
 
 from fara_desktop import APP_NAME, __version__
 from fara_desktop.app.core import AppCore
-from fara_desktop.documents.grounding import MAX_BUDGET_TOKENS
 from fara_desktop.engine.backend import Backend
 from fara_desktop.engine.types import Event, ModelInfo, ModelSource
 from fara_desktop.files.paths import AppPaths, app_paths
-from fara_desktop.machine.hardware import on_battery_now
 from fara_desktop.planning.catalog_fit import assess_catalog_here
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.planning.planner import StartupPlan
@@ -78,6 +77,8 @@ from fara_desktop.ui.window_state import (
 )
 from fara_desktop.vocabulary.sampling import SamplingParams
 from fara_desktop.vocabulary.sources import Source
+
+log = logging.getLogger(__name__)
 
 # Window widths below which a side panel gives its room to the chat: at 1024 px the chat keeps about 790 px
 # (the machine panel is hidden), at 800 px about 770 (the chat list is hidden too).
@@ -129,8 +130,8 @@ class MainWindow(QMainWindow):
         self.documents = DocumentsController(self, self, self.session, (self.chat.turn.busy_event,
                                              self.chat.read_ahead.reading), self.core.embedding)  # fmt: skip
         self.chat.retrieve = self.documents.retrieve
-        self.chat.read_ahead_allowed = self._read_ahead_allowed
-        self.documents.readable_tokens = self._readable_passage_tokens
+        self.chat.read_ahead_allowed = self.core.read_ahead_allowed
+        self.documents.readable_tokens = lambda: self.core.readable_passage_tokens(self.chat.read_ahead.speed.tok_per_s)
         self.servers.embedder_source = self.documents.embedder
         self.tools_hub, self.tool_box = self.core.tools_hub, self.core.tool_box
         self.chat.use_tools(self.tool_box)
@@ -512,6 +513,7 @@ class MainWindow(QMainWindow):
             if api_key:
                 self.api_keys.set(LOCAL_API, api_key)
         except Exception as exc:  # a keychain that refuses: say so, the rest of the settings still apply
+            log.warning("An API key could not be stored", exc_info=True)
             self.show_notice(f"An API key could not be stored ({type(exc).__name__}: {exc}).", "error")
         self.apply_settings(dialog.settings(), dialog.chosen_model(), dialog.chosen_remote())
 
@@ -550,17 +552,6 @@ class MainWindow(QMainWindow):
         if not self._placed:  # the frame is known now: a remembered geometry from another screen is brought back
             self._placed = True
             keep_on_screen(self)
-
-    def _read_ahead_allowed(self) -> bool:
-        """Reading ahead spends energy on text that may still change: on battery only if the user said so."""
-        prompts = self.settings.prompts
-        return prompts.read_ahead and (prompts.read_ahead_on_battery or not on_battery_now())
-
-    def _readable_passage_tokens(self) -> int:
-        """What the model reads of a question's passages in the wait the user accepts in Settings ▸ Prompts, at its
-        prompt speed measured here; a server's model (no speed known) is not limited by it."""
-        speed = self.chat.read_ahead.speed.tok_per_s
-        return int(speed * self.settings.prompts.document_wait_s) if speed > 0 else MAX_BUDGET_TOKENS
 
     def closeEvent(self, event: QCloseEvent) -> None:
         if self._closed:

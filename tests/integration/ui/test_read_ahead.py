@@ -83,11 +83,11 @@ def test_send_stops_reading_ahead_and_the_reply_goes_first(window, qtbot):
 def test_reading_ahead_is_off_on_battery_unless_allowed(window, qtbot, monkeypatch):
     import dataclasses
 
-    from fara_desktop.ui import main_window
+    from fara_desktop.app import core
 
     backend = FakeBackend()
     win = window(backend)
-    monkeypatch.setattr(main_window, "on_battery_now", lambda: True)
+    monkeypatch.setattr(core, "on_battery_now", lambda: True)
     win.composer.insertPlainText(PASTE)
     qtbot.waitUntil(lambda: bool(win.wait_hint.isVisible()), timeout=10_000)
     assert backend.read_ahead_prompts == [] or backend.read_ahead_stopped == len(backend.read_ahead_prompts)
