@@ -24,15 +24,16 @@ class EmbedderService:
     be loaded is forgotten with a warning (search stays lexical) unless ``strict``, where the caller is told why."""
 
     def __init__(self, model: Path | None = None, strict: bool = False) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the model and the embedder: held only to read or swap them
+        self._loading = threading.Lock()  # one load at a time (seconds), never held by a reader of ``model``
         self._model = model
         self._strict = strict
         self._embedder: Embedder | None = None
 
     @property
     def model(self) -> Path | None:
-        with self._lock:
-            return self._model
+        """The model in use (a plain read: the window asks for it while a load may be under way)."""
+        return self._model
 
     def use(self, model: Path | None) -> bool:
         """Use ``model`` from now on; True when that changed anything."""
@@ -48,16 +49,27 @@ class EmbedderService:
     def get(self) -> Embedder | None:
         """The embedder, loading the model now if needed; None without a (loadable) model. Raises ``FaraError``
         when ``strict`` and the model cannot be loaded."""
-        with self._lock:
-            if self._embedder is None and self._model is not None:
-                try:
-                    self._embedder = Embedder(self._model)
-                except FaraError as exc:
-                    if self._strict:
-                        raise
-                    log.warning("The embedding model could not be loaded: %s", exc)
-                    self._model = None
-            return self._embedder
+        with self._loading:
+            with self._lock:
+                embedder, model = self._embedder, self._model
+            if embedder is not None or model is None:
+                return embedder
+            try:
+                loaded = Embedder(model)
+            except FaraError as exc:
+                if self._strict:
+                    raise
+                log.warning("The embedding model could not be loaded: %s", exc)
+                with self._lock:
+                    if self._model == model:
+                        self._model = None
+                return None
+            with self._lock:
+                if self._model == model and self._embedder is None:
+                    self._embedder = loaded
+                    return loaded
+            loaded.close()  # another model was chosen while this one loaded
+            return None
 
     def close(self) -> None:
         with self._lock:

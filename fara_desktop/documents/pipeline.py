@@ -32,12 +32,16 @@ def update_collection(
     pause: threading.Event | None = None,
     yield_to: Callable[[], bool] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    on_indexed: Callable[[IndexReport], None] | None = None,
 ) -> CollectionUpdate:
     """``embedder`` is asked for only once the text index is done (loading it takes seconds the words need not
-    wait for). ``pause``, ``yield_to`` (a reply is being written) and ``should_stop`` reach both steps."""
+    wait for); ``on_indexed`` hears then that the collection is searchable by words. ``pause``, ``yield_to`` (a
+    reply is being written) and ``should_stop`` reach both steps."""
     report = index_collection(
         index, collection, list(roots), on_progress=on_index, pause=pause, yield_to=yield_to, should_stop=should_stop
     )
+    if on_indexed is not None:
+        on_indexed(report)
     model = embedder()
     if model is None:
         return CollectionUpdate(report, None)

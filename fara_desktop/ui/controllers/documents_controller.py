@@ -56,6 +56,7 @@ class DocumentsController(QObject):
 
     progressed = Signal(str, object)  # (collection, IndexProgress), from the indexing thread
     finished = Signal(str, object)  # (collection, IndexReport or Exception)
+    wordsIndexed = Signal(str)  # a collection's text index is done (searchable by words; vectors follow)
     embedding = Signal(str, int, int, float)  # (collection, passages done, of, per second), from the thread
 
     def __init__(
@@ -96,6 +97,7 @@ class DocumentsController(QObject):
         self.readable_tokens: Callable[[], int] = lambda: MAX_BUDGET_TOKENS
         self.progressed.connect(lambda name, state: screen.documents_panel.show_progress(name, state))
         self.finished.connect(self._scan_finished)
+        self.wordsIndexed.connect(lambda _name: self.refresh())  # its counts, while its vectors are still made
         self.embedding.connect(screen.documents_panel.show_embedding)
         panel = screen.documents_panel
         panel.addFolderRequested.connect(self.add_folder)
@@ -264,6 +266,7 @@ class DocumentsController(QObject):
                         name, state.already + state.done, state.already + state.total, state.per_second
                     ),
                     pause=self.pause, yield_to=engine_busy, should_stop=self._stop.is_set,
+                    on_indexed=lambda _report: self.wordsIndexed.emit(name),
                 )  # fmt: skip
             finally:
                 index.close()

@@ -184,3 +184,33 @@ def test_a_rescan_asked_while_the_last_scan_s_thread_is_still_ending_is_run(wind
         assert win.status_label.text() == "Scanned manuals: nothing changed"
     finally:
         release.set()
+
+
+def test_the_collection_shows_its_files_as_soon_as_its_words_are_indexed(window, qtbot, tmp_path):
+    """Issue 43, item 7: the list said "0 files · 0 passages" until the semantic vectors were done (hours for a
+    big collection; a restart showed the counts) while the status line already counted its passages."""
+    import threading
+
+    write_mixed_folder(tmp_path / "manuals")
+    win = window(FakeBackend())
+    documents = win.documents
+    documents.embedding_service.use(tmp_path / "embedder.gguf")  # vectors follow the words (this one never loads)
+    held, release = threading.Event(), threading.Event()
+
+    def embedding_takes_long() -> None:  # as a model that loads slowly (the window must not wait for it)
+        with documents.embedding_service._loading:
+            held.set()
+            release.wait(timeout=30)
+
+    holder = threading.Thread(target=embedding_takes_long, daemon=True)
+    holder.start()
+    assert held.wait(timeout=10)
+    try:
+        documents.index_paths("manuals", [tmp_path / "manuals"])
+        panel = win.documents_panel
+        qtbot.waitUntil(lambda: panel.list.count() == 1 and "6 files · " in panel.list.item(0).text(), timeout=30000)
+        assert documents._scanning  # the scan goes on (vectors), yet the words' counts are shown
+    finally:
+        with qtbot.waitSignal(documents.finished, timeout=30000):
+            release.set()
+        holder.join(timeout=10)
