@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from fara_desktop.app.tool_advice import cannot_call_tools, no_tools_words
 from fara_desktop.chats.records import MessageStatus, StoredMessage
 from fara_desktop.chats.session import ChatSession
 from fara_desktop.chats.storage import StorageError
@@ -31,7 +32,6 @@ from fara_desktop.engine.types import (
     TokenText,
 )
 from fara_desktop.text.format import format_duration
-from fara_desktop.text.untrusted import one_line
 from fara_desktop.tools.tool_box import ToolBox
 from fara_desktop.vocabulary.messages import ChatMessage
 from fara_desktop.vocabulary.sampling import SamplingParams
@@ -105,6 +105,9 @@ class TurnView(Protocol):
     def show_messages(self) -> None:
         """The open chat's messages changed under the view (a failed regenerate brought the earlier version back)."""
 
+    def withdraw_notice(self, text: str) -> None:
+        """A notice shown earlier is no longer true (the model it blamed was replaced): hide it if still shown."""
+
     def conversation_changed(self, conversation_id: int | None) -> None: ...
 
 
@@ -124,6 +127,8 @@ class ChatTurns:
         self.prepared: Callable[[list[ChatMessage]], Grounded | None] = lambda _prompt: None
         self.tools: ToolDecider | None = None
         self.tool_choice = "auto"  # the next reply's: "required" when the user asked it to call a tool
+        self.tool_suggestions: list[str] = []  # catalog models that call tools and fit here (``tool_advice``)
+        self._no_tools_notice: str | None = None  # the notice last shown about a model that cannot call tools
         self.api_requests = 0  # requests of other apps (local API) waiting or running in the same queue
         self._waiting_for_plan = False  # while True, a sent message waits (DEFERRED) for a model to be queued
         self._told_no_tools: set[int | None] = set()  # chats told their model cannot call tools
@@ -215,6 +220,30 @@ class ChatTurns:
         self.model_info = info
         if info is not None:
             self._no_model_reason = None
+        if info is not None and not cannot_call_tools(info):  # notices about the model before stop being true
+            self._told_no_tools.clear()
+            if self._no_tools_notice is not None:
+                self.view.withdraw_notice(self._no_tools_notice)
+                self._no_tools_notice = None
+
+    def tools_chosen(self) -> None:
+        """The chat's tools changed: a model that cannot call them is said at once, not after a made-up answer."""
+        info = self.model_info
+        if self.session.tools and info is not None and cannot_call_tools(info):
+            self._tell_no_tools(info)
+
+    def _tell_no_tools(self, info: ModelInfo) -> None:
+        """Once per chat (a new chat told before its first message is saved counts as told once it is)."""
+        chat = self.session.conversation_id
+        if chat in self._told_no_tools:
+            return
+        if chat is not None and None in self._told_no_tools:
+            self._told_no_tools.discard(None)
+            self._told_no_tools.add(chat)
+            return
+        self._told_no_tools.add(chat)
+        self._no_tools_notice = no_tools_words(info, self.tool_suggestions)
+        self.view.show_notice(self._no_tools_notice)
 
     # ------------------------------------------------------------------ a reply, step by step
 
@@ -295,14 +324,9 @@ class ChatTurns:
         offered = tools.box.offered(self.session.tools)
         if not offered:
             return None
-        if not info.tool_calls and not info.remote:
-            if not quiet and self.session.conversation_id not in self._told_no_tools:
-                self._told_no_tools.add(self.session.conversation_id)
-                self.view.show_notice(
-                    f"{one_line(info.name, 80)} cannot call tools: its chat template declares none, so this chat's "
-                    "tools are not offered to it. Choose a model made for tool calling (Qwen 2.5/3, Llama 3.1+, "
-                    "Mistral, Granite, Hermes …)."
-                )
+        if cannot_call_tools(info):
+            if not quiet:
+                self._tell_no_tools(info)
             return None
         choice = "none" if tools.over_limit else self.tool_choice
         return ToolOffer(tuple(t.spec for t in offered), choice)

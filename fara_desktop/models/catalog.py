@@ -64,6 +64,7 @@ class CatalogEntry:
     recurrent_state_bytes: int = 0
     reasoning: str | None = None  # "switch": the template turns thinking on and off; "always"
     vision: bool = False  # a vision projector exists (this app reads text only for now)
+    tools: bool = False  # its chat template declares tools in a call format this app reads
     released: int | None = None
     sources: tuple[str, ...] = ()
 
@@ -170,6 +171,7 @@ def _entry(raw: Mapping[str, Any], quant_table: Mapping[str, Any]) -> CatalogEnt
             recurrent_state_bytes=int(raw.get("recurrent_state_bytes", 0)),
             reasoning=str(raw["reasoning"]) if raw.get("reasoning") else None,
             vision=bool(raw.get("vision", False)),
+            tools=raw.get("tools") is True,
             released=int(raw["released"]) if raw.get("released") else None,
             sources=tuple(str(source) for source in raw.get("sources", ())),
         )

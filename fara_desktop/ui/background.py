@@ -51,12 +51,18 @@ class BackgroundCall(QObject):
             result = self._fn()
         except FaraError as exc:  # a refusal the caller turns into a sentence: its message is the cause
             log.info("A background task ended: %s: %s", type(exc).__name__, exc)
-            self._settled.emit(False, exc)
+            self._settle(False, exc)
         except Exception as exc:  # a bug: the caller shows a sentence, the log keeps where it happened
             log.warning("A background task failed", exc_info=True)
-            self._settled.emit(False, exc)
+            self._settle(False, exc)
         else:
-            self._settled.emit(True, result)
+            self._settle(True, result)
+
+    def _settle(self, succeeded: bool, value: object) -> None:
+        try:
+            self._settled.emit(succeeded, value)
+        except RuntimeError:  # Qt itself is gone (the app quit while this ran): nobody is left to tell
+            log.debug("A background task ended after the application", exc_info=True)
 
     def _deliver(self, succeeded: bool, value: object) -> None:
         """On the GUI thread, where the owner's destruction is also handled: no race between the two."""

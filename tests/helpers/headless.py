@@ -79,6 +79,9 @@ class RecordingView:
     def show_messages(self) -> None:
         self.shown_again += 1
 
+    def withdraw_notice(self, text: str) -> None:
+        self.notices = [n for n in self.notices if n[0] != text]
+
     def conversation_changed(self, conversation_id: int | None) -> None:
         self.changed.append(conversation_id)
 

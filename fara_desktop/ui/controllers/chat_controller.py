@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QCheckBox, QLabel, QMenu, QProgressBar, QPushButto
 
 from fara_desktop.app.chat_turns import ReplyEnd
 from fara_desktop.app.core import AppCore
+from fara_desktop.app.tool_advice import cannot_call_tools
 from fara_desktop.chats.records import StoredMessage
 from fara_desktop.chats.storage import StorageError
 from fara_desktop.chats.tool_rounds import ToolRound
@@ -77,6 +78,7 @@ class ChatScreen(Protocol):
 
     def set_status(self, text: str) -> None: ...
     def show_notice(self, text: str, role: str = "notice") -> None: ...
+    def withdraw_notice(self, text: str) -> None: ...
     def refresh_conversation(self, conversation_id: int | None) -> None: ...
 
 
@@ -88,6 +90,7 @@ class ChatController(QObject):
     replyFinished = Signal(object)  # Finished
     replyCancelled = Signal(object)  # Cancelled
     replyFailed = Signal(str)
+    getModelsRequested = Signal()  # the Tools menu's way to models that call tools
     branchCreated = Signal(int)  # a conversation "Branch from here" made; the window opens it
     chatChanged = Signal()  # another conversation (or a new one) is on screen
 
@@ -322,6 +325,12 @@ class ChatController(QObject):
         menu.clear()
         tools = self.tool_flow.box.available() if self.tool_flow is not None else []
         chosen = set(self.session.tools)
+        unable = cannot_call_tools(self.model_info)
+        if unable and self.model_info is not None:  # said before the user relies on the tools, not after
+            menu.addSection(f"{one_line(self.model_info.name, 60)} cannot call tools")
+            for line in self.turns.tool_suggestions or ["Choose a model made for tool calling"]:
+                menu.addAction(f"Can: {line}").setEnabled(False)
+            menu.addAction("Get models that call tools…").triggered.connect(self.getModelsRequested.emit)
         server = None
         for tool in tools:
             if tool.server != server:
@@ -343,6 +352,9 @@ class ChatController(QObject):
         force.setToolTip("For models that do not call tools by themselves: the next reply must call one of this "
                          "chat's tools (its arguments held to the tool's schema).")  # fmt: skip
         force.toggled.connect(lambda on: setattr(self.turns, "tool_choice", "required" if on else "auto"))
+        if unable:  # it would be used up with no effect: the model is never offered the tools
+            force.setEnabled(False)
+            force.setToolTip("The model in use cannot call tools at all; choose one that can.")
 
     def use_tool(self, key: str, used: bool) -> None:
         """Switch one tool on or off for this chat."""
@@ -352,6 +364,8 @@ class ChatController(QObject):
         except StorageError as exc:
             self.screen.show_notice(f"The chat's tools could not be saved: {exc}", "error")
         self.show_tools_choice()
+        if used:
+            self.turns.tools_chosen()
 
     def show_tools_choice(self) -> None:
         """The Tools button: how many tools the chat offers and what they cost in prompt reading."""
@@ -483,6 +497,9 @@ class ChatController(QObject):
 
     def show_messages(self) -> None:
         self.show_session_messages()
+
+    def withdraw_notice(self, text: str) -> None:
+        self.screen.withdraw_notice(text)
 
     def conversation_changed(self, conversation_id: int | None) -> None:
         self.screen.refresh_conversation(conversation_id)

@@ -87,6 +87,8 @@ def entry_tags(entry: CatalogEntry) -> str:
         tags.append("mixture of experts")
     if entry.kv_layers is not None:
         tags.append("hybrid")
+    if entry.tools:
+        tags.append("calls tools")
     if entry.reasoning:
         tags.append("thinks first" if entry.reasoning == "always" else "thinking on/off")
     if entry.vision:

@@ -124,8 +124,10 @@ class SettingsDialog(QDialog):
         conversation: int | None = None,
         tool_states: Callable[[], dict[str, ServerState]] | None = None,
         restart_tool_server: Callable[[str], None] | None = None,
+        tools_note: str = "",
     ) -> None:
-        """``chat_states``: the chats' saved KV states, whose size the Prompts page shows (for ``conversation``)."""
+        """``chat_states``: the chats' saved KV states, whose size the Prompts page shows (for ``conversation``);
+        ``tools_note``: what the Tools page says first (the model in use cannot call tools)."""
         super().__init__(parent)
         self.setObjectName("settingsDialog")
         self.setWindowTitle("Settings")
@@ -145,7 +147,7 @@ class SettingsDialog(QDialog):
             settings.local_api, keys, lambda: {server.name for server in self.servers_page.servers}
         )
         self.prompts_page = PromptsPage(settings.prompts, chat_states, conversation)
-        self.tools_page = ToolsPage(settings.tools, tool_states, restart_tool_server)
+        self.tools_page = ToolsPage(settings.tools, tool_states, restart_tool_server, tools_note)
         for title, page in (
             ("Model", self._model_page()),
             ("Servers", _scrolling(self.servers_page)),

@@ -51,8 +51,10 @@ class ToolsPage(QWidget):
         settings: ToolSettings,
         states: Callable[[], dict[str, ServerState]] | None = None,
         restart: Callable[[str], None] | None = None,
+        note: str = "",
     ) -> None:
-        """``states``: what each running server is doing; ``restart``: start a failed server again."""
+        """``states``: what each running server is doing; ``restart``: start a failed server again; ``note``: said
+        first, when there is something to know before setting tools up (the model in use cannot call them)."""
         super().__init__()
         self._states = states or dict
         self._restart = restart
@@ -66,6 +68,10 @@ class ToolsPage(QWidget):
             "switched on below, and every call the model makes asks you first."
         )
         intro.setWordWrap(True)
+        self.note = plain_label(note)
+        self.note.setObjectName("toolsModelNote")
+        self.note.setWordWrap(True)
+        self.note.setVisible(bool(note))
         self.editor = QPlainTextEdit(settings.servers_json)
         self.editor.setObjectName("mcpServersJson")
         self.editor.setAccessibleName("MCP servers (JSON)")
@@ -94,6 +100,7 @@ class ToolsPage(QWidget):
         forget_row.addWidget(self.forget_button)
         layout = QVBoxLayout(self)
         layout.addWidget(intro)
+        layout.addWidget(self.note)
         layout.addWidget(self.editor, 2)
         layout.addWidget(self.problem)
         layout.addWidget(plain_label("Servers (switched on: running):"))

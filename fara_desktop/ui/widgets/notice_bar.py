@@ -74,6 +74,11 @@ class NoticeBar(QFrame):
         self.setAccessibleName("Error" if role == "error" else "Notice")
         self.show()
 
+    def withdraw(self, text: str) -> None:
+        """A notice that is no longer true: hidden when it is the one shown (it stays in the history)."""
+        if self.isVisible() and self.label.text() == text:
+            self.hide()
+
     def texts(self, role: str | None = None) -> list[str]:
         return [n.text for n in self.notices if role is None or n.role == role]
 

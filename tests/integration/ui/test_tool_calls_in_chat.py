@@ -19,7 +19,7 @@ from fara_desktop.chats.tool_rounds import DENIED
 from fara_desktop.settings import Settings, ToolSettings
 from fara_desktop.ui.main_window import MainWindow
 from fara_desktop.vocabulary.sampling import SamplingParams
-from tests.helpers.fakes import FakeBackend
+from tests.helpers.fakes import HERMES, FakeBackend
 from tests.helpers.gguf_factory import rewrite_gguf
 from tests.helpers.paths import FIXTURES
 
@@ -353,3 +353,35 @@ def test_a_server_switched_on_says_at_once_what_ok_will_do(qtbot):
     qtbot.waitUntil(lambda: any("stops when you press OK" in page.server_list.item(i).text() for i in range(2)),
                     timeout=5000)  # fmt: skip
     dialog.reject()
+
+
+def test_a_model_that_cannot_call_tools_is_said_before_the_question_and_not_after_a_switch(qtbot):
+    """Issue 43, item 3: the bar said it only after the model had made up an answer; "Make the next reply call a
+    tool" was used up with no effect; after switching to a model that can, the bar still blamed the old one."""
+    backend = FakeBackend()
+    backend.tool_family = None
+    win = _window(qtbot, backend, enabled=("time",))
+    win.chat.turns.tool_suggestions = ["Qwen3 4B Instruct 2507 (Q4_K_M, 2.5 GB download, about 11 tok/s here)"]
+    menu = win.tools_button.menu()
+    menu.aboutToShow.emit()
+    texts = [a.text() for a in menu.actions()]
+    assert any("cannot call tools" in t for t in texts) and any("Qwen3 4B" in t for t in texts)
+    force = next(a for a in menu.actions() if a.text() == "Make the next reply call a tool")
+    assert not force.isEnabled()
+    _use(win, "time/get_current_time")
+    assert backend.prompts == []  # nothing asked yet, and already said, with a model that can
+    assert win.notice_bar.isVisible() and "cannot call tools" in win.notice_bar.label.text()
+    assert "Qwen3 4B" in win.notice_bar.label.text()
+    dialog = win.open_settings("Tools")
+    assert dialog.tools_page.note.isVisibleTo(dialog) and "cannot call tools" in dialog.tools_page.note.text()
+    dialog.reject()
+    backend.tool_family = HERMES  # a model that can call tools
+    said = len([t for t in win.notice_bar.texts() if "cannot call tools" in t])
+    with qtbot.waitSignal(win.modelLoaded, timeout=5000):
+        win.load_model(Path("able.gguf"))
+    assert not win.notice_bar.isVisible()  # the notice about the old model is withdrawn
+    win.composer.setPlainText("What time is it?")
+    with qtbot.waitSignal(win.replyFinished, timeout=10000):
+        win.send_button.click()
+    assert backend.offered[-1] is not None  # offered to the model that can
+    assert len([t for t in win.notice_bar.texts() if "cannot call tools" in t]) == said
