@@ -456,12 +456,12 @@ def test_a_load_stopped_halfway_leaves_no_model_and_the_next_load_works(event_lo
 def test_a_load_that_reads_the_file_starts_reading_it_ahead_first(worker, event_log, smollm2_path, monkeypatch):
     """Cold, an 8B model's first token came after 27 s with llama.cpp reading alone and 10 s with the file read
     ahead on another thread (bench --section cold): the read-ahead must be running before llama.cpp reads."""
-    from fara_desktop.engine import llama_backend
+    from fara_desktop.engine import llama_loading
     from fara_desktop.engine.types import LoadProgress
 
     order: list[str] = []
-    original = llama_backend.start_prefault
-    monkeypatch.setattr(llama_backend, "start_prefault", lambda path: order.append("read-ahead") or original(path))
+    original = llama_loading.start_prefault
+    monkeypatch.setattr(llama_loading, "start_prefault", lambda path: order.append("read-ahead") or original(path))
     event_log.hooks.append(lambda e: order.append("llama.cpp") if isinstance(e, LoadProgress) and e.fraction else None)
     load(worker, event_log, smollm2_path, LoadParams(use_mmap=False))
     assert order[0] == "read-ahead" and "llama.cpp" in order
