@@ -64,6 +64,7 @@ TESTED_THROUGH: dict[str, tuple[str, str]] = {
     "fara_desktop.ui.widgets.setting_fields": ("tests/unit/ui/test_settings_pages.py", "accessibleDescription"),
     "fara_desktop.ui.widgets.short_list": ("tests/unit/ui/test_servers_ui.py", "servers_page"),
     "fara_desktop.ui.widgets.sidebar": ("tests/unit/ui/test_sidebar_updates.py", "sidebar"),
+    "fara_desktop.ui.widgets.stay_open_menu": ("tests/unit/ui/test_documents_ui.py", "without_the_menu_closing"),
     "fara_desktop.ui.widgets.task_progress": ("tests/unit/ui/test_reasoning_and_branches.py", "task_progress"),
     "fara_desktop.ui.window_menus": ("tests/unit/ui/test_menu_names.py", "menuBar"),
     "fara_desktop.ui.widgets.tool_approval": ("tests/integration/ui/test_tool_calls_in_chat.py", "tool_approval"),

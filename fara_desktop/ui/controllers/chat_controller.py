@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QCheckBox, QLabel, QMenu, QProgressBar, QPushButton, QToolButton
+from PySide6.QtWidgets import QCheckBox, QLabel, QProgressBar, QPushButton, QToolButton
 
 from fara_desktop.app.chat_turns import ReplyEnd
 from fara_desktop.app.core import AppCore
@@ -53,6 +53,7 @@ from fara_desktop.ui.widgets.chat_view import ChatView, ShownMessage, footer_for
 from fara_desktop.ui.widgets.composer import Composer
 from fara_desktop.ui.widgets.hardware_panel import HardwarePanel
 from fara_desktop.ui.widgets.message_widget import MessageWidget
+from fara_desktop.ui.widgets.stay_open_menu import StayOpenMenu
 from fara_desktop.ui.widgets.tool_approval import ToolApprovalBar
 from fara_desktop.vocabulary.messages import ChatMessage
 from fara_desktop.vocabulary.sampling import SamplingParams
@@ -114,7 +115,7 @@ class ChatController(QObject):
         self._loading_since = 0.0
         self._loading_name = ""
         self.tool_flow: ToolFlow | None = None  # set by ``use_tools`` once the window has a tool box
-        menu = QMenu(screen.tools_button)
+        menu = StayOpenMenu(screen.tools_button)  # several tools are ticked in one go
         menu.aboutToShow.connect(self._fill_tools_menu)
         screen.tools_button.setMenu(menu)
         screen.tools_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Protocol
 
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox, QToolButton, QWidget
+from PySide6.QtWidgets import QFileDialog, QMessageBox, QToolButton, QWidget
 
 from fara_desktop.app.embedding import EmbedderService, embedding_model_in
 from fara_desktop.chats.session import ChatSession
@@ -29,6 +29,7 @@ from fara_desktop.text.untrusted import one_line
 from fara_desktop.ui.background import BackgroundCall
 from fara_desktop.ui.widgets.documents_panel import DocumentsPanel
 from fara_desktop.ui.widgets.plain_text import plain_message_box
+from fara_desktop.ui.widgets.stay_open_menu import StayOpenMenu
 from fara_desktop.vocabulary.messages import ChatMessage
 from fara_desktop.vocabulary.sampling import SamplingParams
 from fara_desktop.vocabulary.sources import Source
@@ -106,7 +107,7 @@ class DocumentsController(QObject):
         panel.removeRequested.connect(self.remove)
         panel.pauseToggled.connect(lambda paused: self.pause.set() if paused else self.pause.clear())
         panel.semanticRequested.connect(self.import_embedder)
-        menu = QMenu(screen.documents_button)
+        menu = StayOpenMenu(screen.documents_button)  # several collections are ticked in one go
         menu.aboutToShow.connect(self._fill_menu)
         screen.documents_button.setMenu(menu)
         screen.documents_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)

@@ -214,3 +214,25 @@ def test_the_collection_shows_its_files_as_soon_as_its_words_are_indexed(window,
         with qtbot.waitSignal(documents.finished, timeout=30000):
             release.set()
         holder.join(timeout=10)
+
+
+def test_several_collections_are_ticked_without_the_menu_closing(window, qtbot, tmp_path):
+    """Issue 43, item 12: the chat's Tools (and Documents) menu closed after each tick; choosing three meant
+    opening it three times. A click on a check box now toggles it and leaves the menu open."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    for name in ("manuals", "letters"):
+        write_mixed_folder(tmp_path / name)
+    win = window(FakeBackend())
+    for name in ("manuals", "letters"):
+        index_folder(qtbot, win, name, tmp_path / name)
+    menu = win.documents_button.menu()
+    menu.popup(win.documents_button.mapToGlobal(win.documents_button.rect().bottomLeft()))
+    qtbot.waitUntil(menu.isVisible, timeout=5000)
+    for action in [a for a in menu.actions() if a.isCheckable()]:
+        QTest.mouseClick(menu, Qt.MouseButton.LeftButton, pos=menu.actionGeometry(action).center())
+        assert menu.isVisible() and action.isChecked()
+    assert sorted(win.session.collections) == ["letters", "manuals"]
+    assert win.documents_button.text().startswith("Documents: ")
+    menu.close()
