@@ -45,6 +45,7 @@ TESTED_THROUGH: dict[str, tuple[str, str]] = {
     "fara_desktop.ui.after_paint": ("tests/unit/ui/test_window.py", "painted"),
     "fara_desktop.ui.controllers.chat_controller": ("tests/unit/ui/test_window.py", "win.chat."),
     "fara_desktop.ui.controllers.read_ahead": ("tests/integration/ui/test_read_ahead.py", "read_ahead"),
+    "fara_desktop.ui.controllers.tools_menu": ("tests/integration/ui/test_tool_calls_in_chat.py", "tools_button"),
     "fara_desktop.ui.controllers.tool_flow": ("tests/integration/ui/test_tool_calls_in_chat.py", "tool_approval"),
     "fara_desktop.ui.dialogs.prompts_page": ("tests/integration/ui/test_read_ahead.py", "prompts_page"),
     "fara_desktop.ui.dialogs.servers_page": ("tests/unit/ui/test_servers_ui.py", "servers_page"),

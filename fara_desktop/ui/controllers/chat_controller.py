@@ -19,7 +19,6 @@ from PySide6.QtWidgets import QCheckBox, QLabel, QProgressBar, QPushButton, QToo
 
 from fara_desktop.app.chat_turns import ReplyEnd
 from fara_desktop.app.core import AppCore
-from fara_desktop.app.tool_advice import cannot_call_tools
 from fara_desktop.chats.records import StoredMessage
 from fara_desktop.chats.storage import StorageError
 from fara_desktop.chats.tool_rounds import ToolRound
@@ -44,16 +43,16 @@ from fara_desktop.engine.types import (
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.text.format import format_duration
 from fara_desktop.text.untrusted import one_line
-from fara_desktop.tools.tool_box import ToolBox, schema_tokens, tool_key
+from fara_desktop.tools.tool_box import ToolBox
 from fara_desktop.ui.after_paint import AfterPaint
 from fara_desktop.ui.controllers.read_ahead import DraftPrompt, Retriever, TypingReadAhead
 from fara_desktop.ui.controllers.tool_flow import ToolFlow
+from fara_desktop.ui.controllers.tools_menu import ToolsMenu
 from fara_desktop.ui.engine_bridge import EngineBridge
 from fara_desktop.ui.widgets.chat_view import ChatView, ShownMessage, footer_for, thinking_seconds
 from fara_desktop.ui.widgets.composer import Composer
 from fara_desktop.ui.widgets.hardware_panel import HardwarePanel
 from fara_desktop.ui.widgets.message_widget import MessageWidget
-from fara_desktop.ui.widgets.stay_open_menu import StayOpenMenu
 from fara_desktop.ui.widgets.tool_approval import ToolApprovalBar
 from fara_desktop.vocabulary.messages import ChatMessage
 from fara_desktop.vocabulary.sampling import SamplingParams
@@ -115,10 +114,8 @@ class ChatController(QObject):
         self._loading_since = 0.0
         self._loading_name = ""
         self.tool_flow: ToolFlow | None = None  # set by ``use_tools`` once the window has a tool box
-        menu = StayOpenMenu(screen.tools_button)  # several tools are ticked in one go
-        menu.aboutToShow.connect(self._fill_tools_menu)
-        screen.tools_button.setMenu(menu)
-        screen.tools_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.tools_menu = ToolsMenu(screen.tools_button, self.turns, lambda: self.tool_flow,
+                                    screen.show_notice, self.getModelsRequested.emit)  # fmt: skip
         self._retry_timer = QTimer(self)
         self._retry_timer.setInterval(SAVE_RETRY_MS)
         self._retry_timer.timeout.connect(self.retry_saving)
@@ -321,61 +318,11 @@ class ChatController(QObject):
         if self.turn.phase is TurnPhase.TOOLS:
             self.stop()
 
-    def _fill_tools_menu(self) -> None:
-        menu = self.screen.tools_button.menu()
-        menu.clear()
-        tools = self.tool_flow.box.available() if self.tool_flow is not None else []
-        chosen = set(self.session.tools)
-        unable = cannot_call_tools(self.model_info)
-        if unable and self.model_info is not None:  # said before the user relies on the tools, not after
-            menu.addSection(f"{one_line(self.model_info.name, 60)} cannot call tools")
-            for line in self.turns.tool_suggestions or ["Choose a model made for tool calling"]:
-                menu.addAction(f"Can: {line}").setEnabled(False)
-            menu.addAction("Get models that call tools…").triggered.connect(self.getModelsRequested.emit)
-        server = None
-        for tool in tools:
-            if tool.server != server:
-                server = tool.server
-                menu.addSection(one_line(server, 60))
-            action = menu.addAction(one_line(tool.spec.name, 80))
-            action.setToolTip(one_line(tool.spec.description, 300))
-            action.setCheckable(True)
-            key = tool_key(tool)
-            action.setChecked(key in chosen)
-            action.toggled.connect(lambda on, k=key: self.use_tool(k, on))
-        if not tools:
-            menu.addAction("No tools yet: add MCP servers in Settings ▸ Tools").setEnabled(False)
-            return
-        menu.addSeparator()
-        force = menu.addAction("Make the next reply call a tool")
-        force.setCheckable(True)
-        force.setChecked(self.tool_choice == "required")
-        force.setToolTip("For models that do not call tools by themselves: the next reply must call one of this "
-                         "chat's tools (its arguments held to the tool's schema).")  # fmt: skip
-        force.toggled.connect(lambda on: setattr(self.turns, "tool_choice", "required" if on else "auto"))
-        if unable:  # it would be used up with no effect: the model is never offered the tools
-            force.setEnabled(False)
-            force.setToolTip("The model in use cannot call tools at all; choose one that can.")
-
     def use_tool(self, key: str, used: bool) -> None:
-        """Switch one tool on or off for this chat."""
-        keys = [k for k in self.session.tools if k != key] + ([key] if used else [])
-        try:
-            self.session.set_tools(tuple(keys))
-        except StorageError as exc:
-            self.screen.show_notice(f"The chat's tools could not be saved: {exc}", "error")
-        self.show_tools_choice()
-        if used:
-            self.turns.tools_chosen()
+        self.tools_menu.use_tool(key, used)
 
     def show_tools_choice(self) -> None:
-        """The Tools button: how many tools the chat offers and what they cost in prompt reading."""
-        offered = self.tool_flow.box.offered(self.session.tools) if self.tool_flow is not None else []
-        button = self.screen.tools_button
-        button.setText(f"Tools: {len(offered)}" if offered else "Tools: off")
-        cost = (f" Their descriptions add about {schema_tokens(offered):,} prompt tokens (read once per chat, then "
-                "cached; the wait shown under the message box counts them).") if offered else ""  # fmt: skip
-        button.setToolTip(f"The tools this chat's model may call (each call asks you first).{cost}")
+        self.tools_menu.show_choice()
 
     def leave_chat(self) -> None:
         """Another chat is about to open: the reply is stopped and an edit dropped."""

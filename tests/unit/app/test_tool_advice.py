@@ -1,0 +1,33 @@
+"""What is said when the model in use cannot call tools: which models can, and what each costs here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fara_desktop.app.tool_advice import cannot_call_tools, models_that_call_tools, no_tools_words
+from fara_desktop.engine.types import ModelInfo
+from fara_desktop.models.catalog import load_catalog
+from fara_desktop.planning.catalog_fit import assess_catalog
+
+GIB = 1 << 30
+
+
+def _info(tool_calls: str) -> ModelInfo:
+    return ModelInfo(Path("/m/small.gguf"), "Small model", "llama", 2048, 8192, 2, 2, "f16", False, "gguf", 0.1, 1,
+                     tool_calls=tool_calls)  # fmt: skip
+
+
+def test_the_models_that_call_tools_here_are_the_catalogs_that_fit_at_a_comfortable_speed():
+    assessment = assess_catalog(load_catalog(), 12 * GIB, 16 * GIB, 20e9)
+    lines = models_that_call_tools(assessment)
+    tool_names = {e.name for e in load_catalog() if e.tools}
+    assert 1 <= len(lines) <= 3
+    assert all(line.split(" (", 1)[0] in tool_names and "tok/s here" in line and "download" in line for line in lines)
+    assert models_that_call_tools(assess_catalog(load_catalog(), GIB // 8, GIB // 4, 1e9)) == []  # nothing fits
+    assert models_that_call_tools(None) == []
+
+
+def test_it_is_said_for_a_local_model_without_tools_only():
+    assert cannot_call_tools(_info("")) and not cannot_call_tools(_info("hermes / qwen")) and not cannot_call_tools(None)
+    words = no_tools_words(_info(""), ["Qwen3 4B Instruct 2507 (Q4_K_M, 2.5 GB download, about 11 tok/s here)"])
+    assert words.startswith("Small model cannot call tools") and "Qwen3 4B" in words and "Get models" in words
