@@ -28,7 +28,6 @@ TESTED_THROUGH: dict[str, tuple[str, str]] = {
     "fara_desktop.documents.pipeline": ("tests/unit/ui/test_documents_ui.py", "index_folder"),
     # the llama.cpp adapter's parts: through the backend with the real library
     "fara_desktop.engine.context_states": ("tests/integration/engine/test_prefix_paths.py", "regenerate"),
-    "fara_desktop.engine.llama_loading": ("tests/integration/engine/test_crash_safe_loading.py", "fits_beside"),
     "fara_desktop.engine.llama_state": ("tests/integration/engine/test_kv_on_disk.py", "snapshot"),
     "fara_desktop.engine.llama_tokens": ("tests/integration/serving/test_local_api.py", "logprobs"),
     "fara_desktop.engine.reply_channels": ("tests/integration/engine/test_llama_backend.py", "TokenText"),

@@ -28,6 +28,7 @@ def test_the_models_that_call_tools_here_are_the_catalogs_that_fit_at_a_comforta
 
 
 def test_it_is_said_for_a_local_model_without_tools_only():
-    assert cannot_call_tools(_info("")) and not cannot_call_tools(_info("hermes / qwen")) and not cannot_call_tools(None)
+    assert cannot_call_tools(_info(""))
+    assert not cannot_call_tools(_info("hermes / qwen")) and not cannot_call_tools(None)
     words = no_tools_words(_info(""), ["Qwen3 4B Instruct 2507 (Q4_K_M, 2.5 GB download, about 11 tok/s here)"])
     assert words.startswith("Small model cannot call tools") and "Qwen3 4B" in words and "Get models" in words
