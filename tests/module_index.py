@@ -57,6 +57,7 @@ TESTED_THROUGH: dict[str, tuple[str, str]] = {
     "fara_desktop.ui.widgets.composer": ("tests/unit/ui/test_keyboard.py", "composer"),
     "fara_desktop.ui.widgets.documents_panel": ("tests/integration/ui/test_documents_chat.py", "documents_panel"),
     "fara_desktop.ui.widgets.download_row": ("tests/integration/ui/test_models_dialog.py", "rows"),
+    "fara_desktop.ui.widgets.file_dialogs": ("tests/unit/ui/test_window.py", "folders.start"),
     "fara_desktop.ui.widgets.flow_layout": ("tests/integration/ui/test_documents_chat.py", "citation"),
     "fara_desktop.ui.widgets.hardware_panel": ("tests/integration/ui/test_real_model_window.py", "hardware_panel"),
     "fara_desktop.ui.widgets.notice_bar": ("tests/unit/ui/test_notice_bar.py", "notice"),

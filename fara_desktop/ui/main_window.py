@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QApplication,
     QCheckBox,
     QDialog,
-    QFileDialog,
     QFrame,
     QHBoxLayout,
     QLineEdit,
@@ -61,6 +60,7 @@ from fara_desktop.ui.theme import apply_appearance
 from fara_desktop.ui.widgets.chat_view import ChatView
 from fara_desktop.ui.widgets.composer import Composer
 from fara_desktop.ui.widgets.documents_panel import DocumentsPanel
+from fara_desktop.ui.widgets.file_dialogs import FolderMemory
 from fara_desktop.ui.widgets.hardware_panel import HardwarePanel
 from fara_desktop.ui.widgets.notice_bar import NoticeBar
 from fara_desktop.ui.widgets.plain_text import plain_label, plain_message_box
@@ -105,6 +105,7 @@ class MainWindow(QMainWindow):
         self.setGeometry(first_geometry(self.screen().availableGeometry()))
         self._placed = False
         self.paths = paths or app_paths().ensure()
+        self.folders = FolderMemory(self.paths.config)  # where each file dialog opens
         self._closed = False
         self.models_dialog: GetModelsDialog | None = None
         self._tool_models: BackgroundCall | None = None  # the catalog judged for models that call tools
@@ -477,12 +478,12 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------ models and settings
 
     def choose_model_file(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open a GGUF model", str(Path.home()), "GGUF models (*.gguf)")
+        path = self.folders.open_file(self, "models", "Open a GGUF model", "GGUF models (*.gguf)")
         if path:
             self.start_auto(Path(path))
 
     def add_models_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Add a models folder", str(Path.home()))
+        folder = self.folders.folder(self, "models", "Add a models folder")
         if folder:
             folders = [*self.settings.extra_model_folders, folder]
             self.apply_settings(dataclasses.replace(self.settings, extra_model_folders=folders), None)
@@ -517,7 +518,7 @@ class MainWindow(QMainWindow):
         note = no_tools_words(info, self.chat.turns.tool_suggestions) if info and cannot_call_tools(info) else ""
         dialog = SettingsDialog(self.settings, self.plan, self.api_keys, self, self.chat_states,
                                 self.session.conversation_id, self.tools_hub.states,
-                                self.tools_hub.restart, tools_note=note)  # fmt: skip
+                                self.tools_hub.restart, tools_note=note, folders=self.folders)  # fmt: skip
         self.toolsChanged.connect(dialog.tools_page.refresh)
         if page:
             dialog.show_page(page)
@@ -583,6 +584,10 @@ class MainWindow(QMainWindow):
         self._closed = True
         hidden = {i for i, pane in ((0, self.left_column), (2, self.panel_scroll)) if not pane.isVisibleTo(self)}
         save_window_state(self.paths.config, self, self.splitter, sizes_to_keep(self.splitter.sizes(), hidden))
+        # Gone at once: stopping a reply, keeping the chat's reading and freeing the model take seconds, and a window
+        # left standing on "Writing the answer…" meanwhile reads as a hang. Nothing is lost: the reply is kept as
+        # stopped below, as it would be on screen.
+        self.hide()
         if self.models_dialog is not None:
             self.models_dialog.pause_all()
         self.servers.stop_api()

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtWidgets import QFileDialog, QInputDialog, QLineEdit, QMessageBox, QWidget
+from PySide6.QtWidgets import QInputDialog, QLineEdit, QMessageBox, QWidget
 
 from fara_desktop.chats.exchange import import_or_update
 from fara_desktop.chats.export import ImportResult, export_conversations, read_import
@@ -20,6 +20,7 @@ from fara_desktop.text.untrusted import one_line
 from fara_desktop.ui.background import BackgroundCall
 from fara_desktop.ui.widgets.chat_view import ChatView
 from fara_desktop.ui.widgets.composer import Composer
+from fara_desktop.ui.widgets.file_dialogs import FolderMemory
 from fara_desktop.ui.widgets.plain_text import plain_message_box
 from fara_desktop.ui.widgets.sidebar import Sidebar
 from fara_desktop.ui.widgets.task_progress import TaskProgress
@@ -34,6 +35,7 @@ class ConversationsScreen(Protocol):
     chat_view: ChatView
     composer: Composer
     task_progress: TaskProgress
+    folders: FolderMemory
 
     def set_status(self, text: str) -> None: ...
     def show_notice(self, text: str, role: str = "notice") -> None: ...
@@ -139,7 +141,7 @@ class ConversationsController(QObject):
         self._export(None)
 
     def _export(self, ids: list[int] | None) -> None:
-        folder = QFileDialog.getExistingDirectory(self.dialog_parent, "Export chats to a folder", str(Path.home()))
+        folder = self.screen.folders.folder(self.dialog_parent, "exports", "Export chats to a folder")
         if folder:
             self.export_to(Path(folder), ids)
 
@@ -171,12 +173,10 @@ class ConversationsController(QObject):
         return self._start_task(work, done, failed)
 
     def import_chat(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(
-            self.dialog_parent,
-            "Import chats",
-            str(Path.home()),
+        path = self.screen.folders.open_file(
+            self.dialog_parent, "imports", "Import chats",
             "Chats from Fara Desktop, ChatGPT, Open WebUI or LM Studio (*.json)",
-        )
+        )  # fmt: skip
         if path:
             self.import_file(Path(path))
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Protocol
 
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtWidgets import QFileDialog, QMessageBox, QToolButton, QWidget
+from PySide6.QtWidgets import QMessageBox, QToolButton, QWidget
 
 from fara_desktop.app.embedding import EmbedderService, embedding_model_in
 from fara_desktop.chats.session import ChatSession
@@ -28,6 +28,7 @@ from fara_desktop.text.format import format_count
 from fara_desktop.text.untrusted import one_line
 from fara_desktop.ui.background import BackgroundCall
 from fara_desktop.ui.widgets.documents_panel import DocumentsPanel
+from fara_desktop.ui.widgets.file_dialogs import FolderMemory
 from fara_desktop.ui.widgets.plain_text import plain_message_box
 from fara_desktop.ui.widgets.stay_open_menu import StayOpenMenu
 from fara_desktop.vocabulary.messages import ChatMessage
@@ -45,6 +46,7 @@ LEXICAL_NOTE = (
 
 class DocumentsScreen(Protocol):
     paths: AppPaths
+    folders: FolderMemory
     documents_panel: DocumentsPanel
     documents_button: QToolButton
 
@@ -195,12 +197,12 @@ class DocumentsController(QObject):
         self.show_chat_choice()
 
     def add_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self.dialog_parent, "Add a folder of documents", str(Path.home()))
+        folder = self.screen.folders.folder(self.dialog_parent, "documents", "Add a folder of documents")
         if folder:
             self.index_paths(self._name_for(Path(folder)), [Path(folder)])
 
     def add_files(self) -> None:
-        files, _ = QFileDialog.getOpenFileNames(self.dialog_parent, "Add documents", str(Path.home()))
+        files = self.screen.folders.open_files(self.dialog_parent, "documents", "Add documents")
         if files:
             self.index_paths(self._name_for(Path(files[0]).parent), [Path(f) for f in files])
 

@@ -12,7 +12,6 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QDialogButtonBox,
-    QFileDialog,
     QFormLayout,
     QFrame,
     QHBoxLayout,
@@ -44,6 +43,7 @@ from fara_desktop.ui.dialogs.local_api_page import LocalApiPage
 from fara_desktop.ui.dialogs.prompts_page import PromptsPage
 from fara_desktop.ui.dialogs.servers_page import ServersPage
 from fara_desktop.ui.dialogs.tools_page import ToolsPage
+from fara_desktop.ui.widgets.file_dialogs import FolderMemory
 from fara_desktop.ui.widgets.plain_text import plain_label, plain_tooltip
 from fara_desktop.ui.widgets.setting_fields import add_row, decimal_spin, show_value, spin_value, whole_spin
 from fara_desktop.ui.window_state import fit_to_screen
@@ -125,6 +125,7 @@ class SettingsDialog(QDialog):
         tool_states: Callable[[], dict[str, ServerState]] | None = None,
         restart_tool_server: Callable[[str], None] | None = None,
         tools_note: str = "",
+        folders: FolderMemory | None = None,
     ) -> None:
         """``chat_states``: the chats' saved KV states, whose size the Prompts page shows (for ``conversation``);
         ``tools_note``: what the Tools page says first (the model in use cannot call tools)."""
@@ -133,6 +134,7 @@ class SettingsDialog(QDialog):
         self.setWindowTitle("Settings")
         fit_to_screen(self, QSize(860, 560))
         self._settings = settings
+        self._folders_memory = folders or FolderMemory()
         self._plan = plan
         self._chosen: str | None = None
         self._folders = list(settings.extra_model_folders)
@@ -294,13 +296,13 @@ class SettingsDialog(QDialog):
             self.status.setWordWrap(True)
 
     def _add_file(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Add a GGUF model", str(Path.home()), "GGUF models (*.gguf)")
+        path = self._folders_memory.open_file(self, "models", "Add a GGUF model", "GGUF models (*.gguf)")
         if path:
             self._chosen = path
             self.status.setText(f"Will load {model_display_name(Path(path).name)}")
 
     def _add_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Add a models folder", str(Path.home()))
+        folder = self._folders_memory.folder(self, "models", "Add a models folder")
         if folder and folder not in self._folders:
             self._folders.append(folder)
             self.folder_list.addItem(folder)

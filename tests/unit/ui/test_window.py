@@ -443,3 +443,33 @@ def test_a_message_sent_after_a_failed_load_is_told_why_there_is_no_model(qtbot)
     assert said.endswith("Choose another one in Settings ▸ Model, or get one with Get models.")
     assert win.notice_bar.texts("error")[-1] == said
     assert win.chat_view.messages()[0].text == "Hello?"  # the question is kept
+
+
+def test_file_dialogs_open_where_the_user_last_went_for_the_same_purpose(window, qtbot, tmp_path, monkeypatch):
+    """Issue 43, item 14: every file dialog opened in the home folder. Each purpose now remembers its last folder,
+    across restarts (a folder since removed: home again)."""
+    from PySide6.QtWidgets import QFileDialog
+
+    models = tmp_path / "my models"
+    models.mkdir()
+    (models / "tiny.gguf").write_bytes(b"not a model")
+    starts: list[str] = []
+
+    def pick(_parent, _caption, start, _filters=""):
+        starts.append(start)
+        return str(models / "tiny.gguf"), ""
+
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", pick)
+    win = window()
+    win.start_auto = lambda preferred=None: None  # only where the dialog opens matters here
+    win.choose_model_file()
+    win.choose_model_file()
+    assert starts == [str(Path.home()), str(models)]
+    again = window()
+    again.start_auto = lambda preferred=None: None
+    again.choose_model_file()
+    assert starts[-1] == str(models)
+    assert again.folders.start("documents") == str(Path.home())  # another purpose keeps its own
+    models.joinpath("tiny.gguf").unlink()
+    models.rmdir()
+    assert again.folders.start("models") == str(Path.home())

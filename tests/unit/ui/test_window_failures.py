@@ -156,3 +156,39 @@ def test_a_server_model_leaves_no_local_memory_figures(qtbot, window):
     remote = dataclasses.replace(local, server="127.0.0.1:8080", name="qwen3")
     panel.show_model(remote)
     assert panel.value("Model weights") == "on the server" and panel.value("KV memory") == "on the server"
+
+
+def test_quitting_during_a_reply_hides_the_window_at_once_and_keeps_the_reply(window, qtbot):
+    """Issue 43, item 14: Ctrl+Q during a reply left the window standing on "Writing the answer…" for 3.6 s while
+    the engine stopped, kept the chat's reading and freed the model. The window goes first; the reply is kept."""
+    import threading
+
+    from tests.helpers.fakes import FakeBackend
+
+    gate = threading.Semaphore(0)
+    backend = FakeBackend(words=["One", " two", " three"], gate=gate)
+    win = window(backend)
+    win.composer.setPlainText("Count")
+    win.send_button.click()
+    gate.release()
+    qtbot.waitUntil(lambda: "One" in win.session.draft.answer, timeout=10_000)
+    seen: list[bool] = []
+    real_close = win.core.close
+
+    def close(*args, **kwargs):
+        seen.append(win.isVisible())
+        gate.release(10)
+        return real_close(*args, **kwargs)
+
+    win.core.close = close  # type: ignore[method-assign]
+    conversation = win.session.conversation_id
+    win.close()
+    assert seen == [False]  # hidden before the engine was asked to stop
+    from fara_desktop.chats.storage import ConversationStore, database_path
+
+    reopened = ConversationStore(database_path(win.paths.data))  # the window's store is closed by now
+    try:
+        messages = reopened.messages(conversation)
+        assert messages[-1].role == "assistant" and messages[-1].status == "stopped"
+    finally:
+        reopened.close()
