@@ -47,6 +47,7 @@ class ConversationSummary:
     thinking: bool = True
     collections: tuple[str, ...] = ()  # the document collections this chat searches
     tools: tuple[str, ...] = ()  # the tools this chat offers its model ("server/tool")
+    match: str = ""  # from a search: the words around where a message matched
 
 
 def finite_time(value: Any, fallback: float = 0.0) -> float:

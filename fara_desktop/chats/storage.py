@@ -6,6 +6,7 @@ Writes are small and frequent (a reply is saved while it streams), so the databa
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -33,6 +34,9 @@ from fara_desktop.vocabulary.errors import FaraError
 from fara_desktop.vocabulary.sources import Source, sources_json
 
 log = logging.getLogger(__name__)
+
+
+MATCH_CONTEXT = 40  # characters shown either side of where a search matched
 
 
 class StorageError(FaraError):
@@ -115,12 +119,29 @@ class ConversationStore:
         """Newest first; ``search`` matches titles and message text."""
         if search and search.strip():
             pattern = "%" + search.strip().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-            return self._summaries(
+            found = self._summaries(
                 """WHERE c.title LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM messages m
                    WHERE m.conversation_id = c.id AND m.content LIKE ? ESCAPE '\\')""",
                 (pattern, pattern),
             )
+            return [dataclasses.replace(s, match=self._match(s.id, pattern, search.strip())) for s in found]
         return self._summaries("", ())
+
+    def _match(self, conversation_id: int, pattern: str, search: str) -> str:
+        """A few words around the first place a message matches a search (case as written), for the list."""
+        row = self._db.execute(
+            "SELECT content FROM messages WHERE conversation_id = ? AND content LIKE ? ESCAPE '\\' "
+            "ORDER BY position LIMIT 1",
+            (conversation_id, pattern),
+        ).fetchone()
+        if row is None or not isinstance(row[0], str):
+            return ""
+        text: str = row[0]
+        at = text.casefold().find(search.casefold())
+        if at < 0:
+            return ""
+        start, end = max(0, at - MATCH_CONTEXT), min(len(text), at + len(search) + MATCH_CONTEXT)
+        return ("…" if start else "") + " ".join(text[start:end].split()) + ("…" if end < len(text) else "")
 
     def conversation(self, conversation_id: int) -> ConversationSummary | None:
         """One conversation's summary, by its key (the list is not read: a Send asks for it twice)."""
@@ -147,10 +168,10 @@ class ConversationStore:
         ]
 
     def rename(self, conversation_id: int, title: str) -> None:
+        """A new title; the chat keeps its place in the list (a rename is not news in the chat)."""
         with self.transaction() as db:
             db.execute(
-                "UPDATE conversations SET title = ?, updated_at = ? WHERE id = ?",
-                (title.strip() or "New chat", time.time(), conversation_id),
+                "UPDATE conversations SET title = ? WHERE id = ?", (title.strip() or "New chat", conversation_id)
             )
 
     def set_system_prompt(self, conversation_id: int, system_prompt: str) -> None:

@@ -23,7 +23,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLineEdit,
     QMainWindow,
-    QMessageBox,
     QProgressBar,
     QPushButton,
     QScrollArea,
@@ -33,7 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from fara_desktop import APP_NAME, __version__
+from fara_desktop import APP_NAME
 from fara_desktop.app.core import AppCore
 from fara_desktop.app.tool_advice import cannot_call_tools, models_that_call_tools, no_tools_words
 from fara_desktop.engine.backend import Backend
@@ -44,7 +43,6 @@ from fara_desktop.planning.params import LoadParams
 from fara_desktop.planning.planner import StartupPlan
 from fara_desktop.settings import RemoteChoice, Settings
 from fara_desktop.system.api_keys import LOCAL_API
-from fara_desktop.text.untrusted import one_line
 from fara_desktop.ui.background import BackgroundCall
 from fara_desktop.ui.controllers.chat_controller import ChatController
 from fara_desktop.ui.controllers.conversations_controller import ConversationsController
@@ -63,11 +61,11 @@ from fara_desktop.ui.widgets.documents_panel import DocumentsPanel
 from fara_desktop.ui.widgets.file_dialogs import FolderMemory
 from fara_desktop.ui.widgets.hardware_panel import HardwarePanel
 from fara_desktop.ui.widgets.notice_bar import NoticeBar
-from fara_desktop.ui.widgets.plain_text import plain_label, plain_message_box
+from fara_desktop.ui.widgets.plain_text import plain_label
 from fara_desktop.ui.widgets.sidebar import Sidebar
 from fara_desktop.ui.widgets.task_progress import TaskProgress
 from fara_desktop.ui.widgets.tool_approval import ToolApprovalBar
-from fara_desktop.ui.window_menus import build_menus, shortcuts_of
+from fara_desktop.ui.window_menus import build_menus, shortcuts_of, show_about
 from fara_desktop.ui.window_state import (
     DEFAULT_PANES,
     first_geometry,
@@ -240,6 +238,13 @@ class MainWindow(QMainWindow):
         top = QHBoxLayout()
         top.setContentsMargins(18, 10, 18, 0)
         top.addWidget(self.chats_toggle)
+        self.system_prompt_label = plain_label("System prompt:")
+        self.system_prompt_label.setObjectName("systemPromptLabel")
+        self.system_prompt_label.setBuddy(self.system_prompt)
+        # It never holds the window wide (a set minimum replaces its text's width in the layout's sums); below
+        # HIDE_CHATS_BELOW it is hidden (``resizeEvent``), the field stays with its placeholder.
+        self.system_prompt_label.setMinimumWidth(1)
+        top.addWidget(self.system_prompt_label)
         top.addWidget(self.system_prompt, 1)
         top.addWidget(self.panel_toggle)
 
@@ -350,14 +355,7 @@ class MainWindow(QMainWindow):
         return dialog
 
     def show_about(self) -> None:
-        box = plain_message_box(
-            QMessageBox.Icon.Information,
-            f"About {APP_NAME}",
-            f"{APP_NAME} {__version__}: offline chat with local GGUF models, tuned for this computer's CPU.\n\n"
-            f"Chats and documents are kept in {one_line(str(self.paths.data), 300)}.",
-            self,
-        )
-        box.exec()
+        show_about(self, self.paths.data)
 
     # ------------------------------------------------------------------ side panels
 
@@ -389,6 +387,7 @@ class MainWindow(QMainWindow):
         so a choice made in a narrow window does not stick to a wide one."""
         super().resizeEvent(event)
         width = event.size().width()
+        self.system_prompt_label.setVisible(width >= HIDE_CHATS_BELOW)  # the field keeps its room (and placeholder)
         for button, below in ((self.panel_toggle, HIDE_PANEL_BELOW), (self.chats_toggle, HIDE_CHATS_BELOW)):
             narrow = width < below
             if self._narrow.get(button.objectName()) != narrow:

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence, QShortcut
-from PySide6.QtWidgets import QMainWindow, QMenu
+from PySide6.QtWidgets import QMainWindow, QMenu, QMessageBox, QWidget
 
-from fara_desktop import APP_NAME
+from fara_desktop import APP_NAME, __version__
+from fara_desktop.text.untrusted import one_line
+from fara_desktop.ui.widgets.plain_text import plain_message_box
 from fara_desktop.ui.widgets.tool_approval import ToolApprovalBar
 
 
@@ -77,3 +80,15 @@ def shortcuts_of(window: QMainWindow, approval: ToolApprovalBar) -> list[tuple[s
             for b in (approval.allow_button, approval.always_button, approval.deny_button)]  # fmt: skip
     return [*found, ("Stop the reply, cancel an edit", "Esc"), ("Send (Shift+Enter: a new line)", "Enter"),
             *((f"Tool call: {what}", key) for what, key in keys)]  # fmt: skip
+
+
+def show_about(window: QWidget, data_folder: Path) -> None:
+    """Help ▸ About: the version, what the app is, and where the chats are kept."""
+    box = plain_message_box(
+        QMessageBox.Icon.Information,
+        f"About {APP_NAME}",
+        f"{APP_NAME} {__version__}: offline chat with local GGUF models, tuned for this computer's CPU.\n\n"
+        f"Chats and documents are kept in {one_line(str(data_folder), 300)}.",
+        window,
+    )
+    box.exec()

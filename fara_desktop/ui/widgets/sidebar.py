@@ -64,7 +64,8 @@ class Sidebar(QFrame):
         self.list.setObjectName("conversationList")
         self.list.setAccessibleName("Conversation list")
         self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.list.setTextElideMode(Qt.TextElideMode.ElideRight)
+        # The middle goes: a branch's title differs from its chat's only at its end ("… (branch)").
+        self.list.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.list.customContextMenuRequested.connect(self._menu)
         self.list.itemActivated.connect(self._chosen)
@@ -129,9 +130,10 @@ class Sidebar(QFrame):
 
     @staticmethod
     def _fill(item: QListWidgetItem, conversation: ConversationSummary) -> None:
+        found = f"\n“{one_line(conversation.match, 120)}”" if conversation.match else ""
         item.setText(
             f"{conversation.title}\n{when(conversation.updated_at)} · "
-            f"{format_count(conversation.message_count, 'message')}"
+            f"{format_count(conversation.message_count, 'message')}{found}"
         )
         item.setData(Qt.ItemDataRole.UserRole, conversation.id)
         item.setToolTip(plain_tooltip(conversation.title))

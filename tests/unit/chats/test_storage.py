@@ -166,3 +166,23 @@ def test_a_deleted_chats_id_is_never_given_to_a_new_chat(tmp_path):
     (imported,) = import_conversations(again, [ImportedConversation("imported", "", 0.0, 0.0, [])])
     assert imported > third > first
     again.close()
+
+
+def test_renaming_keeps_a_chats_place_and_a_search_says_where_it_matched(tmp_path):
+    """Issue 43, item 13: renaming moved a chat to the top of the list; a search showed no hint of where it
+    matched."""
+    store = ConversationStore(tmp_path / "chats.sqlite3")
+    older = store.create_conversation("Plumbing")
+    session = ChatSession(store)
+    session.open(older)
+    session.add_user_message("The aquamarine valve controls the pressure of the whole heating circuit, it says.")
+    newer = store.create_conversation("Recipes")
+    ChatSession(store).open(newer)
+    store.rename(newer, "Recipes")  # touch the newer so the order is settled by times, not ids
+    order = [c.id for c in store.conversations()]
+    store.rename(older, "Plumbing, renamed")
+    assert [c.id for c in store.conversations()] == order
+    (found,) = store.conversations("AQUAMARINE valve")
+    assert found.id == older and "aquamarine valve controls" in found.match and found.match.startswith("The")
+    assert store.conversations("")[0].match == ""
+    store.close()

@@ -58,3 +58,20 @@ def test_a_search_with_no_hits_says_so_and_escape_clears_it(window, qtbot):
     qtbot.keyClick(sidebar.search, Qt.Key.Key_Escape)
     qtbot.waitUntil(lambda: sidebar.list.count() == 1 and not sidebar.no_matches.isVisibleTo(sidebar), timeout=5000)
     assert sidebar.search.text() == ""
+
+
+def test_a_search_shows_where_it_matched_and_a_branchs_title_keeps_its_end(window, qtbot):
+    """Issue 43, item 13: no hint of where a search matched; "(branch)" cut off so two titles looked the same; the
+    system prompt field had no label."""
+    from PySide6.QtCore import Qt
+
+    win = window()
+    win.composer.setPlainText("Tell me about the trams of Lisbon and their yellow wooden cars, please")
+    with qtbot.waitSignal(win.replyFinished, timeout=5000):
+        win.send_button.click()
+    sidebar = win.sidebar
+    qtbot.keyClicks(sidebar.search, "yellow")
+    qtbot.waitUntil(lambda: sidebar.list.count() == 1 and "yellow wooden" in sidebar.list.item(0).text(), timeout=5000)
+    assert sidebar.list.textElideMode() == Qt.TextElideMode.ElideMiddle  # "… (branch)" stays visible
+    label = win.findChild(type(win.status_label), "systemPromptLabel")
+    assert label is not None and label.buddy() is win.system_prompt and label.isVisible()
