@@ -38,6 +38,7 @@ from fara_desktop.settings import THEMES, InferenceOverrides, RemoteChoice, Samp
 from fara_desktop.settings.fields import described
 from fara_desktop.system.api_keys import ApiKeyStore
 from fara_desktop.text.format import format_size
+from fara_desktop.text.untrusted import one_line
 from fara_desktop.tools.mcp_hub import ServerState
 from fara_desktop.ui.dialogs.local_api_page import LocalApiPage
 from fara_desktop.ui.dialogs.prompts_page import PromptsPage
@@ -207,6 +208,9 @@ class SettingsDialog(QDialog):
         # One line per model, the name taking what the short columns leave; the whole name is in its tooltip.
         self.models.setWordWrap(False)
         self.models.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.embedders = plain_label()
+        self.embedders.setObjectName("embeddingModels")
+        self.embedders.setWordWrap(True)
         self._fill_models()
         use = QPushButton("Use selected model")
         use.setObjectName("useModelButton")
@@ -239,6 +243,7 @@ class SettingsDialog(QDialog):
         folder_row.addStretch(1)
         layout.addWidget(intro)
         layout.addWidget(self.models, 1)
+        layout.addWidget(self.embedders)
         layout.addLayout(row)
         layout.addWidget(folders_label)
         layout.addWidget(self.folder_list)
@@ -247,7 +252,16 @@ class SettingsDialog(QDialog):
 
     def _fill_models(self) -> None:
         plan = self._plan
-        models: list[DiscoveredModel] = plan.scan.models if plan else []
+        found: list[DiscoveredModel] = list(plan.scan.models) if plan else []
+        if plan and plan.model and all(m.path != plan.model.path for m in found):
+            found.insert(0, plan.model)  # opened from elsewhere (Ctrl+O): in use, so listed
+        # Embedding models serve document search, not chats: named apart, never as "unusable" chat models.
+        embedders = [m for m in found if m.metadata is not None and m.metadata.embedding]
+        models = [m for m in found if m not in embedders]
+        self.embedders.setText(
+            "For document search (not chat models): " + ", ".join(one_line(m.display_name, 60) for m in embedders)
+        )
+        self.embedders.setVisible(bool(embedders))
         verdicts = {rec.path: rec for rec in plan.ranked} if plan else {}
         best = plan.recommendation.path if plan and plan.recommendation else None
         current = plan.model.path if plan and plan.model else None
@@ -257,8 +271,10 @@ class SettingsDialog(QDialog):
             rec = verdicts.get(model.path)
             if rec:
                 fit = VERDICT_LABELS[verdict_kind(rec.verdict.verdict, rec.expected_tok_per_s)]
+            elif model.usable:  # opened from its own folder: not among the models ranked here
+                fit = "In use" if model.path == current else "Not ranked"
             else:
-                fit = "Cannot be used" if model.problem else "unusable"  # the reason is the row's tooltip
+                fit = "Cannot be used"  # the reason is the row's tooltip
             cells = [
                 "★" if model.path == best else ("●" if model.path == current else ""),
                 model.display_name,

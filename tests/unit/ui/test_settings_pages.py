@@ -122,3 +122,28 @@ def test_every_setting_survives_the_dialog_unchanged_at_the_ends_of_its_range(qt
         assert spin.minimum() == item.low or (item.auto and spin.minimum() < item.low), item.key
         assert spin.accessibleDescription() == item.help, item.key
     assert checked >= 14  # every number the dialog asks for
+
+
+def test_the_model_page_lists_the_model_in_use_and_embedders_apart(qtbot, fara_home, tmp_path):
+    """Issue 43, item 10: the converted embedder was listed as an "unusable" chat model with no reason, and a
+    model opened with Ctrl+O from another folder, in use, was not listed at all."""
+    from tests.helpers.gguf_factory import write_bert_embedder
+
+    folder, elsewhere = tmp_path / "models", tmp_path / "elsewhere"
+    folder.mkdir()
+    elsewhere.mkdir()
+    write_tiny_model(folder / "tiny-chat.gguf")
+    write_bert_embedder(folder / "bge-tiny.gguf")
+    opened = write_tiny_model(elsewhere / "opened-with-ctrl-o.gguf")
+    paths = app_paths().ensure()
+    plan = plan_startup(paths, opened, [folder])
+    assert plan.model is not None and plan.model.path == str(opened)
+    dialog = SettingsDialog(Settings(extra_model_folders=[str(folder)]), plan, ApiKeyStore(paths.config))
+    qtbot.addWidget(dialog)
+    names = [dialog.models.item(row, 1).text() for row in range(dialog.models.rowCount())]
+    marks = [dialog.models.item(row, 0).text() for row in range(dialog.models.rowCount())]
+    fits = [dialog.models.item(row, 5).text() for row in range(dialog.models.rowCount())]
+    row = next(r for r, name in enumerate(names) if "opened" in name.lower())
+    assert marks[row] == "●" and fits[row] == "In use"
+    assert not any("bge" in name.lower() for name in names) and "unusable" not in fits
+    assert dialog.embedders.isVisibleTo(dialog) and "bge" in dialog.embedders.text().lower()
