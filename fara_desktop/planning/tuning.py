@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from fara_desktop.models.metadata import ModelMetadata
@@ -36,6 +36,7 @@ QUANT_QUALITY = {"F32": 1.0, "F16": 1.0, "BF16": 1.0, "Q8_0": 1.0, "Q6_K": 0.99,
                  "MXFP4_MOE": 0.97, "MXFP4": 0.97}  # fmt: skip (MXFP4: the format gpt-oss was trained for)
 Verdict = Literal["fits", "tight", "too_big"]
 KEEP_MARGIN = 0.85  # the last recommendation stays usable down to 85 % of the speed bar (bandwidth noise is ±10 %)
+CALIBRATED_REASON = "measured fastest on this machine (calibration)"
 COMFORTABLE_TOK_PER_S = 8.0  # below this a model that fits writes slower than people read: "fits, but slow here"
 VERDICT_LABELS = {"fits": "Runs well", "slow": "Fits, but slow here", "tight": "Tight fit", "too_big": "Too big"}
 
@@ -238,7 +239,7 @@ def tune(
     reasons["flash_attn"] = "required by a quantized KV cache" if flash_attn else "off: no gain on CPUs here"
     if calibrated_threads:
         threads = calibrated_threads
-        reasons["n_threads"] = "measured fastest on this machine (calibration)"
+        reasons["n_threads"] = CALIBRATED_REASON
     else:
         threads = default_threads(physical_cores, usable_cores)
         reasons["n_threads"] = "physical cores (not yet calibrated)"
@@ -425,3 +426,9 @@ def choose_model(
     ordered = [rec for _, rec in ranked]
     best = next((rec for rec in ordered if rec.verdict.verdict != "too_big"), None)
     return best, ordered
+
+
+def with_calibrated_threads(tuned: TunedParams, best: int) -> TunedParams:
+    """The tuned values once the thread count is measured here: what the model runs with now (the settings page
+    and the machine panel then say the same)."""
+    return replace(tuned, n_threads=best, reasons={**tuned.reasons, "n_threads": CALIBRATED_REASON})

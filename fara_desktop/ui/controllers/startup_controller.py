@@ -6,6 +6,7 @@ hands the model to the engine. A newer request (the settings changed meanwhile) 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -28,6 +29,7 @@ from fara_desktop.planning.planner import (
     remember_calibration,
     thread_candidates,
 )
+from fara_desktop.planning.tuning import with_calibrated_threads
 from fara_desktop.settings import Settings
 from fara_desktop.text.format import format_count
 from fara_desktop.text.untrusted import one_line
@@ -187,6 +189,9 @@ class StartupController(QObject):
         elif isinstance(event, ThreadsCalibrated):
             if self.plan is not None:
                 remember_calibration(self.screen.paths, self.plan, event.tok_per_s, event.best)
+                if self.plan.tuned is not None:  # Settings' "auto (= N)" is the count measured, as the panel says
+                    tuned = with_calibrated_threads(self.plan.tuned, event.best)
+                    self.plan = dataclasses.replace(self.plan, tuned=tuned)
             n_threads = self.screen.settings.inference.n_threads
             self.screen.hardware_panel.show_calibration(event.tok_per_s, event.best, n_threads)
             self.screen.set_status(f"Ready · {format_count(event.best, 'thread')} measured fastest for this model")

@@ -473,3 +473,21 @@ def test_file_dialogs_open_where_the_user_last_went_for_the_same_purpose(window,
     models.joinpath("tiny.gguf").unlink()
     models.rmdir()
     assert again.folders.start("models") == str(Path.home())
+
+
+def test_settings_and_the_machine_panel_say_the_same_thread_count_after_it_is_measured(window, qtbot):
+    """Issue 43, item 11: Settings said "auto (= 2)" (physical cores, not yet calibrated) while the panel said the
+    count measured fastest (1) — both true once, contradicting each other after the measurement."""
+    from fara_desktop.engine.types import ThreadsCalibrated
+
+    win = window()
+    with qtbot.waitSignal(win.modelLoaded, timeout=30000):
+        win.start_auto()
+    assert win.plan is not None and win.plan.tuned is not None
+    measured = 1 if win.plan.tuned.n_threads != 1 else 2
+    win.startup.on_engine_event(ThreadsCalibrated(win.model_info.path, {1: 10.0, 2: 9.0, measured: 11.0}, measured))
+    dialog = win.open_settings("Inference")
+    assert dialog.threads.specialValueText() == f"auto (= {measured})"
+    assert "not yet calibrated" not in dialog.findChild(type(win.status_label), "tuningReasons").text()
+    assert f"{measured}" in win.hardware_panel.value("Threads")
+    dialog.reject()
