@@ -128,6 +128,9 @@ class ChatTurns:
         self.tools: ToolDecider | None = None
         self.tool_choice = "auto"  # the next reply's: "required" when the user asked it to call a tool
         self.tool_suggestions: list[str] = []  # catalog models that call tools and fit here (``tool_advice``)
+        # The prompt reading speed measured here (tokens/s; 0: none yet): the wait is said before llama.cpp's first
+        # batch is read, not only once a rate can be taken from its progress.
+        self.prompt_speed: Callable[[], float] = lambda: 0.0
         self._no_tools_notice: str | None = None  # the notice last shown about a model that cannot call tools
         self.api_requests = 0  # requests of other apps (local API) waiting or running in the same queue
         self._waiting_for_plan = False  # while True, a sent message waits (DEFERRED) for a model to be queued
@@ -406,6 +409,8 @@ class ChatTurns:
             self._reading_since = (now, event.done)
         started, first = self._reading_since
         rate = (event.done - first) / (now - started) if now > started and event.done > first else 0.0
+        if rate <= 0:  # nothing read yet: the speed measured before, or the one expected of this model here
+            rate = self.prompt_speed() or (self.model_info.expected_prompt_tok_per_s if self.model_info else 0.0)
         left = f" · about {format_duration((event.total - event.done) / rate)}" if rate > 0 else ""
         self.view.set_status(f"Reading your message: {event.done:,} of {event.total:,} tokens{left}")
 

@@ -105,6 +105,7 @@ class ChatController(QObject):
         self.turns = core.open_turns(self, sampling)
         self.turn = self.turns.turn  # its phase; its busy event is read by the indexing thread
         self.turns.prepared = lambda prompt: self.read_ahead.grounded_for(prompt)
+        self.turns.prompt_speed = lambda: self.read_ahead.speed.tok_per_s
         self.editing: MessageWidget | None = None
         # Whether reading ahead while typing is allowed now (the window: the setting, and the battery).
         self.read_ahead_allowed: Callable[[], bool] = lambda: True

@@ -26,6 +26,9 @@ class Composer(QPlainTextEdit):
         self.setToolTip(PLACEHOLDERS[0])
         self.setTabChangesFocus(True)
         self.document().contentsChanged.connect(self._fit_height)
+        # A paste is laid out after its text is in: the height follows the layout, or a 3,000-word paste showed
+        # one line and no scroll bar.
+        self.document().documentLayout().documentSizeChanged.connect(lambda _size: self._fit_height())
         self._fit_height()
 
     def resizeEvent(self, event: QResizeEvent) -> None:

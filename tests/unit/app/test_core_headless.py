@@ -149,3 +149,27 @@ def test_closing_stops_the_engine_before_the_chats_are_closed(fara_home):
 
     app.core.close(settle=settle)
     assert order == ["engine ended", "chats open"]
+
+
+def test_the_wait_for_a_long_message_is_said_before_its_first_batch_is_read(fara_home):
+    """Issue 43, item 8: "Reading your message: 0 of 947 tokens" stood for seconds with no time left; the speed
+    expected of the model here (or measured before) says it from the start."""
+    import dataclasses
+
+    from fara_desktop.chats.turn import PendingReply
+    from fara_desktop.engine.types import PromptProgress
+
+    app = HeadlessApp(app_paths(), FakeBackend())
+    try:
+        loaded = app.load(Path("/models/fake.gguf"))
+        app.turns.model_loaded(dataclasses.replace(loaded.info, expected_prompt_tok_per_s=100.0))
+        app.turns.turn.wait_for_paint(PendingReply(None, 1, ()), [])
+        app.turns.turn.generating(77)
+        app.turns.on_event(PromptProgress(77, 0, 947))
+        assert app.view.statuses[-1] == "Reading your message: 0 of 947 tokens · about 9 s left"
+        app.turns.prompt_speed = lambda: 50.0  # measured here: it wins
+        app.turns.on_event(PromptProgress(77, 0, 947))
+        assert app.view.statuses[-1].endswith("about 19 s left")
+    finally:
+        app.turns.turn.end()
+        app.close()

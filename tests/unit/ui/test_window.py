@@ -491,3 +491,17 @@ def test_settings_and_the_machine_panel_say_the_same_thread_count_after_it_is_me
     assert "not yet calibrated" not in dialog.findChild(type(win.status_label), "tuningReasons").text()
     assert f"{measured}" in win.hardware_panel.value("Threads")
     dialog.reject()
+
+
+def test_a_long_paste_grows_the_message_box_and_scrolls(window, qtbot):
+    """Issue 43, item 8: a 3,000-word paste showed one line of the message box and no scroll bar (the height was
+    measured before Qt had laid the pasted text out)."""
+    from PySide6.QtGui import QGuiApplication
+
+    win = window()
+    QGuiApplication.clipboard().setText("A long paragraph of a pasted report, word after word. " * 330)  # 3,000 words
+    win.composer.setFocus()
+    win.composer.paste()
+    line = win.composer.fontMetrics().lineSpacing()
+    qtbot.waitUntil(lambda: win.composer.height() >= 7 * line, timeout=5000)
+    assert win.composer.verticalScrollBar().maximum() > 0  # the rest is a scroll away
