@@ -55,6 +55,22 @@ def format_duration(seconds: float | None) -> str:
     return f"{seconds / 3600:.1f} h left"
 
 
+def format_plan_duration(seconds: float) -> str:
+    """A long wait in the words a person plans by: ``a few minutes``, ``about 25 min``, ``about 1.5 h``,
+    ``about 4 h`` — rounded coarser as it grows, so a changing estimate does not flicker."""
+    minutes = seconds / 60
+    if minutes < 1:
+        return "less than a minute"
+    if minutes < 5:
+        return "a few minutes"
+    if minutes < 60:
+        return f"about {max(5, round(minutes / 5) * 5):.0f} min"
+    hours = minutes / 60
+    if hours < 3:
+        return f"about {round(hours * 2) / 2:g} h"
+    return f"about {round(hours):.0f} h" if hours < 12 else "more than half a day"
+
+
 def format_location(path: str, page: int | None, line_start: int | None, line_end: int | None) -> str:
     """Where a passage is, as a citation says it: ``manual.pdf, page 2``, ``server.log, lines 240–260``."""
     name = one_line(path.replace("\\", "/").rsplit("/", 1)[-1], 120)  # a stranger's name goes into prompts

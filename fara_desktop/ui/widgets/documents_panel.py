@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
 
 from fara_desktop.documents.index import CollectionSummary
 from fara_desktop.documents.indexer import IndexProgress
-from fara_desktop.text.format import format_count, format_duration, format_when
+from fara_desktop.text.format import format_count, format_duration, format_plan_duration, format_when
 from fara_desktop.ui.widgets.plain_text import plain_label, plain_tooltip
 
 
@@ -30,6 +30,8 @@ def _tool_button(text: str) -> QToolButton:
     button.setAccessibleName(text.rstrip("…"))
     return button
 
+
+RATE_SMOOTHING = 0.1  # each new rate moves the one used by a tenth: a reply's dip barely moves the time left
 
 class DocumentsPanel(QWidget):
     """Lists collections; the buttons ask the documents controller to act."""
@@ -72,6 +74,7 @@ class DocumentsPanel(QWidget):
         self.remove_button.clicked.connect(lambda: self._current_name(self.removeRequested.emit))
         actions.addWidget(self.rescan_button)
         actions.addWidget(self.remove_button)
+        self._rates: dict[str, float] = {}  # per collection: the smoothed vectors per second
         self.progress = QProgressBar()
         self.progress.setObjectName("indexProgress")
         self.progress.setAccessibleName("Indexing progress")
@@ -163,13 +166,18 @@ class DocumentsPanel(QWidget):
         )
 
     def show_embedding(self, name: str, done: int, total: int, per_second: float) -> None:
-        """The second stage: vectors for semantic search, after the collection is already searchable."""
+        """The second stage: vectors for semantic search, after the collection is already searchable. The rate
+        behind the time left is smoothed (it dips while a reply has the CPU), and the time is said coarsely."""
         self.progress.show()
         self.pause_button.show()
         self.progress.setRange(0, max(total, 1))
         self.progress.setValue(done)
-        left = (total - done) / per_second if per_second > 0 else None
-        eta = f" · {format_duration(left)}" if left is not None and done >= 16 else ""
+        if per_second > 0:
+            previous = self._rates.get(name)
+            self._rates[name] = per_second if previous is None else previous + RATE_SMOOTHING * (per_second - previous)
+        rate = self._rates.get(name, 0.0)
+        left = (total - done) / rate if rate > 0 else None
+        eta = f" · {format_plan_duration(left)} left" if left is not None and done >= 16 else ""
         self.status.setText(
             f"{name}: semantic vectors for {done:,} of {format_count(total, 'passage')}{eta} (searchable already)"
         )

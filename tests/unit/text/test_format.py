@@ -24,3 +24,16 @@ def test_counts_and_parameter_counts_read_as_people_write_them():
 
     assert [format_count(n, "thread") for n in (1, 2, 10_000)] == ["1 thread", "2 threads", "10,000 threads"]
     assert format_parameters(999_700_000) == "1.0B" and format_parameters(135_000_000) == "135M"
+
+
+def test_long_waits_are_said_in_words_a_person_plans_by():
+    """Issue 43, item 8: semantic search's time left read 28 → 45 → 31 min; coarse words do not flicker."""
+    from fara_desktop.text.format import format_plan_duration
+
+    assert format_plan_duration(30) == "less than a minute"
+    assert format_plan_duration(200) == "a few minutes"
+    assert format_plan_duration(27 * 60) == format_plan_duration(26 * 60) == "about 25 min"
+    assert format_plan_duration(100 * 60) == "about 1.5 h"
+    assert format_plan_duration(3.7 * 3600) == "about 4 h"
+    assert format_plan_duration(20 * 3600) == "more than half a day"
+

@@ -236,3 +236,14 @@ def test_several_collections_are_ticked_without_the_menu_closing(window, qtbot, 
     assert sorted(win.session.collections) == ["letters", "manuals"]
     assert win.documents_button.text().startswith("Documents: ")
     menu.close()
+
+
+def test_the_panels_time_left_for_vectors_is_smoothed(qtbot):
+    from fara_desktop.ui.widgets.documents_panel import DocumentsPanel
+
+    panel = DocumentsPanel()
+    qtbot.addWidget(panel)
+    panel.show_embedding("docs", 100, 30_100, 10.0)  # 50 min at 10/s
+    assert "about 50 min left" in panel.status.text()
+    panel.show_embedding("docs", 200, 30_100, 6.0)  # a reply takes the CPU for a moment
+    assert "about 50 min left" in panel.status.text() or "about 55 min left" in panel.status.text()
