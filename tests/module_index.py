@@ -42,6 +42,7 @@ TESTED_THROUGH: dict[str, tuple[str, str]] = {
     "fara_desktop.tools.tool_box": ("tests/integration/ui/test_tool_calls_in_chat.py", "tool_box"),
     # the window's parts: through the real window, offscreen or on X11
     "fara_desktop.ui.after_paint": ("tests/unit/ui/test_window.py", "painted"),
+    "fara_desktop.ui.controllers.catalog_advice": ("tests/unit/ui/test_window.py", "advice.downloadSuggested"),
     "fara_desktop.ui.controllers.chat_controller": ("tests/unit/ui/test_window.py", "win.chat."),
     "fara_desktop.ui.controllers.read_ahead": ("tests/integration/ui/test_read_ahead.py", "read_ahead"),
     "fara_desktop.ui.controllers.tools_menu": ("tests/integration/ui/test_tool_calls_in_chat.py", "tools_button"),
@@ -55,7 +56,6 @@ TESTED_THROUGH: dict[str, tuple[str, str]] = {
     "fara_desktop.ui.qt_health": ("tests/unit/ui/test_qt_canary.py", "refcount"),
     "fara_desktop.ui.smoke": ("tests/integration/cli/test_commands.py", "smoke"),
     "fara_desktop.ui.widgets.composer": ("tests/unit/ui/test_keyboard.py", "composer"),
-    "fara_desktop.ui.widgets.documents_panel": ("tests/integration/ui/test_documents_chat.py", "documents_panel"),
     "fara_desktop.ui.widgets.download_row": ("tests/integration/ui/test_models_dialog.py", "rows"),
     "fara_desktop.ui.widgets.file_dialogs": ("tests/unit/ui/test_window.py", "folders.start"),
     "fara_desktop.ui.widgets.flow_layout": ("tests/integration/ui/test_documents_chat.py", "citation"),

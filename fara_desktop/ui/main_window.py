@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
 
 from fara_desktop import APP_NAME
 from fara_desktop.app.core import AppCore
-from fara_desktop.app.tool_advice import cannot_call_tools, models_that_call_tools, no_tools_words
+from fara_desktop.app.tool_advice import cannot_call_tools, no_tools_words
 from fara_desktop.engine.backend import Backend
 from fara_desktop.engine.types import Event, ModelInfo, ModelSource
 from fara_desktop.files.paths import AppPaths, app_paths
@@ -43,7 +43,7 @@ from fara_desktop.planning.params import LoadParams
 from fara_desktop.planning.planner import StartupPlan
 from fara_desktop.settings import RemoteChoice, Settings
 from fara_desktop.system.api_keys import LOCAL_API
-from fara_desktop.ui.background import BackgroundCall
+from fara_desktop.ui.controllers.catalog_advice import CatalogAdvice
 from fara_desktop.ui.controllers.chat_controller import ChatController
 from fara_desktop.ui.controllers.conversations_controller import ConversationsController
 from fara_desktop.ui.controllers.documents_controller import DocumentsController
@@ -106,7 +106,6 @@ class MainWindow(QMainWindow):
         self.folders = FolderMemory(self.paths.config)  # where each file dialog opens
         self._closed = False
         self.models_dialog: GetModelsDialog | None = None
-        self._tool_models: BackgroundCall | None = None  # the catalog judged for models that call tools
         # MCP servers run on the hub's own thread; it reports changes there, the window hears them on its own.
         self.core = AppCore(self.paths, settings or Settings(), backend, self.toolsChanged.emit,
                             lambda problem: self.show_notice(problem, "error"))  # fmt: skip
@@ -128,7 +127,9 @@ class MainWindow(QMainWindow):
         self.servers = ServersController(self, self.bridge.worker, self.api_keys, self.chat.sampling)
         self.servers.apiRequestsChanged.connect(self.chat.set_api_requests)
         self.chat.modelLoaded.connect(self.servers.warn_if_unencrypted)
-        self.chat.modelLoaded.connect(self._suggest_models_that_call_tools)
+        self.advice = CatalogAdvice(self.paths, lambda: self.settings)
+        self.chat.modelLoaded.connect(self.advice.models_that_call_tools)
+        self.advice.toolModels.connect(lambda lines: setattr(self.chat.turns, "tool_suggestions", lines))
         self.chat.getModelsRequested.connect(self.open_models_dialog)
         self.startup.remote_choice = self.servers.chosen_remote
         self.documents = DocumentsController(self, self, self.session, (self.chat.turn.busy_event,
@@ -330,6 +331,9 @@ class MainWindow(QMainWindow):
         self.chat_view.sourceRequested.connect(self.show_source)
         chat.chatChanged.connect(self.documents.show_chat_choice)
         self.startup.planReady.connect(self.documents.use_plan)
+        self.startup.planReady.connect(self.advice.download)
+        self.advice.downloadSuggested.connect(self.chat_view.empty_state.suggest_download)
+        self.chat_view.empty_state.suggestionDismissed.connect(self.advice.download_dismissed)
         self.thinking_box.toggled.connect(chat.set_thinking)
         self.chat_view.empty_state.openModelRequested.connect(self.choose_model_file)
         self.chat_view.empty_state.addFolderRequested.connect(self.add_models_folder)
@@ -497,17 +501,6 @@ class MainWindow(QMainWindow):
         self.models_dialog.raise_()
         return self.models_dialog
 
-    def _suggest_models_that_call_tools(self, info: ModelInfo) -> None:
-        """A model that cannot call tools is loaded: the catalog's models that can, and their cost here, are
-        worked out off the window's thread (once), for the Tools menu and the notices."""
-        if not cannot_call_tools(info) or self._tool_models is not None or not self.settings.tools.enabled:
-            return
-        paths, folders = self.paths, [Path(f) for f in self.settings.extra_model_folders]
-        self._tool_models = BackgroundCall(lambda: assess_catalog_here(paths.models, paths.cache, folders), self)
-        self._tool_models.done.connect(lambda found: setattr(self.chat.turns, "tool_suggestions",
-                                                             models_that_call_tools(found)))  # fmt: skip
-        self._tool_models.start()
-
     def use_downloaded_model(self, path: Path) -> None:
         """Load a model the user just downloaded, and keep it as their choice for the next start."""
         self.apply_settings(dataclasses.replace(self.settings, model_path=str(path)), str(path))
@@ -553,7 +546,7 @@ class MainWindow(QMainWindow):
         if applied.tools_changed:
             self.chat.show_tools_choice()
             if self.chat.model_info is not None:
-                self._suggest_models_that_call_tools(self.chat.model_info)
+                self.advice.models_that_call_tools(self.chat.model_info)
         remote = self.servers.remote_model(chosen_remote) if chosen_remote else None
         if remote is not None:
             self.load_model(remote)

@@ -72,6 +72,7 @@ class EmptyState(QFrame):
     openModelRequested = Signal()
     addFolderRequested = Signal()
     getModelsRequested = Signal()
+    suggestionDismissed = Signal()  # "Not now" on the suggested download
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -97,9 +98,17 @@ class EmptyState(QFrame):
         self.folder_button = QPushButton("Add a models folder…")
         self.folder_button.setObjectName("addFolderButton")
         self.folder_button.clicked.connect(self.addFolderRequested)
+        self.suggestion = plain_label()
+        self.suggestion.setObjectName("downloadSuggestion")
+        self.suggestion.setWordWrap(True)
+        self.suggestion.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.not_now_button = QPushButton("Not now")
+        self.not_now_button.setObjectName("notNowButton")
+        self.not_now_button.clicked.connect(self._dismiss_suggestion)
         layout.addWidget(self.heading)
         layout.addWidget(self.body)
-        for button in (self.get_button, self.open_button, self.folder_button):
+        layout.addWidget(self.suggestion)
+        for button in (self.get_button, self.open_button, self.folder_button, self.not_now_button):
             layout.addWidget(button, 0, Qt.AlignmentFlag.AlignHCenter)
         layout.addStretch(1)
         self.privacy = LOCAL_PRIVACY
@@ -117,9 +126,22 @@ class EmptyState(QFrame):
         self.setProperty("problem", False)
         self.heading.setText("Ask anything")
         self.body.setText(self.privacy)
-        self.get_button.hide()
+        self.get_button.setVisible(bool(self.suggestion.text()))
         self.open_button.hide()
         self.folder_button.hide()
+        self.suggestion.setVisible(bool(self.suggestion.text()))
+        self.not_now_button.setVisible(bool(self.suggestion.text()))
+
+    def suggest_download(self, text: str) -> None:
+        """A model far better than the ones here fits this computer: said on the welcome, with Get and Not now."""
+        self.suggestion.setText(text)
+        if not self.property("problem"):
+            self.show_welcome()
+
+    def _dismiss_suggestion(self) -> None:
+        self.suggestion.setText("")
+        self.show_welcome()
+        self.suggestionDismissed.emit()
 
     def show_no_model(self, searched: list[str]) -> None:
         self.setProperty("problem", True)

@@ -32,3 +32,20 @@ def test_it_is_said_for_a_local_model_without_tools_only():
     assert not cannot_call_tools(_info("hermes / qwen")) and not cannot_call_tools(None)
     words = no_tools_words(_info(""), ["Qwen3 4B Instruct 2507 (Q4_K_M, 2.5 GB download, about 11 tok/s here)"])
     assert words.startswith("Small model cannot call tools") and "Qwen3 4B" in words and "Get models" in words
+
+
+def test_a_download_is_suggested_only_when_far_more_capable_than_the_best_model_here():
+    """Issue 43, item 4: a first start with only the 135M model suggests the catalog's pick for this computer,
+    with its size, the time to download it and its speed here; nothing when a capable model is already here."""
+    from fara_desktop.app.download_advice import download_suggestion
+
+    catalog = load_catalog()
+    assessment = assess_catalog(catalog, 12 * GIB, 16 * GIB, 20e9)
+    assert assessment.recommended is not None
+    tiny = next(e for e in catalog if e.id == "smollm2-135m-instruct")
+    text = download_suggestion(assessment, [tiny.metadata(tiny.quants[0])])
+    pick = assessment.recommended
+    assert text is not None and text.startswith(f"Worth downloading for this computer: {pick.entry.name} (")
+    assert "at 50 Mbit/s" in text and "tok/s here" in text
+    assert download_suggestion(assessment, [pick.entry.metadata(pick.quant)]) is None  # as good a model is here
+    assert download_suggestion(None, []) is None

@@ -505,3 +505,23 @@ def test_a_long_paste_grows_the_message_box_and_scrolls(window, qtbot):
     line = win.composer.fontMetrics().lineSpacing()
     qtbot.waitUntil(lambda: win.composer.height() >= 7 * line, timeout=5000)
     assert win.composer.verticalScrollBar().maximum() > 0  # the rest is a scroll away
+
+
+def test_the_welcome_suggests_a_far_better_model_until_not_now(window, qtbot):
+    """Issue 43, item 4: a first start with only the small embedded model said nothing of the models that fit this
+    computer far better. The welcome says which, its size, its download time and its speed here; Not now is kept."""
+    win = window()
+    with qtbot.waitSignal(win.modelLoaded, timeout=30000):
+        win.start_auto()
+    empty = win.chat_view.empty_state
+    qtbot.waitUntil(lambda: empty.suggestion.isVisibleTo(win), timeout=60000)
+    assert empty.suggestion.text().startswith("Worth downloading for this computer: ")
+    assert empty.get_button.isVisibleTo(win) and empty.not_now_button.isVisibleTo(win)
+    empty.not_now_button.click()
+    assert not empty.suggestion.isVisibleTo(win) and not empty.get_button.isVisibleTo(win)
+    again = window()
+    seen: list[str] = []
+    again.advice.downloadSuggested.connect(seen.append)
+    with qtbot.waitSignal(again.planReady, timeout=30000):
+        again.start_auto()
+    assert again.advice._download is None and seen == []  # not worked out again after Not now
