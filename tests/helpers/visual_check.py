@@ -57,6 +57,10 @@ def squeezed_buttons(win) -> list[str]:
     for button in win.findChildren(QAbstractButton):
         if not button.isVisibleTo(win) or not button.text():
             continue
+        if not hasattr(win, "chat_view"):  # a dialog: only the squeeze matters
+            if button.width() < button.minimumSizeHint().width() - 1:
+                found.append(f"{button.objectName() or button.text()} is {button.width()} px")
+            continue
         if button.width() < button.minimumSizeHint().width() - 1:
             found.append(
                 f"{button.objectName() or button.text()} is {button.width()} px of {button.minimumSizeHint().width()}"
@@ -66,6 +70,74 @@ def squeezed_buttons(win) -> list[str]:
         inside = rect_in(button, win)
         if not win.rect().contains(inside.center()):
             found.append(f"{button.objectName() or button.text()} lies outside the window")
+    return found
+
+
+def luminance(red: int, green: int, blue: int) -> float:
+    def channel(value: int) -> float:
+        c = value / 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
+    return 0.2126 * channel(red) + 0.7152 * channel(green) + 0.0722 * channel(blue)
+
+
+def faint_labels(root: QWidget, minimum: float = 3.0) -> list[str]:
+    """Labels (and tab texts) whose drawn text is too close to its own background: the contrast ratio between the
+    label's commonest pixel (its background) and its pixel farthest from it (its text), as rendered."""
+    from collections import Counter
+
+    from PySide6.QtWidgets import QLabel
+
+    found = []
+    for label in root.findChildren(QLabel):
+        if not label.isVisibleTo(root) or not label.text().strip() or label.width() < 8 or label.height() < 8:
+            continue
+        image = root.grab(rect_in(label, root)).toImage()  # as drawn on its window: ancestors paint its background
+        step = max(1, image.width() * image.height() // 4000)
+        pixels = [image.pixelColor(x, y) for y in range(0, image.height(), 2) for x in range(0, image.width(), step)]
+        lum = [luminance(c.red(), c.green(), c.blue()) for c in pixels]
+        background = Counter(round(v, 3) for v in lum).most_common(1)[0][0]
+        text = max(lum, key=lambda v: abs(v - background))
+        light, dark = max(background, text), min(background, text)
+        ratio = (light + 0.05) / (dark + 0.05)
+        if ratio < minimum:
+            found.append(f"{label.objectName() or label.text()[:30]!r} contrast {ratio:.1f}")
+    return found
+
+
+def dialog_problems(app, win, shot: Path) -> list[str]:
+    """Every dialog and settings page, in this theme and size: on screen, no squeezed button, readable text."""
+    found: list[str] = []
+    screen = win.screen().availableGeometry()
+
+    def look(widget: QWidget, name: str) -> None:
+        for _ in range(20):
+            app.processEvents()
+        frame = widget.frameGeometry()
+        if frame.width() > screen.width() + 2 or frame.height() > screen.height() + 2:
+            found.append(f"{name} is {frame.width()}x{frame.height()} on a {screen.width()}x{screen.height()} screen")
+        found.extend(f"{name}: {p}" for p in squeezed_buttons(widget) if "outside" not in p)
+        found.extend(f"{name}: {p}" for p in faint_labels(widget))
+        widget.grab().save(str(shot.with_name(f"{shot.stem}-{name}.png")))
+
+    settings = win.open_settings()
+    for row in range(settings.nav.count()):
+        settings.nav.setCurrentRow(row)
+        look(settings, "settings-" + settings.nav.item(row).text().lower().replace(" ", "-"))
+    settings.reject()
+    models = win.open_models_dialog()
+    from PySide6.QtCore import QDeadlineTimer
+
+    judged = QDeadlineTimer(30_000)  # the catalog is judged off the window's thread: its rows are what to look at
+    while models.tree.topLevelItemCount() == 0 and not judged.hasExpired():
+        app.processEvents()
+    if models.tree.topLevelItemCount() == 0:
+        found.append("get-models: the catalog was not shown within 30 s")
+    look(models, "get-models")
+    models.hide()
+    shortcuts = win.show_shortcuts()
+    look(shortcuts, "shortcuts")
+    shortcuts.close()
     return found
 
 
@@ -141,6 +213,7 @@ def main() -> int:
             problems.append(f"no visible focus on {now.objectName() or type(now).__name__}")
     shot.parent.mkdir(parents=True, exist_ok=True)
     win.grab().save(str(shot))
+    problems += dialog_problems(app, win, shot)
     print(json.dumps({"problems": problems, "window": [win.width(), win.height()],
                       "chat_width": win.chat_view.width(), "streaming_checks": streaming_checks}))  # fmt: skip
     win.close()

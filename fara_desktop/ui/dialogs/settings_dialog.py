@@ -106,6 +106,7 @@ TUNING_LABELS = {
 def _scrolling(page: QWidget) -> QScrollArea:
     """A tall page scrolls on a short screen instead of making the dialog taller than it."""
     area = QScrollArea()
+    area.setObjectName("settingsPageScroll")  # the themes paint its viewport and page (dark: not the light default)
     area.setWidget(page)
     area.setWidgetResizable(True)
     area.setFrameShape(QFrame.Shape.NoFrame)

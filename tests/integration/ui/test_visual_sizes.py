@@ -1,8 +1,10 @@
 """The real window at the sizes people use (issue 29): 1024×600, 1366×768, 1920×1080 and 1366×768 at 150 %
 scale, light and dark, each in its own Xvfb screen of that size, with a long reply streaming from a model whose
-name is a long path. Geometry, not pixels: the newest text is in view while streaming and after, every message's
-text and buttons lie inside the chat column, no button is squeezed or off the window, and every widget Tab
-reaches shows its focus. Screenshots go to $FARA_SCREENSHOTS (CI keeps them) or the test's folder."""
+name is a long path. The newest text is in view while streaming and after, every message's text and buttons lie
+inside the chat column, no button is squeezed or off the window, every widget Tab reaches shows its focus; then
+every Settings page, Get models (once the catalog is judged) and the shortcuts fit the screen, with no squeezed
+button and every label's drawn text in contrast (3:1) with its drawn background (issue 43, item 6: Get models was
+unreadable in dark, and so were the Servers, Local API and Prompts pages, found by this check). Screenshots go to $FARA_SCREENSHOTS (CI keeps them) or the test's folder."""
 
 from __future__ import annotations
 
