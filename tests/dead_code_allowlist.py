@@ -36,5 +36,5 @@ _.import_json  # an export's dict back into the store (round-trip tests)
 split_reasoning  # a whole reply through the streaming splitter at once (the splitter's tests)
 _.unsaved_count, _.integrity_ok, _.vector_count, _.replying, _.passages_embedded, _.threads_that_ran_the_model, _.queued, _.arch_value, _.streaming_message, _.code_blocks
 
-# The README's settings table is written from the settings' descriptions; its test compares the two.
+# The user guide's settings table is written from the settings' descriptions; its test compares the two.
 settings_table

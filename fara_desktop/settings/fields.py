@@ -1,8 +1,8 @@
 """The one description of every setting a person can change: its label, a help line in plain words, its range and
 its step. The settings file's loader keeps values inside these ranges, the dialogs build their fields from them,
-and the README's settings table is written from them (a test checks it is the same).
+and the user guide's settings table (docs/guide.md) is written from them (a test checks it is the same).
 
-Defaults live with the values themselves (``settings.values.default_of``); the README's table is
+Defaults live with the values themselves (``settings.values.default_of``); the guide's table is
 ``settings.table``.
 """
 
@@ -40,7 +40,7 @@ class SettingField:
         return min(max(value, low), high)
 
     def range_text(self) -> str:
-        """The range as the README says it."""
+        """The range as the user guide says it."""
         if self.choices:
             return " / ".join(self.choices)
         if self.low is None or self.high is None:

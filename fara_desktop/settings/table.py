@@ -1,4 +1,4 @@
-"""The README's table of settings, written from their one description (``settings.fields``)."""
+"""The user guide's table of settings (docs/guide.md), written from their one description (``settings.fields``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from fara_desktop.settings.values import default_of
 
 
 def settings_table() -> str:
-    """The README's table of settings (Markdown), written from ``FIELDS``."""
+    """The user guide's table of settings (Markdown), written from ``FIELDS``."""
     rows = ["| Setting | Range | Default | What it does |", "|---|---|---|---|"]
     for item in FIELDS:
         default = default_of(item.key)

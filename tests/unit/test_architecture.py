@@ -175,7 +175,7 @@ def test_every_file_the_readme_names_exists():
     """The README's Layout and its message flow name files hop by hop; a file moved or split must be renamed there."""
     import re
 
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = "\n".join(p.read_text(encoding="utf-8") for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))])
     named = set(re.findall(r"`([\w/]+\.py)`", text))
     assert {"chats/turn.py", "engine/worker.py", "ui/engine_bridge.py"} <= named
     missing = [n for n in sorted(named) if not (ROOT / n).is_file() and not (ROOT / "fara_desktop" / n).is_file()]

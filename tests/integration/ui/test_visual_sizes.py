@@ -4,7 +4,8 @@ name is a long path. The newest text is in view while streaming and after, every
 inside the chat column, no button is squeezed or off the window, every widget Tab reaches shows its focus; then
 every Settings page, Get models (once the catalog is judged) and the shortcuts fit the screen, with no squeezed
 button and every label's drawn text in contrast (3:1) with its drawn background (issue 43, item 6: Get models was
-unreadable in dark, and so were the Servers, Local API and Prompts pages, found by this check). Screenshots go to $FARA_SCREENSHOTS (CI keeps them) or the test's folder."""
+unreadable in dark, and so were the Servers, Local API and Prompts pages, found by this check). Screenshots go to
+$FARA_SCREENSHOTS (CI keeps them) or the test's folder."""
 
 from __future__ import annotations
 

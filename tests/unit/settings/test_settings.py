@@ -52,8 +52,8 @@ def test_every_setting_is_described_once_and_the_readme_shows_the_description():
         if isinstance(default, (int, float)) and not isinstance(default, bool) and item.low is not None:
             assert item.within(default), item.key
         assert item.help.endswith(".") and len(item.help) < 260, item.key
-    readme = (Path(__file__).parents[3] / "README.md").read_text(encoding="utf-8")
-    assert settings_table() in readme, "the README's table differs: paste fara_desktop.settings.fields.settings_table()"
+    guide = (Path(__file__).parents[3] / "docs" / "guide.md").read_text(encoding="utf-8")
+    assert settings_table() in guide, "the guide's table differs: paste fara_desktop.settings.table.settings_table()"
 
 
 def test_the_loader_keeps_values_within_their_described_ranges():

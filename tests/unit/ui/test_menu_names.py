@@ -13,7 +13,8 @@ PLACE = re.compile(r"\b(Chat|Message|View|Model|Help|File|Edit|Settings) ▸ ([A
 
 def told_places() -> list[tuple[str, str, str]]:
     """(where, menu, item) for each place named in the source's strings and the README."""
-    files = [*sorted((REPO_ROOT / "fara_desktop").rglob("*.py")), REPO_ROOT / "README.md"]
+    files = [*sorted((REPO_ROOT / "fara_desktop").rglob("*.py")), REPO_ROOT / "README.md",
+             *sorted((REPO_ROOT / "docs").glob("*.md"))]  # fmt: skip
     found = []
     for file in files:
         for menu, item in PLACE.findall(file.read_text(encoding="utf-8")):
