@@ -313,7 +313,10 @@ class InferenceWorker:
                 log.exception("Unexpected error in the inference thread while handling %s", describe(command))
                 final = self._failure_event(command, "Something went wrong inside the engine; details are in the "
                                             "log file.")  # fmt: skip
-            self._emit(final)  # the one place a command's final event is sent: exactly one per command
+            try:
+                self._emit(final)  # the one place a command's final event is sent: exactly one per command
+            except Exception:  # a sink that fails (its window gone) must not end the thread
+                log.exception("The end of %s could not be delivered", describe(command))
 
     def _handle(self, command: Command) -> Event:
         """Run one command; its final event (the events on the way are emitted as they come)."""

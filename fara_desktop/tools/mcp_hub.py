@@ -117,7 +117,7 @@ class McpHub:
         switched_on = set(enabled)
         wanted = {s.name: s for s in servers if s.identity in switched_on}
         if wanted or self._loop is not None:
-            self._on_loop(lambda: self._configure(wanted))
+            self._on_loop(lambda: self._configure(wanted), None)
         with self._lock:
             for name in [n for n in self._states if n not in wanted]:
                 del self._states[name]
@@ -125,7 +125,7 @@ class McpHub:
 
     def restart(self, name: str) -> None:
         """Start a failed or stopped server again (the user's *Restart*)."""
-        if self._loop is not None and self._on_loop(lambda: self._restart(name)):
+        if self._loop is not None and self._on_loop(lambda: self._restart(name), False):
             self._on_change()
 
     def start_call(
@@ -147,7 +147,8 @@ class McpHub:
         """Stop every server (each process is ended) and the hub's thread."""
         if self._loop is None:
             return
-        tasks = self._on_loop(self._stop_all)
+        none: list[concurrent.futures.Future[None]] = []
+        tasks = self._on_loop(self._stop_all, none)
         concurrent.futures.wait(tasks, timeout=timeout)
         if self._loop is not None and self._thread is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
@@ -166,14 +167,19 @@ class McpHub:
             self._loop = loop
         return self._loop
 
-    def _on_loop(self, change: Callable[[], T], timeout: float = 10.0) -> T:
-        """Run ``change`` on the hub's thread (the owner of the servers' state) and wait for its answer."""
+    def _on_loop(self, change: Callable[[], T], otherwise: T, timeout: float = 10.0) -> T:
+        """Run ``change`` on the hub's thread (the owner of the servers' state) and wait for its answer;
+        ``otherwise`` when the thread does not answer in time (the change still happens there, later)."""
         loop = self._ensure_loop()
 
         async def run() -> T:
             return change()
 
-        return asyncio.run_coroutine_threadsafe(run(), loop).result(timeout)
+        try:
+            return asyncio.run_coroutine_threadsafe(run(), loop).result(timeout)
+        except concurrent.futures.TimeoutError:
+            log.warning("The tool servers' thread did not answer within %s s", timeout)
+            return otherwise
 
     # Below: on the hub's thread only.
 
