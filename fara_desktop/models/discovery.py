@@ -19,6 +19,7 @@ from pathlib import Path
 
 from fara_desktop.files.regular import read_regular_text
 from fara_desktop.models import packaged
+from fara_desktop.models.gguf_file import read_gguf_header
 from fara_desktop.models.metadata import MetadataCache, ModelMetadata
 from fara_desktop.text.untrusted import one_line
 from fara_desktop.vocabulary.errors import NotAGGUFError
@@ -29,6 +30,7 @@ SPLIT_RE = re.compile(r"^(?P<base>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.gguf
 MAX_DEPTH = 8
 NOT_CHAT_ARCHITECTURES = {"clip": "a vision projector (mmproj), not a chat model"}
 OLLAMA_MODEL_LAYER = "application/vnd.ollama.image.model"
+OLLAMA_PROJECTOR_LAYER = "application/vnd.ollama.image.projector"
 MAX_MANIFEST_BYTES = 1 << 20
 OLLAMA_DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}")
 
@@ -53,6 +55,8 @@ class DiscoveredModel:
     problem: str | None = None
     shards: int = 1
     needs_assembly: bool = False  # packaged in chunks; written to ``path`` on first use
+    projector: str | None = None  # a vision projector (mmproj) found for this model: it could see pictures
+    is_projector: bool = False  # this file is a vision projector, not a chat model
 
     @property
     def usable(self) -> bool:
@@ -67,6 +71,7 @@ class DiscoveredModel:
             "problem": self.problem,
             "shards": self.shards,
             "needs_assembly": self.needs_assembly,
+            "projector": self.projector,
             "metadata": self.metadata.to_json() if self.metadata else None,
         }
 
@@ -91,6 +96,7 @@ class _Candidate:
     shards: int = 1
     problem: str | None = None
     needs_assembly: bool = False
+    projector: Path | None = None  # Ollama's manifest names the model's projector layer
 
 
 # ---------------------------------------------------------------------- where other apps keep models
@@ -251,8 +257,19 @@ def _ollama_candidates(root: Path, problems: list[_Candidate]) -> list[_Candidat
             if not blob.is_file():
                 problems.append(_Candidate(blob, "Ollama", name, problem="Ollama manifest points at a missing blob"))
                 continue
-            found.append(_Candidate(blob, "Ollama", name))
+            found.append(_Candidate(blob, "Ollama", name, projector=_ollama_projector(root, layers)))
     return found
+
+
+def _ollama_projector(root: Path, layers: list[object]) -> Path | None:
+    """The blob of the manifest's projector layer (a model that sees pictures), when it is there."""
+    for layer in layers:
+        if isinstance(layer, dict) and layer.get("mediaType") == OLLAMA_PROJECTOR_LAYER:
+            digest = layer.get("digest")
+            if isinstance(digest, str) and OLLAMA_DIGEST_RE.fullmatch(digest):
+                blob = root / "blobs" / digest.replace(":", "-")
+                return blob if blob.is_file() else None
+    return None
 
 
 def _package_candidates(models_cache: Path) -> list[_Candidate]:
@@ -327,6 +344,7 @@ def scan_models(
         seen.add(real)
         result.models.append(_examine(candidate, cache))
     cache.save()
+    result.models = pair_projectors(result.models)
     return result
 
 
@@ -345,6 +363,8 @@ def _examine(candidate: _Candidate, cache: MetadataCache) -> DiscoveredModel:
     try:
         metadata = cache.read(candidate.path, candidate.display_name, candidate.header_path, candidate.total_bytes)
     except NotAGGUFError as exc:
+        if _architecture_of(candidate.path) == "clip":  # a vision projector: no chat model's keys, by design
+            return replace(base, problem=NOT_CHAT_ARCHITECTURES["clip"], is_projector=True)
         return replace(base, problem=str(exc))
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
@@ -357,4 +377,53 @@ def _examine(candidate: _Candidate, cache: MetadataCache) -> DiscoveredModel:
         display_name=name if candidate.display_name else metadata.name,
         metadata=metadata,
         problem=NOT_CHAT_ARCHITECTURES.get(metadata.architecture),
+        is_projector=metadata.architecture == "clip",
+        projector=str(candidate.projector) if candidate.projector is not None else None,
     )
+
+
+def _architecture_of(path: Path) -> str | None:
+    try:
+        return read_gguf_header(path).architecture
+    except Exception:  # a stranger's file: not a projector we can pair, whatever it is
+        return None
+
+
+def pair_projectors(models: list[DiscoveredModel]) -> list[DiscoveredModel]:
+    """Each chat model gets the vision projector beside it (the same folder: a download's, a Hugging Face
+    snapshot's, an LM Studio model's): the only one there, or the one whose name shares most with the model's. A
+    projector says which model it serves."""
+    projectors = [m for m in models if m.is_projector]
+    if not projectors:
+        return models
+    served: dict[str, str] = {}
+    paired: list[DiscoveredModel] = []
+    for model in models:
+        if model.is_projector or not model.usable or model.projector is not None:
+            paired.append(model)
+            continue
+        here = [p for p in projectors if Path(p.path).parent == Path(model.path).parent]
+        best = _closest(model, here)
+        if best is not None:
+            served[best.path] = model.display_name
+            model = replace(model, projector=best.path)
+        paired.append(model)
+    return [
+        replace(m, problem=f"a vision projector (mmproj) for {served[m.path]}, not a chat model itself")
+        if m.path in served else m
+        for m in paired
+    ]
+
+
+def _closest(model: DiscoveredModel, projectors: list[DiscoveredModel]) -> DiscoveredModel | None:
+    if len(projectors) <= 1:
+        return projectors[0] if projectors else None
+    name = Path(model.path).stem.lower()
+
+    def shared(projector: DiscoveredModel) -> int:
+        other = Path(projector.path).stem.lower().removeprefix("mmproj-").removeprefix("mmproj")
+        return next((i for i, (a, b) in enumerate(zip(name, other.lstrip("-_."), strict=False)) if a != b),
+                    min(len(name), len(other.lstrip("-_."))))  # fmt: skip
+
+    ranked = sorted(projectors, key=shared, reverse=True)
+    return ranked[0] if shared(ranked[0]) > shared(ranked[1]) else None  # a tie: ambiguous, none is guessed

@@ -311,3 +311,28 @@ def write_with_tensor_shape(source: Path, target: Path, tensor: str, shape: tupl
     data[start : start + 8 * len(shape)] = struct.pack(f"<{len(shape)}Q", *shape)
     target.write_bytes(bytes(data))
     return target
+
+
+def write_projector(path: Path, n_embd: int = 64, name: str = "Tiny vision projector") -> Path:
+    """A vision projector (``mmproj``) as llama.cpp's converters write its header: architecture ``clip``, a
+    vision encoder's size and the projector type, with a few small tensors (random weights)."""
+    rng = np.random.default_rng(1)
+    writer = gguf.GGUFWriter(str(path), "clip")
+    writer.add_name(name)
+    writer.add_bool("clip.has_vision_encoder", True)
+    writer.add_string("clip.projector_type", "gemma3")
+    writer.add_uint32("clip.vision.image_size", 224)
+    writer.add_uint32("clip.vision.patch_size", 14)
+    writer.add_uint32("clip.vision.embedding_length", n_embd)
+    writer.add_uint32("clip.vision.feed_forward_length", n_embd * 2)
+    writer.add_uint32("clip.vision.block_count", 1)
+    writer.add_uint32("clip.vision.attention.head_count", 4)
+    writer.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-6)
+    writer.add_file_type(0)
+    writer.add_tensor("v.patch_embd.weight", rng.standard_normal((n_embd, 3, 14, 14)).astype(np.float32))
+    writer.add_tensor("mm.input_projection.weight", rng.standard_normal((n_embd, n_embd)).astype(np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path

@@ -258,11 +258,18 @@ class SettingsDialog(QDialog):
             found.insert(0, plan.model)  # opened from elsewhere (Ctrl+O): in use, so listed
         # Embedding models serve document search, not chats: named apart, never as "unusable" chat models.
         embedders = [m for m in found if m.metadata is not None and m.metadata.embedding]
-        models = [m for m in found if m not in embedders]
-        self.embedders.setText(
-            "For document search (not chat models): " + ", ".join(one_line(m.display_name, 60) for m in embedders)
-        )
-        self.embedders.setVisible(bool(embedders))
+        projectors = [m for m in found if m.is_projector]
+        models = [m for m in found if m not in embedders and m not in projectors]
+        apart = []
+        if embedders:
+            apart.append("For document search (not chat models): "
+                         + ", ".join(one_line(m.display_name, 60) for m in embedders))  # fmt: skip
+        if projectors:  # a model's eyes: paired with the model beside it (pictures are not in this app yet)
+            apart.append("Vision projectors: " + "; ".join(one_line(m.display_name, 60) + (
+                f" ({one_line(m.problem.split(' for ', 1)[1].split(', not', 1)[0], 60)})"
+                if m.problem and " for " in m.problem else " (no model beside it)") for m in projectors))  # fmt: skip
+        self.embedders.setText("\n".join(apart))
+        self.embedders.setVisible(bool(apart))
         verdicts = {rec.path: rec for rec in plan.ranked} if plan else {}
         best = plan.recommendation.path if plan and plan.recommendation else None
         current = plan.model.path if plan and plan.model else None
@@ -288,6 +295,9 @@ class SettingsDialog(QDialog):
                 item = QTableWidgetItem(text)
                 item.setData(Qt.ItemDataRole.UserRole, model.path)
                 about = self._model_note(model.path, rec.reason if rec else None) or model.problem
+                if model.projector:
+                    seen = f"Can see pictures with {Path(model.projector).name} (not in this app yet)."
+                    about = f"{about}\n{seen}" if about else seen
                 what = f"{model.display_name} ({meta.architecture})" if meta else model.display_name
                 item.setToolTip(plain_tooltip(f"{what}\n{model.path}" + (f"\n{about}" if about else "")))
                 if not model.usable:

@@ -179,3 +179,51 @@ def test_rescan_uses_the_metadata_cache(tmp_path, tiny):
     second = scan(tmp_path, app)
     assert first.usable[0].metadata.name == "Tiny Llama"
     assert second.usable[0].metadata.name == "from the cache"
+
+
+def test_a_vision_projector_is_paired_with_its_model_not_listed_as_a_broken_one(tmp_path, tiny):
+    """Issue 44, first part: an mmproj file beside a model (a download, a Hugging Face snapshot, an LM Studio
+    folder, Ollama's projector layer) is the model's projector; it was listed as a model that "cannot be loaded:
+    clip.embedding_length is missing"."""
+    from tests.helpers.gguf_factory import write_projector
+
+    projector = write_projector(tmp_path / "projector.gguf")
+    app = tmp_path / "fara" / "models"
+    place(tiny, app / "gemma-3-4b-it-Q4_K_M.gguf")
+    place(projector, app / "mmproj-gemma-3-4b-it-f16.gguf")
+    place(tiny, app / "qwen2.5-vl-7b-instruct-q4_k_m.gguf")
+    place(projector, app / "mmproj-qwen2.5-vl-7b-instruct-f16.gguf")
+    place(tiny, app / "alone" / "text-only.gguf")
+    place(projector, app / "orphan" / "mmproj-model-f16.gguf")
+    lm = tmp_path / ".lmstudio" / "models" / "lmstudio-community" / "gemma-3-4b-it-GGUF"
+    place(tiny, lm / "gemma-3-4b-it-Q4_K_M.gguf")
+    place(projector, lm / "mmproj-model-f16.gguf")  # the only one there: whatever its name
+    store = tmp_path / ".ollama" / "models"
+    model_digest = "sha256:" + hashlib.sha256(tiny.read_bytes()).hexdigest()
+    projector_digest = "sha256:" + hashlib.sha256(projector.read_bytes()).hexdigest()
+    place(tiny, store / "blobs" / model_digest.replace(":", "-"))
+    place(projector, store / "blobs" / projector_digest.replace(":", "-"))
+    manifest = store / "manifests" / "registry.ollama.ai" / "library" / "gemma3" / "4b"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text(json.dumps({"layers": [
+        {"mediaType": "application/vnd.ollama.image.model", "digest": model_digest},
+        {"mediaType": "application/vnd.ollama.image.projector", "digest": projector_digest},
+    ]}))  # fmt: skip
+    result = scan(tmp_path)
+    by_name = {Path(m.path).name: m for m in result.models if m.source == "Fara models folder"}
+    assert by_name["gemma-3-4b-it-Q4_K_M.gguf"].projector == str(app / "mmproj-gemma-3-4b-it-f16.gguf")
+    assert by_name["qwen2.5-vl-7b-instruct-q4_k_m.gguf"].projector == str(
+        app / "mmproj-qwen2.5-vl-7b-instruct-f16.gguf"
+    )
+    assert by_name["text-only.gguf"].projector is None
+    lm_model = next(m for m in by_source(result, "LM Studio") if not m.is_projector)
+    assert lm_model.projector == str(lm / "mmproj-model-f16.gguf")
+    (ollama,) = by_source(result, "Ollama")
+    assert ollama.usable and ollama.projector == str(store / "blobs" / projector_digest.replace(":", "-"))
+    projectors = [m for m in result.models if m.is_projector]
+    assert len(projectors) == 4 and not any(p.usable for p in projectors)
+    assert all("cannot be loaded" not in (p.problem or "") for p in projectors)
+    orphan = next(p for p in projectors if "orphan" in p.path)
+    assert orphan.problem == "a vision projector (mmproj), not a chat model"
+    paired = next(p for p in projectors if p.path.endswith("mmproj-gemma-3-4b-it-f16.gguf"))
+    assert "for gemma-3-4b-it" in (paired.problem or "")

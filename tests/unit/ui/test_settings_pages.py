@@ -127,13 +127,14 @@ def test_every_setting_survives_the_dialog_unchanged_at_the_ends_of_its_range(qt
 def test_the_model_page_lists_the_model_in_use_and_embedders_apart(qtbot, fara_home, tmp_path):
     """Issue 43, item 10: the converted embedder was listed as an "unusable" chat model with no reason, and a
     model opened with Ctrl+O from another folder, in use, was not listed at all."""
-    from tests.helpers.gguf_factory import write_bert_embedder
+    from tests.helpers.gguf_factory import write_bert_embedder, write_projector
 
     folder, elsewhere = tmp_path / "models", tmp_path / "elsewhere"
     folder.mkdir()
     elsewhere.mkdir()
     write_tiny_model(folder / "tiny-chat.gguf")
     write_bert_embedder(folder / "bge-tiny.gguf")
+    write_projector(folder / "mmproj-tiny-chat-f16.gguf")  # the model's eyes (issue 44): not a chat model either
     opened = write_tiny_model(elsewhere / "opened-with-ctrl-o.gguf")
     paths = app_paths().ensure()
     plan = plan_startup(paths, opened, [folder])
@@ -147,3 +148,7 @@ def test_the_model_page_lists_the_model_in_use_and_embedders_apart(qtbot, fara_h
     assert marks[row] == "●" and fits[row] == "In use"
     assert not any("bge" in name.lower() for name in names) and "unusable" not in fits
     assert dialog.embedders.isVisibleTo(dialog) and "bge" in dialog.embedders.text().lower()
+    assert not any("mmproj" in name for name in names)
+    assert "Vision projectors: mmproj-tiny-chat-f16" in dialog.embedders.text()
+    row = next(r for r, name in enumerate(names) if name == "tiny-chat")
+    assert "Can see pictures with mmproj-tiny-chat-f16.gguf" in dialog.models.item(row, 1).toolTip()
