@@ -38,3 +38,8 @@ _.unsaved_count, _.integrity_ok, _.vector_count, _.replying, _.passages_embedded
 
 # The user guide's settings table is written from the settings' descriptions; its test compares the two.
 settings_table
+
+# Pillow's own switches, set in the picture reader's child (pictures/decode.py).
+_.LOAD_TRUNCATED_IMAGES, _.MAX_IMAGE_PIXELS
+# Issue 44, first part: pictures are decoded within a budget (tested); the window's attach, paste and drop come next.
+read_picture
