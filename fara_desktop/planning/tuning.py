@@ -247,13 +247,13 @@ def tune(
         threads = max(2, threads // 2)
         reasons["n_threads"] += "; halved on battery"
     threads_batch = max(threads, default_threads(physical_cores, usable_cores))
-    reasons["n_threads_batch"] = "all physical cores: reading the prompt is compute-bound"
+    reasons["n_threads_batch"] = "all physical cores: reading your message is arithmetic, every core helps"
     n_batch = n_ubatch = 512
-    reasons["n_batch"] = "512: llama.cpp's sweet spot for prompt processing on CPUs"
+    reasons["n_batch"] = "512: the size at which llama.cpp reads a message fastest on CPUs"
     use_mmap = not repacks_weights
     reasons["use_mmap"] = (
-        "off: this llama.cpp repacks the weights for its faster kernels, so a mapped file would stay in memory "
-        "beside the repacked copy (measured at 1.7B: 2.68 GB mapped, 1.93 GB read)"
+        "off: this llama.cpp rearranges the model in memory to compute faster, so a file read on demand would stay "
+        "in memory beside the rearranged copy — twice the memory (measured at 1.7B: 2.68 GB mapped, 1.93 GB read)"
         if repacks_weights
         else "weights stay in the page cache and load instantly next time"
     )

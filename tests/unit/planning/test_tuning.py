@@ -122,7 +122,7 @@ def test_a_model_too_slow_for_this_machine_loses_to_a_fast_one():
 def test_a_build_that_repacks_weights_reads_the_file_instead_of_mapping_it():
     mapped = tune(LLAMA_8B, 4, 8, 12 * GIB, 16 * GIB)
     read = tune(LLAMA_8B, 4, 8, 12 * GIB, 16 * GIB, repacks_weights=True)
-    assert mapped.use_mmap and not read.use_mmap and "repacks" in read.reasons["use_mmap"]
+    assert mapped.use_mmap and not read.use_mmap and "rearranges" in read.reasons["use_mmap"]
     once = estimate_memory(LLAMA_8B, 4096)
     twice = estimate_memory(LLAMA_8B, 4096, mapped_and_repacked=True)
     assert twice.total - once.total == LLAMA_8B.weights_bytes
