@@ -313,24 +313,66 @@ def write_with_tensor_shape(source: Path, target: Path, tensor: str, shape: tupl
     return target
 
 
-def write_projector(path: Path, n_embd: int = 64, name: str = "Tiny vision projector") -> Path:
-    """A vision projector (``mmproj``) as llama.cpp's converters write its header: architecture ``clip``, a
-    vision encoder's size and the projector type, with a few small tensors (random weights)."""
+def write_projector(
+    path: Path,
+    n_embd: int = 64,
+    name: str = "Tiny vision projector",
+    n_ff: int = 128,
+    n_layer: int = 1,
+    n_head: int = 4,
+    image_size: int = 224,
+    patch_size: int = 14,
+    text_embd: int = 640,
+    half: bool = False,
+) -> Path:
+    """A vision projector (``mmproj``) of llama.cpp's Gemma 3 layout (a SigLIP encoder, ``clip.projector_type``
+    gemma3), random weights, that llama.cpp's ``mtmd`` loads and runs: ``text_embd`` must be the paired text
+    model's width (Gemma 3 270M: 640). Real shape (Gemma 3's SigLIP-So400m): n_embd 1152, n_ff 4304, 27 layers,
+    16 heads, 896 px, ``half`` (f16 matrices). Tensors added to f32 ones stay f32 (an f16 position embedding makes
+    ggml abort the whole process: a check for strangers' projectors must refuse it)."""
     rng = np.random.default_rng(1)
     writer = gguf.GGUFWriter(str(path), "clip")
     writer.add_name(name)
     writer.add_bool("clip.has_vision_encoder", True)
     writer.add_string("clip.projector_type", "gemma3")
-    writer.add_uint32("clip.vision.image_size", 224)
-    writer.add_uint32("clip.vision.patch_size", 14)
+    writer.add_uint32("clip.vision.image_size", image_size)
+    writer.add_uint32("clip.vision.patch_size", patch_size)
     writer.add_uint32("clip.vision.embedding_length", n_embd)
-    writer.add_uint32("clip.vision.feed_forward_length", n_embd * 2)
-    writer.add_uint32("clip.vision.block_count", 1)
-    writer.add_uint32("clip.vision.attention.head_count", 4)
+    writer.add_uint32("clip.vision.feed_forward_length", n_ff)
+    writer.add_uint32("clip.vision.block_count", n_layer)
+    writer.add_uint32("clip.vision.projection_dim", text_embd)
+    writer.add_uint32("clip.vision.attention.head_count", n_head)
     writer.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-6)
-    writer.add_file_type(0)
-    writer.add_tensor("v.patch_embd.weight", rng.standard_normal((n_embd, 3, 14, 14)).astype(np.float32))
-    writer.add_tensor("mm.input_projection.weight", rng.standard_normal((n_embd, n_embd)).astype(np.float32))
+    writer.add_array("clip.vision.image_mean", [0.5, 0.5, 0.5])
+    writer.add_array("clip.vision.image_std", [0.5, 0.5, 0.5])
+    writer.add_bool("clip.use_gelu", True)
+    writer.add_file_type(1 if half else 0)
+
+    def weights(*shape: int) -> np.ndarray:
+        values = (rng.standard_normal(shape, dtype=np.float32) * 0.02).astype(np.float32)
+        return values.astype(np.float16) if half and len(shape) > 1 else values
+
+    def vector(n: int, one: bool = False) -> np.ndarray:
+        return np.ones(n, np.float32) if one else weights(n).astype(np.float32)
+
+    writer.add_tensor("v.patch_embd.weight", weights(n_embd, 3, patch_size, patch_size))
+    writer.add_tensor("v.patch_embd.bias", vector(n_embd))
+    writer.add_tensor("v.position_embd.weight", weights((image_size // patch_size) ** 2, n_embd).astype(np.float32))
+    for layer in range(n_layer):
+        for kind in ("attn_q", "attn_k", "attn_v", "attn_out"):
+            writer.add_tensor(f"v.blk.{layer}.{kind}.weight", weights(n_embd, n_embd))
+            writer.add_tensor(f"v.blk.{layer}.{kind}.bias", vector(n_embd))
+        for kind in ("ln1", "ln2"):
+            writer.add_tensor(f"v.blk.{layer}.{kind}.weight", vector(n_embd, one=True))
+            writer.add_tensor(f"v.blk.{layer}.{kind}.bias", vector(n_embd))
+        writer.add_tensor(f"v.blk.{layer}.ffn_up.weight", weights(n_ff, n_embd))
+        writer.add_tensor(f"v.blk.{layer}.ffn_up.bias", vector(n_ff))
+        writer.add_tensor(f"v.blk.{layer}.ffn_down.weight", weights(n_embd, n_ff))
+        writer.add_tensor(f"v.blk.{layer}.ffn_down.bias", vector(n_embd))
+    writer.add_tensor("v.post_ln.weight", vector(n_embd, one=True))
+    writer.add_tensor("v.post_ln.bias", vector(n_embd))
+    writer.add_tensor("mm.input_projection.weight", weights(n_embd, text_embd))
+    writer.add_tensor("mm.soft_emb_norm.weight", vector(n_embd, one=True))
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
