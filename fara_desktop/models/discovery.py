@@ -19,6 +19,7 @@ from pathlib import Path
 
 from fara_desktop.files.regular import read_regular_text
 from fara_desktop.models import packaged
+from fara_desktop.models.gguf_checks import check_projector
 from fara_desktop.models.gguf_file import read_gguf_header
 from fara_desktop.models.metadata import MetadataCache, ModelMetadata
 from fara_desktop.text.untrusted import one_line
@@ -57,6 +58,7 @@ class DiscoveredModel:
     needs_assembly: bool = False  # packaged in chunks; written to ``path`` on first use
     projector: str | None = None  # a vision projector (mmproj) found for this model: it could see pictures
     is_projector: bool = False  # this file is a vision projector, not a chat model
+    projector_refused: bool = False  # a projector that llama.cpp could not load safely: never paired
 
     @property
     def usable(self) -> bool:
@@ -364,7 +366,7 @@ def _examine(candidate: _Candidate, cache: MetadataCache) -> DiscoveredModel:
         metadata = cache.read(candidate.path, candidate.display_name, candidate.header_path, candidate.total_bytes)
     except NotAGGUFError as exc:
         if _architecture_of(candidate.path) == "clip":  # a vision projector: no chat model's keys, by design
-            return replace(base, problem=NOT_CHAT_ARCHITECTURES["clip"], is_projector=True)
+            return _projector(base, candidate.path)
         return replace(base, problem=str(exc))
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
@@ -378,8 +380,25 @@ def _examine(candidate: _Candidate, cache: MetadataCache) -> DiscoveredModel:
         metadata=metadata,
         problem=NOT_CHAT_ARCHITECTURES.get(metadata.architecture),
         is_projector=metadata.architecture == "clip",
-        projector=str(candidate.projector) if candidate.projector is not None else None,
+        projector=str(candidate.projector) if candidate.projector and _usable_projector(candidate.projector) else None,
     )
+
+
+def _projector(base: DiscoveredModel, path: Path) -> DiscoveredModel:
+    """A vision projector, checked as llama.cpp's ``mtmd`` would need it (one it would abort on is never paired)."""
+    try:
+        check_projector(read_gguf_header(path))
+    except NotAGGUFError as exc:
+        return replace(base, problem=str(exc), is_projector=True, projector_refused=True)
+    return replace(base, problem=NOT_CHAT_ARCHITECTURES["clip"], is_projector=True)
+
+
+def _usable_projector(path: Path) -> bool:
+    try:
+        check_projector(read_gguf_header(path))
+    except Exception:  # a stranger's file, refused or unreadable: the model goes without it
+        return False
+    return True
 
 
 def _architecture_of(path: Path) -> str | None:
@@ -393,7 +412,7 @@ def pair_projectors(models: list[DiscoveredModel]) -> list[DiscoveredModel]:
     """Each chat model gets the vision projector beside it (the same folder: a download's, a Hugging Face
     snapshot's, an LM Studio model's): the only one there, or the one whose name shares most with the model's. A
     projector says which model it serves."""
-    projectors = [m for m in models if m.is_projector]
+    projectors = [m for m in models if m.is_projector and not m.projector_refused]
     if not projectors:
         return models
     served: dict[str, str] = {}

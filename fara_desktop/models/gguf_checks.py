@@ -94,6 +94,33 @@ def check_loadable(header: GGUFHeader, total_bytes: int | None = None) -> None:
     _check_heads(values, refuse)
 
 
+MAX_PICTURE_SIDE = 4096  # what a vision encoder reads at once; more is not a projector for a chat
+
+
+def check_projector(header: GGUFHeader) -> None:
+    """Raise ``UnloadableModelError`` when llama.cpp's ``mtmd`` could not load this vision projector safely: the
+    same bounds as a model's tensors, a vision encoder (not only sound), a sane picture size, and every tensor that
+    ggml adds to the activations stored as f32 (an f16 position embedding aborts the whole process: measured)."""
+    name = header.path.name
+
+    def refuse(reason: str) -> UnloadableModelError:
+        return UnloadableModelError(f"{name} cannot be used to see pictures: {reason}.")
+
+    if header.metadata.get("general.architecture") != "clip" or not header.tensors:
+        raise refuse("it is not a vision projector (an mmproj file)")
+    _check_tensors(header, header.tensor_bytes, refuse)
+    if header.metadata.get("clip.has_vision_encoder") is not True:
+        raise refuse("it has no vision encoder (a projector for sound, or none)")
+    image = header.int_value("clip.vision.image_size", 1, MAX_PICTURE_SIDE)
+    patch = header.int_value("clip.vision.patch_size", 1, MAX_PICTURE_SIDE)
+    if image is None or patch is None or patch > image:
+        raise refuse("its picture or patch size is missing or out of range")
+    for tensor in header.tensors:
+        added = len(tensor.shape) == 1 or tensor.name.endswith("position_embd.weight")
+        if added and tensor.ggml_type != 0:
+            raise refuse(f"its {tensor.name} is not stored as f32, which llama.cpp cannot add (it would abort)")
+
+
 def _check_tensors(header: GGUFHeader, data_bytes: int, refuse: Any) -> None:
     seen: set[str] = set()
     total = 0

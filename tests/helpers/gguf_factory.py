@@ -324,6 +324,7 @@ def write_projector(
     patch_size: int = 14,
     text_embd: int = 640,
     half: bool = False,
+    half_position_embedding: bool = False,
 ) -> Path:
     """A vision projector (``mmproj``) of llama.cpp's Gemma 3 layout (a SigLIP encoder, ``clip.projector_type``
     gemma3), random weights, that llama.cpp's ``mtmd`` loads and runs: ``text_embd`` must be the paired text
@@ -357,7 +358,8 @@ def write_projector(
 
     writer.add_tensor("v.patch_embd.weight", weights(n_embd, 3, patch_size, patch_size))
     writer.add_tensor("v.patch_embd.bias", vector(n_embd))
-    writer.add_tensor("v.position_embd.weight", weights((image_size // patch_size) ** 2, n_embd).astype(np.float32))
+    positions = weights((image_size // patch_size) ** 2, n_embd).astype(np.float32)
+    writer.add_tensor("v.position_embd.weight", positions.astype(np.float16) if half_position_embedding else positions)
     for layer in range(n_layer):
         for kind in ("attn_q", "attn_k", "attn_v", "attn_out"):
             writer.add_tensor(f"v.blk.{layer}.{kind}.weight", weights(n_embd, n_embd))

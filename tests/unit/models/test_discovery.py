@@ -227,3 +227,18 @@ def test_a_vision_projector_is_paired_with_its_model_not_listed_as_a_broken_one(
     assert orphan.problem == "a vision projector (mmproj), not a chat model"
     paired = next(p for p in projectors if p.path.endswith("mmproj-gemma-3-4b-it-f16.gguf"))
     assert "for gemma-3-4b-it" in (paired.problem or "")
+
+
+def test_a_projector_llama_cpp_would_abort_on_is_refused_and_never_paired(tmp_path, tiny):
+    """A projector whose position embedding is stored in f16 makes ggml abort the whole process when mtmd loads it
+    (tests/integration/pictures shows the abort in a child process); the header check refuses it first."""
+    from tests.helpers.gguf_factory import write_projector
+
+    app = tmp_path / "fara" / "models"
+    place(tiny, app / "gemma-3-4b-it-Q4_K_M.gguf")
+    write_projector(app / "mmproj-gemma-3-4b-it-f16.gguf", half_position_embedding=True)
+    result = scan(tmp_path)
+    (model,) = [m for m in result.models if not m.is_projector]
+    (projector,) = [m for m in result.models if m.is_projector]
+    assert model.projector is None and projector.projector_refused
+    assert "position_embd.weight is not stored as f32" in (projector.problem or "")
