@@ -69,4 +69,5 @@ TESTED_THROUGH: dict[str, tuple[str, str]] = {
     "fara_desktop.ui.widgets.task_progress": ("tests/unit/ui/test_reasoning_and_branches.py", "task_progress"),
     "fara_desktop.ui.window_menus": ("tests/unit/ui/test_menu_names.py", "menuBar"),
     "fara_desktop.ui.widgets.tool_approval": ("tests/integration/ui/test_tool_calls_in_chat.py", "tool_approval"),
+    "fara_desktop.vocabulary.pictures": ("tests/unit/pictures/test_store.py", "cannot_name_a_file_outside"),
 }

@@ -24,6 +24,7 @@ from fara_desktop.engine.worker import EventSink, InferenceWorker
 from fara_desktop.files.paths import AppPaths
 from fara_desktop.machine.hardware import on_battery_now
 from fara_desktop.models.load_record import LoadRecord
+from fara_desktop.pictures.store import PictureStore
 from fara_desktop.settings import Settings, ToolSettings, save_settings
 from fara_desktop.system.api_keys import ApiKeyStore
 from fara_desktop.tools.mcp_config import McpConfigError, bind_to_definitions, parse_mcp_servers
@@ -101,6 +102,7 @@ class AppCore(EngineCore):
         self.store: ConversationStore = opened.store
         self.store_problem = opened.problem
         self.session = ChatSession(self.store)
+        self.pictures = PictureStore(paths.data / "pictures")
         self.tools_hub = McpHub(on_tools_change)
         self._on_problem = on_problem or (lambda _text: None)
         self.tool_box = ToolBox(self.tools_hub, settings.tools.always_allowed, self._permissions_changed)
@@ -123,6 +125,7 @@ class AppCore(EngineCore):
         if conversation_id == self.session.conversation_id:
             self.session.new()
         self.store.delete(conversation_id)
+        self.pictures.keep_only(self.store.pictures_in_use())  # its pictures go, unless another chat has them
         if self._worker is not None:
             self._worker.forget_conversation(conversation_id)
         else:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from fara_desktop.chats.tool_rounds import ToolRound, rounds_from_json
+from fara_desktop.vocabulary.pictures import PICTURE_DIGEST
 from fara_desktop.vocabulary.sources import Source, sources_from_json
 
 MAX_TIMESTAMP = 32_503_680_000.0  # 1 January 3000
@@ -33,6 +34,7 @@ class StoredMessage:
     reasoning: str = ""
     sources: tuple[Source, ...] = ()  # the passages of the user's documents this reply was given, numbered
     tool_rounds: tuple[ToolRound, ...] = ()  # the tools the reply called, before its answer
+    pictures: tuple[str, ...] = ()  # the pictures the message carries: digests in the picture store
 
 
 @dataclass(frozen=True)
@@ -89,8 +91,20 @@ def message_from_row(row: sqlite3.Row) -> StoredMessage:
         id=row["id"], conversation_id=row["conversation_id"], position=row["position"], role=row["role"],
         content=content, status=status, model=model, stats=stats_from_json(row["stats"]), created_at=created,
         updated_at=finite_time(row["updated_at"], created), parent_id=parent, reasoning=reasoning, sources=sources,
-        tool_rounds=rounds_from_json(row["tool_rounds"]),
+        tool_rounds=rounds_from_json(row["tool_rounds"]), pictures=digests_from_json(row["pictures"]),
     )  # fmt: skip
+
+
+def digests_from_json(raw: Any) -> tuple[str, ...]:
+    """A message's picture digests, as the database holds them: only well-formed ones (a hand edit cannot name a
+    file outside the store)."""
+    try:
+        data = json.loads(raw) if isinstance(raw, str) else None
+    except (ValueError, RecursionError):
+        return ()
+    if not isinstance(data, list):
+        return ()
+    return tuple(d for d in data[:16] if isinstance(d, str) and PICTURE_DIGEST.fullmatch(d))
 
 
 

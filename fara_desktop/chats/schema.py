@@ -80,6 +80,11 @@ MIGRATIONS: list[str] = [
         UPDATE id_high_water SET last = max(last, NEW.id) WHERE name = 'conversations';
     END;
     """,
+    # 8: pictures in the chat (issue 44): the pictures a message carries, as the digests of their files in the
+    # data folder's picture store (content-addressed; a file goes when no message uses it any more)
+    """
+    ALTER TABLE messages ADD COLUMN pictures TEXT NOT NULL DEFAULT '[]';
+    """,
 ]
 # The id of the next conversation: above every id given so far (the trigger above keeps the mark).
 NEXT_CONVERSATION_ID = (

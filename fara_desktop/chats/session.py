@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -160,18 +161,19 @@ class ChatSession:
             self.save_problem = str(exc)
 
     def _add(
-        self, role: str, content: str, status: MessageStatus = "complete", model: str | None = None
-    ) -> StoredMessage:
+        self, role: str, content: str, status: MessageStatus = "complete", model: str | None = None,
+        pictures: Sequence[str] = (),
+    ) -> StoredMessage:  # fmt: skip
         assert self.conversation_id is not None
         parent = self.messages[-1].id if self.messages else None
         message = self.store.add_message(
-            self.conversation_id, role, content, status, model, parent, first_turn=parent is None
+            self.conversation_id, role, content, status, model, parent, first_turn=parent is None, pictures=pictures
         )
         self.messages.append(message)
         self.tree = MessageTree([*self.tree.by_id.values(), message])
         return message
 
-    def add_user_message(self, text: str) -> StoredMessage:
+    def add_user_message(self, text: str, pictures: Sequence[str] = ()) -> StoredMessage:
         self.retry_pending()
         self._restore_leaf = None  # an edited message stays shown even when its reply fails
         if self.conversation_id is None:
@@ -182,7 +184,7 @@ class ChatSession:
                 self.store.set_collections(self.conversation_id, self.collections)
             if self.tools:
                 self.store.set_tools(self.conversation_id, self.tools)
-        return self._add("user", text)
+        return self._add("user", text, pictures=pictures)
 
     def begin_reply(self, model: str | None, sources: tuple[Source, ...] = ()) -> StoredMessage:
         """The reply's row, from its first token on; ``sources``: the passages of documents it is given."""

@@ -23,6 +23,7 @@ from fara_desktop.chats.records import (
     ConversationSummary,
     MessageStatus,
     StoredMessage,
+    digests_from_json,
     finite_time,
     message_from_row,
     names_from_json,
@@ -226,9 +227,11 @@ class ConversationStore:
         model: str | None = None,
         parent_id: int | None = None,
         first_turn: bool = False,
+        pictures: Sequence[str] = (),
     ) -> StoredMessage:
         """A new message after ``parent_id`` (by default after the end of the branch shown; ``first_turn``: a new
-        first message, as when the first message is edited); it becomes the end of the branch shown."""
+        first message, as when the first message is edited); it becomes the end of the branch shown. ``pictures``:
+        the digests of the pictures it carries (in the picture store)."""
         now = time.time()
         with self.transaction() as db:
             if parent_id is None and not first_turn:
@@ -246,8 +249,9 @@ class ConversationStore:
             ).fetchone()[0]
             cursor = db.execute(
                 """INSERT INTO messages (conversation_id, position, role, content, status, model, created_at,
-                   updated_at, parent_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                (conversation_id, position, role, content, status, model, now, now, parent_id),
+                   updated_at, parent_id, pictures) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (conversation_id, position, role, content, status, model, now, now, parent_id,
+                 json.dumps(list(pictures))),
             )
             message_id = int(cursor.lastrowid or 0)
             db.execute(
@@ -286,6 +290,13 @@ class ConversationStore:
                 (leaf_id, message_id),
             )
             db.execute("DELETE FROM messages WHERE id = ?", (message_id,))
+
+    def pictures_in_use(self) -> set[str]:
+        """Every picture digest a message still carries (what the picture store must keep)."""
+        used: set[str] = set()
+        for (raw,) in self._db.execute("SELECT pictures FROM messages WHERE pictures != '[]'"):
+            used.update(digests_from_json(raw))
+        return used
 
     def mark_interrupted(self) -> int:
         """Replies left 'streaming' by a crash or a kill become 'stopped' (their text is kept)."""

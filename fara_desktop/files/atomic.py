@@ -20,12 +20,17 @@ log = logging.getLogger(__name__)
 
 def write_text_atomically(path: Path, text: str, mode: int = 0o600) -> None:
     """Write ``text`` (UTF-8) to ``path`` through a private temporary file in the same folder."""
+    write_bytes_atomically(path, text.encode("utf-8"), mode)
+
+
+def write_bytes_atomically(path: Path, data: bytes, mode: int = 0o600) -> None:
+    """Write ``data`` to ``path`` through a private temporary file in the same folder."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     tmp = Path(tmp_name)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         if mode != 0o600:
