@@ -132,6 +132,16 @@ def _number(body: dict[str, Any], key: str, low: float, high: float) -> float | 
     return float(value)
 
 
+def _unsupported_part(part: Any) -> str:
+    """Why a content part is refused: a picture from the network is never fetched, whatever else is supported."""
+    image = part.get("image_url") if isinstance(part, dict) and part.get("type") == "image_url" else None
+    url = image.get("url") if isinstance(image, dict) else image
+    if isinstance(url, str) and url.lower().startswith(("http://", "https://", "ftp://", "//")):
+        return ("a picture at a web address is refused: this app fetches nothing from the network; only text "
+                "content is supported.")  # fmt: skip
+    return "only text content is supported (no images, audio or files)."
+
+
 def _content(value: Any, where: str) -> str:
     if value is None:
         return ""
@@ -139,7 +149,7 @@ def _content(value: Any, where: str) -> str:
         texts = []
         for part in value:
             if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
-                raise BadRequest(f"{where}: only text content is supported (no images, audio or files).")
+                raise BadRequest(f"{where}: {_unsupported_part(part)}")
             texts.append(part["text"])
         value = "".join(texts)
     if not isinstance(value, str):

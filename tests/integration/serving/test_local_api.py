@@ -66,6 +66,9 @@ def test_bad_requests_get_a_400_that_says_why(served):
         client(server).chat.completions.create(
             model=info.name, messages=[{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]
         )
+    with pytest.raises(openai.BadRequestError, match="this app fetches nothing from the network"):
+        picture = {"type": "image_url", "image_url": {"url": "https://example.org/cat.png"}}
+        client(server).chat.completions.create(model=info.name, messages=[{"role": "user", "content": [picture]}])
     reply = httpx.post(f"{server.address}/chat/completions", content=b"{not json", timeout=10,
                        headers={"content-type": "application/json"})  # fmt: skip
     assert reply.status_code == 400 and "not JSON" in reply.json()["error"]["message"]
