@@ -133,8 +133,9 @@ def test_the_app_reads_a_server_as_fast_as_a_plain_client(qtbot, llama_server):
                     times.append(time.perf_counter())
         return (len(times) - 1) / (times[-1] - times[0])
 
+    through_app(), direct()  # warm both paths first: a CI run once measured its first three pairs low (0.69-0.82)
     app, plain, ratios = [], [], []
-    for pair in range(5):  # the order alternates within pairs; the median of per-pair ratios survives drift
+    for pair in range(7):  # the order alternates within pairs; the median of per-pair ratios survives drift
         if pair % 2:
             plain.append(direct())
             app.append(through_app())
@@ -146,5 +147,5 @@ def test_the_app_reads_a_server_as_fast_as_a_plain_client(qtbot, llama_server):
     runs = f"{[round(a, 1) for a in app]} / {[round(p, 1) for p in plain]}"
     print(f"\nserver model: app {statistics.median(app):.1f} tok/s, plain client {statistics.median(plain):.1f} tok/s, "
           f"median paired ratio {ratio:.3f} (runs {runs})")  # fmt: skip
-    assert ratio >= 0.9  # the README's figure comes from this test; shared machines drift ±10 %
+    assert ratio >= 0.9  # the user guide's figure comes from this test; shared machines drift ±10 %
     win.close()
