@@ -374,31 +374,34 @@ def _examine(candidate: _Candidate, cache: MetadataCache) -> DiscoveredModel:
     except Exception as exc:  # a stranger's file: whatever it makes the reader do, only this file is unusable
         log.warning("Unexpected error reading %s: %s", one_line(candidate.path.name), type(exc).__name__)
         return replace(base, problem=f"cannot read this file ({type(exc).__name__})")
+    paired = candidate.projector if candidate.projector and _projector_refusal(candidate.projector) is None else None
     return replace(
         base,
         display_name=name if candidate.display_name else metadata.name,
         metadata=metadata,
         problem=NOT_CHAT_ARCHITECTURES.get(metadata.architecture),
         is_projector=metadata.architecture == "clip",
-        projector=str(candidate.projector) if candidate.projector and _usable_projector(candidate.projector) else None,
+        projector=str(paired) if paired is not None else None,
     )
 
 
 def _projector(base: DiscoveredModel, path: Path) -> DiscoveredModel:
     """A vision projector, checked as llama.cpp's ``mtmd`` would need it (one it would abort on is never paired)."""
-    try:
-        check_projector(read_gguf_header(path))
-    except NotAGGUFError as exc:
-        return replace(base, problem=str(exc), is_projector=True, projector_refused=True)
+    refused = _projector_refusal(path)
+    if refused is not None:
+        return replace(base, problem=refused, is_projector=True, projector_refused=True)
     return replace(base, problem=NOT_CHAT_ARCHITECTURES["clip"], is_projector=True)
 
 
-def _usable_projector(path: Path) -> bool:
+def _projector_refusal(path: Path) -> str | None:
+    """Why this projector cannot be used safely (None: it can)."""
     try:
         check_projector(read_gguf_header(path))
-    except Exception:  # a stranger's file, refused or unreadable: the model goes without it
-        return False
-    return True
+    except NotAGGUFError as exc:
+        return str(exc)
+    except Exception as exc:  # a stranger's file: whatever it makes the reader do, only this projector is refused
+        return f"cannot read this projector ({type(exc).__name__})"
+    return None
 
 
 def _architecture_of(path: Path) -> str | None:
