@@ -47,7 +47,7 @@ endforeach()
 CMAKE
     # A local source tree is never put in pip's wheel cache, so this build cannot replace the native wheel that
     # development installs reuse.
-    CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DLLAVA_BUILD=OFF" \
+    CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON" \
         "$PYTHON" -m pip wheel --no-deps "$tree" -w "$wheels"
 }
 
