@@ -36,7 +36,7 @@ def chat_of(backend: LlamaBackend, tokens: int) -> list[ChatMessage]:
         messages += [ChatMessage("user", f"Point {turn}: " + PARAGRAPH * 2), ChatMessage("assistant", PARAGRAPH * 2)]
         turn += 1
         prompt = [*messages, ChatMessage("user", "Summarise the chat.")]
-        if len(backend.tokenize_prompt(prompt)[0]) >= tokens:
+        if len(backend.tokenize_prompt(prompt).tokens) >= tokens:
             return prompt
 
 
@@ -166,7 +166,7 @@ def typeahead(
     backend_probe = LlamaBackend()  # only to size the paste with the model's tokenizer
     backend_probe.load(model, params)
     paste = " ".join([PARAGRAPH] * 200)
-    while len(backend_probe.tokenize_prompt([ChatMessage("user", paste)])[0]) > paste_tokens:
+    while len(backend_probe.tokenize_prompt([ChatMessage("user", paste)]).tokens) > paste_tokens:
         paste = paste[: int(len(paste) * 0.9)]
     backend_probe.unload()
     question = " What are the three urgent points, and who should act on each of them first?"

@@ -58,6 +58,14 @@ class ToolsUnsupportedError(FaraError):
     """Tools were offered to a model whose chat template declares none: it cannot call them, and it is not faked."""
 
 
+class PicturesUnsupportedError(FaraError):
+    """A message carries pictures and the model has no vision projector loaded beside it: it cannot see them."""
+
+
+class PictureReadError(FaraError):
+    """A picture could not be read into the prompt (its file is gone or damaged, or the projector refused it)."""
+
+
 def tools_unsupported(model: str) -> ToolsUnsupportedError:
     return ToolsUnsupportedError(
         f"{model}'s chat template does not declare tools, so it cannot call any. Choose a model made for tool "

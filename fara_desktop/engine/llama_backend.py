@@ -26,6 +26,7 @@ from fara_desktop.engine.errors import (
     ModelFileNotFoundError,
     ModelLoadError,
     NoModelLoadedError,
+    PicturesUnsupportedError,
     PromptTooLongError,
     tools_unsupported,
 )
@@ -47,6 +48,7 @@ from fara_desktop.engine.llama_tokens import (
 from fara_desktop.engine.repetition import LoopDetector
 from fara_desktop.engine.text_stream import TextStream
 from fara_desktop.engine.types import ModelInfo, ModelSource, RemoteModel, TokenLogprob
+from fara_desktop.engine.vision import PictureSpan, VisionModel, VisionPrompt, with_markers
 from fara_desktop.machine.llama_internals import cut_context
 from fara_desktop.models.gguf_checks import check_loadable
 from fara_desktop.models.gguf_file import read_gguf_header
@@ -74,18 +76,19 @@ class LlamaPrompt:
 
     tokens: list[int]
     rendered: RenderedPrompt
+    vision: VisionPrompt | None = None  # the prompt carries pictures: where they sit, and mtmd's chunks
 
 
 def llama_prompt(
     messages: Sequence[ChatMessage],
     dropped: int,
-    tokens: list[int],
-    rendered: RenderedPrompt,
+    read: LlamaPrompt,
     tools: ToolOffer | None = None,
 ) -> PreparedPrompt:
+    rendered = read.rendered
     return PreparedPrompt(
-        tuple(messages), dropped, rendered.note, rendered.reasoning, LlamaPrompt(tokens, rendered),
-        rendered.tool_family, tools if rendered.tool_family else None,
+        tuple(messages), dropped, rendered.note, rendered.reasoning, read, rendered.tool_family,
+        tools if rendered.tool_family else None,
     )  # fmt: skip
 
 
@@ -106,6 +109,7 @@ class LlamaBackend:
         self._load_record = load_record
         self._loaded_as: tuple[Path, LoadParams] | None = None  # what to load again when a switch fails
         self._states = ContextStates(state_store)  # whose chat is in the context, and the states kept for each
+        self._vision: VisionModel | None = None  # the projector loaded beside the model: it sees pictures
 
     # ------------------------------------------------------------------ loading
 
@@ -150,12 +154,28 @@ class LlamaBackend:
         self._formatter = formatter
         self._control_text = ControlTokenText.of(llm)
         self._install_abort_callback()
+        if params.projector:
+            info = self._open_vision(llm, info, Path(params.projector))
         self._info = info
         self._loaded_as = (info.path, params) if isinstance(info.path, Path) else None
         self._states.attach(state_identity(info), info.rewindable)
         if params.use_mmap and params.prefault and isinstance(info.path, Path):
             start_prefault(info.path)
         return info
+
+    def _open_vision(self, llm: Llama, info: ModelInfo, projector: Path) -> ModelInfo:
+        """The model's projector beside it; one that fails leaves the model usable for text, and says why."""
+        try:
+            self._vision = VisionModel(projector, llm, info.n_threads_batch)
+        except (FaraError, OSError) as exc:
+            log.warning("The vision projector %s was not loaded: %s", one_line(projector.name), exc)
+            return replace(info, vision_problem=one_line(str(exc), 300))
+        return replace(info, vision=one_line(projector.name, 200), picture_tokens=self._vision.tokens_per_picture)
+
+    @property
+    def vision(self) -> VisionModel | None:
+        """The projector loaded beside the model (None: it cannot see pictures)."""
+        return self._vision
 
     def _reload(self, path: Path, params: LoadParams) -> None:
         """The model that was in use, back after a switch that failed; a failure here leaves no model."""
@@ -203,6 +223,9 @@ class LlamaBackend:
         if self._llm is None:
             return None
         path = self._info.path if self._info else None
+        if self._vision is not None:
+            self._vision.close()
+            self._vision = None
         self._llm.close()
         self._llm = None
         self._info = None
@@ -263,16 +286,32 @@ class LlamaBackend:
         should_cancel: Callable[[], bool] | None = None,
         thinking: bool = True,
         tools: ToolOffer | None = None,
-    ) -> tuple[list[int], RenderedPrompt]:
-        """Render and tokenize; ``messages`` must already be ``_quiet`` (see ``prepare``)."""
+    ) -> LlamaPrompt:
+        """Render and tokenize; ``messages`` must already be ``_quiet`` (see ``prepare``). Pictures go before their
+        message's text, read by the projector; a model without one refuses a new message's pictures and is told
+        of older ones in words."""
         llm, formatter, info = self._require()
         offered = tools.declared() if tools else ()
         if offered and formatter.tool_family is None:
             raise tools_unsupported(info.name)
         forced = tools.forced() if tools and offered else ()
+        pictures = [p for m in messages for p in m.pictures]
+        if pictures and self._vision is None:
+            if messages[-1].pictures:
+                raise PicturesUnsupportedError(
+                    f"{info.name} cannot see pictures: no vision projector (mmproj) was found beside it"
+                    + (f" ({info.vision_problem})" if info.vision_problem else "") + ". Choose a model that can see.")
+            messages = [replace(m, content="(a picture this model cannot see)\n" * len(m.pictures) + m.content,
+                                pictures=()) if m.pictures else m for m in messages]  # fmt: skip
+            pictures = []
+        if pictures:
+            messages = [replace(m, content=with_markers(m.content, len(m.pictures))) for m in messages]
         rendered = formatter.render(messages, should_cancel, thinking, offered, forced)
+        if pictures and self._vision is not None:
+            vision = self._vision.tokenize(rendered.text, pictures, rendered.add_bos)
+            return LlamaPrompt(vision.tokens, rendered, vision)
         tokens = llm.tokenize(rendered.text.encode("utf-8"), add_bos=rendered.add_bos, special=True)
-        return tokens, rendered
+        return LlamaPrompt(tokens, rendered)
 
     def _quiet(self, messages: Sequence[ChatMessage]) -> list[ChatMessage]:
         """The template's own markers become control tokens; the same text inside a message stays text."""
@@ -311,15 +350,15 @@ class LlamaBackend:
         _, _, info = self._require()
         room = info.n_ctx - reply_reserve
         messages = self._quiet(messages)
-        tokens, rendered = self.tokenize_prompt(messages, should_cancel, thinking, tools)
-        if len(tokens) <= room:
-            return llama_prompt(messages, 0, tokens, rendered, tools)
+        whole = self.tokenize_prompt(messages, should_cancel, thinking, tools)
+        if len(whole.tokens) <= room:
+            return llama_prompt(messages, 0, whole, tools)
         system = [m for m in messages if m.role == "system"]
         turns = [m for m in messages if m.role != "system"]
         starts = [i for i in range(1, len(turns)) if turns[i].role == "user"]  # kept history opens with the user
-        tried: dict[int, tuple[list[int], RenderedPrompt]] = {}
+        tried: dict[int, LlamaPrompt] = {}
 
-        def attempt(start: int) -> tuple[list[int], RenderedPrompt]:
+        def attempt(start: int) -> LlamaPrompt:
             if start not in tried:
                 tried[start] = self.tokenize_prompt([*system, *turns[start:]], should_cancel, thinking, tools)
             return tried[start]
@@ -328,7 +367,7 @@ class LlamaBackend:
             low, high, found = 0, len(starts) - 1, None
             while low <= high:
                 middle = (low + high) // 2
-                if len(attempt(starts[middle])[0]) <= limit:
+                if len(attempt(starts[middle]).tokens) <= limit:
                     found, high = starts[middle], middle - 1
                 else:
                     low = middle + 1
@@ -338,9 +377,8 @@ class LlamaBackend:
         if start is None:
             start = first_fitting(room)
         if start is not None:
-            kept_tokens, kept_rendered = attempt(start)
-            return llama_prompt([*system, *turns[start:]], start, kept_tokens, kept_rendered, tools)
-        shortest = attempt(starts[-1])[0] if starts else tokens
+            return llama_prompt([*system, *turns[start:]], start, attempt(start), tools)
+        shortest = attempt(starts[-1]).tokens if starts else whole.tokens
         raise PromptTooLongError(
             f"The message is too long for this model's context window ({len(shortest)} tokens of "
             f"{info.n_ctx}, with {reply_reserve} kept for the reply). Shorten it or raise the context length."
@@ -372,7 +410,10 @@ class LlamaBackend:
         effect within one layer's compute. Reports ``(tokens, cached)``; returns the tokens cached."""
         llm, _, _ = self._require()
         tokens = self._tokens_of(prompt)
+        vision = self._vision_of(prompt)
         cached = self._states.reach(llm, conversation, tokens)
+        if vision is not None:
+            cached = vision.resume_point(cached)
         on_progress(len(tokens), cached)
         end = len(tokens) - 1
         if cached >= end or should_stop():
@@ -382,8 +423,14 @@ class LlamaBackend:
         chunk, start = READ_AHEAD_FIRST_CHUNK, cached
         try:
             while start < end and not should_stop():
+                picture = self._picture_at(vision, start)
+                if picture is not None:  # encoded now, while the user types (a stop waits for the encoder)
+                    self._require_vision().decode(llm, vision, picture)  # type: ignore[arg-type]
+                    start = llm.n_tokens
+                    on_progress(len(tokens), start)
+                    continue
                 began = time.perf_counter()
-                llm.eval(tokens[start : min(start + chunk, end)])
+                llm.eval(tokens[start : min(start + chunk, end, self._next_picture(vision, start))])
                 self._states.restored = None  # decoded on: whatever was restored holds
                 on_progress(len(tokens), llm.n_tokens)
                 rate = (llm.n_tokens - start) / max(time.perf_counter() - began, 1e-6)
@@ -404,6 +451,32 @@ class LlamaBackend:
         if not isinstance(prompt.detail, LlamaPrompt):
             raise GenerationError("This prompt was prepared for another model; prepare it again.")
         return prompt.detail.tokens
+
+    def _vision_of(self, prompt: PreparedPrompt) -> VisionPrompt | None:
+        vision = prompt.detail.vision if isinstance(prompt.detail, LlamaPrompt) else None
+        if vision is not None and self._vision is None:
+            raise GenerationError("This prompt's pictures were prepared for another model; prepare it again.")
+        return vision
+
+    def _require_vision(self) -> VisionModel:
+        if self._vision is None:
+            raise GenerationError("The model's vision projector is not loaded.")
+        return self._vision
+
+    @staticmethod
+    def _picture_at(vision: VisionPrompt | None, position: int) -> PictureSpan | None:
+        return next((s for s in vision.spans if s.start == position), None) if vision is not None else None
+
+    @staticmethod
+    def _next_picture(vision: VisionPrompt | None, position: int) -> int:
+        """Where the next picture after ``position`` begins (text is read up to it); past the end when none."""
+        starts = [s.start for s in vision.spans if s.start > position] if vision is not None else []
+        return min(starts, default=1 << 62)
+
+    def _read_prompt(self, llm: Llama, vision: VisionPrompt, tokens: list[int], start: int, end: int) -> None:
+        """Read ``start``..``end`` of a prompt with pictures: text by ``eval``, each picture decoded whole."""
+        cut_context(llm, start)
+        self._require_vision().evaluate(llm, vision, start, end, lambda a, b: llm.eval(tokens[a:b]))
 
     def reply(
         self,
@@ -434,8 +507,11 @@ class LlamaBackend:
 
         llm, _, info = self._require()
         tokens = self._tokens_of(prompt)
+        vision = self._vision_of(prompt)
         detail = prompt.detail
         reused = self._states.reach(llm, conversation, tokens)  # a request of no conversation keeps the chat's
+        if vision is not None:
+            reused = vision.resume_point(reused)  # a picture half read is read again whole
         max_tokens = sampling.max_tokens or info.n_ctx
         stream = TextStream((*detail.rendered.stop, *sampling.stop))
         forced = detail.rendered.forced_calls
@@ -459,8 +535,9 @@ class LlamaBackend:
         if on_prompt_progress is not None and to_read > llm.n_batch:
             self._prompt_report = self._prompt_reporter(llm, reused, to_read, on_prompt_progress)
         # A recurrent model reads its prompt here up to the last token, whose state is kept (the point a Regenerate
-        # goes back to); llama-cpp-python's own prefix matching would cut its state back, which it cannot be.
-        split = not self._states.rewindable
+        # goes back to); llama-cpp-python's own prefix matching would cut its state back, which it cannot be. A
+        # prompt with pictures is read here too: llama-cpp-python cannot decode a picture.
+        split = not self._states.rewindable or vision is not None
         generator = llm.generate(
             tokens[-1:] if split else tokens,
             top_k=sampling.top_k,
@@ -476,7 +553,9 @@ class LlamaBackend:
         )
         try:
             if split:
-                if reused < len(tokens) - 1:
+                if vision is not None:
+                    self._read_prompt(llm, vision, tokens, reused, len(tokens) - 1)
+                elif reused < len(tokens) - 1:
                     llm.eval(tokens[reused:-1])
                 self._states.checkpoint(llm, conversation)
             for token in generator:

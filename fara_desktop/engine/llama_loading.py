@@ -29,6 +29,8 @@ from fara_desktop.vocabulary.errors import FaraError
 if TYPE_CHECKING:
     from llama_cpp import Llama
 
+PICTURE_BATCH = 512  # the least batch a model that sees pictures is loaded with
+
 
 def open_model(
     path: Path,
@@ -50,6 +52,9 @@ def open_model(
     threads = params.n_threads or default_threads(physical_cores(), usable_cores())
     threads_batch = params.n_threads_batch or threads
     kv_type = GGML_TYPE_IDS[params.kv_type]
+    # a picture is decoded in one batch (Gemma 3's attends to itself both ways): room for a large one
+    n_batch = max(params.n_batch, PICTURE_BATCH) if params.projector else params.n_batch
+    n_ubatch = max(params.n_ubatch, PICTURE_BATCH) if params.projector else params.n_ubatch
     flash_attn = params.flash_attn or params.kv_type != "f16"  # a quantized V cache needs flash attention
     started = time.perf_counter()
     if params.prefault and not params.use_mmap:
@@ -66,8 +71,8 @@ def open_model(
                 n_ctx=n_ctx,
                 n_threads=threads,
                 n_threads_batch=threads_batch,
-                n_batch=params.n_batch,
-                n_ubatch=params.n_ubatch,
+                n_batch=n_batch,
+                n_ubatch=n_ubatch,
                 use_mmap=params.use_mmap,
                 use_mlock=params.use_mlock,
                 flash_attn=flash_attn,

@@ -141,6 +141,9 @@ class ModelInfo:
     expected_prompt_tok_per_s: float = 0.0  # predicted from its size and the threads, until a reply measures it
     rewindable: bool = True  # its context can be cut back to a prefix (False: a recurrent or hybrid model)
     server: str | None = None  # the server that runs it; None: this computer
+    vision: str = ""  # the vision projector loaded beside it (its file name); "": it cannot see pictures
+    vision_problem: str = ""  # why the projector paired with it was not loaded ("" when none was, or it was)
+    picture_tokens: int = 0  # the tokens a picture of the preferred size takes in its context
 
     @property
     def remote(self) -> bool:

@@ -148,6 +148,13 @@ def hold_tokens(llm: Llama, tokens: Sequence[int]) -> None:
     llm.n_tokens = len(tokens)
 
 
+def hold_tokens_from(llm: Llama, start: int, tokens: Sequence[int]) -> None:
+    """Say that the context holds ``tokens`` from ``start`` on and nothing past them (a picture was decoded there
+    by mtmd, outside ``Llama.eval``)."""
+    llm.input_ids[start : start + len(tokens)] = tokens
+    llm.n_tokens = start + len(tokens)
+
+
 def cut_context(llm: Llama, count: int) -> None:
     """Keep the first ``count`` tokens: the next ``eval`` drops the cells past them."""
     llm.n_tokens = count

@@ -22,6 +22,7 @@ class LoadParams:
     kv_type: str = "f16"  # "f16", "q8_0" or "q4_0"; quantized caches need flash attention
     prefault: bool = True  # read the file into the page cache on a background thread: ahead of a load that reads
     # it, or after a load that maps it (whose pages would otherwise be faulted in by the first reply)
+    projector: str | None = None  # a vision projector (mmproj) to load beside the model: it then sees pictures
 
     def context_for(self, trained: int | None) -> int:
         """The context the engine loads with: the chosen one, else the default capped by the trained length."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from fara_desktop.vocabulary.pictures import AttachedPicture
 from fara_desktop.vocabulary.tools import ToolCall
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -21,3 +22,4 @@ class ChatMessage:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str = ""
     name: str = ""
+    pictures: tuple[AttachedPicture, ...] = ()  # a user turn's pictures, shown to the model before its text

@@ -1,0 +1,299 @@
+"""A model's eyes: a vision projector (``mmproj``) loaded beside the text model through llama.cpp's ``mtmd``, and the
+prompts that carry pictures.
+
+llama-cpp-python's own multimodal chat handlers clear the KV cache on every call, so every turn would encode every
+picture again and read the whole chat again. Here a picture is part of the prompt's token record like text: its
+positions hold a pseudo token (negative, never a vocabulary id) derived from the projector and the picture's
+digest, so the app's prefix reuse, RAM snapshots and states on disk keep it like any other tokens, and a second
+question about the same picture encodes nothing. Its embeddings are also kept in memory by digest (read-ahead
+encodes a picture while the user types; a chat read again after a switch decodes them without encoding).
+
+Only models whose picture positions advance one per token are read (Gemma 3 and 4, LLaVA-style, SigLIP-based);
+M-RoPE models (Qwen2-VL, Qwen2.5-VL) place a picture on fewer positions than it has tokens, which the context's
+token record cannot describe yet: they are refused with a message. Runs on the inference thread only.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fara_desktop.engine.errors import GenerationError, ModelLoadError, PictureReadError
+from fara_desktop.machine.llama_internals import hold_tokens_from
+from fara_desktop.text.untrusted import one_line
+from fara_desktop.vocabulary.pictures import AttachedPicture
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
+
+log = logging.getLogger(__name__)
+
+EMBEDDINGS_KEPT_BYTES = 256 * 1024 * 1024  # the pictures' embeddings kept in memory, newest first
+MARKER = "<__media__>"  # where mtmd puts a picture in the rendered prompt (``mtmd_default_marker``)
+MARKER_IN_TEXT = "<\u200b__media__>"  # the same characters typed in a message stay text
+PROBE_SIDE = 896  # a picture of this side tells how many tokens the projector makes of a scaled picture
+
+
+@dataclass(frozen=True)
+class PictureSpan:
+    """Where one picture sits in a prompt's token record: ``length`` positions from ``start``."""
+
+    start: int
+    length: int
+    digest: str
+    chunk: int  # its index among the prompt's mtmd chunks
+
+    @property
+    def end(self) -> int:
+        return self.start + self.length
+
+
+class VisionPrompt:
+    """A prompt split by mtmd into text and pictures: the token record (pseudo tokens where pictures are) and the
+    chunks llama.cpp reads. Owns the chunks (freed with it)."""
+
+    def __init__(self, tokens: list[int], spans: tuple[PictureSpan, ...], chunks: Any) -> None:
+        import llama_cpp.mtmd_cpp as mtmd
+
+        self.tokens = tokens
+        self.spans = spans
+        self._chunks = chunks
+        self._free = mtmd.mtmd_input_chunks_free  # held: at interpreter exit nothing can be imported any more
+
+    def chunk(self, span: PictureSpan) -> Any:
+        import llama_cpp.mtmd_cpp as mtmd
+
+        return mtmd.mtmd_input_chunks_get(self._chunks, span.chunk)
+
+    def resume_point(self, position: int) -> int:
+        """Where reading can go on from, given ``position`` tokens are held: never inside a picture (a picture is
+        decoded whole), so a position within one goes back to its start."""
+        for span in self.spans:
+            if span.start < position < span.end:
+                return span.start
+        return position
+
+    def segments(self, start: int, end: int) -> Iterator[tuple[int, int] | PictureSpan]:
+        """What reading ``start``..``end`` decodes, in order: text runs as (from, to), pictures whole."""
+        at = start
+        for span in self.spans:
+            if span.end <= at or span.start >= end:
+                continue
+            if span.start > at:
+                yield (at, span.start)
+            yield span
+            at = span.end
+        if at < end:
+            yield (at, end)
+
+    def __del__(self) -> None:
+        chunks, self._chunks = self._chunks, None
+        if chunks is not None:
+            self._free(chunks)
+
+
+class VisionModel:
+    """A projector loaded beside a text model: tokenizes prompts with pictures, encodes each picture once (its
+    embeddings kept by digest) and decodes pictures into the context. ``encodes`` counts the encodings done."""
+
+    def __init__(self, projector: Path, llm: Llama, threads: int) -> None:
+        import llama_cpp.mtmd_cpp as mtmd
+
+        params = mtmd.mtmd_context_params_default()
+        params.use_gpu, params.n_threads, params.print_timings, params.warmup = False, threads, False, False
+        context = mtmd.mtmd_init_from_file(str(projector).encode(), llm.model, params)
+        if not context:
+            raise ModelLoadError(f"llama.cpp could not load the vision projector {projector.name}.")
+        if not mtmd.mtmd_support_vision(context) or mtmd.mtmd_decode_use_mrope(context):
+            mtmd.mtmd_free(context)
+            why = "reads no pictures" if not mtmd.mtmd_support_vision(context) else (
+                "places pictures by M-RoPE (Qwen2-VL style), which this app does not read yet")
+            raise ModelLoadError(f"The vision projector {projector.name} {why}.")
+        self._context = context
+        self.path = projector
+        stat = projector.stat()
+        self._identity = f"{projector.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode()
+        self._n_embd = llama_cpp_n_embd(llm)
+        self._embeddings: OrderedDict[str, Any] = OrderedDict()
+        self._embeddings_bytes = 0
+        self.encodes = 0
+        self.encode_seconds: list[tuple[int, float]] = []  # (tokens, seconds) of each encoding done
+        self.tokens_per_picture = self._probe_tokens()
+
+    def close(self) -> None:
+        import llama_cpp.mtmd_cpp as mtmd
+
+        context, self._context = self._context, None
+        self._embeddings.clear()
+        if context is not None:
+            mtmd.mtmd_free(context)
+
+    # ------------------------------------------------------------------ prompts
+
+    def pseudo_token(self, digest: str) -> int:
+        """The token a picture's positions hold in the record: this projector's, this picture's, never a real id."""
+        hashed = hashlib.sha256(self._identity + b"|" + digest.encode()).digest()
+        return -1 - (int.from_bytes(hashed[:4], "little") & 0x3FFFFFFF)
+
+    def tokenize(self, text: str, pictures: Sequence[AttachedPicture], add_special: bool) -> VisionPrompt:
+        """``text`` holds one ``MARKER`` per picture, in order."""
+        import llama_cpp.mtmd_cpp as mtmd
+
+        bitmaps = [self._bitmap(p) for p in pictures]
+        chunks = mtmd.mtmd_input_chunks_init()
+        prompt = VisionPrompt([], (), chunks)  # frees the chunks whatever happens next
+        try:
+            encoded = text.encode("utf-8")
+            source = mtmd.mtmd_input_text()
+            source.text, source.text_len, source.add_special, source.parse_special = (
+                encoded, len(encoded), add_special, True)
+            array = (mtmd.mtmd_bitmap_p_ctypes * max(1, len(bitmaps)))(*bitmaps)
+            failed = mtmd.mtmd_tokenize(self._context, chunks, ctypes.byref(source), array, len(bitmaps))
+        finally:
+            for bitmap in bitmaps:
+                mtmd.mtmd_bitmap_free(bitmap)
+        if failed:
+            raise PictureReadError(f"llama.cpp could not place the pictures in the prompt (mtmd_tokenize: {failed}).")
+        tokens: list[int] = []
+        spans: list[PictureSpan] = []
+        pictures_left = iter(pictures)
+        for index in range(mtmd.mtmd_input_chunks_size(chunks)):
+            chunk = mtmd.mtmd_input_chunks_get(chunks, index)
+            kind = mtmd.mtmd_input_chunk_get_type(chunk)
+            if kind == mtmd.MTMD_INPUT_CHUNK_TYPE_TEXT:
+                count = ctypes.c_size_t(0)
+                pointer = mtmd.mtmd_input_chunk_get_tokens_text(chunk, ctypes.byref(count))
+                tokens += [pointer[i] for i in range(count.value)]
+            elif kind == mtmd.MTMD_INPUT_CHUNK_TYPE_IMAGE:
+                picture = next(pictures_left)
+                length = int(mtmd.mtmd_input_chunk_get_n_pos(chunk))
+                spans.append(PictureSpan(len(tokens), length, picture.digest, index))
+                tokens += [self.pseudo_token(picture.digest)] * length
+            else:
+                raise PictureReadError("The prompt holds a kind of input this app does not read (sound).")
+        prompt.tokens, prompt.spans = tokens, tuple(spans)
+        return prompt
+
+    def _bitmap(self, picture: AttachedPicture) -> Any:
+        """The picture's pixels for mtmd, from the store's PNG (our own file, written from pixels the sandbox
+        decoded)."""
+        from PIL import Image
+
+        try:
+            with Image.open(picture.path) as image:
+                rgb = image.convert("RGB")
+        except (OSError, ValueError) as exc:
+            raise PictureReadError(f"A picture of this chat could not be read ({one_line(str(exc), 120)}).") from exc
+        return self._bitmap_of(rgb.width, rgb.height, rgb.tobytes(), picture.digest)
+
+    @staticmethod
+    def _bitmap_of(width: int, height: int, rgb: bytes, digest: str) -> Any:
+        import llama_cpp.mtmd_cpp as mtmd
+
+        pixels = (ctypes.c_ubyte * len(rgb)).from_buffer_copy(rgb)
+        bitmap = mtmd.mtmd_bitmap_init(width, height, pixels)
+        if not bitmap:
+            raise PictureReadError("llama.cpp refused a picture's pixels.")
+        mtmd.mtmd_bitmap_set_id(bitmap, digest.encode())
+        return bitmap
+
+    def _probe_tokens(self) -> int:
+        """How many tokens a picture scaled to the preferred size makes with this projector."""
+        import llama_cpp.mtmd_cpp as mtmd
+
+        grey = bytes([128]) * (PROBE_SIDE * PROBE_SIDE * 3)
+        bitmap = self._bitmap_of(PROBE_SIDE, PROBE_SIDE, grey, "probe")
+        chunks = mtmd.mtmd_input_chunks_init()
+        try:
+            marker = MARKER.encode()
+            source = mtmd.mtmd_input_text()
+            source.text, source.text_len, source.add_special, source.parse_special = marker, len(marker), False, True
+            array = (mtmd.mtmd_bitmap_p_ctypes * 1)(bitmap)
+            if mtmd.mtmd_tokenize(self._context, chunks, ctypes.byref(source), array, 1):
+                return 0
+            return sum(int(mtmd.mtmd_input_chunk_get_n_tokens(mtmd.mtmd_input_chunks_get(chunks, i)))
+                       for i in range(mtmd.mtmd_input_chunks_size(chunks))
+                       if mtmd.mtmd_input_chunk_get_type(mtmd.mtmd_input_chunks_get(chunks, i))
+                       == mtmd.MTMD_INPUT_CHUNK_TYPE_IMAGE)  # fmt: skip
+        finally:
+            mtmd.mtmd_input_chunks_free(chunks)
+            mtmd.mtmd_bitmap_free(bitmap)
+
+    # ------------------------------------------------------------------ reading
+
+    def embeddings(self, prompt: VisionPrompt, span: PictureSpan) -> Any:
+        """The picture's embeddings: kept from an earlier encoding, else encoded now (and kept)."""
+        import llama_cpp.mtmd_cpp as mtmd
+        import numpy as np
+
+        kept = self._embeddings.get(span.digest)
+        if kept is not None:
+            self._embeddings.move_to_end(span.digest)
+            return kept
+        chunk = prompt.chunk(span)
+        n_tokens = int(mtmd.mtmd_input_chunk_get_n_tokens(chunk))
+        started = time.perf_counter()
+        if mtmd.mtmd_encode_chunk(self._context, chunk) != 0:
+            raise PictureReadError("llama.cpp could not encode a picture.")
+        self.encode_seconds.append((n_tokens, time.perf_counter() - started))
+        self.encodes += 1
+        output = mtmd.mtmd_get_output_embd(self._context)
+        values = np.ctypeslib.as_array(output, shape=(n_tokens * self._n_embd,)).copy()
+        self._embeddings[span.digest] = values
+        self._embeddings_bytes += values.nbytes
+        while self._embeddings_bytes > EMBEDDINGS_KEPT_BYTES and len(self._embeddings) > 1:
+            _, dropped = self._embeddings.popitem(last=False)
+            self._embeddings_bytes -= dropped.nbytes
+        return values
+
+    def encode_ahead(self, prompt: VisionPrompt) -> int:
+        """Encode the prompt's pictures not encoded yet (read-ahead, while the user types); how many were."""
+        before = self.encodes
+        for span in prompt.spans:
+            self.embeddings(prompt, span)
+        return self.encodes - before
+
+    def decode(self, llm: Llama, prompt: VisionPrompt, span: PictureSpan) -> None:
+        """Put the picture into the context at ``span.start`` (the context holds exactly that many tokens)."""
+        import llama_cpp
+        import llama_cpp.mtmd_cpp as mtmd
+
+        values = self.embeddings(prompt, span)
+        llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(llm.ctx), -1, span.start, -1)
+        new_end = llama_cpp.llama_pos(0)
+        pointer = values.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+        failed = mtmd.mtmd_helper_decode_image_chunk(
+            self._context, llm.ctx, prompt.chunk(span), pointer, span.start, 0, llm.n_batch, ctypes.byref(new_end),
+            mtmd.mtmd_helper_post_decode_callback(), None,  # no callback (a NULL function pointer)
+        )
+        if failed or new_end.value != span.end:
+            raise GenerationError(f"llama.cpp could not read a picture into the context ({failed}).")
+        hold_tokens_from(llm, span.start, prompt.tokens[span.start : span.end])
+
+    def evaluate(
+        self, llm: Llama, prompt: VisionPrompt, start: int, end: int, read_text: Callable[[int, int], None]
+    ) -> None:
+        """Read ``start``..``end`` of the prompt: text through ``read_text(from, to)``, pictures whole."""
+        for segment in prompt.segments(start, end):
+            if isinstance(segment, PictureSpan):
+                self.decode(llm, prompt, segment)
+            else:
+                read_text(*segment)
+
+
+def llama_cpp_n_embd(llm: Llama) -> int:
+    import llama_cpp
+
+    return int(llama_cpp.llama_model_n_embd_inp(llm.model))  # the width mtmd writes embeddings in
+
+
+def with_markers(content: str, count: int) -> str:
+    """A message's text with its pictures placed before it, and any marker typed in it kept as text."""
+    return MARKER * count + ("\n" if count else "") + content.replace(MARKER, MARKER_IN_TEXT)
