@@ -152,14 +152,15 @@ class ChatTurns:
 
     # ------------------------------------------------------------------ intents
 
-    def send(self, text: str, replacing: int | None = None) -> StoredMessage:
-        """Keep the user's message (``replacing``: the index of the message it is a new version of) and ask for the
-        reply. Raises ``StorageError`` when the message could not be saved: nothing was sent, and the session shows
-        what it had before."""
+    def send(self, text: str, replacing: int | None = None, pictures: Sequence[str] = ()) -> StoredMessage:
+        """Keep the user's message (``replacing``: the index of the message it is a new version of; ``pictures``:
+        the digests of the pictures it carries, already in the picture store) and ask for the reply. Raises
+        ``StorageError`` when the message could not be saved: nothing was sent, and the session shows what it had
+        before."""
         if replacing is not None:
             self.session.redo_from(replacing)
         try:
-            user = self.session.add_user_message(text)
+            user = self.session.add_user_message(text, pictures)
         except StorageError:
             self.session.reload()  # an edit's earlier messages were not replaced
             raise

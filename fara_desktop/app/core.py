@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from fara_desktop.app.chat_turns import ChatTurns, TurnView
 from fara_desktop.app.embedding import EmbedderService
+from fara_desktop.app.picture_intake import PictureIntake
 from fara_desktop.chats.session import ChatSession
 from fara_desktop.chats.storage import ConversationStore, open_store
 from fara_desktop.documents.grounding import MAX_BUDGET_TOKENS
@@ -101,8 +102,9 @@ class AppCore(EngineCore):
         opened = open_store(paths.data)
         self.store: ConversationStore = opened.store
         self.store_problem = opened.problem
-        self.session = ChatSession(self.store)
         self.pictures = PictureStore(paths.data / "pictures")
+        self.picture_intake = PictureIntake(self.pictures)
+        self.session = ChatSession(self.store, picture_file=self.pictures.path)
         self.tools_hub = McpHub(on_tools_change)
         self._on_problem = on_problem or (lambda _text: None)
         self.tool_box = ToolBox(self.tools_hub, settings.tools.always_allowed, self._permissions_changed)

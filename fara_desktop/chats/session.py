@@ -17,8 +17,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from fara_desktop.chats.draft import ReplyDraft
@@ -28,6 +29,7 @@ from fara_desktop.chats.storage import ConversationStore, StorageError
 from fara_desktop.chats.tool_rounds import ToolRound, round_messages
 from fara_desktop.chats.tree import MessageTree, SiblingPlace
 from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.pictures import AttachedPicture
 from fara_desktop.vocabulary.sources import Source
 from fara_desktop.vocabulary.stats import GenerationStats
 
@@ -43,8 +45,15 @@ SAVE_INTERVAL_S = 1.0
 class ChatSession:
     """One conversation: the branch shown (mirrored from the store) and which of its messages the model still sees."""
 
-    def __init__(self, store: ConversationStore, system_prompt: str = DEFAULT_SYSTEM_PROMPT) -> None:
+    def __init__(
+        self,
+        store: ConversationStore,
+        system_prompt: str = DEFAULT_SYSTEM_PROMPT,
+        picture_file: Callable[[str], Path] | None = None,
+    ) -> None:
+        """``picture_file``: where the picture store keeps a digest's file (None: pictures are not sent)."""
         self.store = store
+        self.picture_file = picture_file
         self.default_system_prompt = system_prompt
         self.conversation_id: int | None = None
         self.system_prompt = system_prompt
@@ -130,7 +139,7 @@ class ChatSession:
     @staticmethod
     def in_prompt(message: StoredMessage) -> bool:
         """Whether the model sees this message (trimming counts only these)."""
-        said = bool(message.content.strip()) or bool(message.tool_rounds)
+        said = bool(message.content.strip()) or bool(message.tool_rounds) or bool(message.pictures)
         return message.role in ("user", "assistant") and message.status != "failed" and said
 
     def prompt_messages(self) -> list[ChatMessage]:
@@ -142,9 +151,15 @@ class ChatSession:
             if not self.in_prompt(m):
                 continue
             visible += round_messages(m.tool_rounds)  # the tools a reply called come before its answer
-            if m.content.strip() or not m.tool_rounds:
-                visible.append(ChatMessage(m.role, m.content, m.reasoning))  # type: ignore[arg-type]
+            if m.content.strip() or m.pictures or not m.tool_rounds:
+                seen = self.attached(m.pictures)
+                visible.append(ChatMessage(m.role, m.content, m.reasoning, pictures=seen))  # type: ignore[arg-type]
         return system + visible
+
+    def attached(self, digests: Sequence[str]) -> tuple[AttachedPicture, ...]:
+        """The pictures of these digests, as the model is sent them (their files in the picture store)."""
+        where = self.picture_file
+        return tuple(AttachedPicture(d, where(d)) for d in digests) if where is not None else ()
 
     def continuation_prompt(self) -> list[ChatMessage]:
         """The prompt that goes on with the reply being written after its tool calls: the chat, then its rounds."""

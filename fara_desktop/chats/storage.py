@@ -258,7 +258,8 @@ class ConversationStore:
                 "UPDATE conversations SET updated_at = ?, leaf_id = ? WHERE id = ?", (now, message_id, conversation_id)
             )
         return StoredMessage(
-            message_id, conversation_id, position, role, content, status, model, None, now, now, parent_id
+            message_id, conversation_id, position, role, content, status, model, None, now, now, parent_id,
+            pictures=tuple(pictures),
         )
 
     def update_message(

@@ -170,7 +170,8 @@ class LlamaBackend:
         except (FaraError, OSError) as exc:
             log.warning("The vision projector %s was not loaded: %s", one_line(projector.name), exc)
             return replace(info, vision_problem=one_line(str(exc), 300))
-        return replace(info, vision=one_line(projector.name, 200), picture_tokens=self._vision.tokens_per_picture)
+        return replace(info, vision=one_line(projector.name, 200), picture_tokens=self._vision.tokens_per_picture,
+                       picture_seconds=self._vision.seconds_per_picture)  # fmt: skip
 
     @property
     def vision(self) -> VisionModel | None:

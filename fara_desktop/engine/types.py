@@ -144,6 +144,7 @@ class ModelInfo:
     vision: str = ""  # the vision projector loaded beside it (its file name); "": it cannot see pictures
     vision_problem: str = ""  # why the projector paired with it was not loaded ("" when none was, or it was)
     picture_tokens: int = 0  # the tokens a picture of the preferred size takes in its context
+    picture_seconds: float = 0.0  # the seconds to encode one picture here (forecast; 0: unknown)
 
     @property
     def remote(self) -> bool:

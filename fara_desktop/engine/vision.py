@@ -26,7 +26,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fara_desktop.engine.errors import GenerationError, ModelLoadError, PictureReadError
+from fara_desktop.machine.hardware import this_cpu_features
 from fara_desktop.machine.llama_internals import hold_tokens_from
+from fara_desktop.models.gguf_file import read_gguf_header
+from fara_desktop.planning.vision_cost import default_operations_per_s, projector_shape
 from fara_desktop.text.untrusted import one_line
 from fara_desktop.vocabulary.pictures import AttachedPicture
 
@@ -126,6 +129,22 @@ class VisionModel:
         self.encodes = 0
         self.encode_seconds: list[tuple[int, float]] = []  # (tokens, seconds) of each encoding done
         self.tokens_per_picture = self._probe_tokens()
+        header = read_gguf_header(projector)
+        self.shape = projector_shape(header)
+        self._default_rate = default_operations_per_s(threads, this_cpu_features())
+
+    @property
+    def operations_per_s(self) -> float:
+        """The encoder's speed here: measured by the pictures encoded in this session, else the CPU's default."""
+        if self.shape is None or not self.encode_seconds:
+            return self._default_rate
+        seconds = sorted(s for _, s in self.encode_seconds)[len(self.encode_seconds) // 2]
+        return self.shape.operations / max(seconds, 1e-6)
+
+    @property
+    def seconds_per_picture(self) -> float:
+        """The forecast for one picture (0: the projector's shape is not known)."""
+        return self.shape.seconds_at(self.operations_per_s) if self.shape is not None else 0.0
 
     def close(self) -> None:
         import llama_cpp.mtmd_cpp as mtmd

@@ -18,6 +18,7 @@ from fara_desktop.machine.llama_build import weights_are_repacked
 from fara_desktop.machine.measurements import MachineCache
 from fara_desktop.models import packaged
 from fara_desktop.models.discovery import DiscoveredModel, ScanResult, packaged_models_dir, scan_models
+from fara_desktop.models.gguf_file import read_gguf_header
 from fara_desktop.models.load_record import CrashedLoad, LoadRecord
 from fara_desktop.models.metadata import MetadataCache, ModelMetadata
 from fara_desktop.planning.cost import CostHere, MachineFacts, cost_here
@@ -31,7 +32,8 @@ from fara_desktop.planning.tuning import (
     size_class,
     tune,
 )
-from fara_desktop.vocabulary.errors import NotAGGUFError
+from fara_desktop.planning.vision_cost import ProjectorShape, projector_shape
+from fara_desktop.vocabulary.errors import FaraError, NotAGGUFError
 
 
 @dataclass(frozen=True)
@@ -199,7 +201,19 @@ def decide_load(plan: StartupPlan, params: LoadParams | None) -> LoadDecision:
     n_ctx = params.context_for(model.metadata.context_length)
     doubled = params.use_mmap and weights_are_repacked()
     estimate = estimate_memory(model.metadata, n_ctx, params.kv_type, mapped_and_repacked=doubled)
+    eyes = projector_shape_of(model.projector) if model.projector else None
+    if eyes is not None:  # the model sees pictures: its projector loads with it, and counts in its memory
+        params = replace(params, projector=model.projector)
+        estimate = replace(estimate, vision=eyes.memory_bytes)
     return LoadDecision(params, estimate, fit_refusal(model, params))
+
+
+def projector_shape_of(path: str) -> ProjectorShape | None:
+    """The shape of a projector discovery paired (checked then); None when it cannot be read now."""
+    try:
+        return projector_shape(read_gguf_header(Path(path)))
+    except (FaraError, OSError):
+        return None
 
 
 def remember_calibration(paths: AppPaths, plan: StartupPlan, tok_per_s: dict[int, float], best: int) -> None:

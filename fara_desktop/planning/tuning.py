@@ -84,10 +84,11 @@ class MemoryEstimate:
     n_ctx: int
     kv_type: str
     recurrent: int = 0  # the recurrent layers' state: fixed per sequence, whatever the context
+    vision: int = 0  # the vision projector loaded beside it: its weights and the encoder's buffers
 
     @property
     def total(self) -> int:
-        return self.weights + self.kv_cache + self.recurrent + self.compute + self.overhead
+        return self.weights + self.kv_cache + self.recurrent + self.compute + self.overhead + self.vision
 
 
 def estimate_memory(

@@ -17,7 +17,6 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QCloseEvent, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
     QApplication,
-    QCheckBox,
     QDialog,
     QFrame,
     QHBoxLayout,
@@ -47,6 +46,7 @@ from fara_desktop.ui.controllers.catalog_advice import CatalogAdvice
 from fara_desktop.ui.controllers.chat_controller import ChatController
 from fara_desktop.ui.controllers.conversations_controller import ConversationsController
 from fara_desktop.ui.controllers.documents_controller import DocumentsController
+from fara_desktop.ui.controllers.pictures_controller import PicturesController
 from fara_desktop.ui.controllers.servers_controller import ServersController
 from fara_desktop.ui.controllers.startup_controller import StartupController
 from fara_desktop.ui.dialogs.models_dialog import GetModelsDialog
@@ -57,10 +57,12 @@ from fara_desktop.ui.engine_bridge import EngineBridge
 from fara_desktop.ui.theme import apply_appearance
 from fara_desktop.ui.widgets.chat_view import ChatView
 from fara_desktop.ui.widgets.composer import Composer
+from fara_desktop.ui.widgets.composer_controls import ComposerControls
 from fara_desktop.ui.widgets.documents_panel import DocumentsPanel
 from fara_desktop.ui.widgets.file_dialogs import FolderMemory
 from fara_desktop.ui.widgets.hardware_panel import HardwarePanel
 from fara_desktop.ui.widgets.notice_bar import NoticeBar
+from fara_desktop.ui.widgets.picture_thumbnails import PictureTray
 from fara_desktop.ui.widgets.plain_text import plain_label
 from fara_desktop.ui.widgets.sidebar import Sidebar
 from fara_desktop.ui.widgets.task_progress import TaskProgress
@@ -135,6 +137,7 @@ class MainWindow(QMainWindow):
         self.documents = DocumentsController(self, self, self.session, (self.chat.turn.busy_event,
                                              self.chat.read_ahead.reading), self.core.embedding)  # fmt: skip
         self.chat.retrieve = self.documents.retrieve
+        self.pictures = PicturesController(self, self.core.picture_intake, self)
         self.chat.read_ahead_allowed = self.core.read_ahead_allowed
         self.documents.readable_tokens = lambda: self.core.readable_passage_tokens(self.chat.read_ahead.speed.tok_per_s)
         self.servers.embedder_source = self.documents.embedder
@@ -187,40 +190,11 @@ class MainWindow(QMainWindow):
             "this is what would be left to read if you pressed Enter now."
         )
         self.wait_hint.hide()
-        self.send_button = QPushButton("Send")
-        self.send_button.setObjectName("sendButton")
-        self.send_button.setAccessibleName("Send message")
-        self.send_button.setToolTip("Send (Enter)")
-        self.send_button.setDefault(True)
-        self.stop_button = QPushButton("Stop")
-        self.stop_button.setObjectName("stopButton")
-        self.stop_button.setAccessibleName("Stop the reply")
-        self.stop_button.setToolTip("Stop the reply (Esc)")
-        self.thinking_box = QCheckBox("Think")
-        self.thinking_box.setObjectName("thinkingSwitch")
-        self.thinking_box.setToolTip(
-            "Let the model reason before it answers (slower, often better). This model's template can turn it off; "
-            "the choice is kept per chat."
-        )
-        self.thinking_box.setAccessibleName("Let the model think before answering")
-        self.thinking_box.hide()  # shown for models whose template has the switch
-
-        buttons = QVBoxLayout()
-        buttons.setSpacing(6)
-        buttons.addWidget(self.send_button)
-        buttons.addWidget(self.stop_button)
-        buttons.addWidget(self.thinking_box)
-        self.documents_button = QToolButton()
-        self.documents_button.setObjectName("documentsButton")
-        self.documents_button.setText("Documents: off")
-        self.documents_button.setAccessibleName("Document collections this chat answers from")
-        buttons.addWidget(self.documents_button)
-        self.tools_button = QToolButton()
-        self.tools_button.setObjectName("toolsButton")
-        self.tools_button.setText("Tools: off")
-        self.tools_button.setAccessibleName("Tools this chat's model may call")
-        buttons.addWidget(self.tools_button)
-        buttons.addStretch(1)
+        controls = ComposerControls()
+        self.send_button, self.stop_button, self.thinking_box = controls.send, controls.stop, controls.thinking
+        self.documents_button, self.tools_button = controls.documents, controls.tools
+        self.attach_button, buttons = controls.attach, controls.column
+        self.picture_tray = PictureTray()
         composer_row = QHBoxLayout()
         composer_row.setSpacing(10)
         composer_row.addWidget(self.composer, 1)
@@ -230,6 +204,7 @@ class MainWindow(QMainWindow):
         bottom.setSpacing(6)
         bottom.addWidget(self.edit_banner)
         bottom.addWidget(self.tool_approval)
+        bottom.addWidget(self.picture_tray)
         bottom.addLayout(composer_row)
         bottom.addWidget(self.wait_hint)
         self.chats_toggle = self._panel_toggle("chatsToggle", "Chats", "Show or hide the chat list (Ctrl+Shift+L)")
@@ -329,6 +304,10 @@ class MainWindow(QMainWindow):
         self.chat_view.versionRequested.connect(chat.switch_version)
         chat.branchCreated.connect(conversations.open_conversation)
         self.chat_view.sourceRequested.connect(self.show_source)
+        self.chat_view.pictureRequested.connect(self.pictures.show_picture)
+        self.pictures.changed.connect(chat.read_ahead.pictures_changed)
+        chat.modelLoaded.connect(self.pictures.model_changed)
+        self.startup.planReady.connect(self.pictures.use_plan)
         chat.chatChanged.connect(self.documents.show_chat_choice)
         self.startup.planReady.connect(self.documents.use_plan)
         self.startup.planReady.connect(self.advice.download)

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QCheckBox, QLabel, QProgressBar, QPushButton, QToo
 
 from fara_desktop.app.chat_turns import ReplyEnd
 from fara_desktop.app.core import AppCore
+from fara_desktop.app.picture_intake import cannot_see
 from fara_desktop.chats.records import StoredMessage
 from fara_desktop.chats.storage import StorageError
 from fara_desktop.chats.tool_rounds import ToolRound
@@ -53,6 +54,7 @@ from fara_desktop.ui.widgets.chat_view import ChatView, ShownMessage, footer_for
 from fara_desktop.ui.widgets.composer import Composer
 from fara_desktop.ui.widgets.hardware_panel import HardwarePanel
 from fara_desktop.ui.widgets.message_widget import MessageWidget
+from fara_desktop.ui.widgets.picture_thumbnails import PictureTray
 from fara_desktop.ui.widgets.tool_approval import ToolApprovalBar
 from fara_desktop.vocabulary.messages import ChatMessage
 from fara_desktop.vocabulary.sampling import SamplingParams
@@ -65,6 +67,7 @@ class ChatScreen(Protocol):
 
     chat_view: ChatView
     composer: Composer
+    picture_tray: PictureTray
     hardware_panel: HardwarePanel
     edit_banner: QLabel
     wait_hint: QLabel
@@ -162,9 +165,12 @@ class ChatController(QObject):
     def _draft_prompt(self, draft: str) -> DraftPrompt | None:
         """What Enter would send for ``draft``, when it would go to a model on this computer now."""
         info = self.model_info
-        if self.turn.busy or self.editing is not None or info is None or info.remote:
+        pictures = self.session.attached(self.screen.picture_tray.digests())
+        if self.turn.busy or self.editing is not None or info is None or info.remote or not (draft or pictures):
             return None
-        messages = [*self.session.prompt_messages(), ChatMessage("user", draft)]
+        if pictures and not info.vision:
+            return None  # it would be refused: the tray says why
+        messages = [*self.session.prompt_messages(), ChatMessage("user", draft, pictures=pictures)]
         return DraftPrompt(messages, self.session.conversation_id, self.session.thinking, self.sampling, info.n_ctx,
                            self.turns.tool_offer(quiet=True))  # fmt: skip
 
@@ -177,7 +183,12 @@ class ChatController(QObject):
     def send(self) -> None:
         screen = self.screen
         text = screen.composer.toPlainText().strip()
-        if not text or self.turn.busy:
+        pictures = screen.picture_tray.digests()
+        if not (text or pictures) or self.turn.busy:
+            return
+        info = self.model_info
+        if pictures and info is not None and not info.vision:
+            screen.show_notice(cannot_see(info.name, info.vision_problem), "error")  # text and pictures stay
             return
         self.read_ahead.stop()
         replacing = None
@@ -186,10 +197,13 @@ class ChatController(QObject):
             screen.chat_view.remove_from(self.editing)
             self.cancel_edit()
         screen.composer.clear()
+        screen.picture_tray.clear()
         try:
-            self.turns.send(text, replacing)
+            self.turns.send(text, replacing, pictures)
         except StorageError as exc:
             screen.composer.setPlainText(text)  # nothing is lost: the text goes back where it was typed
+            for picture in self.session.attached(pictures):
+                screen.picture_tray.add(picture.digest, picture.path)
             self.show_session_messages()
             screen.show_notice(f"Your message could not be saved, so it was not sent: {exc}", "error")
 
@@ -233,6 +247,9 @@ class ChatController(QObject):
             return
         self.editing = widget
         self.screen.composer.setPlainText(widget.text)
+        self.screen.picture_tray.clear()
+        for path in widget.pictures.paths:  # an edit keeps the message's pictures unless they are removed
+            self.screen.picture_tray.add(path.stem, path)
         self.screen.edit_banner.show()
         self.screen.composer.setFocus()
 
@@ -241,6 +258,7 @@ class ChatController(QObject):
             self.editing = None
             self.screen.edit_banner.hide()
             self.screen.composer.clear()
+            self.screen.picture_tray.clear()
 
     def copy_message(self, widget: MessageWidget) -> None:
         QGuiApplication.clipboard().setText(widget.text)
@@ -289,8 +307,11 @@ class ChatController(QObject):
     def _shown(self, index: int, m: StoredMessage) -> ShownMessage:
         return ShownMessage(
             m.role, m.content, footer_for(m), m.model, m.id, m.created_at, m.reasoning, thinking_seconds(m),
-            self._version_of(index), m.sources, m.tool_rounds,
+            self._version_of(index), m.sources, m.tool_rounds, self._picture_files(m.pictures),
         )  # fmt: skip
+
+    def _picture_files(self, digests: tuple[str, ...]) -> tuple[Path, ...]:
+        return tuple(p.path for p in self.session.attached(digests))
 
     def plan_started(self) -> None:
         self.turns.plan_started()
@@ -394,7 +415,8 @@ class ChatController(QObject):
         AfterPaint(self.screen.chat_view.viewport(), step)
 
     def user_message_added(self, message: StoredMessage) -> None:
-        widget = self.screen.chat_view.add_message("user", message.content, message_id=message.id)
+        widget = self.screen.chat_view.add_message("user", message.content, message_id=message.id,
+                                                   pictures=self._picture_files(message.pictures))  # fmt: skip
         widget.set_place(*self._version_of(len(self.session.messages) - 1))
 
     def reply_begun(self, pending: PendingReply) -> None:

@@ -108,6 +108,16 @@ class TypingReadAhead(QObject):
         else:
             self._timer.start(PAUSE_MS)
 
+    def pictures_changed(self) -> None:
+        """A picture was attached or removed: the draft is read again from its start, the new picture encoded now
+        (on a CPU that is seconds: better while the user types than after Enter)."""
+        if self._reading:
+            self.bridge.cancel_read_ahead()
+            self._reading = False
+        self._read_text = ""
+        self._retrieval += 1
+        self._timer.start(0)
+
     def stop(self) -> None:
         """The message was sent, or the chat left: nothing more is read for this text, and the hint goes."""
         self._timer.stop()
@@ -123,7 +133,7 @@ class TypingReadAhead(QObject):
     def _paused(self) -> None:
         self._read_text = self.composer.toPlainText()
         draft = self._read_text.strip()
-        prepared = self.draft_prompt(draft) if draft else None
+        prepared = self.draft_prompt(draft)  # None for nothing to read (no text, no picture)
         if prepared is None:
             self.hint.hide()
             return

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QFrame, QPushButton, QScrollArea, QVBoxLayout, QWidget
@@ -37,6 +38,7 @@ class ShownMessage:
     version: tuple[int, int] = (0, 1)  # (index, count) among the versions of its turn
     sources: tuple[Source, ...] = ()  # the document passages a reply was given, for its citations
     tool_rounds: tuple[ToolRound, ...] = ()  # the tools a reply called, before its answer
+    pictures: tuple[Path, ...] = ()  # a user message's pictures (their files in the picture store)
 
 
 def thinking_seconds(message: StoredMessage) -> float | None:
@@ -166,6 +168,7 @@ class ChatView(QScrollArea):
     branchRequested = Signal(object)
     versionRequested = Signal(object, int)
     sourceRequested = Signal(object)  # a Source whose citation was clicked
+    pictureRequested = Signal(object)  # the Path of a picture clicked in a message
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -220,6 +223,8 @@ class ChatView(QScrollArea):
         widget.set_sources(shown.sources)
         if shown.tool_rounds:
             widget.set_tool_rounds(shown.tool_rounds)
+        widget.pictures.set_pictures(shown.pictures)
+        widget.pictureRequested.connect(self.pictureRequested)
         widget.copyRequested.connect(self.copyRequested)
         widget.editRequested.connect(self.editRequested)
         widget.regenerateRequested.connect(self.regenerateRequested)
@@ -236,8 +241,9 @@ class ChatView(QScrollArea):
         model: str | None = None,
         message_id: int | None = None,
         created_at: float | None = None,
+        pictures: tuple[Path, ...] = (),
     ) -> MessageWidget:
-        return self.add_shown(ShownMessage(role, text, footer, model, message_id, created_at))
+        return self.add_shown(ShownMessage(role, text, footer, model, message_id, created_at, pictures=pictures))
 
     def add_shown(self, shown: ShownMessage) -> MessageWidget:
         widget = self._make(shown)

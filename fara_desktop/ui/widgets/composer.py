@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from PySide6.QtCore import QEvent, QMimeData, Qt, Signal
 from PySide6.QtGui import QKeyEvent, QResizeEvent
 from PySide6.QtWidgets import QPlainTextEdit, QWidget
@@ -10,6 +12,19 @@ MAX_VISIBLE_LINES = 8
 # A QPlainTextEdit draws its placeholder on one line, clipped: the longest that fits the width is shown.
 PLACEHOLDERS = ("Ask anything — Enter to send, Shift+Enter for a new line", "Ask anything — Enter to send", "Ask…")
 LONGEST_WRAPPED_LINE = 20_000
+PICTURE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".tif", ".tiff")
+PICTURE_FORMATS = ("image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp")
+
+
+def pictures_in(source: QMimeData) -> list[Path | bytes]:
+    """The pictures a paste or a drop carries: picture files on this computer, else an image's own bytes (as the
+    copying app encoded them: decoded later in the sandbox, never by Qt here)."""
+    files = [Path(url.toLocalFile()) for url in source.urls() if url.isLocalFile()]
+    pictures: list[Path | bytes] = [f for f in files if f.suffix.lower() in PICTURE_SUFFIXES]
+    if pictures:
+        return pictures
+    encoded = next((f for f in PICTURE_FORMATS if source.hasFormat(f)), None)
+    return [bytes(source.data(encoded).data())] if encoded else []
 
 
 class Composer(QPlainTextEdit):
@@ -17,6 +32,7 @@ class Composer(QPlainTextEdit):
 
     submitted = Signal()
     stopRequested = Signal()
+    picturesOffered = Signal(object)  # a paste or a drop of pictures: a list of Paths and encoded bytes
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -61,7 +77,14 @@ class Composer(QPlainTextEdit):
         super().clear()
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
 
+    def canInsertFromMimeData(self, source: QMimeData) -> bool:
+        return bool(pictures_in(source)) or super().canInsertFromMimeData(source)
+
     def insertFromMimeData(self, source: QMimeData) -> None:
+        pictures = pictures_in(source)
+        if pictures:  # attached, not pasted as a file name
+            self.picturesOffered.emit(pictures)
+            return
         if source.hasText():
             self._wrap_for(self.toPlainText() + source.text())
         super().insertFromMimeData(source)

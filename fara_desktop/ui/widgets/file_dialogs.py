@@ -14,7 +14,7 @@ from fara_desktop.files.regular import read_regular_text
 
 log = logging.getLogger(__name__)
 FILE_NAME = "last-folders.json"
-PURPOSES = ("models", "documents", "exports", "imports")
+PURPOSES = ("models", "documents", "exports", "imports", "pictures")
 
 
 class FolderMemory:
@@ -53,8 +53,8 @@ class FolderMemory:
         self.used(purpose, path)
         return str(path)
 
-    def open_files(self, parent: QWidget, purpose: str, caption: str) -> list[str]:
-        paths, _ = QFileDialog.getOpenFileNames(parent, caption, self.start(purpose))
+    def open_files(self, parent: QWidget, purpose: str, caption: str, filters: str = "") -> list[str]:
+        paths, _ = QFileDialog.getOpenFileNames(parent, caption, self.start(purpose), filters)
         if paths:
             self.used(purpose, paths[0])
         return list(paths)

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QSizePolicy, QToolBut
 from fara_desktop.text.format import format_when
 from fara_desktop.text.untrusted import one_line
 from fara_desktop.ui.widgets.flow_layout import FlowLayout
+from fara_desktop.ui.widgets.picture_thumbnails import PictureRow
 from fara_desktop.ui.widgets.plain_text import ElidedLabel, plain_label, plain_tooltip
 from fara_desktop.ui.widgets.text_blocks import Block, keep_line_breaks, split_blocks
 
@@ -289,6 +290,7 @@ class MessageWidget(QFrame):
     branchRequested = Signal(object)
     versionRequested = Signal(object, int)  # (widget, -1 for the previous version, +1 for the next)
     sourceRequested = Signal(object)  # the Source of a clicked citation
+    pictureRequested = Signal(object)  # the Path of a clicked picture
 
     def __init__(self, role: str, text: str = "", parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -328,6 +330,9 @@ class MessageWidget(QFrame):
             if key not in versions:
                 top.addWidget(button)
         layout.addLayout(top)
+        self.pictures = PictureRow(parent=self)  # a user message's pictures, before its text
+        self.pictures.pictureRequested.connect(self.pictureRequested)
+        layout.addWidget(self.pictures)
         self.reasoning = ReasoningSection(self)
         layout.addWidget(self.reasoning)
         self._tools = QVBoxLayout()  # the tools the reply called, before its answer

@@ -1,0 +1,77 @@
+"""What a picture costs on this machine: the vision encoder's work for one picture (from its projector's header),
+the seconds that takes at a measured rate, and the memory the projector adds beside its model.
+
+A vision encoder (SigLIP, a ViT) is compute-bound, unlike the text model's replies: every patch goes through every
+layer, and attention grows with the square of the patches. Per layer, for P patches of width d and feed-forward
+width f: 8·P·d² (the attention's four projections) + 4·P·d·f (the MLP) + 4·P²·d (attention itself) operations.
+The rate (operations a second) is measured here, by the first picture encoded (kept in the machine cache), so a
+forecast for another picture size or another projector scales the measured one by the work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from fara_desktop.models.gguf_file import GGUFHeader
+
+MIB = 1024 * 1024
+MAX_SIDE = 8192
+# An f16 vision encoder ran at 231-279 G operations a second on 2 threads of an AVX-512 EPYC (three shapes: 224 px
+# 6 layers, 448 px 12 layers, SigLIP-So400m's 896 px 27 layers; ``bench --section vision``): 120 G a thread. With
+# AVX2 only, half (the width of its vectors; not measured here). Used until this session measures its own rate.
+VISION_OPERATIONS_PER_THREAD = 60e9
+VISION_OPERATIONS_PER_THREAD_AVX512 = 120e9
+
+
+def default_operations_per_s(threads: int, cpu_features: Collection[str]) -> float:
+    """The encoder's speed on this CPU before one picture was measured."""
+    per_thread = VISION_OPERATIONS_PER_THREAD_AVX512 if "AVX512" in cpu_features else VISION_OPERATIONS_PER_THREAD
+    return per_thread * max(threads, 1)
+
+
+@dataclass(frozen=True)
+class ProjectorShape:
+    """A vision projector's encoder, as its header describes it."""
+
+    image_size: int
+    patch_size: int
+    n_embd: int
+    n_ff: int
+    n_layer: int
+    weight_bytes: int
+
+    @property
+    def patches(self) -> int:
+        return (self.image_size // self.patch_size) ** 2
+
+    @property
+    def operations(self) -> float:
+        """The work to encode one picture (floating-point operations)."""
+        p, d, f = self.patches, self.n_embd, self.n_ff
+        per_layer = 8 * p * d * d + 4 * p * d * f + 4 * p * p * d
+        embed = 2 * p * (self.patch_size**2 * 3) * d
+        return float(self.n_layer * per_layer + embed)
+
+    def seconds_at(self, operations_per_s: float) -> float:
+        return self.operations / operations_per_s if operations_per_s > 0 else 0.0
+
+    @property
+    def memory_bytes(self) -> int:
+        """What loading it adds: its weights (read into memory, not mapped) and the encoder's working buffers
+        (a few activations of every patch, and one head's attention scores at a time)."""
+        p, d, f = self.patches, self.n_embd, self.n_ff
+        activations = 4 * p * (6 * d + 2 * f)
+        return self.weight_bytes + activations + 4 * p * p + 16 * MIB
+
+
+def projector_shape(header: GGUFHeader) -> ProjectorShape | None:
+    """The encoder's shape, or None when the header does not say it."""
+    image = header.int_value("clip.vision.image_size", 1, MAX_SIDE)
+    patch = header.int_value("clip.vision.patch_size", 1, MAX_SIDE)
+    width = header.int_value("clip.vision.embedding_length", 1, 1 << 16)
+    layers = header.int_value("clip.vision.block_count", 1, 1024)
+    if image is None or patch is None or width is None or layers is None or patch > image:
+        return None
+    ff = header.int_value("clip.vision.feed_forward_length", 1, 1 << 18) or 4 * width
+    return ProjectorShape(image, patch, width, ff, layers, header.tensor_bytes)

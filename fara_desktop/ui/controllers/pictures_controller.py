@@ -1,0 +1,167 @@
+"""Pictures for the message being written: picked with the attach button, pasted (Ctrl+V) or dropped on the
+message box or the chat; each read off the GUI thread (the sandbox child decodes it) into the tray above the message
+box, which says what they cost here, or that the model cannot see them and which models here can."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+from PySide6.QtCore import QEvent, QObject, Signal
+from PySide6.QtGui import QDragEnterEvent, QDropEvent
+from PySide6.QtWidgets import QToolButton, QWidget
+
+from fara_desktop.app.picture_intake import PictureIntake, cannot_see
+from fara_desktop.engine.types import ModelInfo
+from fara_desktop.models.discovery import DiscoveredModel
+from fara_desktop.planning.planner import StartupPlan
+from fara_desktop.text.format import format_count, format_plan_duration
+from fara_desktop.text.untrusted import one_line
+from fara_desktop.ui.background import BackgroundCall
+from fara_desktop.ui.widgets.composer import PICTURE_SUFFIXES, Composer, pictures_in
+from fara_desktop.ui.widgets.file_dialogs import FolderMemory
+from fara_desktop.ui.widgets.picture_thumbnails import PictureTray, PictureViewer
+from fara_desktop.vocabulary.pictures import AttachedPicture
+
+PICTURE_FILTER = "Pictures (" + " ".join(f"*{s}" for s in PICTURE_SUFFIXES) + ")"
+
+
+class PicturesScreen(Protocol):
+    composer: Composer
+    picture_tray: PictureTray
+    attach_button: QToolButton
+    folders: FolderMemory
+
+    def show_notice(self, text: str, role: str = "notice") -> None: ...
+    def set_status(self, text: str) -> None: ...
+
+
+class PicturesController(QObject):
+    """Owns the attaching: reading each picture in the background, the tray's cost line, the viewer."""
+
+    changed = Signal()  # the pictures attached changed: the draft is read ahead again
+
+    def __init__(self, screen: PicturesScreen, intake: PictureIntake, window: QWidget) -> None:
+        super().__init__(window)
+        self.screen = screen
+        self.intake = intake
+        self._window = window
+        self._info: ModelInfo | None = None
+        self._seeing: list[str] = []  # models found here that can see pictures
+        self._reading = 0
+        self._calls: set[BackgroundCall] = set()
+        screen.attach_button.clicked.connect(self.attach_files)
+        screen.composer.picturesOffered.connect(self.offer)
+        screen.picture_tray.removed.connect(lambda _digest: self._changed())
+        screen.picture_tray.pictureRequested.connect(self.show_picture)
+        window.setAcceptDrops(True)
+        window.installEventFilter(self)
+
+    # ------------------------------------------------------------------ what the user does
+
+    def attach_files(self) -> None:
+        chosen = self.screen.folders.open_files(self._window, "pictures", "Attach pictures", PICTURE_FILTER)
+        self.offer([Path(p) for p in chosen])
+
+    def offer(self, items: list[Path | bytes]) -> None:
+        """Read the pictures (files, or an image's encoded bytes) in the background, one after the other so they
+        are attached in the order given; each that cannot be read is said with its name."""
+        if not items:
+            return
+        self._reading += 1
+        self.screen.set_status("Reading the picture…" if len(items) == 1 else f"Reading {len(items)} pictures…")
+
+        def read() -> list[AttachedPicture | tuple[str, Exception]]:
+            results: list[AttachedPicture | tuple[str, Exception]] = []
+            for item in items:
+                try:
+                    results.append(self.intake.take_file(item) if isinstance(item, Path)
+                                   else self.intake.take_bytes(item))  # fmt: skip
+                except Exception as exc:  # a stranger's file: whatever it does, only it is refused
+                    results.append((one_line(item.name, 80) if isinstance(item, Path) else "The pasted picture", exc))
+            return results
+
+        call = BackgroundCall(read, self)
+        call.done.connect(self._read)
+        call.failed.connect(lambda exc: self._read([("The picture", exc)]))
+        for signal in (call.done, call.failed):
+            signal.connect(lambda _result, c=call: self._calls.discard(c))
+        self._calls.add(call)
+        call.start()
+
+    def _read(self, results: list[AttachedPicture | tuple[str, Exception]]) -> None:
+        self._reading -= 1
+        attached = 0
+        for result in results:
+            if isinstance(result, AttachedPicture):
+                self.screen.picture_tray.add(result.digest, result.path)
+                attached += 1
+            else:
+                name, exc = result
+                self.screen.show_notice(f"{name} was not attached: it {one_line(str(exc), 200)}.", "error")
+        if not self._reading:
+            self.screen.set_status(format_count(attached, "picture") + " attached" if attached
+                                   else "The picture was not attached")  # fmt: skip
+        if attached:
+            self._changed()
+
+    def show_picture(self, path: Path) -> PictureViewer:
+        viewer = PictureViewer(path, self._window)
+        viewer.show()
+        return viewer
+
+    def _changed(self) -> None:
+        self.show_cost()
+        self.changed.emit()
+
+    # ------------------------------------------------------------------ the model
+
+    def use_plan(self, plan: StartupPlan) -> None:
+        self._seeing = [m.display_name for m in plan.scan.models if can_see(m)]
+        self.show_cost()
+
+    def model_changed(self, info: ModelInfo | None) -> None:
+        self._info = info
+        self.show_cost()
+
+    def show_cost(self) -> None:
+        """The tray's line: what the pictures cost here, or why the model cannot see them."""
+        tray, info = self.screen.picture_tray, self._info
+        count = len(tray.digests())
+        if not count:
+            tray.set_cost("")
+        elif info is None:
+            tray.set_cost("No model is loaded yet.")
+        elif not info.vision:
+            seeing = [name for name in self._seeing if name != info.name]
+            tray.set_cost(cannot_see(info.name, info.vision_problem, seeing))
+        else:
+            pictures = format_count(count, "picture")
+            tokens = f"about {info.picture_tokens * count:,} tokens" if info.picture_tokens else ""
+            seconds = info.picture_seconds * count
+            wait = f"about {seconds_said(seconds)} to read here (encoded once per chat)" if seconds else ""
+            tray.set_cost(" · ".join(part for part in (pictures, tokens, wait) if part))
+
+    # ------------------------------------------------------------------ drops on the window
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self._window and isinstance(event, (QDragEnterEvent, QDropEvent)):
+            mime = event.mimeData()
+            pictures = pictures_in(mime) if mime is not None else []
+            if pictures:
+                event.acceptProposedAction()
+                if isinstance(event, QDropEvent) and event.type() == QEvent.Type.Drop:
+                    self.offer(pictures)
+                return True
+        return False
+
+
+def seconds_said(seconds: float) -> str:
+    """A picture's wait: ``0.4 s``, ``23 s``; minutes as a person plans by."""
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    return f"{seconds:.0f} s" if seconds < 90 else format_plan_duration(seconds).removeprefix("about ")
+
+
+def can_see(model: DiscoveredModel) -> bool:
+    return bool(model.projector) and model.usable and not model.is_projector
