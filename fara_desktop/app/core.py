@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from fara_desktop.app.chat_turns import ChatTurns, TurnView
 from fara_desktop.app.embedding import EmbedderService
-from fara_desktop.app.picture_intake import PictureIntake
+from fara_desktop.app.picture_intake import PassingPictures, PictureIntake
 from fara_desktop.chats.session import ChatSession
 from fara_desktop.chats.storage import ConversationStore, open_store
 from fara_desktop.documents.grounding import MAX_BUDGET_TOKENS
@@ -47,6 +47,8 @@ class EngineCore:
         self.settings = settings
         self.api_keys = ApiKeyStore(paths.config)
         self.embedding = embedding or EmbedderService()
+        # the local API's pictures, kept while their request runs (created on first use: a folder of the cache)
+        self.passing_pictures = PassingPictures(PictureStore(paths.cache / "api-pictures"))
         self._backend = backend
         self._state_store = state_store
         self._worker: InferenceWorker | None = None
@@ -105,6 +107,7 @@ class AppCore(EngineCore):
         self.pictures = PictureStore(paths.data / "pictures")
         self.picture_intake = PictureIntake(self.pictures)
         self.session = ChatSession(self.store, picture_file=self.pictures.path)
+        self.pictures.keep_only(self.store.pictures_in_use())  # a picture attached and never sent goes
         self.tools_hub = McpHub(on_tools_change)
         self._on_problem = on_problem or (lambda _text: None)
         self.tool_box = ToolBox(self.tools_hub, settings.tools.always_allowed, self._permissions_changed)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -45,10 +47,35 @@ class PictureIntake:
         return AttachedPicture(digest, self.store.path(digest))
 
 
-def cannot_see(model: str, problem: str = "", seeing: Sequence[str] = ()) -> str:
-    """What to say when pictures are attached for a model that has no vision projector loaded."""
-    why = f" ({problem})" if problem else ": no vision projector (mmproj) was found beside it"
-    instead = f" Models here that can: {', '.join(seeing[:3])}." if seeing else (
-        " Choose a model with an mmproj file beside it (Gemma 3 or 4, Qwen3.5 …), or put its projector in the "
-        "model's folder.")
-    return f"{model} cannot see pictures{why}.{instead}"
+class PassingPictures:
+    """Pictures of local API requests: kept only while their request runs (a client's pictures are not the
+    user's, and no chat refers to them), in a private folder of the cache; ``take`` and ``release`` count users,
+    so two requests with the same picture never delete it from under each other."""
+
+    def __init__(self, store: PictureStore) -> None:
+        self._intake = PictureIntake(store)
+        self._users: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        store.keep_only(())  # left by a request that ran when the app stopped
+
+    def take(self, data: Sequence[bytes]) -> tuple[AttachedPicture, ...]:
+        """Decode and keep each picture (``UnreadablePicture`` for the first that cannot be read: none is kept)."""
+        taken: list[AttachedPicture] = []
+        try:
+            for item in data:
+                picture = self._intake.take_bytes(item)
+                with self._lock:
+                    self._users[picture.digest] += 1
+                taken.append(picture)
+        except Exception:
+            self.release(taken)
+            raise
+        return tuple(taken)
+
+    def release(self, pictures: Sequence[AttachedPicture]) -> None:
+        with self._lock:
+            for picture in pictures:
+                self._users[picture.digest] -= 1
+                if self._users[picture.digest] <= 0:
+                    del self._users[picture.digest]
+                    picture.path.unlink(missing_ok=True)

@@ -90,7 +90,8 @@ def run_serve(
             loaded = event.info
     info = loaded
     api = LocalApi(worker, lambda: info, settings.sampling.params, key,
-                   allowed_origins=settings.local_api.allowed_origins, embedder=core.embedding.get)  # fmt: skip
+                   allowed_origins=settings.local_api.allowed_origins, embedder=core.embedding.get,
+                   pictures=core.passing_pictures)  # fmt: skip
     try:
         server = ApiServer(api, host, port)
     except FaraError as exc:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from fara_desktop.vocabulary.errors import FaraError
 
 
@@ -71,3 +73,12 @@ def tools_unsupported(model: str) -> ToolsUnsupportedError:
         f"{model}'s chat template does not declare tools, so it cannot call any. Choose a model made for tool "
         "calling (Qwen 2.5/3, Llama 3.1+, Mistral, Granite, Hermes, gpt-oss …)."
     )
+
+
+def cannot_see(model: str, problem: str = "", seeing: Sequence[str] = ()) -> str:
+    """What to say when pictures are attached for a model that has no vision projector loaded."""
+    why = f" ({problem})" if problem else ": no vision projector (mmproj) was found beside it"
+    instead = f" Models here that can: {', '.join(seeing[:3])}." if seeing else (
+        " Choose a model with an mmproj file beside it (Gemma 3 or 4 …), or put its projector in the "
+        "model's folder.")
+    return f"{model} cannot see pictures{why}.{instead}"

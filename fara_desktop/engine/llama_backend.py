@@ -28,6 +28,7 @@ from fara_desktop.engine.errors import (
     NoModelLoadedError,
     PicturesUnsupportedError,
     PromptTooLongError,
+    cannot_see,
     tools_unsupported,
 )
 from fara_desktop.engine.ggml_types import GGML_TYPE_IDS
@@ -299,9 +300,7 @@ class LlamaBackend:
         pictures = [p for m in messages for p in m.pictures]
         if pictures and self._vision is None:
             if messages[-1].pictures:
-                raise PicturesUnsupportedError(
-                    f"{info.name} cannot see pictures: no vision projector (mmproj) was found beside it"
-                    + (f" ({info.vision_problem})" if info.vision_problem else "") + ". Choose a model that can see.")
+                raise PicturesUnsupportedError(cannot_see(info.name, info.vision_problem))
             messages = [replace(m, content="(a picture this model cannot see)\n" * len(m.pictures) + m.content,
                                 pictures=()) if m.pictures else m for m in messages]  # fmt: skip
             pictures = []

@@ -22,7 +22,7 @@ import socket
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -36,7 +36,13 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from fara_desktop.engine.embedder import EmbeddingCancelledError
-from fara_desktop.engine.errors import GrammarError, PromptTooLongError, ToolsUnsupportedError, tools_unsupported
+from fara_desktop.engine.errors import (
+    GrammarError,
+    PromptTooLongError,
+    ToolsUnsupportedError,
+    cannot_see,
+    tools_unsupported,
+)
 from fara_desktop.engine.types import ISOLATED, Cancelled, Conversation, Event, Failed, Finished, ModelInfo, TokenText
 from fara_desktop.serving.admission import admit, loopback_hosts
 from fara_desktop.serving.http_protocol import HEADER_TIMEOUT_S, HeaderDeadlineProtocol
@@ -59,6 +65,7 @@ from fara_desktop.serving.openai_format import (
     usage,
 )
 from fara_desktop.vocabulary.errors import FaraError
+from fara_desktop.vocabulary.pictures import AttachedPicture
 from fara_desktop.vocabulary.sampling import SamplingParams
 from fara_desktop.vocabulary.tools import ToolCall, ToolOffer
 
@@ -121,6 +128,14 @@ class ApiKeyRequired(FaraError):
     """The API was asked to listen beyond this computer without an API key."""
 
 
+class PictureTaker(Protocol):
+    """What the API needs to take a request's pictures (``app.picture_intake.PassingPictures``): decoded in the
+    sandbox and kept while the request runs."""
+
+    def take(self, data: Sequence[bytes]) -> tuple[AttachedPicture, ...]: ...
+    def release(self, pictures: Sequence[AttachedPicture]) -> None: ...
+
+
 class TextEmbedder(Protocol):
     """What ``/v1/embeddings`` needs: the documents' embedding model (``engine.embedder.Embedder``)."""
 
@@ -170,6 +185,7 @@ class LocalApi:
     relay_servers: tuple[str, ...] = ()
     max_pending: int = MAX_PENDING
     embedder: Callable[[], TextEmbedder | None] = lambda: None  # loads it on first use: called off the event loop
+    pictures: PictureTaker | None = None  # takes the requests' pictures in (None: pictures are refused)
 
     def __post_init__(self) -> None:
         self._active = 0
@@ -177,6 +193,7 @@ class LocalApi:
         self._lock = threading.Lock()
         # What is under way, so that stopping the server ends it at once (SIGTERM waited 67 s for embeddings).
         self._running_requests: set[int] = set()
+        self._request_pictures: dict[int, tuple[AttachedPicture, ...]] = {}  # released when the request ends
         self._embedding_cancels: set[threading.Event] = set()
         self.allowed_hosts: frozenset[str] | None = None
         self.app = Starlette(
@@ -243,6 +260,15 @@ class LocalApi:
             return JSONResponse(error_body(too_much, "invalid_request_error"), status_code=400)
         if self._active >= self.max_pending:  # on the event loop's thread: no race with the increment below
             return self._busy()
+        taken: tuple[AttachedPicture, ...] = ()
+        if chat.has_pictures:
+            why = self._cannot_take_pictures(info)
+            if why is not None:
+                return JSONResponse(error_body(why), status_code=400)
+            try:
+                chat, taken = await self._take_pictures(chat)
+            except FaraError as exc:
+                return JSONResponse(error_body(f"A picture could not be read: it {exc}."), status_code=400)
         events: asyncio.Queue[Event] = asyncio.Queue()
         loop = asyncio.get_running_loop()
 
@@ -256,6 +282,8 @@ class LocalApi:
         )
         self._activity(+1)
         self._running_requests.add(request_id)
+        if taken:
+            self._request_pictures[request_id] = taken
         name = f"{'cmpl' if chat.raw else 'chatcmpl'}-fara-{request_id}"
         if chat.stream:
             return StreamingResponse(
@@ -337,8 +365,7 @@ class LocalApi:
         finally:  # also when the client went away and Starlette cancelled this generator
             if not done:
                 self.queue.cancel_request(request_id)
-            self._running_requests.discard(request_id)
-            self._activity(-1)
+            self._ended(request_id)
 
     async def _complete(
         self, request: Request, request_id: int, name: str, model: str, events: asyncio.Queue[Event], chat: ChatRequest
@@ -377,8 +404,33 @@ class LocalApi:
                     return failure_response(event)
         finally:
             watcher.cancel()
-            self._running_requests.discard(request_id)
-            self._activity(-1)
+            self._ended(request_id)
+
+    def _ended(self, request_id: int) -> None:
+        self._running_requests.discard(request_id)
+        self._activity(-1)
+        taken = self._request_pictures.pop(request_id, ())
+        if taken and self.pictures is not None:
+            self.pictures.release(taken)
+
+    def _cannot_take_pictures(self, info: ModelInfo) -> str | None:
+        if info.server is not None:
+            return "Pictures are read by a model on this computer; the chat uses a server's model."
+        if not info.vision:
+            return cannot_see(info.name, info.vision_problem)
+        if self.pictures is None:
+            return "This server takes no pictures."
+        return None
+
+    async def _take_pictures(self, chat: ChatRequest) -> tuple[ChatRequest, tuple[AttachedPicture, ...]]:
+        """The request's pictures decoded in the sandbox (off the event loop) and put in their messages."""
+        assert self.pictures is not None
+        flat = [data for message in chat.pictures for data in message]
+        taken = await asyncio.to_thread(self.pictures.take, flat)
+        given = iter(taken)
+        messages = tuple(replace(m, pictures=tuple(next(given) for _ in data)) if data else m
+                         for m, data in zip(chat.messages, chat.pictures, strict=True))  # fmt: skip
+        return replace(chat, messages=messages, pictures=()), taken
 
     def stop_everything(self) -> None:
         """The server is stopping: every request under way ends now (any thread; a signal handler too)."""

@@ -7,6 +7,8 @@ to the model through its own template (``engine.tool_calls``); its calls come ba
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import math
 import re
@@ -37,6 +39,7 @@ MAX_ARGUMENT_CHARS = 64 * 1024
 MAX_STOPS = 4  # as OpenAI
 MAX_TOP_LOGPROBS = 20  # as OpenAI
 MAX_SCHEMA_BYTES = 64 * 1024
+MAX_PICTURES = 8  # a message's pictures: each costs seconds to minutes of encoding on a CPU
 # Sent by many clients with a value that asks for nothing: accepted only with that value.
 NEUTRAL = {"frequency_penalty": 0, "presence_penalty": 0, "logprobs": False, "logit_bias": {}, "store": False}
 
@@ -56,6 +59,11 @@ class ChatRequest:
     raw: bool = False  # a /v1/completions request: the one message is the prompt, no chat template
     tools: ToolOffer | None = None
     one_call: bool = False  # 'parallel_tool_calls': false — at most one call is returned
+    pictures: tuple[tuple[bytes, ...], ...] = ()  # each message's pictures (from data: URIs), still encoded
+
+    @property
+    def has_pictures(self) -> bool:
+        return any(self.pictures)
 
     @property
     def wants_json(self) -> bool:
@@ -132,24 +140,44 @@ def _number(body: dict[str, Any], key: str, low: float, high: float) -> float | 
     return float(value)
 
 
-def _unsupported_part(part: Any) -> str:
-    """Why a content part is refused: a picture from the network is never fetched, whatever else is supported."""
-    image = part.get("image_url") if isinstance(part, dict) and part.get("type") == "image_url" else None
+DATA_URI = re.compile(r"data:(image/[a-z0-9.+-]+)?(;[a-z0-9-]+=[^;,]*)*;base64,", re.IGNORECASE)
+
+
+def _picture(part: Any, where: str) -> bytes:
+    """An ``image_url`` part's picture, from its ``data:`` URI (a picture at a web address is never fetched)."""
+    image = part.get("image_url")
     url = image.get("url") if isinstance(image, dict) else image
-    if isinstance(url, str) and url.lower().startswith(("http://", "https://", "ftp://", "//")):
-        return ("a picture at a web address is refused: this app fetches nothing from the network; only text "
-                "content is supported.")  # fmt: skip
-    return "only text content is supported (no images, audio or files)."
+    if not isinstance(url, str):
+        raise BadRequest(f"{where}: an image_url part needs a 'url'.")
+    if url.lower().startswith(("http://", "https://", "ftp://", "//")):
+        raise BadRequest(f"{where}: a picture at a web address is refused: this app fetches nothing from the "
+                         "network. Send the picture itself as a data: URI (data:image/png;base64,…).")  # fmt: skip
+    header = DATA_URI.match(url)
+    if header is None:
+        raise BadRequest(f"{where}: a picture must be a base64 data: URI of an image (data:image/png;base64,…).")
+    try:
+        return base64.b64decode(url[header.end() :], validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise BadRequest(f"{where}: the picture's data: URI is not valid base64.") from exc
 
 
-def _content(value: Any, where: str) -> str:
+def _content(value: Any, where: str, pictures: list[bytes] | None = None) -> str:
+    """A message's text; ``pictures`` (a user turn's) receives its ``image_url`` parts, when given."""
     if value is None:
         return ""
     if isinstance(value, list):
         texts = []
         for part in value:
-            if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
-                raise BadRequest(f"{where}: {_unsupported_part(part)}")
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind == "image_url" and pictures is not None:
+                if len(pictures) >= MAX_PICTURES:
+                    raise BadRequest(f"{where}: at most {MAX_PICTURES} pictures a message.")
+                pictures.append(_picture(part, where))
+                continue
+            if kind == "image_url":
+                raise BadRequest(f"{where}: only a user message may carry pictures.")
+            if kind != "text" or not isinstance(part.get("text"), str):
+                raise BadRequest(f"{where}: only text and image_url content are supported (no audio or files).")
             texts.append(part["text"])
         value = "".join(texts)
     if not isinstance(value, str):
@@ -237,13 +265,13 @@ def _calls(value: Any, where: str) -> tuple[ToolCall, ...]:
     return tuple(calls)
 
 
-def _message(raw: Any, where: str) -> ChatMessage:
+def _message(raw: Any, where: str, pictures: list[bytes] | None = None) -> ChatMessage:
     if not isinstance(raw, dict):
         raise BadRequest(f"{where} must be an object.")
     role = ROLES.get(raw.get("role"))  # type: ignore[arg-type]
     if role is None:
         raise BadRequest(f"{where}: the role must be system, user, assistant or tool.")
-    content = _content(raw.get("content"), where)
+    content = _content(raw.get("content"), where, pictures if role == "user" else None)
     if role == "tool":
         call_id = raw.get("tool_call_id")
         if not isinstance(call_id, str) or not call_id:
@@ -305,7 +333,8 @@ def parse_chat_request(body: Any, defaults: SamplingParams) -> ChatRequest:
     unsupported = unsupported_parameters(body)
     if unsupported:
         raise BadRequest(f"Not supported by this server: {', '.join(repr(k[:40]) for k in unsupported[:20])}.")
-    messages = [_message(raw, f"messages[{number}]") for number, raw in enumerate(raw_messages)]
+    pictures: list[list[bytes]] = [[] for _ in raw_messages]
+    messages = [_message(raw, f"messages[{n}]", pictures[n]) for n, raw in enumerate(raw_messages)]
     tools = _tools(body)
     parallel = body.get("parallel_tool_calls", True)
     if not isinstance(parallel, bool):
@@ -333,7 +362,8 @@ def parse_chat_request(body: Any, defaults: SamplingParams) -> ChatRequest:
     sampling = replace(sampling, logprobs=_logprobs(body, stream))
     options = body.get("stream_options")
     include_usage = isinstance(options, dict) and options.get("include_usage") is True
-    return ChatRequest(tuple(messages), sampling, stream, include_usage, tools=tools, one_call=not parallel)
+    return ChatRequest(tuple(messages), sampling, stream, include_usage, tools=tools, one_call=not parallel,
+                       pictures=tuple(tuple(p) for p in pictures) if any(pictures) else ())  # fmt: skip
 
 
 COMPLETION_HONOURED = {"model", "prompt", "temperature", "top_p", "max_tokens", "seed", "stream", "stream_options",

@@ -127,6 +127,7 @@ class MainWindow(QMainWindow):
         self.conversations.enteredChat.connect(self.chat.enter_chat)
         self.api_keys = self.core.api_keys
         self.servers = ServersController(self, self.bridge.worker, self.api_keys, self.chat.sampling)
+        self.servers.pictures = self.core.passing_pictures
         self.servers.apiRequestsChanged.connect(self.chat.set_api_requests)
         self.chat.modelLoaded.connect(self.servers.warn_if_unencrypted)
         self.advice = CatalogAdvice(self.paths, lambda: self.settings)

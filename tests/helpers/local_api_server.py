@@ -17,10 +17,11 @@ PARAMS = LoadParams(n_ctx=2048, prefault=False)
 
 
 def serve_model(
-    path: Path, params: LoadParams = PARAMS, embedder: Callable[[], Any] | None = None
+    path: Path, params: LoadParams = PARAMS, embedder: Callable[[], Any] | None = None, pictures: Any = None
 ) -> tuple[ApiServer, InferenceWorker, ModelInfo]:
     """A worker with ``path`` loaded and the local API started in front of it (greedy sampling); ``embedder``: the
-    documents' embedding model it serves. The caller stops the server and shuts the worker down."""
+    documents' embedding model it serves; ``pictures``: what takes the requests' pictures in. The caller stops the
+    server and shuts the worker down."""
     events: list[object] = []
     loaded = threading.Event()
 
@@ -33,7 +34,9 @@ def serve_model(
     worker.load_model(path, params)
     assert loaded.wait(60) and isinstance(events[-1], ModelLoaded), events[-1:]
     info = events[-1].info
-    extra = {"embedder": embedder} if embedder is not None else {}
+    extra: dict[str, Any] = {"embedder": embedder} if embedder is not None else {}
+    if pictures is not None:
+        extra["pictures"] = pictures
     server = ApiServer(LocalApi(worker, lambda: info, lambda: SamplingParams(temperature=0.0), **extra))
     server.start()
     return server, worker, info

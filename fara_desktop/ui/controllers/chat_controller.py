@@ -19,11 +19,11 @@ from PySide6.QtWidgets import QCheckBox, QLabel, QProgressBar, QPushButton, QToo
 
 from fara_desktop.app.chat_turns import ReplyEnd
 from fara_desktop.app.core import AppCore
-from fara_desktop.app.picture_intake import cannot_see
 from fara_desktop.chats.records import StoredMessage
 from fara_desktop.chats.storage import StorageError
 from fara_desktop.chats.tool_rounds import ToolRound
 from fara_desktop.chats.turn import PendingReply, TurnPhase
+from fara_desktop.engine.errors import cannot_see
 from fara_desktop.engine.types import (
     Cancelled,
     ConversationForgotten,

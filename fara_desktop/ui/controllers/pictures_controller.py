@@ -11,7 +11,8 @@ from PySide6.QtCore import QEvent, QObject, Signal
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QToolButton, QWidget
 
-from fara_desktop.app.picture_intake import PictureIntake, cannot_see
+from fara_desktop.app.picture_intake import PictureIntake
+from fara_desktop.engine.errors import cannot_see
 from fara_desktop.engine.types import ModelInfo
 from fara_desktop.models.discovery import DiscoveredModel
 from fara_desktop.planning.planner import StartupPlan

@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QLabel
 from fara_desktop.engine.remote_backend import is_local_host
 from fara_desktop.engine.types import ModelInfo, RemoteModel
 from fara_desktop.engine.worker import InferenceWorker
-from fara_desktop.serving.local_api import ApiServer, LocalApi, TextEmbedder
+from fara_desktop.serving.local_api import ApiServer, LocalApi, PictureTaker, TextEmbedder
 from fara_desktop.settings import LocalApiSettings, RemoteChoice, Settings
 from fara_desktop.system.api_keys import LOCAL_API, ApiKeyStore
 from fara_desktop.vocabulary.errors import FaraError
@@ -62,6 +62,7 @@ class ServersController(QObject):
         self._api_settings: LocalApiSettings | None = None
         # the documents' embedding model, for /v1/embeddings (the window sets it; it locks and loads on first use)
         self.embedder_source: Callable[[], TextEmbedder | None] = lambda: None
+        self.pictures: PictureTaker | None = None  # takes the API requests' pictures in (the core's)
         self._warned: set[str] = set()
         self.apiActivity.connect(self._show_activity)
         self._api_requests = 0
@@ -106,6 +107,7 @@ class ServersController(QObject):
             allowed_origins=settings.allowed_origins,
             relay_servers=settings.relay_servers,
             embedder=lambda: self.embedder_source(),
+            pictures=self.pictures,
         )
         try:
             self.api = ApiServer(api, settings.host, settings.port)

@@ -62,10 +62,17 @@ def test_the_openai_client_gets_the_same_reply_streamed_or_not(served):
 @pytest.mark.real_model
 def test_bad_requests_get_a_400_that_says_why(served):
     server, _worker, info = served
-    with pytest.raises(openai.BadRequestError, match="only text content"):
+    with pytest.raises(openai.BadRequestError, match="must be a base64 data: URI"):
         client(server).chat.completions.create(
             model=info.name, messages=[{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]
         )
+    with pytest.raises(openai.BadRequestError, match="only text and image_url content"):
+        client(server).chat.completions.create(
+            model=info.name, messages=[{"role": "user", "content": [{"type": "input_audio", "input_audio": {}}]}]
+        )
+    with pytest.raises(openai.BadRequestError, match="cannot see pictures"):  # SmolLM2 has no projector
+        picture = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+        client(server).chat.completions.create(model=info.name, messages=[{"role": "user", "content": [picture]}])
     with pytest.raises(openai.BadRequestError, match="this app fetches nothing from the network"):
         picture = {"type": "image_url", "image_url": {"url": "https://example.org/cat.png"}}
         client(server).chat.completions.create(model=info.name, messages=[{"role": "user", "content": [picture]}])
