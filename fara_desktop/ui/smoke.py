@@ -81,6 +81,7 @@ def run_smoke(
             print(printable(f"fara-desktop smoke: {outcome.get('error', 'unknown failure')}"), file=sys.stderr)
             return 1
         event: Finished = outcome["finished"]
+        tool_servers = _tool_servers(window)
         if screenshot:
             screenshot.parent.mkdir(parents=True, exist_ok=True)
             window.grab().save(str(screenshot))
@@ -99,6 +100,7 @@ def run_smoke(
                     "finish_reason": event.finish_reason,
                     "qt_refcounts": "sound",
                     "notices": window.notice_bar.texts(),
+                    "tool_servers": tool_servers,
                 },
                 ensure_ascii=False,
             )
@@ -107,6 +109,29 @@ def run_smoke(
     finally:
         window.close()
         app.processEvents()
+
+
+def _tool_servers(window: Any, wait_s: float = 60.0) -> dict[str, Any]:
+    """The MCP servers the settings enable, once each has started or failed: their state and tools, and the result
+    of calling the first tool that needs no arguments (the SDK and the spawned server, as the app runs them)."""
+    import time
+
+    from PySide6.QtCore import QEventLoop
+
+    hub = window.core.tools_hub
+    deadline = time.monotonic() + wait_s
+    while any(state.state == "starting" for state in hub.states().values()) and time.monotonic() < deadline:
+        QEventLoop().processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 100)  # the hub reports on its thread
+        time.sleep(0.05)
+    report: dict[str, Any] = {}
+    for name, state in hub.states().items():
+        entry: dict[str, Any] = {"state": state.state, "message": state.message, "tools": [t.name for t in state.tools]}
+        simple = next((t for t in state.tools if not json.loads(t.spec.parameters or "{}").get("required")), None)
+        if simple is not None:
+            result = hub.call(simple, {})
+            entry["called"] = {"tool": simple.name, "error": result.is_error, "text": result.text[:200]}
+        report[name] = entry
+    return report
 
 
 def _host_of(url: str) -> str:
