@@ -46,6 +46,16 @@ class PictureIntake:
     def attached(self, digest: str) -> AttachedPicture:
         return AttachedPicture(digest, self.store.path(digest))
 
+    def take_exported(self, path: Path) -> str | None:
+        """A picture beside an imported export, by its digest: the one here already when the store has it (our
+        own export coming back), else read in the sandbox like any stranger's file; None when it cannot be."""
+        if self.store.path(path.stem).is_file():
+            return path.stem
+        try:
+            return self.take_file(path).digest
+        except UnreadablePicture:
+            return None
+
 
 class PassingPictures:
     """Pictures of local API requests: kept only while their request runs (a client's pictures are not the

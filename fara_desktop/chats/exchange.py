@@ -134,6 +134,7 @@ def export_markdown(store: ConversationStore, conversation_id: int) -> str:
         if message.reasoning.strip():
             lines += ["<details><summary>Reasoning</summary>", "", message.reasoning.strip(), "", "</details>", ""]
         lines += _rounds_markdown(message.tool_rounds)
+        lines += [f"![picture {n}](pictures/{digest}.png)" for n, digest in enumerate(message.pictures, 1)]
         lines += [message.content, ""]
     return "\n".join(lines)
 
@@ -232,11 +233,11 @@ def _write_conversation(
         parent = row_ids[m.parent] if m.parent is not None else None
         cursor = db.execute(
             """INSERT INTO messages (conversation_id, position, role, content, status, model, stats,
-               created_at, updated_at, parent_id, reasoning, tool_rounds)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+               created_at, updated_at, parent_id, reasoning, tool_rounds, pictures)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
             (conversation_id, position, m.role, m.content, m.status, m.model,
              json.dumps(m.stats) if m.stats else None, m.created_at, m.updated_at, parent, m.reasoning,
-             rounds_json(m.tool_rounds)),
+             rounds_json(m.tool_rounds), json.dumps(list(m.pictures))),
         )  # fmt: skip
         row_ids.append(int(cursor.lastrowid or 0))
     leaf = conversation.leaf if conversation.leaf is not None else len(row_ids) - 1
@@ -267,7 +268,8 @@ def copy_branch(store: ConversationStore, conversation_id: int, up_to: Sequence[
     originals = [by_id[i] for i in up_to if i in by_id]
     copied = [
         ImportedMessage(m.role, m.content, "stopped" if m.status == "streaming" else m.status, m.model, m.stats,
-                        m.created_at, m.updated_at, parent=index - 1 if index else None, reasoning=m.reasoning)
+                        m.created_at, m.updated_at, parent=index - 1 if index else None, reasoning=m.reasoning,
+                        pictures=m.pictures)
         for index, m in enumerate(originals)
     ]  # fmt: skip
     now = time.time()

@@ -6,14 +6,14 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fara_desktop.chats.exchange import ImportOutcome, export_json, export_markdown, import_or_update
 from fara_desktop.chats.export_format import ImportedConversation, ImportedMessage, ImportRefusedError
 from fara_desktop.chats.imports import read_import_file
 from fara_desktop.chats.storage import ConversationStore
-from fara_desktop.files.atomic import write_text_atomically
+from fara_desktop.files.atomic import write_bytes_atomically, write_text_atomically
 from fara_desktop.files.regular import open_regular
 from fara_desktop.system.sandbox import Budget, BudgetExceededError, Sandbox, SandboxFailedError, allowed_classes
 from fara_desktop.text.untrusted import one_line
@@ -38,8 +38,10 @@ def export_conversations(
     ids: Iterable[int] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    picture_file: Callable[[str], Path] | None = None,
 ) -> list[Path]:
-    """One file per conversation and format. ``on_progress(done, total)`` after each conversation;
+    """One file per conversation and format, and the chats' pictures in a ``pictures`` folder beside them (where
+    ``picture_file`` says the store keeps a digest's file). ``on_progress(done, total)`` after each conversation;
     ``should_stop()`` is asked between conversations (raises ``ExportStoppedError`` with the files written)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     wanted = set(ids) if ids is not None else None
@@ -58,9 +60,53 @@ def export_conversations(
             else:
                 raise ValueError(f"unknown export format {fmt!r}")
             written.append(path)
+        if picture_file is not None:
+            written += _copy_pictures(store, summary.id, out_dir / PICTURES_FOLDER, picture_file)
         if on_progress is not None:
             on_progress(done, len(chosen))
     return written
+
+
+PICTURES_FOLDER = "pictures"
+
+
+def _copy_pictures(store: ConversationStore, conversation_id: int, folder: Path,
+                   picture_file: Callable[[str], Path]) -> list[Path]:  # fmt: skip
+    """The chat's pictures copied beside its export (each once; one missing from the store is left out)."""
+    copied: list[Path] = []
+    for digest in dict.fromkeys(d for m in store.messages(conversation_id) for d in m.pictures):
+        target = folder / f"{digest}.png"
+        if target.is_file():
+            continue
+        try:
+            data = picture_file(digest).read_bytes()
+        except OSError:
+            continue
+        folder.mkdir(parents=True, exist_ok=True)
+        write_bytes_atomically(target, data)
+        copied.append(target)
+    return copied
+
+
+def take_pictures_beside(
+    conversations: list[ImportedConversation], folder: Path, take: Callable[[Path], str | None]
+) -> list[ImportedConversation]:
+    """The imported messages' pictures, taken from the export's ``pictures`` folder by ``take`` (which reads a
+    stranger's file in the sandbox and returns its digest here; None: it could not be read, and the message goes
+    without it)."""
+    taken: dict[str, str | None] = {}
+
+    def mapped(digest: str) -> str | None:
+        if digest not in taken:
+            taken[digest] = take(folder / PICTURES_FOLDER / f"{digest}.png")
+        return taken[digest]
+
+    def with_pictures(message: ImportedMessage) -> ImportedMessage:
+        if not message.pictures:
+            return message
+        return replace(message, pictures=tuple(d for d in map(mapped, message.pictures) if d))
+
+    return [replace(c, messages=[with_pictures(m) for m in c.messages]) for c in conversations]
 
 
 MB = 1024 * 1024
@@ -109,10 +155,13 @@ def import_conversations(
     path: Path,
     should_stop: Callable[[], bool] | None = None,
     budget_for: Callable[[int], Budget] = import_budget,
+    take_picture: Callable[[Path], str | None] | None = None,
 ) -> ImportResult:
     """Every conversation in the file, or none; one seen before is skipped or updated (``import_or_update``).
-    Raises what ``read_import`` raises, or ``StorageError`` (cannot be saved)."""
+    ``take_picture``: takes a picture file beside the export into the store (None: pictures are dropped). Raises
+    what ``read_import`` raises, or ``StorageError`` (cannot be saved)."""
     format_name, conversations = read_import(path, should_stop, budget_for)
+    conversations = take_pictures_beside(conversations, path.parent, take_picture or (lambda _path: None))
     return ImportResult(format_name, import_or_update(store, conversations, format_name))
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from fara_desktop.chats.records import MAX_TIMESTAMP, MessageStatus
 from fara_desktop.chats.tool_rounds import ToolRound, rounds_from_json
 from fara_desktop.vocabulary.errors import FaraError
+from fara_desktop.vocabulary.pictures import PICTURE_DIGEST
 
 EXPORT_FORMAT = "fara-desktop-conversation"
 MAX_MESSAGES = 100_000
@@ -48,6 +49,7 @@ class ImportedMessage:
     parent: int | None = None  # index of an earlier message in the list; None: a first turn
     reasoning: str = ""
     tool_rounds: tuple[ToolRound, ...] = ()  # the tools a reply called (read as the database's are: bounded)
+    pictures: tuple[str, ...] = ()  # digests of the pictures it carries: files beside the export, taken in anew
 
 
 @dataclass(frozen=True)
@@ -168,6 +170,7 @@ def validate_export(data: Any) -> ImportedConversation:
                 parent=parent,
                 reasoning=checked_text(message.get("reasoning"), f"{where}'s reasoning", MAX_CONTENT_CHARS, ""),
                 tool_rounds=_rounds(message.get("tool_rounds"), where),
+                pictures=_pictures(message.get("pictures"), where),
             )
         )
     current = data.get("current")
@@ -192,6 +195,18 @@ def validate_export(data: Any) -> ImportedConversation:
 
 
 MAX_KEY_CHARS = 200
+MAX_PICTURES = 16
+
+
+def _pictures(value: Any, where: str) -> tuple[str, ...]:
+    """A message's picture digests: names of files in the export's ``pictures`` folder, never a path."""
+    if value is None:
+        return ()
+    if not isinstance(value, (list, tuple)) or len(value) > MAX_PICTURES:  # a tuple: our own export, in memory
+        raise ImportRefusedError(f"{where}'s pictures are not a list of at most {MAX_PICTURES}.")
+    if not all(isinstance(v, str) and PICTURE_DIGEST.fullmatch(v) for v in value):
+        raise ImportRefusedError(f"{where} names a picture that is not a picture digest.")
+    return tuple(value)
 
 
 def _rounds(value: Any, where: str) -> tuple[ToolRound, ...]:

@@ -13,11 +13,12 @@ from fara_desktop.text.untrusted import one_line, printable
 def run_export(paths: AppPaths, out: Path, format_choice: str) -> int:
     from fara_desktop.chats.export import FORMATS, export_conversations
     from fara_desktop.chats.storage import ConversationStore, StorageError, database_path
+    from fara_desktop.pictures.store import PictureStore
 
     try:
         store = ConversationStore(database_path(paths.data))
         formats = FORMATS if format_choice == "both" else (format_choice,)
-        written = export_conversations(store, out, formats)
+        written = export_conversations(store, out, formats, picture_file=PictureStore(paths.data / "pictures").path)
         store.close()
     except (StorageError, OSError) as exc:
         print(printable(f"fara-desktop export: {exc}"), file=sys.stderr)
@@ -28,9 +29,11 @@ def run_export(paths: AppPaths, out: Path, format_choice: str) -> int:
 
 def run_import(paths: AppPaths, files: list[Path]) -> int:
     """Each file is imported whole or refused whole; one refused file does not stop the others."""
+    from fara_desktop.app.picture_intake import PictureIntake
     from fara_desktop.chats.export import import_conversations
     from fara_desktop.chats.export_format import ImportRefusedError
     from fara_desktop.chats.storage import ConversationStore, StorageError, database_path
+    from fara_desktop.pictures.store import PictureStore
 
     try:
         store = ConversationStore(database_path(paths.data))
@@ -41,7 +44,8 @@ def run_import(paths: AppPaths, files: list[Path]) -> int:
     try:
         for file in files:
             try:
-                result = import_conversations(store, file)
+                take = PictureIntake(PictureStore(paths.data / "pictures")).take_exported
+                result = import_conversations(store, file, take_picture=take)
             except (ImportRefusedError, StorageError) as exc:
                 failed += 1
                 print(printable(f"fara-desktop import: {exc}"), file=sys.stderr)

@@ -123,6 +123,7 @@ class MainWindow(QMainWindow):
         self.chat.modelLoaded.connect(self.startup.calibrate_if_needed)
         self.startup.store_problem = self.core.store_problem
         self.conversations = ConversationsController(self, self, self.store, self.session, self.core.delete_chat)
+        self.conversations.take_picture = self.core.picture_intake.take_exported
         self.conversations.leavingChat.connect(self.chat.leave_chat)
         self.conversations.enteredChat.connect(self.chat.enter_chat)
         self.api_keys = self.core.api_keys

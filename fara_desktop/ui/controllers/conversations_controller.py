@@ -11,7 +11,7 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QInputDialog, QLineEdit, QMessageBox, QWidget
 
 from fara_desktop.chats.exchange import import_or_update
-from fara_desktop.chats.export import ImportResult, export_conversations, read_import
+from fara_desktop.chats.export import ImportResult, export_conversations, read_import, take_pictures_beside
 from fara_desktop.chats.session import ChatSession
 from fara_desktop.chats.storage import ConversationStore
 from fara_desktop.system.sandbox import SandboxStoppedError
@@ -59,6 +59,7 @@ class ConversationsController(QObject):
         """``delete_chat``: the core's intent (the rows and every saved reading of the chat)."""
         super().__init__()
         self._delete_chat = delete_chat
+        self.take_picture: Callable[[Path], str | None] | None = None  # a picture beside an import, into the store
         self.screen = screen
         self.dialog_parent = dialog_parent
         self.store = store
@@ -156,7 +157,8 @@ class ConversationsController(QObject):
             store = ConversationStore(database)
             try:
                 return export_conversations(store, folder, ids=ids, on_progress=progress.progressed.emit,
-                                            should_stop=self._stop_task.is_set)  # fmt: skip
+                                            should_stop=self._stop_task.is_set,
+                                            picture_file=self.session.picture_file)  # fmt: skip
             finally:
                 store.close()
 
@@ -190,6 +192,8 @@ class ConversationsController(QObject):
 
         def work() -> ImportResult:
             format_name, conversations = read_import(path, should_stop=self._stop_task.is_set)
+            if self.take_picture is not None:
+                conversations = take_pictures_beside(conversations, path.parent, self.take_picture)
             progress.progressed.emit(0, len(conversations))
             store = ConversationStore(database)
             try:

@@ -1,0 +1,70 @@
+"""Pictures go where their chat goes: Branch keeps them; an export writes them beside its JSON and Markdown; an
+import takes them back through the sandbox (our own export's pictures are recognised by digest; a damaged one is
+left out and the chat still comes in)."""
+
+from __future__ import annotations
+
+import json
+
+from PIL import Image
+
+from fara_desktop.app.picture_intake import PictureIntake
+from fara_desktop.chats.exchange import copy_branch
+from fara_desktop.chats.export import export_conversations, import_conversations
+from fara_desktop.chats.storage import ConversationStore
+from fara_desktop.pictures.store import PictureStore
+
+
+def chat_with_a_picture(tmp_path):
+    store = ConversationStore(tmp_path / "chats.db")
+    pictures = PictureStore(tmp_path / "pictures")
+    intake = PictureIntake(pictures)
+    photo = tmp_path / "photo.png"
+    Image.new("RGB", (120, 80), (10, 160, 90)).save(photo)
+    digest = intake.take_file(photo).digest
+    chat = store.create_conversation("A photo")
+    question = store.add_message(chat, "user", "What is this?", pictures=(digest,))
+    answer = store.add_message(chat, "assistant", "A green rectangle.", parent_id=question.id)
+    return store, pictures, intake, chat, digest, (question.id, answer.id)
+
+
+def test_branch_keeps_the_pictures(tmp_path):
+    store, _pictures, _intake, chat, digest, ids = chat_with_a_picture(tmp_path)
+    branch = copy_branch(store, chat, ids, "A photo (branch)")
+    assert [m.pictures for m in store.messages(branch)] == [(digest,), ()]
+    assert store.pictures_in_use() == {digest}
+
+
+def test_an_export_carries_its_pictures_and_an_import_takes_them_back(tmp_path):
+    store, pictures, intake, chat, digest, _ids = chat_with_a_picture(tmp_path)
+    out = tmp_path / "export"
+    written = export_conversations(store, out, picture_file=pictures.path)
+    assert (out / "pictures" / f"{digest}.png") in written
+    markdown = next(p for p in written if p.suffix == ".md").read_text()
+    assert f"![picture 1](pictures/{digest}.png)" in markdown
+    exported = json.loads(next(p for p in written if p.suffix == ".json").read_text())
+    assert exported["messages"][0]["pictures"] == [digest]
+    # another computer: an empty store takes the picture in through the sandbox
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    other_store = ConversationStore(elsewhere / "chats.db")
+    other_pictures = PictureStore(elsewhere / "pictures")
+    result = import_conversations(other_store, next(p for p in written if p.suffix == ".json"),
+                                  take_picture=PictureIntake(other_pictures).take_exported)  # fmt: skip
+    imported = other_store.messages(result.conversation_ids[0])
+    assert imported[0].pictures and other_pictures.path(imported[0].pictures[0]).is_file()
+
+
+def test_a_damaged_picture_beside_an_import_is_left_out(tmp_path):
+    store, pictures, _intake, chat, digest, _ids = chat_with_a_picture(tmp_path)
+    out = tmp_path / "export"
+    written = export_conversations(store, out, formats=("json",), picture_file=pictures.path)
+    (out / "pictures" / f"{digest}.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 40)  # an adversary's
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    other_store = ConversationStore(elsewhere / "chats.db")
+    result = import_conversations(other_store, written[0],
+                                  take_picture=PictureIntake(PictureStore(elsewhere / "pictures")).take_exported)  # fmt: skip
+    messages = other_store.messages(result.conversation_ids[0])
+    assert [m.content for m in messages] == ["What is this?", "A green rectangle."]
+    assert messages[0].pictures == ()
