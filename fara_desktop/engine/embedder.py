@@ -26,6 +26,7 @@ import numpy as np
 
 from fara_desktop.engine.errors import ModelLoadError
 from fara_desktop.machine.hardware import physical_cores, usable_cores
+from fara_desktop.machine.llama_build import load_ggml_cpu_library
 from fara_desktop.machine.priority import lower_this_threads_priority
 from fara_desktop.models.gguf_checks import check_loadable
 from fara_desktop.models.gguf_file import read_gguf_header
@@ -181,6 +182,9 @@ class Embedder:
     def _load(self) -> Llama:
         from llama_cpp import Llama
 
+        # A portable build (the frozen app's) has no CPU backend until one is loaded: without this, an embedder
+        # loaded before any chat model (``docs index``, the API's /v1/embeddings) failed in the frozen app only.
+        load_ggml_cpu_library()
         try:
             return Llama(
                 model_path=str(self.path), embedding=True, n_ctx=MAX_TOKENS, n_batch=MAX_TOKENS,
