@@ -23,7 +23,6 @@ def test_the_cpu_backend_is_loaded_before_the_embedder(tmp_path, monkeypatch):
     import llama_cpp
 
     monkeypatch.setattr(llama_cpp, "Llama", Refusing)
-    embedder = embedder_module.Embedder(write_bert_embedder(tmp_path / "bert.gguf"))
-    with pytest.raises(ModelLoadError):
-        embedder._load()
+    with pytest.raises(ModelLoadError, match="no backend"):
+        embedder_module.Embedder(write_bert_embedder(tmp_path / "bert.gguf"))  # it loads on its own thread
     assert order == ["backend", "load"]
