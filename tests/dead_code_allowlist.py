@@ -8,6 +8,7 @@ _ = object()
 # Called by name: the benchmark runs the sections the command line names (getattr(f"{name}_section")).
 _.bandwidth_section, _.engine_section, _.app_section, _.memory_section
 _.startup_section, _.turns_section, _.cold_section, _.resume_section, _.typeahead_section, _.retrieval_section
+_.vision_section
 _.loops_section, _.prefix_section
 
 # Interfaces other code calls: llama.cpp's ctypes structs, sqlite3, lxml's parser target, urllib's handlers,
@@ -41,5 +42,5 @@ settings_table
 
 # Pillow's own switches, set in the picture reader's child (pictures/decode.py).
 _.LOAD_TRUNCATED_IMAGES, _.MAX_IMAGE_PIXELS
-# Issue 44, first part: pictures are decoded within a budget (tested); the window's attach, paste and drop come next.
-read_picture
+# ctypes structures' fields, read by llama.cpp's mtmd (engine/vision.py).
+_.use_gpu, _.print_timings, _.warmup, _.text_len, _.parse_special

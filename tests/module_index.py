@@ -10,6 +10,7 @@ TESTED_THROUGH: dict[str, tuple[str, str]] = {
     "fara_desktop.bench.cold_probe": ("tests/integration/bench/test_bench.py", "cold"),
     "fara_desktop.bench.loops": ("tests/integration/bench/test_bench.py", "loop"),
     "fara_desktop.bench.results": ("tests/integration/bench/test_bench.py", "bench"),
+    "fara_desktop.bench.vision": ("tests/integration/bench/test_bench.py", '"vision"'),
     # chat imports: read through the importer that recognises the format
     "fara_desktop.chats.imports.chatgpt": ("tests/unit/chats/test_imports.py", "ChatGPT"),
     "fara_desktop.chats.imports.common": ("tests/integration/chats/test_hostile_imports.py", "import"),
@@ -69,5 +70,10 @@ TESTED_THROUGH: dict[str, tuple[str, str]] = {
     "fara_desktop.ui.widgets.task_progress": ("tests/unit/ui/test_reasoning_and_branches.py", "task_progress"),
     "fara_desktop.ui.window_menus": ("tests/unit/ui/test_menu_names.py", "menuBar"),
     "fara_desktop.ui.widgets.tool_approval": ("tests/integration/ui/test_tool_calls_in_chat.py", "tool_approval"),
-    "fara_desktop.vocabulary.pictures": ("tests/unit/pictures/test_store.py", "cannot_name_a_file_outside"),
+    # pictures in the window: through the real window with the real library
+    "fara_desktop.ui.controllers.pictures_controller": (
+        "tests/integration/ui/test_pictures_in_chat.py", "win.pictures"
+    ),
+    "fara_desktop.ui.widgets.composer_controls": ("tests/integration/ui/test_pictures_in_chat.py", "attach_button"),
+    "fara_desktop.ui.widgets.picture_thumbnails": ("tests/integration/ui/test_pictures_in_chat.py", "picture_tray"),
 }

@@ -15,7 +15,7 @@ from fara_desktop.planning.tuning import expected_prompt_tokens_per_second, expe
 
 SECTIONS = (
     "bandwidth", "engine", "app", "memory", "startup", "turns", "resume", "typeahead", "cold", "retrieval", "loops",
-    "prefix",
+    "prefix", "vision",
 )  # fmt: skip
 SECTION_HELP = {
     "bandwidth": "the machine's memory read bandwidth, probed twice",
@@ -39,9 +39,13 @@ SECTION_HELP = {
     "prefix": "every path that keeps part of a chat's context (regenerate, edit, branch, chat switch, read-ahead "
     "thrown away, local API, restart) against a fresh read: the same greedy continuation, and the prompt tokens "
     "llama.cpp really decoded",
+    "vision": "pictures, for each mmproj*.gguf beside the model: encode time vs its forecast, encodings on a second "
+    "question, a chat with a picture resumed from disk vs re-read, the projector's memory vs its estimate, and "
+    "hostile pictures (a bomb, a truncated file, 10,000 GIF frames) through the sandbox",
 }
 SLOW_AT_SIZE = frozenset({"turns", "cold"})  # not run by default when generation is predicted below 20 tok/s
-ONLY_WHEN_ASKED = frozenset({"cold", "retrieval", "loops", "prefix"})  # slow, or not about the chat model's speed
+# slow, or not about the chat model's speed
+ONLY_WHEN_ASKED = frozenset({"cold", "retrieval", "loops", "prefix", "vision"})
 BIG_MODEL_TOK_PER_S = 20.0
 
 

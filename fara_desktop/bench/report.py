@@ -36,6 +36,7 @@ from fara_desktop.bench.runner import (
     startup,
 )
 from fara_desktop.bench.sweep import EngineConfig, run_sweep, sweep_configs
+from fara_desktop.bench.vision import vision
 from fara_desktop.files.paths import AppPaths
 from fara_desktop.machine.bandwidth import measure_read_bandwidth
 from fara_desktop.machine.hardware import detect_hardware
@@ -117,6 +118,7 @@ STAGE_TITLES = {
     "retrieval": "document search: quality and the embedder's speed",
     "loops": "replies that repeat themselves, and the loop detector",
     "prefix": "every path that keeps part of a chat's context, against a fresh read",
+    "vision": "pictures: encoding, reuse, resume, memory and hostile files",
 }
 
 
@@ -353,6 +355,10 @@ class Benchmark:
     def prefix_section(self) -> None:
         self.close()
         self.out.update(prefix_paths(self.model, self.params))
+
+    def vision_section(self) -> None:
+        self.close()
+        self.out.update(vision(self.model, min(self.n_ctx, 2048), self.params.n_threads, self.quick))
 
     def loops_section(self) -> None:
         self.close()

@@ -111,7 +111,24 @@ def table(out: dict[str, Any]) -> str:
                          " / ".join(f"{v:.1f}" for v in cold["first_token_s"].values())
                          + f"  (default: {cold['default_mode']})"))  # fmt: skip
     rows += retrieval_rows(out.get("retrieval"))
+    rows += vision_rows(out)
     return "\n".join(rows)
+
+
+def vision_rows(out: dict[str, Any]) -> list[str]:
+    """The vision section's lines: per projector, encoding vs forecast, reuse, resume and memory; hostile files."""
+    if "vision" in out:
+        return [row("pictures", out["vision"]["skipped"])]
+    if "vision_encode_s" not in out:
+        return []
+    rows = [row("pictures (per projector)", "encode s (forecast)  2nd-turn encodes  resume ratio  estimate/RSS")]
+    for name, v in out["vision_encode_s"].items():
+        rows.append(row(f"  {name[:40]} ({v['picture_tokens']} tokens)",
+                        f"{v['encode_s']:.2f} ({v['forecast_s']:.2f})  {v['second_turn_encodes']}  "
+                        f"{v['resume_restore_ratio']:.3f}  {v['estimate_over_rss'] or 0:.3f}"))  # fmt: skip
+    for name, h in out["vision_hostile"].items():
+        rows.append(row(f"  hostile: {name}", f"{h['outcome'][:60]} in {h['seconds']:.2f} s"))
+    return rows
 
 
 def retrieval_rows(figures: dict[str, Any] | None) -> list[str]:

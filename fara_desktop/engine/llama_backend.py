@@ -26,18 +26,14 @@ from fara_desktop.engine.errors import (
     ModelFileNotFoundError,
     ModelLoadError,
     NoModelLoadedError,
-    PicturesUnsupportedError,
     PromptTooLongError,
-    cannot_see,
     tools_unsupported,
 )
 from fara_desktop.engine.ggml_types import GGML_TYPE_IDS
 from fara_desktop.engine.kv_disk import KVDiskStore
 from fara_desktop.engine.kv_states import KVStateCache
 from fara_desktop.engine.llama_loading import fits_beside, open_model, state_identity
-from fara_desktop.engine.llama_state import (
-    start_prefault,
-)
+from fara_desktop.engine.llama_state import start_prefault
 from fara_desktop.engine.llama_tokens import (
     PIECE_BUFFER,
     call_grammar,
@@ -49,7 +45,7 @@ from fara_desktop.engine.llama_tokens import (
 from fara_desktop.engine.repetition import LoopDetector
 from fara_desktop.engine.text_stream import TextStream
 from fara_desktop.engine.types import ModelInfo, ModelSource, RemoteModel, TokenLogprob
-from fara_desktop.engine.vision import PictureSpan, VisionModel, VisionPrompt, with_markers
+from fara_desktop.engine.vision import VisionModel, VisionPrompt, open_vision, placed_pictures
 from fara_desktop.machine.llama_internals import cut_context
 from fara_desktop.models.gguf_checks import check_loadable
 from fara_desktop.models.gguf_file import read_gguf_header
@@ -156,23 +152,13 @@ class LlamaBackend:
         self._control_text = ControlTokenText.of(llm)
         self._install_abort_callback()
         if params.projector:
-            info = self._open_vision(llm, info, Path(params.projector))
+            self._vision, info = open_vision(llm, info, Path(params.projector))
         self._info = info
         self._loaded_as = (info.path, params) if isinstance(info.path, Path) else None
         self._states.attach(state_identity(info), info.rewindable)
         if params.use_mmap and params.prefault and isinstance(info.path, Path):
             start_prefault(info.path)
         return info
-
-    def _open_vision(self, llm: Llama, info: ModelInfo, projector: Path) -> ModelInfo:
-        """The model's projector beside it; one that fails leaves the model usable for text, and says why."""
-        try:
-            self._vision = VisionModel(projector, llm, info.n_threads_batch)
-        except (FaraError, OSError) as exc:
-            log.warning("The vision projector %s was not loaded: %s", one_line(projector.name), exc)
-            return replace(info, vision_problem=one_line(str(exc), 300))
-        return replace(info, vision=one_line(projector.name, 200), picture_tokens=self._vision.tokens_per_picture,
-                       picture_seconds=self._vision.seconds_per_picture)  # fmt: skip
 
     @property
     def vision(self) -> VisionModel | None:
@@ -297,15 +283,7 @@ class LlamaBackend:
         if offered and formatter.tool_family is None:
             raise tools_unsupported(info.name)
         forced = tools.forced() if tools and offered else ()
-        pictures = [p for m in messages for p in m.pictures]
-        if pictures and self._vision is None:
-            if messages[-1].pictures:
-                raise PicturesUnsupportedError(cannot_see(info.name, info.vision_problem))
-            messages = [replace(m, content="(a picture this model cannot see)\n" * len(m.pictures) + m.content,
-                                pictures=()) if m.pictures else m for m in messages]  # fmt: skip
-            pictures = []
-        if pictures:
-            messages = [replace(m, content=with_markers(m.content, len(m.pictures))) for m in messages]
+        messages, pictures = placed_pictures(messages, self._vision is not None, info)
         rendered = formatter.render(messages, should_cancel, thinking, offered, forced)
         if pictures and self._vision is not None:
             vision = self._vision.tokenize(rendered.text, pictures, rendered.add_bos)
@@ -423,14 +401,14 @@ class LlamaBackend:
         chunk, start = READ_AHEAD_FIRST_CHUNK, cached
         try:
             while start < end and not should_stop():
-                picture = self._picture_at(vision, start)
+                picture = vision.picture_at(start) if vision is not None else None
                 if picture is not None:  # encoded now, while the user types (a stop waits for the encoder)
                     self._require_vision().decode(llm, vision, picture)  # type: ignore[arg-type]
                     start = llm.n_tokens
                     on_progress(len(tokens), start)
                     continue
                 began = time.perf_counter()
-                llm.eval(tokens[start : min(start + chunk, end, self._next_picture(vision, start))])
+                llm.eval(tokens[start : min(start + chunk, end, vision.next_picture(start) if vision else end)])
                 self._states.restored = None  # decoded on: whatever was restored holds
                 on_progress(len(tokens), llm.n_tokens)
                 rate = (llm.n_tokens - start) / max(time.perf_counter() - began, 1e-6)
@@ -459,19 +437,7 @@ class LlamaBackend:
         return vision
 
     def _require_vision(self) -> VisionModel:
-        if self._vision is None:
-            raise GenerationError("The model's vision projector is not loaded.")
-        return self._vision
-
-    @staticmethod
-    def _picture_at(vision: VisionPrompt | None, position: int) -> PictureSpan | None:
-        return next((s for s in vision.spans if s.start == position), None) if vision is not None else None
-
-    @staticmethod
-    def _next_picture(vision: VisionPrompt | None, position: int) -> int:
-        """Where the next picture after ``position`` begins (text is read up to it); past the end when none."""
-        starts = [s.start for s in vision.spans if s.start > position] if vision is not None else []
-        return min(starts, default=1 << 62)
+        return self._vision  # type: ignore[return-value]  # ``_vision_of`` checked it is there
 
     def _read_prompt(self, llm: Llama, vision: VisionPrompt, tokens: list[int], start: int, end: int) -> None:
         """Read ``start``..``end`` of a prompt with pictures: text by ``eval``, each picture decoded whole."""

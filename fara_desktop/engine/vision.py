@@ -21,16 +21,25 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fara_desktop.engine.errors import GenerationError, ModelLoadError, PictureReadError
+from fara_desktop.engine.errors import (
+    GenerationError,
+    ModelLoadError,
+    PictureReadError,
+    PicturesUnsupportedError,
+    cannot_see,
+)
+from fara_desktop.engine.types import ModelInfo
 from fara_desktop.machine.hardware import this_cpu_features
 from fara_desktop.machine.llama_internals import hold_tokens_from
 from fara_desktop.models.gguf_file import read_gguf_header
 from fara_desktop.planning.vision_cost import default_operations_per_s, projector_shape
 from fara_desktop.text.untrusted import one_line
+from fara_desktop.vocabulary.errors import FaraError
+from fara_desktop.vocabulary.messages import ChatMessage
 from fara_desktop.vocabulary.pictures import AttachedPicture
 
 if TYPE_CHECKING:
@@ -82,6 +91,14 @@ class VisionPrompt:
             if span.start < position < span.end:
                 return span.start
         return position
+
+    def picture_at(self, position: int) -> PictureSpan | None:
+        """The picture that starts at ``position``, if one does."""
+        return next((s for s in self.spans if s.start == position), None)
+
+    def next_picture(self, position: int) -> int:
+        """Where the next picture after ``position`` begins (text is read up to it); past the end when none."""
+        return min((s.start for s in self.spans if s.start > position), default=1 << 62)
 
     def segments(self, start: int, end: int) -> Iterator[tuple[int, int] | PictureSpan]:
         """What reading ``start``..``end`` decodes, in order: text runs as (from, to), pictures whole."""
@@ -316,3 +333,31 @@ def llama_cpp_n_embd(llm: Llama) -> int:
 def with_markers(content: str, count: int) -> str:
     """A message's text with its pictures placed before it, and any marker typed in it kept as text."""
     return MARKER * count + ("\n" if count else "") + content.replace(MARKER, MARKER_IN_TEXT)
+
+
+def open_vision(llm: Llama, info: ModelInfo, projector: Path) -> tuple[VisionModel | None, ModelInfo]:
+    """The model's projector beside it; one that fails leaves the model usable for text, and says why."""
+    try:
+        vision = VisionModel(projector, llm, info.n_threads_batch)
+    except (FaraError, OSError) as exc:
+        log.warning("The vision projector %s was not loaded: %s", one_line(projector.name), exc)
+        return None, replace(info, vision_problem=one_line(str(exc), 300))
+    return vision, replace(info, vision=one_line(projector.name, 200), picture_tokens=vision.tokens_per_picture,
+                           picture_seconds=vision.seconds_per_picture)  # fmt: skip
+
+
+def placed_pictures(
+    messages: Sequence[ChatMessage], can_see: bool, info: ModelInfo
+) -> tuple[list[ChatMessage], list[AttachedPicture]]:
+    """The messages with their pictures' markers before their text, and the pictures in order. A model that cannot
+    see refuses a new message's pictures (``PicturesUnsupportedError``) and is told of older ones in words."""
+    pictures = [p for m in messages for p in m.pictures]
+    if pictures and not can_see:
+        if messages[-1].pictures:
+            raise PicturesUnsupportedError(cannot_see(info.name, info.vision_problem))
+        unseen = "(a picture this model cannot see)\n"
+        return [replace(m, content=unseen * len(m.pictures) + m.content, pictures=()) if m.pictures else m
+                for m in messages], []  # fmt: skip
+    if not pictures:
+        return list(messages), []
+    return [replace(m, content=with_markers(m.content, len(m.pictures))) for m in messages], pictures

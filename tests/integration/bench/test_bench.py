@@ -79,3 +79,32 @@ def test_an_unknown_section_is_refused_with_the_list(fara_home):
                             capture_output=True, text=True, timeout=120, env=env)  # fmt: skip
     assert result.returncode == 2
     assert "cold" in result.stdout and "engine" in result.stdout
+
+
+def test_the_vision_section_measures_each_projector_beside_the_model(fara_home, gemma3_path, tmp_path):
+    """With a small synthetic projector beside Gemma 3 270M: every figure of the section, and the goals that do not
+    depend on the machine's speed (no encoding on a second question, none after a restart)."""
+    import shutil
+
+    from tests.helpers.gguf_factory import write_projector
+
+    folder = tmp_path / "seeing"
+    folder.mkdir()
+    model = folder / gemma3_path.name
+    shutil.copy(gemma3_path, model)
+    write_projector(folder / "mmproj-small.gguf", n_embd=128, n_ff=256, n_layer=2)
+    env = {**os.environ, "FARA_HOME": str(fara_home)}
+    result = subprocess.run(
+        [sys.executable, "-m", "fara_desktop", "bench", "--quick", "--json", "--section", "vision", "--model",
+         str(model)], capture_output=True, text=True, timeout=600, env=env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    data = json.loads(result.stdout[result.stdout.index("{\n") :])
+    figures = data["vision_encode_s"]["mmproj-small.gguf"]
+    assert figures["picture_tokens"] == 16 and figures["encode_s"] > 0 and figures["forecast_s"] > 0
+    assert data["vision_second_turn_encodes"] == 0 and figures["resume_encodes"] == 0
+    assert figures["estimate_over_rss"] is not None
+    hostile = data["vision_hostile"]
+    assert hostile["bomb_900M_pixels"]["outcome"].startswith("refused")
+    assert hostile["truncated_png"]["outcome"].startswith("refused")
+    assert "first frame" in hostile["gif_10000_frames"]["outcome"]

@@ -36,7 +36,7 @@ def test_branch_keeps_the_pictures(tmp_path):
 
 
 def test_an_export_carries_its_pictures_and_an_import_takes_them_back(tmp_path):
-    store, pictures, intake, chat, digest, _ids = chat_with_a_picture(tmp_path)
+    store, pictures, _intake, _chat, digest, _ids = chat_with_a_picture(tmp_path)
     out = tmp_path / "export"
     written = export_conversations(store, out, picture_file=pictures.path)
     assert (out / "pictures" / f"{digest}.png") in written
@@ -56,15 +56,15 @@ def test_an_export_carries_its_pictures_and_an_import_takes_them_back(tmp_path):
 
 
 def test_a_damaged_picture_beside_an_import_is_left_out(tmp_path):
-    store, pictures, _intake, chat, digest, _ids = chat_with_a_picture(tmp_path)
+    store, pictures, _intake, _chat, digest, _ids = chat_with_a_picture(tmp_path)
     out = tmp_path / "export"
     written = export_conversations(store, out, formats=("json",), picture_file=pictures.path)
     (out / "pictures" / f"{digest}.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 40)  # an adversary's
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     other_store = ConversationStore(elsewhere / "chats.db")
-    result = import_conversations(other_store, written[0],
-                                  take_picture=PictureIntake(PictureStore(elsewhere / "pictures")).take_exported)  # fmt: skip
+    take = PictureIntake(PictureStore(elsewhere / "pictures")).take_exported
+    result = import_conversations(other_store, written[0], take_picture=take)
     messages = other_store.messages(result.conversation_ids[0])
     assert [m.content for m in messages] == ["What is this?", "A green rectangle."]
     assert messages[0].pictures == ()
