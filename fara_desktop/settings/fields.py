@@ -108,6 +108,9 @@ FIELDS: tuple[SettingField, ...] = (
     SettingField("prompts.document_wait_s", "Longest wait for document passages", "Passages from your documents "
                  "are added to a question only as far as the model reads them in this many seconds here.",
                  1, 600, step=1, decimals=0, unit="s"),
+    SettingField("prompts.pictures_whole", "Attach pictures at full size", "A picture is scaled to 896 pixels on "
+                 "its longest side, what small vision models read; a larger one only costs more encoding. On: "
+                 "pictures are kept as they are."),
     # ---- Appearance
     SettingField("theme", "Theme", "Light, dark, or as the system is set.", choices=THEMES),
     SettingField("font_size", "Font size", "The size of the text, in points.", 7, 24, unit="pt"),

@@ -166,6 +166,7 @@ class PromptSettings:
     read_ahead: bool = True  # read the chat and the text being typed before Enter
     read_ahead_on_battery: bool = False  # also on battery (it spends energy on text that may change)
     document_wait_s: float = 10.0  # the reading time a question's document passages may add
+    pictures_whole: bool = False  # attach pictures at their own size (default: scaled to what vision models read)
 
 
 @dataclass(frozen=True)
@@ -235,6 +236,7 @@ class Settings:
             read_ahead=raw_prompts.get("read_ahead") is not False,
             read_ahead_on_battery=raw_prompts.get("read_ahead_on_battery") is True,
             document_wait_s=_number(raw_prompts.get("document_wait_s"), "prompts.document_wait_s"),
+            pictures_whole=raw_prompts.get("pictures_whole") is True,
         )
         raw_tools = _mapping(data.get("tools"))
         servers_json = raw_tools.get("servers_json")

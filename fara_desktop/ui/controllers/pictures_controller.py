@@ -16,6 +16,7 @@ from fara_desktop.engine.errors import cannot_see
 from fara_desktop.engine.types import ModelInfo
 from fara_desktop.models.discovery import DiscoveredModel
 from fara_desktop.planning.planner import StartupPlan
+from fara_desktop.settings import Settings
 from fara_desktop.text.format import format_count, format_plan_duration
 from fara_desktop.text.untrusted import one_line
 from fara_desktop.ui.background import BackgroundCall
@@ -32,6 +33,9 @@ class PicturesScreen(Protocol):
     picture_tray: PictureTray
     attach_button: QToolButton
     folders: FolderMemory
+
+    @property
+    def settings(self) -> Settings: ...
 
     def show_notice(self, text: str, role: str = "notice") -> None: ...
     def set_status(self, text: str) -> None: ...
@@ -72,12 +76,14 @@ class PicturesController(QObject):
         self._reading += 1
         self.screen.set_status("Reading the picture…" if len(items) == 1 else f"Reading {len(items)} pictures…")
 
+        whole = self.screen.settings.prompts.pictures_whole
+
         def read() -> list[AttachedPicture | tuple[str, Exception]]:
             results: list[AttachedPicture | tuple[str, Exception]] = []
             for item in items:
                 try:
-                    results.append(self.intake.take_file(item) if isinstance(item, Path)
-                                   else self.intake.take_bytes(item))  # fmt: skip
+                    results.append(self.intake.take_file(item, whole) if isinstance(item, Path)
+                                   else self.intake.take_bytes(item, whole))  # fmt: skip
                 except Exception as exc:  # a stranger's file: whatever it does, only it is refused
                     results.append((one_line(item.name, 80) if isinstance(item, Path) else "The pasted picture", exc))
             return results

@@ -49,6 +49,9 @@ class PromptsPage(QWidget):
         self.document_wait = decimal_spin("prompts.document_wait_s", "documentWait")
         self.document_wait.setValue(prompts.document_wait_s)
         add_row(form, "prompts.document_wait_s", self.document_wait)
+        self.pictures_whole = check_box("prompts.pictures_whole", "picturesWhole")
+        self.pictures_whole.setChecked(prompts.pictures_whole)
+        form.addRow("", self.pictures_whole)
         layout.addLayout(form)
         layout.addStretch(1)
         self._show_usage()
@@ -73,4 +76,5 @@ class PromptsPage(QWidget):
             read_ahead=self.read_ahead.isChecked(),
             read_ahead_on_battery=self.read_ahead_on_battery.isChecked(),
             document_wait_s=self.document_wait.value(),
+            pictures_whole=self.pictures_whole.isChecked(),
         )
