@@ -12,7 +12,7 @@ import ctypes
 import logging
 import time
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -33,6 +33,7 @@ from fara_desktop.engine.ggml_types import GGML_TYPE_IDS
 from fara_desktop.engine.kv_disk import KVDiskStore
 from fara_desktop.engine.kv_states import KVStateCache
 from fara_desktop.engine.llama_loading import fits_beside, open_model, state_identity
+from fara_desktop.engine.llama_prompt import LlamaPrompt, llama_prompt
 from fara_desktop.engine.llama_state import start_prefault
 from fara_desktop.engine.llama_tokens import (
     PIECE_BUFFER,
@@ -65,28 +66,6 @@ log = logging.getLogger(__name__)
 
 READ_AHEAD_FIRST_CHUNK = 32  # tokens read ahead at once before the speed is known
 READ_AHEAD_CHUNK_S = 0.5  # then as many as take this long: what a stop throws away
-
-
-@dataclass(frozen=True)
-class LlamaPrompt:
-    """What llama.cpp needs of a prepared prompt: its tokens, and the text they came from (for its stop strings)."""
-
-    tokens: list[int]
-    rendered: RenderedPrompt
-    vision: VisionPrompt | None = None  # the prompt carries pictures: where they sit, and mtmd's chunks
-
-
-def llama_prompt(
-    messages: Sequence[ChatMessage],
-    dropped: int,
-    read: LlamaPrompt,
-    tools: ToolOffer | None = None,
-) -> PreparedPrompt:
-    rendered = read.rendered
-    return PreparedPrompt(
-        tuple(messages), dropped, rendered.note, rendered.reasoning, read, rendered.tool_family,
-        tools if rendered.tool_family else None,
-    )  # fmt: skip
 
 
 class LlamaBackend:
@@ -329,7 +308,7 @@ class LlamaBackend:
         room = info.n_ctx - reply_reserve
         messages = self._quiet(messages)
         whole = self.tokenize_prompt(messages, should_cancel, thinking, tools)
-        if len(whole.tokens) <= room:
+        if whole.cells <= room:
             return llama_prompt(messages, 0, whole, tools)
         system = [m for m in messages if m.role == "system"]
         turns = [m for m in messages if m.role != "system"]
@@ -345,7 +324,7 @@ class LlamaBackend:
             low, high, found = 0, len(starts) - 1, None
             while low <= high:
                 middle = (low + high) // 2
-                if len(attempt(starts[middle]).tokens) <= limit:
+                if attempt(starts[middle]).cells <= limit:
                     found, high = starts[middle], middle - 1
                 else:
                     low = middle + 1
@@ -476,6 +455,7 @@ class LlamaBackend:
         vision = self._vision_of(prompt)
         detail = prompt.detail
         reused = self._states.reach(llm, conversation, tokens)  # a request of no conversation keeps the chat's
+        extra_cells = vision.extra_cells if vision is not None else 0
         if vision is not None:
             reused = vision.resume_point(reused)  # a picture half read is read again whole
         max_tokens = sampling.max_tokens or info.n_ctx
@@ -551,7 +531,7 @@ class LlamaBackend:
                 if completion >= max_tokens:
                     finish = "length"
                     break
-                if llm.n_tokens + 1 >= info.n_ctx:
+                if llm.n_tokens + extra_cells + 1 >= info.n_ctx:
                     finish = "context"
                     break
         except RuntimeError as exc:
@@ -583,7 +563,7 @@ class LlamaBackend:
             ttft_s=ttft,
             prompt_tok_per_s=evaluated / ttft if ttft > 0 else 0.0,
             gen_tok_per_s=(completion - 1) / gen_time if completion > 1 and gen_time > 0 else 0.0,
-            context_used=llm.n_tokens,
+            context_used=llm.n_tokens + extra_cells,
             n_ctx=info.n_ctx,
             total_s=ended - started,
         )

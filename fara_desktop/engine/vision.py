@@ -8,9 +8,11 @@ digest, so the app's prefix reuse, RAM snapshots and states on disk keep it like
 question about the same picture encodes nothing. Its embeddings are also kept in memory by digest (read-ahead
 encodes a picture while the user types; a chat read again after a switch decodes them without encoding).
 
-Only models whose picture positions advance one per token are read (Gemma 3 and 4, LLaVA-style, SigLIP-based);
-M-RoPE models (Qwen2-VL, Qwen2.5-VL) place a picture on fewer positions than it has tokens, which the context's
-token record cannot describe yet: they are refused with a message. Runs on the inference thread only.
+The record holds one entry per position. Most projectors place a picture's tokens one per position (Gemma 3 and
+4, LLaVA-style); M-RoPE ones (Qwen2-VL, Qwen2.5-VL, Qwen3-VL and 3.5) place a picture's grid on fewer positions
+than it has tokens (rows and columns are positions of their own), so its KV cells outnumber its record: the
+difference is counted apart (``VisionPrompt.extra_cells``) wherever the context's fill matters. A picture is cut
+back whole or not at all (its cells all sit at its first position). Runs on the inference thread only.
 """
 
 from __future__ import annotations
@@ -71,11 +73,14 @@ class VisionPrompt:
     """A prompt split by mtmd into text and pictures: the token record (pseudo tokens where pictures are) and the
     chunks llama.cpp reads. Owns the chunks (freed with it)."""
 
-    def __init__(self, tokens: list[int], spans: tuple[PictureSpan, ...], chunks: Any) -> None:
+    def __init__(
+        self, tokens: list[int], spans: tuple[PictureSpan, ...], chunks: Any, extra_cells: int = 0
+    ) -> None:
         import llama_cpp.mtmd_cpp as mtmd
 
         self.tokens = tokens
         self.spans = spans
+        self.extra_cells = extra_cells  # KV cells its pictures take beyond their positions (M-RoPE)
         self._chunks = chunks
         self._free = mtmd.mtmd_input_chunks_free  # held: at interpreter exit nothing can be imported any more
 
@@ -131,11 +136,9 @@ class VisionModel:
         context = mtmd.mtmd_init_from_file(str(projector).encode(), llm.model, params)
         if not context:
             raise ModelLoadError(f"llama.cpp could not load the vision projector {projector.name}.")
-        if not mtmd.mtmd_support_vision(context) or mtmd.mtmd_decode_use_mrope(context):
+        if not mtmd.mtmd_support_vision(context):
             mtmd.mtmd_free(context)
-            why = "reads no pictures" if not mtmd.mtmd_support_vision(context) else (
-                "places pictures by M-RoPE (Qwen2-VL style), which this app does not read yet")
-            raise ModelLoadError(f"The vision projector {projector.name} {why}.")
+            raise ModelLoadError(f"The vision projector {projector.name} reads no pictures (a projector for sound).")
         self._context = context
         self.path = projector
         stat = projector.stat()
@@ -199,6 +202,7 @@ class VisionModel:
             raise PictureReadError(f"llama.cpp could not place the pictures in the prompt (mtmd_tokenize: {failed}).")
         tokens: list[int] = []
         spans: list[PictureSpan] = []
+        extra = 0
         pictures_left = iter(pictures)
         for index in range(mtmd.mtmd_input_chunks_size(chunks)):
             chunk = mtmd.mtmd_input_chunks_get(chunks, index)
@@ -210,11 +214,12 @@ class VisionModel:
             elif kind == mtmd.MTMD_INPUT_CHUNK_TYPE_IMAGE:
                 picture = next(pictures_left)
                 length = int(mtmd.mtmd_input_chunk_get_n_pos(chunk))
+                extra += int(mtmd.mtmd_input_chunk_get_n_tokens(chunk)) - length
                 spans.append(PictureSpan(len(tokens), length, picture.digest, index))
                 tokens += [self.pseudo_token(picture.digest)] * length
             else:
                 raise PictureReadError("The prompt holds a kind of input this app does not read (sound).")
-        prompt.tokens, prompt.spans = tokens, tuple(spans)
+        prompt.tokens, prompt.spans, prompt.extra_cells = tokens, tuple(spans), extra
         return prompt
 
     def _bitmap(self, picture: AttachedPicture) -> Any:

@@ -63,7 +63,7 @@ class CatalogEntry:
     kv_layers: int | None = None
     recurrent_state_bytes: int = 0
     reasoning: str | None = None  # "switch": the template turns thinking on and off; "always"
-    vision: bool = False  # a vision projector exists (downloads do not fetch it yet; M-RoPE ones are not read)
+    vision: bool = False  # a vision projector exists (read when beside the model; downloads do not fetch it yet)
     tools: bool = False  # its chat template declares tools in a call format this app reads
     released: int | None = None
     sources: tuple[str, ...] = ()

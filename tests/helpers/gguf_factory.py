@@ -78,6 +78,10 @@ def write_tiny_model(
     writer.add_file_type(0)  # ALL_F32
     if arch in ("gemma3", "gpt-oss"):
         writer.add_sliding_window(128)  # gpt-oss: every other layer
+    if arch == "qwen2vl":  # M-RoPE: a picture's positions are (time, row, column); text's all three the same
+        quarter = head_dim // 2 // 4
+        writer.add_array("qwen2vl.rope.dimension_sections", [quarter, quarter * 2 - quarter // 2, head_dim // 2 - quarter
+                                                             - (quarter * 2 - quarter // 2), 0])
     n_expert = 4
     moe = arch in ("qwen3moe", "gpt-oss")
     if moe:
@@ -116,7 +120,7 @@ def write_tiny_model(
             writer.add_tensor(f"{blk}.ffn_gate_exps.bias", np.zeros((n_expert, n_ff), dtype=np.float32))
             writer.add_tensor(f"{blk}.ffn_up_exps.bias", np.zeros((n_expert, n_ff), dtype=np.float32))
             writer.add_tensor(f"{blk}.ffn_down_exps.bias", np.zeros((n_expert, n_embd), dtype=np.float32))
-        if arch == "qwen2":
+        if arch in ("qwen2", "qwen2vl"):
             writer.add_tensor(f"{blk}.attn_q.bias", np.zeros(n_head * head_dim, dtype=np.float32))
             writer.add_tensor(f"{blk}.attn_k.bias", np.zeros(n_head_kv * head_dim, dtype=np.float32))
             writer.add_tensor(f"{blk}.attn_v.bias", np.zeros(n_head_kv * head_dim, dtype=np.float32))
@@ -375,6 +379,65 @@ def write_projector(
     writer.add_tensor("v.post_ln.bias", vector(n_embd))
     writer.add_tensor("mm.input_projection.weight", weights(n_embd, text_embd))
     writer.add_tensor("mm.soft_emb_norm.weight", vector(n_embd, one=True))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def write_qwen2vl_projector(
+    path: Path, n_embd: int = 64, n_ff: int = 128, n_layer: int = 1, n_head: int = 4, patch_size: int = 14,
+    text_embd: int = 64, half: bool = False,
+) -> Path:
+    """A vision projector of llama.cpp's Qwen2-VL layout (``qwen2vl_merger``: a ViT with 2-D M-RoPE, two patch
+    convolutions, 2×2 patches merged into one token by an MLP), random weights, that ``mtmd`` loads and runs:
+    ``text_embd`` must be the paired ``qwen2vl`` text model's width. Its pictures take fewer positions than tokens
+    (M-RoPE). Real shape (Qwen2-VL-7B / Fara-7B): n_embd 1280, n_ff 5120, 32 layers, 16 heads, text 3584."""
+    rng = np.random.default_rng(2)
+    writer = gguf.GGUFWriter(str(path), "clip")
+    writer.add_name("Tiny Qwen2-VL projector")
+    writer.add_bool("clip.has_vision_encoder", True)
+    writer.add_string("clip.projector_type", "qwen2vl_merger")
+    writer.add_uint32("clip.vision.image_size", 560)
+    writer.add_uint32("clip.vision.patch_size", patch_size)
+    writer.add_uint32("clip.vision.embedding_length", n_embd)
+    writer.add_uint32("clip.vision.feed_forward_length", n_ff)
+    writer.add_uint32("clip.vision.block_count", n_layer)
+    writer.add_uint32("clip.vision.projection_dim", text_embd)
+    writer.add_uint32("clip.vision.attention.head_count", n_head)
+    writer.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-6)
+    writer.add_array("clip.vision.image_mean", [0.48145466, 0.4578275, 0.40821073])
+    writer.add_array("clip.vision.image_std", [0.26862954, 0.26130258, 0.27577711])
+    writer.add_bool("clip.use_gelu", True)
+    writer.add_file_type(1 if half else 0)
+
+    def weights(*shape: int) -> np.ndarray:
+        values = (rng.standard_normal(shape, dtype=np.float32) * 0.02).astype(np.float32)
+        return values.astype(np.float16) if half and len(shape) > 1 else values
+
+    def vector(n: int, one: bool = False) -> np.ndarray:
+        return np.ones(n, np.float32) if one else weights(n).astype(np.float32)
+
+    writer.add_tensor("v.patch_embd.weight", weights(n_embd, 3, patch_size, patch_size))
+    writer.add_tensor("v.patch_embd.weight.1", weights(n_embd, 3, patch_size, patch_size))
+    for layer in range(n_layer):
+        for kind in ("attn_q", "attn_k", "attn_v", "attn_out"):
+            writer.add_tensor(f"v.blk.{layer}.{kind}.weight", weights(n_embd, n_embd))
+            writer.add_tensor(f"v.blk.{layer}.{kind}.bias", vector(n_embd))
+        for kind in ("ln1", "ln2"):
+            writer.add_tensor(f"v.blk.{layer}.{kind}.weight", vector(n_embd, one=True))
+            writer.add_tensor(f"v.blk.{layer}.{kind}.bias", vector(n_embd))
+        writer.add_tensor(f"v.blk.{layer}.ffn_up.weight", weights(n_ff, n_embd))
+        writer.add_tensor(f"v.blk.{layer}.ffn_up.bias", vector(n_ff))
+        writer.add_tensor(f"v.blk.{layer}.ffn_down.weight", weights(n_embd, n_ff))
+        writer.add_tensor(f"v.blk.{layer}.ffn_down.bias", vector(n_embd))
+    writer.add_tensor("v.post_ln.weight", vector(n_embd, one=True))
+    writer.add_tensor("v.post_ln.bias", vector(n_embd))
+    writer.add_tensor("mm.0.weight", weights(n_embd * 4, n_embd * 4))
+    writer.add_tensor("mm.0.bias", vector(n_embd * 4))
+    writer.add_tensor("mm.2.weight", weights(text_embd, n_embd * 4))
+    writer.add_tensor("mm.2.bias", vector(text_embd))
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()

@@ -1,0 +1,40 @@
+"""A prompt as llama.cpp reads it: its tokens (a picture's positions included), the text they came from (for its
+stop strings) and, when it carries pictures, where they sit; wrapped as the worker's ``PreparedPrompt``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fara_desktop.engine.backend import PreparedPrompt
+from fara_desktop.engine.chat_format import RenderedPrompt
+from fara_desktop.engine.vision import VisionPrompt
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.tools import ToolOffer
+
+
+@dataclass(frozen=True)
+class LlamaPrompt:
+    """What llama.cpp needs of a prepared prompt: its tokens, and the text they came from (for its stop strings)."""
+
+    tokens: list[int]
+    rendered: RenderedPrompt
+    vision: VisionPrompt | None = None  # the prompt carries pictures: where they sit, and mtmd's chunks
+
+    @property
+    def cells(self) -> int:
+        """The KV cells it takes: its tokens, and an M-RoPE picture's cells beyond its positions."""
+        return len(self.tokens) + (self.vision.extra_cells if self.vision else 0)
+
+
+def llama_prompt(
+    messages: Sequence[ChatMessage],
+    dropped: int,
+    read: LlamaPrompt,
+    tools: ToolOffer | None = None,
+) -> PreparedPrompt:
+    rendered = read.rendered
+    return PreparedPrompt(
+        tuple(messages), dropped, rendered.note, rendered.reasoning, read, rendered.tool_family,
+        tools if rendered.tool_family else None,
+    )  # fmt: skip
