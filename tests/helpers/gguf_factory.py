@@ -79,9 +79,9 @@ def write_tiny_model(
     if arch in ("gemma3", "gpt-oss"):
         writer.add_sliding_window(128)  # gpt-oss: every other layer
     if arch == "qwen2vl":  # M-RoPE: a picture's positions are (time, row, column); text's all three the same
-        quarter = head_dim // 2 // 4
-        writer.add_array("qwen2vl.rope.dimension_sections", [quarter, quarter * 2 - quarter // 2, head_dim // 2 - quarter
-                                                             - (quarter * 2 - quarter // 2), 0])
+        half = head_dim // 2  # split as Qwen2-VL-7B's 16/24/24 of 64
+        time_part, row_part = half // 4, (half - half // 4) // 2
+        writer.add_array("qwen2vl.rope.dimension_sections", [time_part, row_part, half - time_part - row_part, 0])
     n_expert = 4
     moe = arch in ("qwen3moe", "gpt-oss")
     if moe:

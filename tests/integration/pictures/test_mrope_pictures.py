@@ -12,9 +12,9 @@ from PIL import Image
 from fara_desktop.engine.backend import ignore_text
 from fara_desktop.engine.kv_disk import KVDiskStore
 from fara_desktop.engine.llama_backend import LlamaBackend
+from fara_desktop.pictures.decode import Picture
 from fara_desktop.pictures.store import PictureStore
 from fara_desktop.planning.params import LoadParams
-from fara_desktop.pictures.decode import Picture
 from fara_desktop.vocabulary.messages import ChatMessage
 from fara_desktop.vocabulary.pictures import AttachedPicture
 from fara_desktop.vocabulary.sampling import SamplingParams
