@@ -90,7 +90,8 @@ def _projector(
     vision_model = backend.vision
     assert vision_model is not None, info.vision_problem
     default_rate = default_operations_per_s(info.n_threads_batch, this_cpu_features())
-    forecast = shape.seconds_at(default_rate) if shape is not None else 0.0
+    width, height = _size_of(pictures[0])
+    forecast = shape.seconds_at(default_rate, width, height) if shape is not None else 0.0
     try:
         encodes = []
         for picture in pictures:
@@ -112,17 +113,26 @@ def _projector(
     memory = _memory(model, projector, n_ctx)
     return {
         "picture_tokens": info.picture_tokens,
-        "patches": shape.patches if shape else None,
-        "operations_g": round(shape.operations / 1e9, 1) if shape else None,
+        "picture_px": [width, height],
+        "patches": shape.patches_for(width, height) if shape else None,
+        "operations_g": round(shape.operations_for(width, height) / 1e9, 1) if shape else None,
         "encode_runs_s": [round(s, 3) for s in encodes],
         "encode_s": round(measured, 3),
         "forecast_s": round(forecast, 3),
         "forecast_over_measured": round(forecast / measured, 3) if measured else None,
-        "measured_operations_per_s_g": round(shape.operations / measured / 1e9, 1) if shape and measured else None,
+        "measured_operations_per_s_g": round(shape.operations_for(width, height) / measured / 1e9, 1)
+        if shape and measured else None,
         "second_turn_encodes": second_turn_encodes,
         **resume,
         **memory,
     }
+
+
+def _size_of(picture: AttachedPicture) -> tuple[int, int]:
+    from PIL import Image
+
+    with Image.open(picture.path) as image:
+        return image.width, image.height
 
 
 def _resume(model: Path, params: LoadParams, picture: AttachedPicture, folder: Path) -> dict[str, Any]:

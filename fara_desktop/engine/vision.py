@@ -158,13 +158,20 @@ class VisionModel:
         """The encoder's speed here: measured by the pictures encoded in this session, else the CPU's default."""
         if self.shape is None or not self.encode_seconds:
             return self._default_rate
-        seconds = sorted(s for _, s in self.encode_seconds)[len(self.encode_seconds) // 2]
-        return self.shape.operations / max(seconds, 1e-6)
+        rates = sorted(self._patches_work(tokens) / max(seconds, 1e-6) for tokens, seconds in self.encode_seconds)
+        return rates[len(rates) // 2]
+
+    def _patches_work(self, tokens: int) -> float:
+        """The work an encoding of ``tokens`` image tokens did (a dynamic projector merges 2 × 2 patches a token)."""
+        assert self.shape is not None
+        return self.shape.operations_of(tokens * 4) if self.shape.dynamic else self.shape.operations
 
     @property
     def seconds_per_picture(self) -> float:
-        """The forecast for one picture (0: the projector's shape is not known)."""
-        return self.shape.seconds_at(self.operations_per_s) if self.shape is not None else 0.0
+        """The forecast for one picture of the preferred size (0: the projector's shape is not known)."""
+        if self.shape is None:
+            return 0.0
+        return self.shape.seconds_at(self.operations_per_s, PROBE_SIDE, PROBE_SIDE)
 
     def close(self) -> None:
         import llama_cpp.mtmd_cpp as mtmd

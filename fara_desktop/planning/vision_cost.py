@@ -30,6 +30,12 @@ def default_operations_per_s(threads: int, cpu_features: Collection[str]) -> flo
     return per_thread * max(threads, 1)
 
 
+# Projectors that read a picture at its own size (in patches of 2 × 2, merged into one token each) rather than
+# scaled to a fixed square: the Qwen-VL family's.
+DYNAMIC_SIZE_PROJECTORS = ("qwen2vl_merger", "qwen2.5vl_merger", "qwen3vl_merger")
+WINDOW_PATCHES = 64  # Qwen2.5-VL's attention windows: 112 × 112 pixels, 8 × 8 patches of 14
+
+
 @dataclass(frozen=True)
 class ProjectorShape:
     """A vision projector's encoder, as its header describes it."""
@@ -40,27 +46,50 @@ class ProjectorShape:
     n_ff: int
     n_layer: int
     weight_bytes: int
+    dynamic: bool = False  # reads a picture at its own size (Qwen-VL) instead of scaled to ``image_size``
+    window_pattern: int = 0  # every n-th layer attends to the whole picture, the others within windows
+    gated: bool = False  # its feed-forward has a gate (SwiGLU: three matrices, not two)
 
-    @property
-    def patches(self) -> int:
+    def patches_for(self, width: int | None = None, height: int | None = None) -> int:
+        """The patches of one picture: a fixed-size projector's square; a dynamic one's picture, rounded to whole
+        2 × 2 groups of patches (as ``mtmd`` resizes it)."""
+        if self.dynamic and width and height:
+            group = 2 * self.patch_size
+            return max(1, round(width / group)) * max(1, round(height / group)) * 4
         return (self.image_size // self.patch_size) ** 2
 
     @property
-    def operations(self) -> float:
+    def patches(self) -> int:
+        return self.patches_for()
+
+    def operations_for(self, width: int | None = None, height: int | None = None) -> float:
         """The work to encode one picture (floating-point operations)."""
-        p, d, f = self.patches, self.n_embd, self.n_ff
-        per_layer = 8 * p * d * d + 4 * p * d * f + 4 * p * p * d
-        embed = 2 * p * (self.patch_size**2 * 3) * d
+        return self.operations_of(self.patches_for(width, height))
+
+    def operations_of(self, p: int) -> float:
+        """The work to encode ``p`` patches."""
+        d, f = self.n_embd, self.n_ff
+        attended = float(p)  # the patches each patch attends to
+        if self.window_pattern > 0:
+            full = self.n_layer // self.window_pattern
+            attended = (full * p + (self.n_layer - full) * min(p, WINDOW_PATCHES)) / self.n_layer
+        per_layer = 8 * p * d * d + (6 if self.gated else 4) * p * d * f + 4 * p * attended * d
+        embed = 2 * p * (self.patch_size**2 * 3) * d * (2 if self.dynamic else 1)  # Qwen-VL: two convolutions
         return float(self.n_layer * per_layer + embed)
 
-    def seconds_at(self, operations_per_s: float) -> float:
-        return self.operations / operations_per_s if operations_per_s > 0 else 0.0
+    @property
+    def operations(self) -> float:
+        return self.operations_for()
+
+    def seconds_at(self, operations_per_s: float, width: int | None = None, height: int | None = None) -> float:
+        return self.operations_for(width, height) / operations_per_s if operations_per_s > 0 else 0.0
 
     @property
     def memory_bytes(self) -> int:
         """What loading it adds: its weights (read into memory, not mapped) and the encoder's working buffers
-        (a few activations of every patch, and one head's attention scores at a time)."""
-        p, d, f = self.patches, self.n_embd, self.n_ff
+        (a few activations of every patch, and one head's attention scores at a time), for a picture of 896
+        pixels a side."""
+        p, d, f = self.patches_for(896, 896), self.n_embd, self.n_ff
         activations = 4 * p * (6 * d + 2 * f)
         return self.weight_bytes + activations + 4 * p * p + 16 * MIB
 
@@ -74,4 +103,8 @@ def projector_shape(header: GGUFHeader) -> ProjectorShape | None:
     if image is None or patch is None or width is None or layers is None or patch > image:
         return None
     ff = header.int_value("clip.vision.feed_forward_length", 1, 1 << 18) or 4 * width
-    return ProjectorShape(image, patch, width, ff, layers, header.tensor_bytes)
+    kind = header.metadata.get("clip.projector_type")
+    windows = header.int_value("clip.vision.n_wa_pattern", 1, 1024) or 0
+    gated = any(t.name == "v.blk.0.ffn_gate.weight" for t in header.tensors)
+    return ProjectorShape(image, patch, width, ff, layers, header.tensor_bytes, kind in DYNAMIC_SIZE_PROJECTORS,
+                          windows, gated)  # fmt: skip
