@@ -92,7 +92,7 @@ def entry_tags(entry: CatalogEntry) -> str:
     if entry.reasoning:
         tags.append("thinks first" if entry.reasoning == "always" else "thinking on/off")
     if entry.vision:
-        tags.append("sees pictures (not in this app yet)")
+        tags.append("sees pictures (with its mmproj file beside it)")
     if entry.released:
         tags.append(str(entry.released))
     return "".join(f" · {tag}" for tag in tags)

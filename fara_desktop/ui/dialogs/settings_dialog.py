@@ -264,7 +264,7 @@ class SettingsDialog(QDialog):
         if embedders:
             apart.append("For document search (not chat models): "
                          + ", ".join(one_line(m.display_name, 60) for m in embedders))  # fmt: skip
-        if projectors:  # a model's eyes: paired with the model beside it (pictures are not in this app yet)
+        if projectors:  # a model's eyes: paired with the model beside it, loaded with it
             apart.append("Vision projectors: " + "; ".join(one_line(m.display_name, 60) + (
                 f" ({one_line(m.problem.split(' for ', 1)[1].split(', not', 1)[0], 60)})"
                 if m.problem and " for " in m.problem else " (no model beside it)") for m in projectors))  # fmt: skip
@@ -296,7 +296,7 @@ class SettingsDialog(QDialog):
                 item.setData(Qt.ItemDataRole.UserRole, model.path)
                 about = self._model_note(model.path, rec.reason if rec else None) or model.problem
                 if model.projector:
-                    seen = f"Can see pictures with {Path(model.projector).name} (not in this app yet)."
+                    seen = f"Can see pictures with {Path(model.projector).name}."
                     about = f"{about}\n{seen}" if about else seen
                 what = f"{model.display_name} ({meta.architecture})" if meta else model.display_name
                 item.setToolTip(plain_tooltip(f"{what}\n{model.path}" + (f"\n{about}" if about else "")))
