@@ -152,7 +152,8 @@ class AppCore(EngineCore):
             tools_problem,
             tools_changed,
             (old.theme, old.font_size) != (settings.theme, settings.font_size),
-            old.inference != settings.inference or old.extra_model_folders != settings.extra_model_folders,
+            old.inference != settings.inference or old.extra_model_folders != settings.extra_model_folders
+            or old.projectors != settings.projectors,
         )
 
     def configure_tools(self, tools: ToolSettings) -> str | None:

@@ -62,7 +62,8 @@ def run_serve(
         print(printable(f"fara-desktop serve: {exc}"), file=sys.stderr)
         return 1
     settings = load_settings(paths.config).settings
-    prepared = prepare_load(paths, model, [Path(f) for f in settings.extra_model_folders], settings.inference.apply)
+    prepared = prepare_load(paths, model, [Path(f) for f in settings.extra_model_folders], settings.inference.apply,
+                           settings.projectors)
     plan, decision = prepared.plan, prepared.decision
     if plan.model is None:
         print("fara-desktop serve: no model found; give one with --model PATH", file=sys.stderr)

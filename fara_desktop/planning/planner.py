@@ -5,7 +5,7 @@ Qt-free; the GUI runs ``plan_startup`` on a background thread and the CLI calls 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -18,6 +18,7 @@ from fara_desktop.machine.llama_build import weights_are_repacked
 from fara_desktop.machine.measurements import MachineCache
 from fara_desktop.models import packaged
 from fara_desktop.models.discovery import DiscoveredModel, ScanResult, packaged_models_dir, scan_models
+from fara_desktop.models.gguf_checks import check_projector
 from fara_desktop.models.gguf_file import read_gguf_header
 from fara_desktop.models.load_record import CrashedLoad, LoadRecord
 from fara_desktop.models.metadata import MetadataCache, ModelMetadata
@@ -193,19 +194,38 @@ class LoadDecision:
     refusal: str | None
 
 
-def decide_load(plan: StartupPlan, params: LoadParams | None) -> LoadDecision:
-    """Judge the plan's model with the parameters it will really load with (tuned values plus overrides)."""
+def decide_load(
+    plan: StartupPlan, params: LoadParams | None, projector_choices: Mapping[str, str] | None = None
+) -> LoadDecision:
+    """Judge the plan's model with the parameters it will really load with (tuned values plus overrides, and the
+    projector the user chose for it: ``projector_choices``, model path → projector path, "" for none)."""
     model = plan.model
     if model is None or params is None or model.metadata is None:
         return LoadDecision(params, None, None)
     n_ctx = params.context_for(model.metadata.context_length)
     doubled = params.use_mmap and weights_are_repacked()
     estimate = estimate_memory(model.metadata, n_ctx, params.kv_type, mapped_and_repacked=doubled)
-    eyes = projector_shape_of(model.projector) if model.projector else None
+    projector = chosen_projector(model, projector_choices or {})
+    eyes = projector_shape_of(projector) if projector else None
     if eyes is not None:  # the model sees pictures: its projector loads with it, and counts in its memory
-        params = replace(params, projector=model.projector)
+        params = replace(params, projector=projector)
         estimate = replace(estimate, vision=eyes.memory_bytes)
     return LoadDecision(params, estimate, fit_refusal(model, params))
+
+
+def chosen_projector(model: DiscoveredModel, choices: Mapping[str, str]) -> str | None:
+    """The user's choice for this model when it is still there and a projector llama.cpp can load safely ("":
+    none); else the one discovery paired."""
+    chosen = choices.get(model.path)
+    if chosen is None:
+        return model.projector
+    if chosen == "":
+        return None
+    try:
+        check_projector(read_gguf_header(Path(chosen)))
+    except (FaraError, OSError):
+        return model.projector  # gone or unsafe: the guess stands
+    return chosen
 
 
 def projector_shape_of(path: str) -> ProjectorShape | None:
@@ -238,11 +258,12 @@ def prepare_load(
     preferred: Path | None,
     extra_folders: list[Path],
     with_overrides: Callable[[TunedParams], LoadParams],
+    projector_choices: Mapping[str, str] | None = None,
 ) -> PreparedLoad:
     """The one start-up flow, for the window (off its thread) and ``fara-desktop serve``: scan and plan, apply the
     user's overrides (``with_overrides``: the settings' ``InferenceOverrides.apply``), judge the load, and find
     the file. Slow (it probes the machine and reads every model's header); never on a GUI thread."""
     plan = plan_startup(paths, preferred, extra_folders)
-    decision = decide_load(plan, with_overrides(plan.tuned) if plan.tuned else None)
+    decision = decide_load(plan, with_overrides(plan.tuned) if plan.tuned else None, projector_choices)
     usable = plan.model is not None and decision.refusal is None
     return PreparedLoad(plan, decision, model_file(plan.model, paths) if usable and plan.model else None)

@@ -68,6 +68,15 @@ class InferenceOverrides:
         return loaded if self.flash_attn is None else replace(loaded, flash_attn=self.flash_attn)
 
 
+def _projector_choices(value: Any) -> dict[str, str]:
+    """Model path → projector path ("" for none), as many as a person could have chosen; anything else dropped."""
+    if not isinstance(value, dict):
+        return {}
+    chosen = [(k, v) for k, v in value.items() if isinstance(k, str) and isinstance(v, str) and len(k) < 4096
+              and len(v) < 4096]  # fmt: skip
+    return dict(chosen[:1000])
+
+
 def _mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
@@ -187,6 +196,9 @@ class Settings:
     schema_version: int = SCHEMA_VERSION
     model_path: str | None = None
     extra_model_folders: list[str] = field(default_factory=list)
+    # the vision projector the user chose for a model (its path; "": none, text only), where discovery's guess is
+    # not what they want or it found several
+    projectors: dict[str, str] = field(default_factory=dict)
     inference: InferenceOverrides = field(default_factory=InferenceOverrides)
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
     theme: str = "system"
@@ -248,6 +260,7 @@ class Settings:
         return cls(
             model_path=model_path if isinstance(model_path, str) else None,
             extra_model_folders=[f for f in folders if isinstance(f, str)] if isinstance(folders, list) else [],
+            projectors=_projector_choices(data.get("projectors")),
             inference=inference,
             sampling=sampling,
             theme=str(theme),

@@ -98,9 +98,10 @@ class StartupController(QObject):
         folders = [Path(f) for f in settings.extra_model_folders]
 
         overrides = settings.inference  # as they are now: a change in Settings starts a new plan
+        projectors = dict(settings.projectors)
 
         def work() -> PreparedLoad:
-            return prepare_load(paths, preferred, folders, overrides.apply)
+            return prepare_load(paths, preferred, folders, overrides.apply, projectors)
 
         self.planStarted.emit()
         self._generation += 1

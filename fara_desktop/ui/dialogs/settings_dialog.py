@@ -139,6 +139,7 @@ class SettingsDialog(QDialog):
         self._folders_memory = folders or FolderMemory()
         self._plan = plan
         self._chosen: str | None = None
+        self._projectors = dict(settings.projectors)  # model path → the projector chosen for it ("": none)
         self._folders = list(settings.extra_model_folders)
         self.nav = QListWidget()
         self.nav.setObjectName("settingsNav")
@@ -212,6 +213,15 @@ class SettingsDialog(QDialog):
         self.embedders = plain_label()
         self.embedders.setObjectName("embeddingModels")
         self.embedders.setWordWrap(True)
+        self.projector_choice = QComboBox()
+        self.projector_choice.setObjectName("projectorChoice")
+        self.projector_choice.setAccessibleName("Vision projector of the selected model")
+        self.projector_choice.setToolTip(plain_tooltip(
+            "The vision projector (mmproj) that lets the selected model see pictures: the one found beside it, "
+            "another from its folder, or none (text only, and the memory it would take left free)."))  # fmt: skip
+        self.projector_choice.setEnabled(False)
+        self.projector_choice.activated.connect(self._projector_chosen)
+        self.models.itemSelectionChanged.connect(self._fill_projectors)
         self._fill_models()
         use = QPushButton("Use selected model")
         use.setObjectName("useModelButton")
@@ -244,6 +254,12 @@ class SettingsDialog(QDialog):
         folder_row.addStretch(1)
         layout.addWidget(intro)
         layout.addWidget(self.models, 1)
+        projector_row = QHBoxLayout()
+        projector_label = plain_label("Vision projector:")
+        projector_label.setBuddy(self.projector_choice)
+        projector_row.addWidget(projector_label)
+        projector_row.addWidget(self.projector_choice, 1)
+        layout.addLayout(projector_row)
         layout.addWidget(self.embedders)
         layout.addLayout(row)
         layout.addWidget(folders_label)
@@ -304,6 +320,41 @@ class SettingsDialog(QDialog):
                     item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsSelectable)
                     item.setForeground(Qt.GlobalColor.gray)
                 self.models.setItem(row, column, item)
+
+    def _selected_model(self) -> DiscoveredModel | None:
+        items = self.models.selectedItems()
+        path = items[0].data(Qt.ItemDataRole.UserRole) if items else None
+        found = list(self._plan.scan.models) if self._plan else []
+        return next((m for m in found if m.path == path and m.usable and not m.is_projector), None)
+
+    def _fill_projectors(self) -> None:
+        """The selected model's choices: the projector found beside it (automatic), none, or another from its
+        folder that llama.cpp can load safely."""
+        combo, model = self.projector_choice, self._selected_model()
+        combo.clear()
+        combo.setEnabled(model is not None)
+        if model is None or self._plan is None:
+            return
+        found = Path(model.projector).name if model.projector else None
+        combo.addItem(f"Found beside it: {one_line(found, 80)}" if found else "Automatic (none found beside it)", None)
+        combo.addItem("None: text only", "")
+        beside = [m.path for m in self._plan.scan.models
+                  if m.is_projector and not m.projector_refused and Path(m.path).parent == Path(model.path).parent]
+        for path in beside:  # fmt: skip
+            combo.addItem(one_line(Path(path).name, 100), path)
+        chosen = self._projectors.get(model.path)
+        index = combo.findData(chosen) if chosen is not None else 0
+        combo.setCurrentIndex(max(index, 0))
+
+    def _projector_chosen(self, index: int) -> None:
+        model = self._selected_model()
+        if model is None:
+            return
+        choice = self.projector_choice.itemData(index)
+        if choice is None:
+            self._projectors.pop(model.path, None)
+        else:
+            self._projectors[model.path] = choice
 
     def _model_note(self, path: str, reason: str | None) -> str | None:
         """What the model would cost here (memory at the context it would load with, reply speed, the wait for
@@ -508,6 +559,7 @@ class SettingsDialog(QDialog):
             tools=self.tools_page.tool_settings(),
             model_path=self._chosen or self._settings.model_path,
             extra_model_folders=list(self._folders),
+            projectors=dict(self._projectors),
             inference=inference,
             sampling=sampling,
             theme=self.theme.currentData(),

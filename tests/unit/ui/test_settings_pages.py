@@ -152,3 +152,38 @@ def test_the_model_page_lists_the_model_in_use_and_embedders_apart(qtbot, fara_h
     assert "Vision projectors: mmproj-tiny-chat-f16" in dialog.embedders.text()
     row = next(r for r, name in enumerate(names) if name == "tiny-chat")
     assert "Can see pictures with mmproj-tiny-chat-f16.gguf" in dialog.models.item(row, 1).toolTip()
+
+
+def test_a_model_with_two_projectors_beside_it_gets_the_one_chosen_in_settings(qtbot, fara_home, tmp_path):
+    """Issue 44: two projectors beside a model and neither name closer: none is guessed; Settings ▸ Model offers
+    both (and none), and the load takes the one chosen (a choice of none leaves the memory free)."""
+    from fara_desktop.planning.planner import decide_load
+    from tests.helpers.gguf_factory import write_projector
+
+    folder = tmp_path / "models"
+    folder.mkdir()
+    model = write_tiny_model(folder / "gemma-3-4b-it-Q4_K_M.gguf")
+    first = write_projector(folder / "mmproj-f16.gguf")
+    second = write_projector(folder / "mmproj-bf16.gguf")
+    paths = app_paths().ensure()
+    plan = plan_startup(paths, model, [folder])
+    assert plan.model is not None and plan.model.projector is None  # ambiguous: not guessed
+    dialog = SettingsDialog(Settings(extra_model_folders=[str(folder)]), plan, ApiKeyStore(paths.config))
+    qtbot.addWidget(dialog)
+    row = next(r for r in range(dialog.models.rowCount()) if dialog.models.item(r, 1).data(256) == str(model))
+    dialog.models.selectRow(row)
+    combo = dialog.projector_choice
+    assert combo.isEnabled()
+    offered = [combo.itemData(i) for i in range(combo.count())]
+    assert offered[:2] == [None, ""] and sorted(offered[2:]) == sorted([str(first), str(second)])
+    combo.setCurrentIndex(offered.index(str(second)))
+    combo.activated.emit(offered.index(str(second)))
+    chosen = dialog.settings().projectors
+    assert chosen == {str(model): str(second)}
+    tuned = plan.tuned.load_params()
+    assert decide_load(plan, tuned, chosen).params.projector == str(second)
+    with_none = decide_load(plan, tuned, {str(model): ""})
+    assert with_none.params.projector is None and with_none.estimate.vision == 0
+    assert decide_load(plan, tuned, chosen).estimate.vision > 0
+    gone = decide_load(plan, tuned, {str(model): str(folder / "deleted.gguf")})
+    assert gone.params.projector is None  # a choice whose file went: the guess (none here) stands
