@@ -13,7 +13,7 @@ from pathlib import Path
 from fara_desktop.pictures.decode import MAX_FILE_BYTES, MB, UnreadablePicture, read_picture
 from fara_desktop.pictures.store import PictureStore
 from fara_desktop.system.sandbox import Sandbox
-from fara_desktop.vocabulary.pictures import AttachedPicture
+from fara_desktop.vocabulary.pictures import PICTURE_DIGEST, AttachedPicture
 
 
 class PictureIntake:
@@ -46,13 +46,14 @@ class PictureIntake:
     def attached(self, digest: str) -> AttachedPicture:
         return AttachedPicture(digest, self.store.path(digest))
 
-    def take_exported(self, path: Path) -> str | None:
-        """A picture beside an imported export, by its digest: the one here already when the store has it (our
-        own export coming back), else read in the sandbox like any stranger's file; None when it cannot be."""
-        if self.store.path(path.stem).is_file():
-            return path.stem
+    def take_exported(self, source: Path | bytes) -> str | None:
+        """A picture of an imported export: a file beside it (ours, named by its digest: the one here already when
+        the store has it) or another app's bytes; read in the sandbox like any stranger's; None when it cannot be."""
+        ours = isinstance(source, Path) and PICTURE_DIGEST.fullmatch(source.stem) is not None
+        if isinstance(source, Path) and ours and self.store.path(source.stem).is_file():
+            return source.stem
         try:
-            return self.take_file(path).digest
+            return (self.take_file(source) if isinstance(source, Path) else self.take_bytes(source)).digest
         except UnreadablePicture:
             return None
 

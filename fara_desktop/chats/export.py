@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import os
 import re
@@ -12,6 +14,7 @@ from pathlib import Path
 from fara_desktop.chats.exchange import ImportOutcome, export_json, export_markdown, import_or_update
 from fara_desktop.chats.export_format import ImportedConversation, ImportedMessage, ImportRefusedError
 from fara_desktop.chats.imports import read_import_file
+from fara_desktop.chats.imports.common import FILE_ID
 from fara_desktop.chats.storage import ConversationStore
 from fara_desktop.files.atomic import write_bytes_atomically, write_text_atomically
 from fara_desktop.files.regular import open_regular
@@ -89,24 +92,41 @@ def _copy_pictures(store: ConversationStore, conversation_id: int, folder: Path,
 
 
 def take_pictures_beside(
-    conversations: list[ImportedConversation], folder: Path, take: Callable[[Path], str | None]
+    conversations: list[ImportedConversation], folder: Path, take: Callable[[Path | bytes], str | None]
 ) -> list[ImportedConversation]:
-    """The imported messages' pictures, taken from the export's ``pictures`` folder by ``take`` (which reads a
-    stranger's file in the sandbox and returns its digest here; None: it could not be read, and the message goes
-    without it)."""
+    """The imported messages' pictures taken in by ``take`` (which reads a stranger's file or bytes in the sandbox
+    and returns its digest here; None: it could not be read, and the message goes without it): ours from the
+    export's ``pictures`` folder, other apps' from their data: URIs or the files beside their export."""
     taken: dict[str, str | None] = {}
 
-    def mapped(digest: str) -> str | None:
-        if digest not in taken:
-            taken[digest] = take(folder / PICTURES_FOLDER / f"{digest}.png")
-        return taken[digest]
+    def resolved(reference: str) -> str | None:
+        if reference not in taken:
+            taken[reference] = _take_reference(reference, folder, take)
+        return taken[reference]
 
     def with_pictures(message: ImportedMessage) -> ImportedMessage:
-        if not message.pictures:
+        if not (message.pictures or message.picture_refs):
             return message
-        return replace(message, pictures=tuple(d for d in map(mapped, message.pictures) if d))
+        references = [f"ours:{d}" for d in message.pictures] + list(message.picture_refs)
+        digests = [d for d in map(resolved, references) if d]
+        return replace(message, pictures=tuple(dict.fromkeys(digests)), picture_refs=())
 
     return [replace(c, messages=[with_pictures(m) for m in c.messages]) for c in conversations]
+
+
+def _take_reference(reference: str, folder: Path, take: Callable[[Path | bytes], str | None]) -> str | None:
+    kind, _, value = reference.partition(":")
+    if kind == "ours":
+        return take(folder / PICTURES_FOLDER / f"{value}.png")
+    if kind == "data":
+        try:
+            return take(base64.b64decode(value.split(",", 1)[1], validate=True))
+        except (IndexError, ValueError, binascii.Error):
+            return None
+    if kind == "file" and FILE_ID.fullmatch(value):
+        beside = sorted(p for p in folder.glob(f"{value}*") if p.is_file() and not p.is_symlink())
+        return take(beside[0]) if beside else None
+    return None
 
 
 MB = 1024 * 1024
@@ -155,7 +175,7 @@ def import_conversations(
     path: Path,
     should_stop: Callable[[], bool] | None = None,
     budget_for: Callable[[int], Budget] = import_budget,
-    take_picture: Callable[[Path], str | None] | None = None,
+    take_picture: Callable[[Path | bytes], str | None] | None = None,
 ) -> ImportResult:
     """Every conversation in the file, or none; one seen before is skipped or updated (``import_or_update``).
     ``take_picture``: takes a picture file beside the export into the store (None: pictures are dropped). Raises

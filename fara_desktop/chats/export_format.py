@@ -50,6 +50,9 @@ class ImportedMessage:
     reasoning: str = ""
     tool_rounds: tuple[ToolRound, ...] = ()  # the tools a reply called (read as the database's are: bounded)
     pictures: tuple[str, ...] = ()  # digests of the pictures it carries: files beside the export, taken in anew
+    # another app's pictures, as its export refers to them: "data:image/…;base64,…" (Open WebUI) or "file:<id>",
+    # a file beside the export whose name starts with the id (ChatGPT); read in the sandbox when imported
+    picture_refs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

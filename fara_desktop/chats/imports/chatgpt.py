@@ -3,7 +3,8 @@ id → node with ``parent``, ``children`` and ``message``) and ``current_node``,
 
 Kept: user and assistant text (``text`` and ``multimodal_text`` parts that are text; ``code``), titles, times, the
 model of each reply (``metadata.model_slug``), and the reasoning of o-series replies (``thoughts`` nodes) on the
-reply that follows them. Left out, with their children kept: the hidden root, system and tool messages, images.
+reply that follows them, and the pictures of user messages (the files beside the JSON in the export, found by their
+ids). Left out, with their children kept: the hidden root, system and tool messages.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from fara_desktop.chats.imports.common import (
     need_dict,
     need_list,
     optional_dict,
+    picture_refs,
     source_id,
     text_or_none,
 )
@@ -28,12 +30,21 @@ def looks_like(data: Any) -> bool:
     return isinstance(first, dict) and isinstance(first.get("mapping"), dict)
 
 
+def _pictures(content: dict[str, Any]) -> tuple[str, ...]:
+    """The file ids of a message's pictures (``image_asset_pointer`` parts: ``file-service://file-…``); the files
+    are beside ``conversations.json`` in the export, named from the id."""
+    parts = content.get("parts") if content.get("content_type") == "multimodal_text" else None
+    pointers = [p.get("asset_pointer") for p in parts or [] if isinstance(p, dict)
+                and p.get("content_type") == "image_asset_pointer"]  # fmt: skip
+    return picture_refs([p.split("://", 1)[-1] for p in pointers if isinstance(p, str)])
+
+
 def _text(content: dict[str, Any], where: str) -> tuple[str, str]:
     """(text, reasoning) of a message's content."""
     kind = content.get("content_type")
     if kind in ("text", "multimodal_text"):
         parts = need_list(content.get("parts", []), f"{where}'s parts")
-        texts = [p for p in parts if isinstance(p, str)]  # images and files are objects: left out
+        texts = [p for p in parts if isinstance(p, str)]  # pictures are objects: ``_pictures``
         return text_or_none("".join(texts), f"{where}'s text") or "", ""
     if kind == "code":
         return text_or_none(content.get("text"), f"{where}'s code") or "", ""
@@ -69,11 +80,13 @@ def _conversation(data: Any, where: str) -> ImportedConversation:
         hidden = bool(metadata.get("is_visually_hidden_from_conversation"))
         if reasoning:
             pending_reasoning[str(key)] = reasoning
-        keep = role in ("user", "assistant") and bool(text.strip()) and not hidden
+        pictures = _pictures(content)
+        keep = role in ("user", "assistant") and bool(text.strip() or pictures) and not hidden
         model = metadata.get("model_slug") if isinstance(metadata.get("model_slug"), str) else None
         nodes.append(
             Node(str(key), parent, str(role) if keep else "user", text, "", model,
-                 epoch_seconds(message.get("create_time"), f"{where}, message {str(key)[:40]}'s time"), keep)
+                 epoch_seconds(message.get("create_time"), f"{where}, message {str(key)[:40]}'s time"), keep,
+                 pictures)
         )  # fmt: skip
     nodes = _attach_reasoning(nodes, pending_reasoning)
     title = text_or_none(data.get("title"), f"{where}'s title", 10_000)

@@ -4,6 +4,7 @@ turned into an ``ImportedConversation`` whose parents come first (whatever order
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -82,6 +83,23 @@ class Node:
     model: str | None = None
     created_at: float | None = None
     keep: bool = True
+    pictures: tuple[str, ...] = ()  # the pictures it refers to (``ImportedMessage.picture_refs``)
+
+
+MAX_PICTURE_REF_CHARS = 24 * 1024 * 1024  # a data: URI of a picture of at most 16 MB
+FILE_ID = re.compile(r"file[-_][A-Za-z0-9_-]{1,200}")
+
+
+def picture_refs(values: Sequence[Any]) -> tuple[str, ...]:
+    """The pictures among an app's references that can be taken in: data: URIs of images, and file ids (a file
+    beside the export); at most 16 a message; anything else (a web address, a path) is left out."""
+    refs: list[str] = []
+    for value in values:
+        if isinstance(value, str) and value[:11].lower() == "data:image/" and len(value) <= MAX_PICTURE_REF_CHARS:
+            refs.append(value)
+        elif isinstance(value, str) and FILE_ID.fullmatch(value):
+            refs.append(f"file:{value}")
+    return tuple(refs[:16])
 
 
 def build_conversation(
@@ -129,7 +147,7 @@ def build_conversation(
             ImportedMessage(
                 role=node.role, content=node.content, status="complete",
                 model=node.model[:MAX_MODEL_CHARS] if node.model else None, stats=None, created_at=when,
-                updated_at=when, parent=kept_parent, reasoning=node.reasoning,
+                updated_at=when, parent=kept_parent, reasoning=node.reasoning, picture_refs=node.pictures,
             )
         )  # fmt: skip
         nearest[node.key] = len(messages) - 1

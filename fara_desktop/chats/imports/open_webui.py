@@ -18,6 +18,7 @@ from fara_desktop.chats.imports.common import (
     epoch_seconds,
     need_dict,
     need_list,
+    picture_refs,
     source_id,
     text_or_none,
 )
@@ -66,11 +67,21 @@ def _node(key: str, raw: Any, parent: str | None, where: str) -> Node:
     if role == "assistant":
         content, reasoning = split_reasoning(content)
     model = raw.get("modelName") or raw.get("model")
+    pictures = _pictures(raw)
     return Node(
         key, parent, role if role in ("user", "assistant") else "user", content, reasoning,
         model if isinstance(model, str) else None, epoch_seconds(raw.get("timestamp"), f"{where}'s time"),
-        keep=role in ("user", "assistant") and bool(content.strip() or reasoning),
+        keep=role in ("user", "assistant") and bool(content.strip() or reasoning or pictures), pictures=pictures,
     )  # fmt: skip
+
+
+def _pictures(raw: dict[str, Any]) -> tuple[str, ...]:
+    """A message's pictures as Open WebUI keeps them: data: URIs in ``files`` (``{"type": "image", "url": …}``)
+    or, in older exports, in ``images``."""
+    files, older = raw.get("files"), raw.get("images")
+    urls = [f.get("url") for f in files if isinstance(f, dict) and f.get("type") == "image"] if isinstance(
+        files, list) else []  # fmt: skip
+    return picture_refs([*urls, *(older if isinstance(older, list) else [])])
 
 
 def _chat(data: Any, where: str) -> ImportedConversation:

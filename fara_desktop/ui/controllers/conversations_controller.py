@@ -59,7 +59,7 @@ class ConversationsController(QObject):
         """``delete_chat``: the core's intent (the rows and every saved reading of the chat)."""
         super().__init__()
         self._delete_chat = delete_chat
-        self.take_picture: Callable[[Path], str | None] | None = None  # a picture beside an import, into the store
+        self.take_picture: Callable[[Path | bytes], str | None] | None = None  # an import's picture, into the store
         self.screen = screen
         self.dialog_parent = dialog_parent
         self.store = store

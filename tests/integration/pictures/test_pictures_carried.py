@@ -68,3 +68,51 @@ def test_a_damaged_picture_beside_an_import_is_left_out(tmp_path):
     messages = other_store.messages(result.conversation_ids[0])
     assert [m.content for m in messages] == ["What is this?", "A green rectangle."]
     assert messages[0].pictures == ()
+
+
+def png_bytes(colour, size=(64, 48)) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    Image.new("RGB", size, colour).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def test_open_webui_and_chatgpt_exports_bring_their_pictures(tmp_path):
+    """Open WebUI keeps a picture as a data: URI in the message's files; ChatGPT's export has the picture's file
+    beside conversations.json, named from its id. Both come in through the sandbox; a damaged one, a web address
+    and a path are left out, and the chat still comes in."""
+    import base64
+
+    store = ConversationStore(tmp_path / "chats.db")
+    pictures = PictureStore(tmp_path / "pictures")
+    take = PictureIntake(pictures).take_exported
+    uri = "data:image/png;base64," + base64.b64encode(png_bytes((200, 10, 10))).decode()
+    broken = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(30)).decode()
+    webui = [{"id": "w1", "title": "A red picture", "chat": {"history": {"currentId": "b", "messages": {
+        "a": {"role": "user", "content": "What is this?", "timestamp": 1700000000, "files": [
+            {"type": "image", "url": uri}, {"type": "image", "url": broken},
+            {"type": "image", "url": "https://example.org/cat.png"}, {"type": "image", "url": "/etc/passwd"}]},
+        "b": {"role": "assistant", "content": "Red.", "parentId": "a", "timestamp": 1700000001},
+    }}}}]  # fmt: skip
+    (tmp_path / "webui.json").write_text(json.dumps(webui))
+    result = import_conversations(store, tmp_path / "webui.json", take_picture=take)
+    first = store.messages(result.conversation_ids[0])[0]
+    assert len(first.pictures) == 1 and pictures.path(first.pictures[0]).is_file()
+
+    chatgpt_folder = tmp_path / "chatgpt"
+    chatgpt_folder.mkdir()
+    (chatgpt_folder / "file-Abc123XYZ-photo.png").write_bytes(png_bytes((10, 10, 200)))
+    conversation = {"title": "A blue picture", "create_time": 1700000000, "current_node": "u", "mapping": {
+        "root": {"id": "root", "parent": None, "children": ["u"], "message": None},
+        "u": {"id": "u", "parent": "root", "children": [], "message": {
+            "author": {"role": "user"}, "create_time": 1700000001, "content": {
+                "content_type": "multimodal_text", "parts": [
+                    {"content_type": "image_asset_pointer", "asset_pointer": "file-service://file-Abc123XYZ"},
+                    {"content_type": "image_asset_pointer", "asset_pointer": "file-service://file-Missing1"},
+                    "What colour?"]}}},
+    }}  # fmt: skip
+    (chatgpt_folder / "conversations.json").write_text(json.dumps([conversation]))
+    result = import_conversations(store, chatgpt_folder / "conversations.json", take_picture=take)
+    (message,) = store.messages(result.conversation_ids[0])
+    assert message.content == "What colour?" and len(message.pictures) == 1
