@@ -198,7 +198,8 @@ class HardwarePanel(QFrame):
         self.set_value("CPU load", f"{psutil.cpu_percent(None):.0f} % of all cores")
 
     def show_memory_plan(self, estimate: MemoryEstimate) -> None:
-        self.set_value("Model weights", format_size(estimate.weights))
+        eyes = f" + {format_size(estimate.vision)} to see pictures" if estimate.vision else ""
+        self.set_value("Model weights", format_size(estimate.weights) + eyes)
         self.set_value("KV memory", f"{format_size(estimate.kv_cache)} ({estimate.kv_type}, {estimate.n_ctx:,} tokens)")
 
     def show_model_loading(self, name: str) -> None:
