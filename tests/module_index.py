@@ -28,6 +28,7 @@ TESTED_THROUGH: dict[str, tuple[str, str]] = {
     "fara_desktop.documents.extract": ("tests/integration/documents/test_hostile_documents.py", "pdf"),
     "fara_desktop.documents.pipeline": ("tests/unit/ui/test_documents_ui.py", "index_folder"),
     # the llama.cpp adapter's parts: through the backend with the real library
+    "fara_desktop.engine.llama_prompt": ("tests/integration/pictures/test_mrope_pictures.py", "cells"),
     "fara_desktop.engine.context_states": ("tests/integration/engine/test_prefix_paths.py", "regenerate"),
     "fara_desktop.engine.llama_state": ("tests/integration/engine/test_kv_on_disk.py", "snapshot"),
     "fara_desktop.engine.llama_tokens": ("tests/integration/serving/test_local_api.py", "logprobs"),

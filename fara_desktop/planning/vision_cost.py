@@ -58,10 +58,6 @@ class ProjectorShape:
             return max(1, round(width / group)) * max(1, round(height / group)) * 4
         return (self.image_size // self.patch_size) ** 2
 
-    @property
-    def patches(self) -> int:
-        return self.patches_for()
-
     def operations_for(self, width: int | None = None, height: int | None = None) -> float:
         """The work to encode one picture (floating-point operations)."""
         return self.operations_of(self.patches_for(width, height))
