@@ -358,7 +358,7 @@ class Benchmark:
 
     def vision_section(self) -> None:
         self.close()
-        self.out.update(vision(self.model, min(self.n_ctx, 2048), self.params.n_threads, self.quick))
+        self.out.update(vision(self.model, self.n_ctx, self.params.n_threads, self.quick))
 
     def loops_section(self) -> None:
         self.close()
