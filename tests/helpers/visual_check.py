@@ -81,15 +81,16 @@ def luminance(red: int, green: int, blue: int) -> float:
     return 0.2126 * channel(red) + 0.7152 * channel(green) + 0.0722 * channel(blue)
 
 
-def faint_labels(root: QWidget, minimum: float = 3.0) -> list[str]:
+def faint_labels(root: QWidget, minimum: float = 3.0, within: QWidget | None = None) -> list[str]:
     """Labels (and tab texts) whose drawn text is too close to its own background: the contrast ratio between the
-    label's commonest pixel (its background) and its pixel farthest from it (its text), as rendered."""
+    label's commonest pixel (its background) and its pixel farthest from it (its text), as rendered on ``root``
+    (a window: its ancestors paint a label's background); ``within``: only the labels of this part of it."""
     from collections import Counter
 
     from PySide6.QtWidgets import QLabel
 
     found = []
-    for label in root.findChildren(QLabel):
+    for label in (within or root).findChildren(QLabel):
         if not label.isVisibleTo(root) or not label.text().strip() or label.width() < 8 or label.height() < 8:
             continue
         image = root.grab(rect_in(label, root)).toImage()  # as drawn on its window: ancestors paint its background
@@ -138,6 +139,39 @@ def dialog_problems(app, win, shot: Path) -> list[str]:
     shortcuts = win.show_shortcuts()
     look(shortcuts, "shortcuts")
     shortcuts.close()
+    return found
+
+
+def pictures_shown(app, win, shot: Path) -> list[str]:
+    """Two pictures in the tray above the message box (their cost line in contrast) and in a sent message, and
+    the viewer showing one whole (it fits the screen)."""
+    from PIL import Image
+
+    folder = shot.parent / f"{shot.stem}-pictures"
+    folder.mkdir(parents=True, exist_ok=True)
+    attached = []
+    for number, (size, colour) in enumerate((((1600, 900), (40, 110, 200)), ((600, 900), (200, 120, 40)))):
+        path = folder / f"photo-{number}.png"
+        Image.new("RGB", size, colour).save(path)
+        attached.append(win.core.picture_intake.take_file(path))
+    for picture in attached:
+        win.picture_tray.add(picture.digest, picture.path)
+    win.pictures.show_cost()
+    win.chat_view.add_message("user", "What is in these two pictures? " * 4, pictures=tuple(p.path for p in attached))
+    for _ in range(20):
+        app.processEvents()
+    found = [f"picture tray: {p}" for p in faint_labels(win, within=win.picture_tray)]
+    if not win.picture_tray.cost.text():
+        found.append("picture tray: no cost line")
+    viewer = win.pictures.show_picture(attached[0].path)
+    for _ in range(20):
+        app.processEvents()
+    screen = win.screen().availableGeometry()
+    frame = viewer.frameGeometry()
+    if frame.width() > screen.width() + 2 or frame.height() > screen.height() + 2:
+        found.append(f"picture viewer is {frame.width()}x{frame.height()} on {screen.width()}x{screen.height()}")
+    viewer.grab().save(str(shot.with_name(f"{shot.stem}-picture-viewer.png")))
+    viewer.close()
     return found
 
 
@@ -192,6 +226,7 @@ def main() -> int:
     wait(lambda: newest_text_in_view(win), "the end of the reply is in view")
     for _ in range(20):
         app.processEvents()
+    problems += pictures_shown(app, win, shot)
     problems += problems_in_messages(win)
     problems += squeezed_buttons(win)
     focus_rules = set(re.findall(r"([#\w]+):focus", sheet))
