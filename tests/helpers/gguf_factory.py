@@ -7,6 +7,7 @@ vocabulary (specials + 256 byte tokens + a few words) and F32 weights, so llama.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from pathlib import Path
 
 import gguf
@@ -335,48 +336,15 @@ def write_projector(
     model's width (Gemma 3 270M: 640). Real shape (Gemma 3's SigLIP-So400m): n_embd 1152, n_ff 4304, 27 layers,
     16 heads, 896 px, ``half`` (f16 matrices). Tensors added to f32 ones stay f32 (an f16 position embedding makes
     ggml abort the whole process: a check for strangers' projectors must refuse it)."""
-    rng = np.random.default_rng(1)
-    writer = gguf.GGUFWriter(str(path), "clip")
-    writer.add_name(name)
-    writer.add_bool("clip.has_vision_encoder", True)
-    writer.add_string("clip.projector_type", "gemma3")
-    writer.add_uint32("clip.vision.image_size", image_size)
-    writer.add_uint32("clip.vision.patch_size", patch_size)
-    writer.add_uint32("clip.vision.embedding_length", n_embd)
-    writer.add_uint32("clip.vision.feed_forward_length", n_ff)
-    writer.add_uint32("clip.vision.block_count", n_layer)
-    writer.add_uint32("clip.vision.projection_dim", text_embd)
-    writer.add_uint32("clip.vision.attention.head_count", n_head)
-    writer.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-6)
-    writer.add_array("clip.vision.image_mean", [0.5, 0.5, 0.5])
-    writer.add_array("clip.vision.image_std", [0.5, 0.5, 0.5])
-    writer.add_bool("clip.use_gelu", True)
-    writer.add_file_type(1 if half else 0)
-
-    def weights(*shape: int) -> np.ndarray:
-        values = (rng.standard_normal(shape, dtype=np.float32) * 0.02).astype(np.float32)
-        return values.astype(np.float16) if half and len(shape) > 1 else values
-
-    def vector(n: int, one: bool = False) -> np.ndarray:
-        return np.ones(n, np.float32) if one else weights(n).astype(np.float32)
-
+    writer, weights, vector = _vision_encoder(
+        path, name, "gemma3", image_size, patch_size, n_embd, n_ff, n_layer, n_head, text_embd, half, seed=1,
+        mean_std=([0.5, 0.5, 0.5], [0.5, 0.5, 0.5]),
+    )  # fmt: skip
     writer.add_tensor("v.patch_embd.weight", weights(n_embd, 3, patch_size, patch_size))
     writer.add_tensor("v.patch_embd.bias", vector(n_embd))
     positions = weights((image_size // patch_size) ** 2, n_embd).astype(np.float32)
     writer.add_tensor("v.position_embd.weight", positions.astype(np.float16) if half_position_embedding else positions)
-    for layer in range(n_layer):
-        for kind in ("attn_q", "attn_k", "attn_v", "attn_out"):
-            writer.add_tensor(f"v.blk.{layer}.{kind}.weight", weights(n_embd, n_embd))
-            writer.add_tensor(f"v.blk.{layer}.{kind}.bias", vector(n_embd))
-        for kind in ("ln1", "ln2"):
-            writer.add_tensor(f"v.blk.{layer}.{kind}.weight", vector(n_embd, one=True))
-            writer.add_tensor(f"v.blk.{layer}.{kind}.bias", vector(n_embd))
-        writer.add_tensor(f"v.blk.{layer}.ffn_up.weight", weights(n_ff, n_embd))
-        writer.add_tensor(f"v.blk.{layer}.ffn_up.bias", vector(n_ff))
-        writer.add_tensor(f"v.blk.{layer}.ffn_down.weight", weights(n_embd, n_ff))
-        writer.add_tensor(f"v.blk.{layer}.ffn_down.bias", vector(n_embd))
-    writer.add_tensor("v.post_ln.weight", vector(n_embd, one=True))
-    writer.add_tensor("v.post_ln.bias", vector(n_embd))
+    _encoder_blocks(writer, weights, vector, n_layer, n_embd, n_ff)
     writer.add_tensor("mm.input_projection.weight", weights(n_embd, text_embd))
     writer.add_tensor("mm.soft_emb_norm.weight", vector(n_embd, one=True))
     writer.write_header_to_file()
@@ -394,21 +362,45 @@ def write_qwen2vl_projector(
     convolutions, 2×2 patches merged into one token by an MLP), random weights, that ``mtmd`` loads and runs:
     ``text_embd`` must be the paired ``qwen2vl`` text model's width. Its pictures take fewer positions than tokens
     (M-RoPE). Real shape (Qwen2-VL-7B / Fara-7B): n_embd 1280, n_ff 5120, 32 layers, 16 heads, text 3584."""
-    rng = np.random.default_rng(2)
+    writer, weights, vector = _vision_encoder(
+        path, "Tiny Qwen2-VL projector", "qwen2vl_merger", 560, patch_size, n_embd, n_ff, n_layer, n_head, text_embd,
+        half, seed=2, mean_std=([0.48145466, 0.4578275, 0.40821073], [0.26862954, 0.26130258, 0.27577711]),
+    )  # fmt: skip
+    writer.add_tensor("v.patch_embd.weight", weights(n_embd, 3, patch_size, patch_size))
+    writer.add_tensor("v.patch_embd.weight.1", weights(n_embd, 3, patch_size, patch_size))
+    _encoder_blocks(writer, weights, vector, n_layer, n_embd, n_ff)
+    writer.add_tensor("mm.0.weight", weights(n_embd * 4, n_embd * 4))
+    writer.add_tensor("mm.0.bias", vector(n_embd * 4))
+    writer.add_tensor("mm.2.weight", weights(text_embd, n_embd * 4))
+    writer.add_tensor("mm.2.bias", vector(text_embd))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+Weights = Callable[..., np.ndarray]
+
+
+def _vision_encoder(
+    path: Path, name: str, kind: str, image_size: int, patch_size: int, n_embd: int, n_ff: int, n_layer: int,
+    n_head: int, text_embd: int, half: bool, seed: int, mean_std: tuple[list[float], list[float]],
+) -> tuple[gguf.GGUFWriter, Weights, Weights]:
+    """A ``clip`` GGUF's writer with a ViT's keys, and makers of its random matrices (f16 when ``half``) and f32
+    vectors (ones for norms' weights)."""
+    rng = np.random.default_rng(seed)
     writer = gguf.GGUFWriter(str(path), "clip")
-    writer.add_name("Tiny Qwen2-VL projector")
+    writer.add_name(name)
     writer.add_bool("clip.has_vision_encoder", True)
-    writer.add_string("clip.projector_type", "qwen2vl_merger")
-    writer.add_uint32("clip.vision.image_size", 560)
-    writer.add_uint32("clip.vision.patch_size", patch_size)
-    writer.add_uint32("clip.vision.embedding_length", n_embd)
-    writer.add_uint32("clip.vision.feed_forward_length", n_ff)
-    writer.add_uint32("clip.vision.block_count", n_layer)
-    writer.add_uint32("clip.vision.projection_dim", text_embd)
-    writer.add_uint32("clip.vision.attention.head_count", n_head)
+    writer.add_string("clip.projector_type", kind)
+    for key, value in (("image_size", image_size), ("patch_size", patch_size), ("embedding_length", n_embd),
+                       ("feed_forward_length", n_ff), ("block_count", n_layer), ("projection_dim", text_embd),
+                       ("attention.head_count", n_head)):  # fmt: skip
+        writer.add_uint32(f"clip.vision.{key}", value)
     writer.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-6)
-    writer.add_array("clip.vision.image_mean", [0.48145466, 0.4578275, 0.40821073])
-    writer.add_array("clip.vision.image_std", [0.26862954, 0.26130258, 0.27577711])
+    writer.add_array("clip.vision.image_mean", mean_std[0])
+    writer.add_array("clip.vision.image_std", mean_std[1])
     writer.add_bool("clip.use_gelu", True)
     writer.add_file_type(1 if half else 0)
 
@@ -419,8 +411,12 @@ def write_qwen2vl_projector(
     def vector(n: int, one: bool = False) -> np.ndarray:
         return np.ones(n, np.float32) if one else weights(n).astype(np.float32)
 
-    writer.add_tensor("v.patch_embd.weight", weights(n_embd, 3, patch_size, patch_size))
-    writer.add_tensor("v.patch_embd.weight.1", weights(n_embd, 3, patch_size, patch_size))
+    return writer, weights, vector
+
+
+def _encoder_blocks(writer: gguf.GGUFWriter, weights: Weights, vector: Weights, n_layer: int, n_embd: int,
+                    n_ff: int) -> None:  # fmt: skip
+    """A ViT's layers (attention with biases, layer norms, a two-matrix MLP) and its final norm."""
     for layer in range(n_layer):
         for kind in ("attn_q", "attn_k", "attn_v", "attn_out"):
             writer.add_tensor(f"v.blk.{layer}.{kind}.weight", weights(n_embd, n_embd))
@@ -434,12 +430,3 @@ def write_qwen2vl_projector(
         writer.add_tensor(f"v.blk.{layer}.ffn_down.bias", vector(n_embd))
     writer.add_tensor("v.post_ln.weight", vector(n_embd, one=True))
     writer.add_tensor("v.post_ln.bias", vector(n_embd))
-    writer.add_tensor("mm.0.weight", weights(n_embd * 4, n_embd * 4))
-    writer.add_tensor("mm.0.bias", vector(n_embd * 4))
-    writer.add_tensor("mm.2.weight", weights(text_embd, n_embd * 4))
-    writer.add_tensor("mm.2.bias", vector(text_embd))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return path
