@@ -46,7 +46,7 @@ from fara_desktop.engine.llama_tokens import (
 from fara_desktop.engine.repetition import LoopDetector
 from fara_desktop.engine.text_stream import TextStream
 from fara_desktop.engine.types import ModelInfo, ModelSource, RemoteModel, TokenLogprob
-from fara_desktop.engine.vision import VisionModel, VisionPrompt, open_vision, placed_pictures
+from fara_desktop.engine.vision import EncodingStopped, VisionModel, VisionPrompt, open_vision, placed_pictures
 from fara_desktop.machine.llama_internals import cut_context
 from fara_desktop.models.gguf_checks import check_loadable
 from fara_desktop.models.gguf_file import read_gguf_header
@@ -131,7 +131,7 @@ class LlamaBackend:
         self._control_text = ControlTokenText.of(llm)
         self._install_abort_callback()
         if params.projector:
-            self._vision, info = open_vision(llm, info, Path(params.projector))
+            self._vision, info = open_vision(llm, info, Path(params.projector), lambda: bool(self._should_abort()))
         self._info = info
         self._loaded_as = (info.path, params) if isinstance(info.path, Path) else None
         self._states.attach(state_identity(info), info.rewindable)
@@ -394,6 +394,8 @@ class LlamaBackend:
                 start = llm.n_tokens
                 # chunks of about half a second: a stop (Enter) loses at most that much reading, at any model size
                 chunk = int(max(READ_AHEAD_FIRST_CHUNK // 2, min(llm.n_batch, rate * READ_AHEAD_CHUNK_S)))
+        except EncodingStopped:  # the picture being encoded is thrown away; what was read before it stays
+            pass
         except RuntimeError as exc:  # llama.cpp aborted (stopped) the batch: the batches before it stay
             if not should_stop() and not self._states.discard_restored(llm, str(exc)):
                 log.info("Reading ahead stopped: %s", exc)
@@ -534,6 +536,8 @@ class LlamaBackend:
                 if llm.n_tokens + extra_cells + 1 >= info.n_ctx:
                     finish = "context"
                     break
+        except EncodingStopped:
+            finish = "cancelled"
         except RuntimeError as exc:
             if should_cancel():
                 finish = "cancelled"

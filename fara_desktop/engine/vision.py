@@ -53,6 +53,11 @@ EMBEDDINGS_KEPT_BYTES = 256 * 1024 * 1024  # the pictures' embeddings kept in me
 MARKER = "<__media__>"  # where mtmd puts a picture in the rendered prompt (``mtmd_default_marker``)
 MARKER_IN_TEXT = "<\u200b__media__>"  # the same characters typed in a message stay text
 PROBE_SIDE = 896  # a picture of this side tells how many tokens the projector makes of a scaled picture
+STOP_CHECK_NODES = 64  # the encoder's graph pauses after every this many nodes to ask whether to stop
+
+
+class EncodingStopped(Exception):
+    """A stop (Esc, or the draft changed) came while a picture was being encoded: nothing of it was kept."""
 
 
 @dataclass(frozen=True)
@@ -133,6 +138,14 @@ class VisionModel:
 
         params = mtmd.mtmd_context_params_default()
         params.use_gpu, params.n_threads, params.print_timings, params.warmup = False, threads, False, False
+        # mtmd has no abort callback; ggml's evaluation callback is asked before each node whether to pause there,
+        # and after a pause whether to go on: a stop ends the encoding within a few layers, not 20 s later (what
+        # it computed is then thrown away).
+        self.should_stop: Callable[[], bool] = lambda: False
+        self._stopped = False
+        self._nodes = 0
+        self._eval_callback = llama_cpp_eval_callback(self._at_node)  # held: llama.cpp keeps the pointer
+        params.cb_eval = self._eval_callback
         context = mtmd.mtmd_init_from_file(str(projector).encode(), llm.model, params)
         if not context:
             raise ModelLoadError(f"llama.cpp could not load the vision projector {projector.name}.")
@@ -172,6 +185,18 @@ class VisionModel:
         if self.shape is None:
             return 0.0
         return self.shape.seconds_at(self.operations_per_s, PROBE_SIDE, PROBE_SIDE)
+
+    def _at_node(self, _tensor: Any, ask: bool, _user_data: Any) -> bool:
+        """ggml's evaluation callback (on this thread, inside an encoding): pause every few nodes; go on unless
+        asked to stop. It must never raise into C."""
+        if ask:
+            self._nodes += 1
+            return self._nodes % STOP_CHECK_NODES == 0
+        try:
+            self._stopped = self._stopped or bool(self.should_stop())
+        except Exception:  # a callback must never raise into C: a broken check stops nothing
+            log.exception("The stop check failed while a picture was encoded")
+        return not self._stopped
 
     def close(self) -> None:
         import llama_cpp.mtmd_cpp as mtmd
@@ -288,7 +313,13 @@ class VisionModel:
         chunk = prompt.chunk(span)
         n_tokens = int(mtmd.mtmd_input_chunk_get_n_tokens(chunk))
         started = time.perf_counter()
-        if mtmd.mtmd_encode_chunk(self._context, chunk) != 0:
+        self._stopped = False
+        if self.should_stop():
+            raise EncodingStopped("stopped before the picture was encoded")
+        failed = mtmd.mtmd_encode_chunk(self._context, chunk)
+        if self._stopped:
+            raise EncodingStopped("stopped while the picture was encoded")
+        if failed != 0:
             raise PictureReadError("llama.cpp could not encode a picture.")
         self.encode_seconds.append((n_tokens, time.perf_counter() - started))
         self.encodes += 1
@@ -336,6 +367,12 @@ class VisionModel:
                 read_text(*segment)
 
 
+def llama_cpp_eval_callback(function: Callable[[Any, bool, Any], bool]) -> Any:
+    import llama_cpp
+
+    return llama_cpp.ggml_backend_sched_eval_callback(function)
+
+
 def llama_cpp_n_embd(llm: Llama) -> int:
     import llama_cpp
 
@@ -347,10 +384,14 @@ def with_markers(content: str, count: int) -> str:
     return MARKER * count + ("\n" if count else "") + content.replace(MARKER, MARKER_IN_TEXT)
 
 
-def open_vision(llm: Llama, info: ModelInfo, projector: Path) -> tuple[VisionModel | None, ModelInfo]:
-    """The model's projector beside it; one that fails leaves the model usable for text, and says why."""
+def open_vision(
+    llm: Llama, info: ModelInfo, projector: Path, should_stop: Callable[[], bool]
+) -> tuple[VisionModel | None, ModelInfo]:
+    """The model's projector beside it (``should_stop``: asked while a picture is encoded); one that fails leaves
+    the model usable for text, and says why."""
     try:
         vision = VisionModel(projector, llm, info.n_threads_batch)
+        vision.should_stop = should_stop
     except (FaraError, OSError) as exc:
         log.warning("The vision projector %s was not loaded: %s", one_line(projector.name), exc)
         return None, replace(info, vision_problem=one_line(str(exc), 300))

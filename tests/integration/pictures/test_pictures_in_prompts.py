@@ -174,3 +174,30 @@ def test_the_model_reads_the_pictures_pixels(gemma3_path, projector, tmp_path):
         assert first_logprobs[0] != pytest.approx(first_logprobs[1], abs=1e-6)
     finally:
         backend.unload()
+
+
+def test_a_stop_ends_an_encoding_under_way_and_keeps_nothing_of_it(gemma3_path, tmp_path, photo):
+    """mtmd has no abort callback: ggml's evaluation callback pauses the encoder every few nodes and asks. A stop
+    there (Esc, or the draft changed while reading ahead) ends the encoding at once; what it computed is thrown
+    away (never kept as the picture's embeddings), and the next read encodes it whole."""
+    deep = write_projector(tmp_path / "mmproj-deep.gguf", n_embd=128, n_ff=256, n_layer=8)
+    backend = seeing(gemma3_path, deep)
+    asked: list[int] = []
+
+    def stop_at_the_first_pause() -> bool:  # asked once before the encoding, then at each pause
+        asked.append(1)
+        return len(asked) >= 2
+
+    try:
+        draft = [ChatMessage("user", "What is this?", pictures=(photo,))]
+        prompt = backend.prepare(draft, 16)
+        cached = backend.read_ahead(prompt, 5, stop_at_the_first_pause, lambda *_: None)
+        assert len(asked) == 2, "the encoder was not asked at a pause"
+        assert backend.vision.encodes == 0 and cached <= prompt.detail.vision.spans[0].start
+        asked.clear()
+        stopped = backend.reply(backend.prepare(draft, 16), GREEDY, stop_at_the_first_pause, lambda *_: None, 5)
+        assert stopped.finish_reason == "cancelled" and backend.vision.encodes == 0
+        whole = ask(backend, draft, conversation=5)
+        assert backend.vision.encodes == 1 and whole.finish_reason in ("stop", "length")
+    finally:
+        backend.unload()
