@@ -43,4 +43,4 @@ settings_table
 # Pillow's own switches, set in the picture reader's child (pictures/decode.py).
 _.LOAD_TRUNCATED_IMAGES, _.MAX_IMAGE_PIXELS
 # ctypes structures' fields, read by llama.cpp's mtmd (engine/vision.py).
-_.use_gpu, _.print_timings, _.warmup, _.text_len, _.parse_special
+_.use_gpu, _.print_timings, _.warmup, _.text_len, _.parse_special, _.cb_eval
