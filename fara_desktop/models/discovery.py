@@ -437,6 +437,24 @@ def pair_projectors(models: list[DiscoveredModel]) -> list[DiscoveredModel]:
     ]
 
 
+MAX_BESIDE = 64  # files looked at beside a model opened from elsewhere
+
+
+def projector_beside(model: DiscoveredModel) -> DiscoveredModel:
+    """A model opened from a folder no scan covers (Ctrl+O, ``serve --model``), paired with the projector beside
+    it as a scanned one would be: the GGUFs of its folder whose header says ``clip``, checked, the closest name."""
+    folder = Path(model.path).parent
+    try:
+        files = sorted(p for p in folder.glob("*.gguf") if p.is_file() and str(p) != model.path)[:MAX_BESIDE]
+    except OSError:
+        return model
+    base = DiscoveredModel("", "opened by you", "", None)
+    found = [_projector(replace(base, path=str(p), display_name=p.name), p) for p in files
+             if _architecture_of(p) == "clip"]  # fmt: skip
+    best = _closest(model, [p for p in found if not p.projector_refused])
+    return replace(model, projector=best.path) if best is not None else model
+
+
 def _closest(model: DiscoveredModel, projectors: list[DiscoveredModel]) -> DiscoveredModel | None:
     if len(projectors) <= 1:
         return projectors[0] if projectors else None

@@ -17,7 +17,13 @@ from fara_desktop.machine.hardware import HardwareProfile, detect_hardware
 from fara_desktop.machine.llama_build import weights_are_repacked
 from fara_desktop.machine.measurements import MachineCache
 from fara_desktop.models import packaged
-from fara_desktop.models.discovery import DiscoveredModel, ScanResult, packaged_models_dir, scan_models
+from fara_desktop.models.discovery import (
+    DiscoveredModel,
+    ScanResult,
+    packaged_models_dir,
+    projector_beside,
+    scan_models,
+)
 from fara_desktop.models.gguf_checks import check_projector
 from fara_desktop.models.gguf_file import read_gguf_header
 from fara_desktop.models.load_record import CrashedLoad, LoadRecord
@@ -128,7 +134,7 @@ def plan_startup(
         chosen = next((m for m in usable if best is not None and m.path == best.path), None)
     elif preferred is not None:
         chosen = next((m for m in usable if Path(m.path) == preferred), None)
-        chosen = chosen or _describe_file(preferred, paths)
+        chosen = chosen or projector_beside(_describe_file(preferred, paths))
         reason = "chosen by you"
     elif best is not None:
         chosen = next(m for m in usable if m.path == best.path)

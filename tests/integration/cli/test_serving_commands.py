@@ -194,3 +194,40 @@ def test_a_file_name_with_a_newline_cannot_fake_a_search_hit(fara_home, tmp_path
     assert found.returncode == 0, found.stderr
     lines = found.stdout.splitlines()
     assert len(lines) == 2 and lines[0].startswith("[1] ") and not any(line.startswith("[2]") for line in lines)
+
+
+@pytest.mark.real_model
+def test_serve_with_a_model_opened_from_its_own_folder_sees_with_the_projector_beside_it(
+    fara_home, gemma3_path, tmp_path
+):
+    """``serve --model`` (and Ctrl+O) open a model from a folder no scan covers: its projector beside it is paired
+    as a scanned model's would be (found by running the frozen app: the picture was refused as unseen)."""
+    import base64
+    import io
+    import shutil
+
+    from PIL import Image
+
+    from tests.helpers.gguf_factory import write_projector
+
+    folder = tmp_path / "somewhere"
+    folder.mkdir()
+    model = folder / gemma3_path.name
+    shutil.copy(gemma3_path, model)
+    write_projector(folder / "mmproj-gemma-3-270m-f16.gguf", n_embd=128, n_ff=256, n_layer=2)
+    env = {**os.environ, "FARA_HOME": str(fara_home), "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen([sys.executable, "-m", "fara_desktop", "serve", "--port", "0", "--model", str(model)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+    try:
+        address = process.stdout.readline().strip()  # type: ignore[union-attr]
+        assert address.startswith("http://127.0.0.1:"), process.stderr.read()  # type: ignore[union-attr]
+        buffer = io.BytesIO()
+        Image.new("RGB", (320, 240), (200, 40, 40)).save(buffer, format="PNG")
+        picture = {"type": "image_url", "image_url": {"url": "data:image/png;base64,"
+                                                      + base64.b64encode(buffer.getvalue()).decode()}}  # fmt: skip
+        client = openai.OpenAI(base_url=address, api_key="none", max_retries=0)
+        reply = client.chat.completions.create(model="any", max_tokens=4, messages=[{"role": "user", "content": [
+            {"type": "text", "text": "Colour?"}, picture]}])  # fmt: skip
+        assert reply.usage.prompt_tokens > 16  # the picture's 16 tokens were read
+    finally:
+        end(process)
