@@ -3,7 +3,8 @@
 # virtualenv or Python on PATH, no display): the window answering a question with an MCP server of the user's
 # running beside it (its tool listed and called), a document collection with semantic search (the embedder
 # converted, the files read by the spawned reader), the local API answering the openai protocol over HTTP, and
-# llama.cpp's multimodal library in the bundle. Prints one line per check; exits non-zero at the first failure.
+# llama.cpp's multimodal library in the bundle and a picture read through it (a model opened from its folder with a
+# projector beside it). Prints one line per check; exits non-zero at the first failure.
 #
 #   bash packaging/check_frozen.sh                      # after bash packaging/build.sh
 #   FARA_DIST_DIR=... FARA_BUILD_DIR=... bash packaging/check_frozen.sh
@@ -110,6 +111,38 @@ model = api.models.list().data[0].id
 reply = api.chat.completions.create(model=model, messages=[{"role": "user", "content": "Say hello."}], max_tokens=12)
 assert reply.choices[0].message.content, reply
 print(f"ok   local API at {sys.argv[1]}: {model} answered {reply.usage.completion_tokens} tokens")
+PY
+kill "$SERVER_PID" && wait "$SERVER_PID" 2>/dev/null || true
+SERVER_PID=""
+
+# 5. Pictures: a model opened from its own folder with a vision projector beside it (a synthetic one of Gemma 3's
+# layout, as wide as the bundled SmolLM2), asked about a picture through the local API.
+SEEING="$CLEAN_HOME/seeing"
+mkdir -p "$SEEING"
+cp "$DIST"/FaraDesktop/_internal/models/*.gguf "$SEEING/"
+MODEL_FILE="$(ls "$SEEING"/*.gguf | head -1)"
+PYTHONPATH="$HERE/.." "$VENV_PY" -c 'import sys; from pathlib import Path
+from tests.helpers.gguf_factory import write_projector
+write_projector(Path(sys.argv[1]), n_embd=128, n_ff=256, n_layer=2, text_embd=576)' "$SEEING/mmproj-smollm2-f16.gguf"
+"${clean_env[@]}" "$APP_EXE" serve --port 0 --model "$MODEL_FILE" >"$CLEAN_HOME/seeing.out" 2>"$CLEAN_HOME/seeing.err" &
+SERVER_PID=$!
+for _ in $(seq 1 600); do
+    [[ -s "$CLEAN_HOME/seeing.out" ]] && break
+    kill -0 "$SERVER_PID" 2>/dev/null || fail "serve ended: $(tail -3 "$CLEAN_HOME/seeing.err")"
+    sleep 0.1
+done
+"$VENV_PY" - "$(head -1 "$CLEAN_HOME/seeing.out")" <<'PY' || fail "a picture through the local API"
+import base64, io, sys
+import openai
+from PIL import Image
+buffer = io.BytesIO()
+Image.new("RGB", (640, 480), (30, 120, 200)).save(buffer, format="PNG")
+picture = {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()}}
+api = openai.OpenAI(base_url=sys.argv[1], api_key="unused", max_retries=0)
+reply = api.chat.completions.create(model="m", max_tokens=8, messages=[{"role": "user", "content": [
+    {"type": "text", "text": "What colour is this?"}, picture]}])
+assert reply.usage.prompt_tokens > 16, reply.usage
+print(f"ok   a picture through the local API: {reply.usage.prompt_tokens} prompt tokens (its 16 included)")
 PY
 kill "$SERVER_PID" && wait "$SERVER_PID" 2>/dev/null || true
 SERVER_PID=""
