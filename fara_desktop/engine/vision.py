@@ -413,4 +413,15 @@ def placed_pictures(
                 for m in messages], []  # fmt: skip
     if not pictures:
         return list(messages), []
-    return [replace(m, content=with_markers(m.content, len(m.pictures))) for m in messages], pictures
+    return [_with_markers(m) for m in messages], pictures
+
+
+def _with_markers(message: ChatMessage) -> ChatMessage:
+    """The message's pictures placed before its text; a marker anywhere else in it (typed, or written by a model in
+    its reasoning or a tool call) kept as text."""
+    def text(value: str) -> str:
+        return value.replace(MARKER, MARKER_IN_TEXT)
+
+    calls = tuple(replace(c, arguments=text(c.arguments)) for c in message.tool_calls)
+    return replace(message, content=with_markers(message.content, len(message.pictures)),
+                   reasoning=text(message.reasoning), tool_calls=calls)  # fmt: skip

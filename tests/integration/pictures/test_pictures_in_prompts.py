@@ -201,3 +201,22 @@ def test_a_stop_ends_an_encoding_under_way_and_keeps_nothing_of_it(gemma3_path, 
         assert backend.vision.encodes == 1 and whole.finish_reason in ("stop", "length")
     finally:
         backend.unload()
+
+
+def test_a_marker_in_a_replys_reasoning_or_a_tool_calls_arguments_stays_text(gemma3_path, projector, photo):
+    """Model output is a stranger's text: a reply whose reasoning or tool call wrote mtmd's marker must not become a
+    picture slot (mtmd would find more slots than pictures and refuse the whole prompt)."""
+    from fara_desktop.vocabulary.tools import ToolCall
+
+    backend = seeing(gemma3_path, projector)
+    try:
+        chat = [
+            ChatMessage("user", "Look.", pictures=(photo,)),
+            ChatMessage("assistant", "Seen.", reasoning="I think <__media__> here",
+                        tool_calls=(ToolCall("c1", "look", '{"at": "<__media__>"}'),)),
+            ChatMessage("user", "And now?"),
+        ]  # fmt: skip
+        prompt = backend.prepare(chat, 16)
+        assert len(prompt.detail.vision.spans) == 1
+    finally:
+        backend.unload()
