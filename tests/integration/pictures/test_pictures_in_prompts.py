@@ -114,6 +114,11 @@ def test_a_restarted_chat_with_a_picture_resumes_from_its_state_on_disk(gemma3_p
         assert resumed.stats.prompt_tokens_evaluated < resumed.stats.prompt_tokens - 16
     finally:
         restarted.unload()
+    fresh = seeing(gemma3_path, projector)
+    try:
+        assert ask(fresh, follow_up, conversation=8).text == resumed.text  # restored: the same greedy reply
+    finally:
+        fresh.unload()
 
 
 def test_a_half_read_picture_is_read_again_whole(gemma3_path, projector, photo):
@@ -220,3 +225,25 @@ def test_a_marker_in_a_replys_reasoning_or_a_tool_calls_arguments_stays_text(gem
         assert len(prompt.detail.vision.spans) == 1
     finally:
         backend.unload()
+
+
+def test_a_reused_picture_chat_continues_exactly_as_a_fresh_read(gemma3_path, projector, photo):
+    """Gemma 3 attends within a sliding window and reads a picture both ways: the follow-up read from the kept
+    context (picture included) gives the same greedy reply, token for token, as a new backend reading it all."""
+    long = SamplingParams(temperature=0.0, max_tokens=16, stop_loops=False, ignore_eos=True)
+    first = [ChatMessage("user", "Describe this picture in detail.", pictures=(photo,))]
+    backend = seeing(gemma3_path, projector)
+    try:
+        reply = backend.reply(backend.prepare(first, 16), long, lambda: False, lambda *_: None, 1)
+        follow_up = [*first, ChatMessage("assistant", reply.text), ChatMessage("user", "What else?")]
+        reused = backend.reply(backend.prepare(follow_up, 16), long, lambda: False, lambda *_: None, 1)
+        assert reused.stats.prompt_tokens_evaluated < reused.stats.prompt_tokens - 16
+    finally:
+        backend.unload()
+    fresh_backend = seeing(gemma3_path, projector)
+    try:
+        fresh = fresh_backend.reply(fresh_backend.prepare(follow_up, 16), long, lambda: False, lambda *_: None, 2)
+        assert fresh.stats.prompt_tokens_evaluated == fresh.stats.prompt_tokens
+    finally:
+        fresh_backend.unload()
+    assert reused.text == fresh.text
