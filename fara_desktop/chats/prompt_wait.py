@@ -44,9 +44,14 @@ class PromptSpeed:
 
 def wait_text(seconds: float) -> str:
     """What the composer says about the wait: nothing below ``SHOWN_ABOVE_S``, else a rounded figure."""
-    if seconds < SHOWN_ABOVE_S:
-        return ""
+    return "" if seconds < SHOWN_ABOVE_S else f"{wait_words(seconds)} to read"
+
+
+def wait_words(seconds: float) -> str:
+    """A wait rounded as a person says it: ``about 0.4 s``, ``about 7 s``, ``about 25 s``, ``about 3 min``."""
+    if seconds < 1:
+        return f"about {seconds:.1f} s"
     if seconds < 60:
-        return f"about {max(5, round(seconds / 5) * 5) if seconds >= 10 else round(seconds)} s to read"
+        return f"about {max(5, round(seconds / 5) * 5) if seconds >= 10 else round(seconds)} s"
     minutes = seconds / 60
-    return f"about {minutes:.0f} min to read" if minutes >= 2 else f"about {seconds:.0f} s to read"
+    return f"about {minutes:.0f} min" if minutes >= 2 else f"about {seconds:.0f} s"

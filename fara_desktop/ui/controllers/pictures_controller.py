@@ -12,12 +12,13 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QToolButton, QWidget
 
 from fara_desktop.app.picture_intake import PictureIntake
+from fara_desktop.chats.prompt_wait import wait_words
 from fara_desktop.engine.errors import cannot_see
 from fara_desktop.engine.types import ModelInfo
 from fara_desktop.models.discovery import DiscoveredModel
 from fara_desktop.planning.planner import StartupPlan
 from fara_desktop.settings import Settings
-from fara_desktop.text.format import format_count, format_plan_duration
+from fara_desktop.text.format import format_count
 from fara_desktop.text.untrusted import one_line
 from fara_desktop.ui.background import BackgroundCall
 from fara_desktop.ui.widgets.composer import PICTURE_SUFFIXES, Composer, pictures_in
@@ -146,7 +147,7 @@ class PicturesController(QObject):
             pictures = format_count(count, "picture")
             tokens = f"about {info.picture_tokens * count:,} tokens" if info.picture_tokens else ""
             seconds = info.picture_seconds * count
-            wait = f"about {seconds_said(seconds)} to read here (encoded once per chat)" if seconds else ""
+            wait = f"{wait_words(seconds)} to read here (encoded once per chat)" if seconds else ""
             tray.set_cost(" · ".join(part for part in (pictures, tokens, wait) if part))
 
     # ------------------------------------------------------------------ drops on the window
@@ -161,13 +162,6 @@ class PicturesController(QObject):
                     self.offer(pictures)
                 return True
         return False
-
-
-def seconds_said(seconds: float) -> str:
-    """A picture's wait: ``0.4 s``, ``23 s``; minutes as a person plans by."""
-    if seconds < 10:
-        return f"{seconds:.1f} s"
-    return f"{seconds:.0f} s" if seconds < 90 else format_plan_duration(seconds).removeprefix("about ")
 
 
 def can_see(model: DiscoveredModel) -> bool:
