@@ -26,6 +26,20 @@ cleanup() {
 trap cleanup EXIT
 clean_env=(env -i "HOME=$CLEAN_HOME" "PATH=/usr/bin:/bin" "LANG=C.UTF-8" "TMPDIR=${TMPDIR:-/tmp}")
 ok() { printf 'ok   %s\n' "$*"; }
+# `serve_app NAME ARGS...`: the app's local API in the background (its pid in SERVER_PID); its address, the first
+# line it prints, in $CLEAN_HOME/NAME.out once it is listening.
+serve_app() {
+    local name="$1"
+    shift
+    "${clean_env[@]}" "$APP_EXE" serve --port 0 "$@" >"$CLEAN_HOME/$name.out" 2>"$CLEAN_HOME/$name.err" &
+    SERVER_PID=$!
+    for _ in $(seq 1 600); do
+        [[ -s "$CLEAN_HOME/$name.out" ]] && return
+        kill -0 "$SERVER_PID" 2>/dev/null || fail "serve ended: $(tail -3 "$CLEAN_HOME/$name.err")"
+        sleep 0.1
+    done
+    fail "serve printed no address in 60 s"
+}
 fail() { printf 'FAIL %s\n' "$*" >&2; exit 1; }
 started=$SECONDS
 
@@ -95,13 +109,7 @@ print(f"ok   collection: {index['files']} files, {index['passages']} passages; s
 PY
 
 # 4. The local API, as another program on this computer uses it.
-"${clean_env[@]}" "$APP_EXE" serve --port 0 >"$CLEAN_HOME/serve.out" 2>"$CLEAN_HOME/serve.err" &
-SERVER_PID=$!
-for _ in $(seq 1 600); do
-    [[ -s "$CLEAN_HOME/serve.out" ]] && break
-    kill -0 "$SERVER_PID" 2>/dev/null || fail "serve ended: $(tail -3 "$CLEAN_HOME/serve.err")"
-    sleep 0.1
-done
+serve_app serve
 ADDRESS="$(head -1 "$CLEAN_HOME/serve.out")"
 "$VENV_PY" - "$ADDRESS" <<'PY' || fail "local API"
 import sys
@@ -124,13 +132,7 @@ MODEL_FILE="$(ls "$SEEING"/*.gguf | head -1)"
 PYTHONPATH="$HERE/.." "$VENV_PY" -c 'import sys; from pathlib import Path
 from tests.helpers.gguf_factory import write_projector
 write_projector(Path(sys.argv[1]), n_embd=128, n_ff=256, n_layer=2, text_embd=576)' "$SEEING/mmproj-smollm2-f16.gguf"
-"${clean_env[@]}" "$APP_EXE" serve --port 0 --model "$MODEL_FILE" >"$CLEAN_HOME/seeing.out" 2>"$CLEAN_HOME/seeing.err" &
-SERVER_PID=$!
-for _ in $(seq 1 600); do
-    [[ -s "$CLEAN_HOME/seeing.out" ]] && break
-    kill -0 "$SERVER_PID" 2>/dev/null || fail "serve ended: $(tail -3 "$CLEAN_HOME/seeing.err")"
-    sleep 0.1
-done
+serve_app seeing --model "$MODEL_FILE"
 "$VENV_PY" - "$(head -1 "$CLEAN_HOME/seeing.out")" <<'PY' || fail "a picture through the local API"
 import base64, io, sys
 import openai
