@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from fara_desktop.app.chat_turns import ChatTurns, TurnView
 from fara_desktop.app.embedding import EmbedderService
-from fara_desktop.app.picture_intake import PassingPictures, PictureIntake
+from fara_desktop.app.picture_intake import PassingPictures
+from fara_desktop.app.picture_ledger import PictureLedger
 from fara_desktop.chats.session import ChatSession
 from fara_desktop.chats.storage import ConversationStore, open_store
 from fara_desktop.documents.grounding import MAX_BUDGET_TOKENS
@@ -48,7 +49,7 @@ class EngineCore:
         self.api_keys = ApiKeyStore(paths.config)
         self.embedding = embedding or EmbedderService()
         # the local API's pictures, kept while their request runs (created on first use: a folder of the cache)
-        self.passing_pictures = PassingPictures(PictureStore(paths.cache / "api-pictures"))
+        self.passing_pictures = PassingPictures(paths.cache / "api-pictures")
         self._backend = backend
         self._state_store = state_store
         self._worker: InferenceWorker | None = None
@@ -104,10 +105,12 @@ class AppCore(EngineCore):
         opened = open_store(paths.data)
         self.store: ConversationStore = opened.store
         self.store_problem = opened.problem
-        self.pictures = PictureStore(paths.data / "pictures")
-        self.picture_intake = PictureIntake(self.pictures)
+        # the user's pictures: deleted by the ledger alone, never against a stand-in database (it knows no message)
+        self.pictures = PictureLedger(PictureStore(paths.data / "pictures"),
+                                      self.store.pictures_in_use if self.store_problem is None else None)  # fmt: skip
+        self.picture_intake = self.pictures.intake
         self.session = ChatSession(self.store, picture_file=self.pictures.path)
-        self.pictures.keep_only(self.store.pictures_in_use())  # a picture attached and never sent goes
+        self.pictures.sweep()  # a picture attached and never sent goes
         self.tools_hub = McpHub(on_tools_change)
         self._on_problem = on_problem or (lambda _text: None)
         self.tool_box = ToolBox(self.tools_hub, settings.tools.always_allowed, self._permissions_changed)
@@ -129,8 +132,9 @@ class AppCore(EngineCore):
         open chat, deleted, is replaced by a new one."""
         if conversation_id == self.session.conversation_id:
             self.session.new()
+        its_pictures = self.store.pictures_of(conversation_id)
         self.store.delete(conversation_id)
-        self.pictures.keep_only(self.store.pictures_in_use())  # its pictures go, unless another chat has them
+        self.pictures.let_go(its_pictures)  # unless another chat shows them or the tray or an import holds them
         if self._worker is not None:
             self._worker.forget_conversation(conversation_id)
         else:

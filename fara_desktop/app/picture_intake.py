@@ -4,6 +4,7 @@ the picture store; what the window and the local API hand over before a message 
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import threading
 from collections import Counter
@@ -60,14 +61,18 @@ class PictureIntake:
 
 class PassingPictures:
     """Pictures of local API requests: kept only while their request runs (a client's pictures are not the
-    user's, and no chat refers to them), in a private folder of the cache; ``take`` and ``release`` count users,
-    so two requests with the same picture never delete it from under each other."""
+    user's, and no chat refers to them), in a private folder of this process's own under ``folder`` (the window and
+    ``fara-desktop serve`` run side by side: neither deletes the other's); ``take`` and ``release`` count users,
+    so two requests with the same picture never delete it from under each other. At start, the folders of
+    processes that have ended are deleted."""
 
-    def __init__(self, store: PictureStore) -> None:
+    def __init__(self, folder: Path) -> None:
+        _sweep_ended_processes(folder)
+        self.store = store = PictureStore(folder / f"p{os.getpid()}")
         self._intake = PictureIntake(store)
         self._users: Counter[str] = Counter()
         self._lock = threading.Lock()
-        store.keep_only(())  # left by a request that ran when the app stopped
+        store.remove(store.digests())  # left by an earlier process with this process's number
 
     def take(self, data: Sequence[bytes]) -> tuple[AttachedPicture, ...]:
         """Decode and keep each picture (``UnreadablePicture`` for the first that cannot be read: none is kept)."""
@@ -90,3 +95,22 @@ class PassingPictures:
                 if self._users[picture.digest] <= 0:
                     del self._users[picture.digest]
                     picture.path.unlink(missing_ok=True)
+
+
+def _sweep_ended_processes(folder: Path) -> None:
+    """Delete the picture folders of processes that no longer run, and loose pictures of earlier versions."""
+    import psutil
+
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        if entry.is_symlink():
+            continue
+        if entry.is_file() and entry.suffix == ".png":
+            entry.unlink(missing_ok=True)
+        elif entry.is_dir() and entry.name[:1] == "p" and entry.name[1:].isdigit():
+            pid = int(entry.name[1:])
+            if pid != os.getpid() and not psutil.pid_exists(pid):
+                shutil.rmtree(entry, ignore_errors=True)

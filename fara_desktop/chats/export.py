@@ -18,7 +18,14 @@ from fara_desktop.chats.imports.common import FILE_ID
 from fara_desktop.chats.storage import ConversationStore
 from fara_desktop.files.atomic import write_bytes_atomically, write_text_atomically
 from fara_desktop.files.regular import open_regular
-from fara_desktop.system.sandbox import Budget, BudgetExceededError, Sandbox, SandboxFailedError, allowed_classes
+from fara_desktop.system.sandbox import (
+    Budget,
+    BudgetExceededError,
+    Sandbox,
+    SandboxFailedError,
+    SandboxStoppedError,
+    allowed_classes,
+)
 from fara_desktop.text.untrusted import one_line
 from fara_desktop.vocabulary.errors import FaraError
 
@@ -91,17 +98,28 @@ def _copy_pictures(store: ConversationStore, conversation_id: int, folder: Path,
     return copied
 
 
+MAX_IMPORT_PICTURES = 200  # one import's pictures (each read in its own sandbox child: ~0.1 s, a second at most)
+
+
 def take_pictures_beside(
-    conversations: list[ImportedConversation], folder: Path, take: Callable[[Path | bytes], str | None]
+    conversations: list[ImportedConversation],
+    folder: Path,
+    take: Callable[[Path | bytes], str | None],
+    should_stop: Callable[[], bool] | None = None,
 ) -> list[ImportedConversation]:
     """The imported messages' pictures taken in by ``take`` (which reads a stranger's file or bytes in the sandbox
     and returns its digest here; None: it could not be read, and the message goes without it): ours from the
-    export's ``pictures`` folder, other apps' from their data: URIs or the files beside their export."""
+    export's ``pictures`` folder, other apps' from their data: URIs or the files beside their export. At most
+    ``MAX_IMPORT_PICTURES`` different pictures are read (the others are left out, the messages kept);
+    ``should_stop`` is asked before each: ``SandboxStoppedError`` when it says so."""
     taken: dict[str, str | None] = {}
 
     def resolved(reference: str) -> str | None:
         if reference not in taken:
-            taken[reference] = _take_reference(reference, folder, take)
+            if should_stop is not None and should_stop():
+                raise SandboxStoppedError("the import was stopped")
+            read = sum(1 for digest in taken.values() if digest is not None)
+            taken[reference] = _take_reference(reference, folder, take) if read < MAX_IMPORT_PICTURES else None
         return taken[reference]
 
     def with_pictures(message: ImportedMessage) -> ImportedMessage:
@@ -124,9 +142,17 @@ def _take_reference(reference: str, folder: Path, take: Callable[[Path | bytes],
         except (IndexError, ValueError, binascii.Error):
             return None
     if kind == "file" and FILE_ID.fullmatch(value):
-        beside = sorted(p for p in folder.glob(f"{value}*") if p.is_file() and not p.is_symlink())
+        # ChatGPT names a file "<id>-<its name>" or "<id>.<ext>": the id whole, never a longer id it begins
+        beside = sorted(p for p in folder.glob(f"{value}*") if _named_by_id(p.name, value)
+                        and p.is_file() and not p.is_symlink())  # fmt: skip
         return take(beside[0]) if beside else None
     return None
+
+
+def _named_by_id(name: str, file_id: str) -> bool:
+    if not name.startswith(file_id):
+        return False
+    return len(name) == len(file_id) or name[len(file_id)] in "-."
 
 
 MB = 1024 * 1024
@@ -181,7 +207,7 @@ def import_conversations(
     ``take_picture``: takes a picture file beside the export into the store (None: pictures are dropped). Raises
     what ``read_import`` raises, or ``StorageError`` (cannot be saved)."""
     format_name, conversations = read_import(path, should_stop, budget_for)
-    conversations = take_pictures_beside(conversations, path.parent, take_picture or (lambda _path: None))
+    conversations = take_pictures_beside(conversations, path.parent, take_picture or (lambda _path: None), should_stop)
     return ImportResult(format_name, import_or_update(store, conversations, format_name))
 
 

@@ -299,6 +299,14 @@ class ConversationStore:
             used.update(digests_from_json(raw))
         return used
 
+    def pictures_of(self, conversation_id: int) -> set[str]:
+        """The picture digests one conversation's messages carry (all branches)."""
+        used: set[str] = set()
+        query = "SELECT pictures FROM messages WHERE conversation_id = ? AND pictures != '[]'"
+        for (raw,) in self._db.execute(query, (conversation_id,)):
+            used.update(digests_from_json(raw))
+        return used
+
     def mark_interrupted(self) -> int:
         """Replies left 'streaming' by a crash or a kill become 'stopped' (their text is kept)."""
         with self.transaction() as db:

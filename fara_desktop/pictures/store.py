@@ -1,12 +1,14 @@
 """The pictures chats carry, kept in the data folder by content: one PNG per picture, named by the sha256 of its
-file (the same picture in two chats is kept once), readable by the user only, and deleted when no message uses
-it any more (a deleted chat's pictures go with it)."""
+file (the same picture in two chats is kept once), readable by the user only. Which of them may be deleted is not
+this folder's to decide: ``app.picture_ledger.PictureLedger`` knows who holds each."""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
 import io
+import os
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -17,7 +19,7 @@ from fara_desktop.vocabulary.pictures import PICTURE_DIGEST
 
 class PictureStore:
     """``put`` a decoded picture (our own pixels: encoded here, never a stranger's file), ``path`` of a digest,
-    ``keep_only`` the digests still used."""
+    ``remove`` the files of digests its owner lets go."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
@@ -32,7 +34,10 @@ class PictureStore:
         data = buffer.getvalue()
         digest = hashlib.sha256(data).hexdigest()
         target = self.path(digest)
-        if not target.is_file():
+        if target.is_file():
+            with contextlib.suppress(OSError):
+                os.utime(target)  # taken in again just now: as fresh as a new one (``digests(older_than)``)
+        else:
             self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
             write_bytes_atomically(target, data)
         return digest
@@ -44,15 +49,26 @@ class PictureStore:
             raise ValueError("not a picture digest")
         return self.folder / f"{digest}.png"
 
-    def digests(self) -> set[str]:
+    def digests(self, older_than_s: float = 0.0) -> set[str]:
+        """The pictures kept here; ``older_than_s``: only those not written nor taken in again for that long."""
         if not self.folder.is_dir():
             return set()
-        return {p.stem for p in self.folder.glob("*.png") if PICTURE_DIGEST.fullmatch(p.stem)}
+        found = {p.stem: p for p in self.folder.glob("*.png") if PICTURE_DIGEST.fullmatch(p.stem)}
+        if older_than_s <= 0:
+            return set(found)
+        before = time.time() - older_than_s
+        old = set()
+        for digest, path in found.items():
+            with contextlib.suppress(OSError):
+                if path.stat().st_mtime < before:
+                    old.add(digest)
+        return old
 
-    def keep_only(self, used: Iterable[str]) -> int:
-        """Delete every picture no message uses; how many were deleted."""
-        gone = self.digests() - set(used)
-        for digest in gone:
+    def remove(self, digests: Iterable[str]) -> int:
+        """Delete these pictures' files (those that are here); how many were deleted."""
+        removed = 0
+        for digest in set(digests):
             with contextlib.suppress(OSError):
                 self.path(digest).unlink()
-        return len(gone)
+                removed += 1
+        return removed

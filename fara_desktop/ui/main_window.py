@@ -123,7 +123,7 @@ class MainWindow(QMainWindow):
         self.chat.modelLoaded.connect(self.startup.calibrate_if_needed)
         self.startup.store_problem = self.core.store_problem
         self.conversations = ConversationsController(self, self, self.store, self.session, self.core.delete_chat)
-        self.conversations.take_picture = self.core.picture_intake.take_exported
+        self.conversations.pictures = self.core.pictures
         self.conversations.leavingChat.connect(self.chat.leave_chat)
         self.conversations.enteredChat.connect(self.chat.enter_chat)
         self.api_keys = self.core.api_keys
@@ -139,7 +139,7 @@ class MainWindow(QMainWindow):
         self.documents = DocumentsController(self, self, self.session, (self.chat.turn.busy_event,
                                              self.chat.read_ahead.reading), self.core.embedding)  # fmt: skip
         self.chat.retrieve = self.documents.retrieve
-        self.pictures = PicturesController(self, self.core.picture_intake, self)
+        self.pictures = PicturesController(self, self.core.pictures, self)
         self.chat.read_ahead_allowed = self.core.read_ahead_allowed
         self.documents.readable_tokens = lambda: self.core.readable_passage_tokens(self.chat.read_ahead.speed.tok_per_s)
         self.servers.embedder_source = self.documents.embedder

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Protocol
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QInputDialog, QLineEdit, QMessageBox, QWidget
 
+from fara_desktop.app.picture_ledger import PictureLedger
 from fara_desktop.chats.exchange import import_or_update
 from fara_desktop.chats.export import ImportResult, export_conversations, read_import, take_pictures_beside
 from fara_desktop.chats.session import ChatSession
@@ -59,7 +61,7 @@ class ConversationsController(QObject):
         """``delete_chat``: the core's intent (the rows and every saved reading of the chat)."""
         super().__init__()
         self._delete_chat = delete_chat
-        self.take_picture: Callable[[Path | bytes], str | None] | None = None  # an import's picture, into the store
+        self.pictures: PictureLedger | None = None  # takes an import's pictures in, held until its chats are saved
         self.screen = screen
         self.dialog_parent = dialog_parent
         self.store = store
@@ -192,14 +194,15 @@ class ConversationsController(QObject):
 
         def work() -> ImportResult:
             format_name, conversations = read_import(path, should_stop=self._stop_task.is_set)
-            if self.take_picture is not None:
-                conversations = take_pictures_beside(conversations, path.parent, self.take_picture)
-            progress.progressed.emit(0, len(conversations))
-            store = ConversationStore(database)
-            try:
-                return ImportResult(format_name, import_or_update(store, conversations, format_name))
-            finally:
-                store.close()
+            with self.pictures.importing() if self.pictures else nullcontext(None) as take:
+                if take is not None:
+                    conversations = take_pictures_beside(conversations, path.parent, take, self._stop_task.is_set)
+                progress.progressed.emit(0, len(conversations))
+                store = ConversationStore(database)
+                try:
+                    return ImportResult(format_name, import_or_update(store, conversations, format_name))
+                finally:
+                    store.close()
 
         def done(result: ImportResult) -> None:
             progress.end()

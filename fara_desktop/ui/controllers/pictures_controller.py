@@ -11,7 +11,7 @@ from PySide6.QtCore import QEvent, QObject, Signal
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QToolButton, QWidget
 
-from fara_desktop.app.picture_intake import PictureIntake
+from fara_desktop.app.picture_ledger import PictureLedger
 from fara_desktop.chats.prompt_wait import wait_words
 from fara_desktop.engine.errors import cannot_see
 from fara_desktop.engine.types import ModelInfo
@@ -43,14 +43,15 @@ class PicturesScreen(Protocol):
 
 
 class PicturesController(QObject):
-    """Owns the attaching: reading each picture in the background, the tray's cost line, the viewer."""
+    """Owns the attaching: reading each picture in the background, the tray's cost line, the viewer; the tray's
+    pictures are held in the ledger (no chat deleted meanwhile takes them)."""
 
     changed = Signal()  # the pictures attached changed: the draft is read ahead again
 
-    def __init__(self, screen: PicturesScreen, intake: PictureIntake, window: QWidget) -> None:
+    def __init__(self, screen: PicturesScreen, ledger: PictureLedger, window: QWidget) -> None:
         super().__init__(window)
         self.screen = screen
-        self.intake = intake
+        self.intake = ledger.intake
         self._window = window
         self._info: ModelInfo | None = None
         self._seeing: list[str] = []  # models found here that can see pictures
@@ -59,6 +60,8 @@ class PicturesController(QObject):
         screen.attach_button.clicked.connect(self.attach_files)
         screen.composer.picturesOffered.connect(self.offer)
         screen.picture_tray.removed.connect(lambda _digest: self._changed())
+        tray = screen.picture_tray
+        tray.contentsChanged.connect(lambda: ledger.hold("tray", tray.digests()))
         screen.picture_tray.pictureRequested.connect(self.show_picture)
         window.setAcceptDrops(True)
         window.installEventFilter(self)

@@ -79,6 +79,7 @@ class PictureTray(QWidget):
 
     removed = Signal(str)  # a digest
     pictureRequested = Signal(object)  # a Path
+    contentsChanged = Signal()  # a picture added or removed, or the tray cleared
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -108,15 +109,18 @@ class PictureTray(QWidget):
             return  # the same picture twice in one message says nothing more
         self._pictures.append((digest, path))
         self._rebuild()
+        self.contentsChanged.emit()
 
     def remove(self, digest: str) -> None:
         self._pictures = [(d, p) for d, p in self._pictures if d != digest]
         self._rebuild()
         self.removed.emit(digest)
+        self.contentsChanged.emit()
 
     def clear(self) -> None:
         self._pictures = []
         self._rebuild()
+        self.contentsChanged.emit()
 
     def set_cost(self, text: str) -> None:
         self.cost.setText(text)

@@ -116,3 +116,68 @@ def test_open_webui_and_chatgpt_exports_bring_their_pictures(tmp_path):
     result = import_conversations(store, chatgpt_folder / "conversations.json", take_picture=take)
     (message,) = store.messages(result.conversation_ids[0])
     assert message.content == "What colour?" and len(message.pictures) == 1
+
+
+def chatgpt_export_with_pictures(folder, ids):
+    """A ChatGPT export whose one message points at the files ``ids`` (each a ``file-…`` id)."""
+    folder.mkdir(exist_ok=True)
+    parts = [{"content_type": "image_asset_pointer", "asset_pointer": f"file-service://{i}"} for i in ids]
+    conversation = {"title": "Pictures", "create_time": 1700000000, "current_node": "u", "mapping": {
+        "root": {"id": "root", "parent": None, "children": ["u"], "message": None},
+        "u": {"id": "u", "parent": "root", "children": [], "message": {
+            "author": {"role": "user"}, "create_time": 1700000001, "content": {
+                "content_type": "multimodal_text", "parts": [*parts, "What are these?"]}}},
+    }}  # fmt: skip
+    (folder / "conversations.json").write_text(json.dumps([conversation]))
+    return folder / "conversations.json"
+
+
+def png_file(path, colour):
+    Image.new("RGB", (8, 8), colour).save(path, format="PNG")
+
+
+def test_an_imports_stop_is_heard_in_its_picture_step_and_nothing_is_imported(tmp_path):
+    """Issue 50 item 11, issue 51 item 7: Stop between two pictures ends the import; no chat comes in."""
+    import pytest
+
+    from fara_desktop.system.sandbox import SandboxStoppedError
+
+    ids = [f"file-Pic{n}" for n in range(5)]
+    export = chatgpt_export_with_pictures(tmp_path / "export", ids)
+    for n, file_id in enumerate(ids):
+        png_file(export.parent / f"{file_id}-photo.png", (n * 40, 10, 10))
+    store = ConversationStore(tmp_path / "chats.db")
+    intake = PictureIntake(PictureStore(tmp_path / "pictures"))
+    read: list[str | None] = []
+
+    def take(source):
+        read.append(intake.take_exported(source))
+        return read[-1]
+
+    with pytest.raises(SandboxStoppedError):
+        import_conversations(store, export, take_picture=take, should_stop=lambda: len(read) >= 2)
+    assert len(read) == 2 and store.conversations("") == []
+
+
+def test_a_chatgpt_file_id_names_its_own_file_only_and_an_import_reads_a_bounded_number(tmp_path, monkeypatch):
+    """Issue 51 item 7: ``file-Ab`` does not take ``file-AbCd-…`` (matched whole, not by prefix); past the cap the
+    pictures are left out and the chat still comes in."""
+    from fara_desktop.chats import export as export_module
+
+    export = chatgpt_export_with_pictures(tmp_path / "export", ["file-Ab", "file-Own1", "file-Own2", "file-Own3"])
+    png_file(export.parent / "file-AbCd-someone elses.png", (1, 2, 3))  # a longer id that begins the same
+    for n, name in enumerate(("file-Own1-a.png", "file-Own2.png", "file-Own3-c.png")):
+        png_file(export.parent / name, (200, 20 * n, 0))
+    store = ConversationStore(tmp_path / "chats.db")
+    intake = PictureIntake(PictureStore(tmp_path / "pictures"))
+    taken: list[object] = []
+
+    def take(source):
+        taken.append(source)
+        return intake.take_exported(source)
+
+    monkeypatch.setattr(export_module, "MAX_IMPORT_PICTURES", 2)
+    result = import_conversations(store, export, take_picture=take)
+    (message,) = store.messages(result.conversation_ids[0])
+    assert [getattr(p, "name", p) for p in taken] == ["file-Own1-a.png", "file-Own2.png"]
+    assert len(message.pictures) == 2 and message.content == "What are these?"

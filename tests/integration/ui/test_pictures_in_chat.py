@@ -79,6 +79,42 @@ def test_paste_thumbnail_send_reply_and_a_second_turn_that_encodes_nothing(seein
     viewer.close()
 
 
+def test_a_chat_deleted_while_a_picture_waits_in_the_tray_leaves_it_to_send_and_read_again(seeing_window, qtbot):
+    """Issue 50, item 2: the tray holds its pictures; deleting a chat that showed the same picture (and another
+    without pictures) leaves the file, the message sends, and the next turn reads it again."""
+    win, _ = seeing_window
+    picture = png_bytes((40, 40, 220))
+    paste_picture(qtbot, win, picture)
+    qtbot.waitUntil(lambda: len(win.picture_tray.digests()) == 1, timeout=30000)
+    win.composer.setPlainText("What colour is it?")
+    with qtbot.waitSignal(win.replyFinished, timeout=120000):
+        win.send_button.click()
+    first = win.session.conversation_id
+    win.conversations.new_chat()
+    win.composer.setPlainText("No pictures here")
+    with qtbot.waitSignal(win.replyFinished, timeout=120000):
+        win.send_button.click()
+    plain = win.session.conversation_id
+    win.conversations.new_chat()
+    paste_picture(qtbot, win, picture)  # the same picture, waiting in the tray of a new chat
+    qtbot.waitUntil(lambda: len(win.picture_tray.digests()) == 1, timeout=30000)
+    digest = win.picture_tray.digests()[0]
+    assert first is not None and plain is not None
+    win.conversations.delete_conversation(plain, confirm=False)
+    win.conversations.delete_conversation(first, confirm=False)
+    assert win.core.pictures.path(digest).is_file(), "deleting a chat deleted the picture waiting in the tray"
+    win.composer.setPlainText("Describe it.")
+    with qtbot.waitSignal(win.replyFinished, timeout=120000) as sent:
+        win.send_button.click()
+    assert sent.args[0].stats.prompt_tokens > 16
+    win.core.worker.forget_conversation(win.session.conversation_id)  # its reading gone: the next turn reads it all
+    win.composer.setPlainText("And again?")
+    with qtbot.waitSignal(win.replyFinished, timeout=120000) as again:
+        win.send_button.click()
+    assert again.args[0].stats.prompt_tokens > 16
+    assert not [t for t in win.notice_bar.texts() if "could not" in t or "error" in t.lower()]
+
+
 def test_a_hostile_picture_is_refused_with_a_message_and_the_app_goes_on(seeing_window, qtbot):
     win, _ = seeing_window
     truncated = png_bytes((10, 200, 10), (800, 800))[:300]

@@ -25,13 +25,13 @@ def test_a_picture_is_kept_once_by_its_content_and_privately(tmp_path):
     assert stat.S_IMODE(store.path(first).stat().st_mode) == 0o600
     with pytest.raises(ValueError):
         store.path("../../etc/passwd")
-    assert store.keep_only({other}) == 1 and store.digests() == {other}
+    assert store.remove({first}) == 1 and store.digests() == {other}
 
 
 def test_a_message_carries_its_pictures_and_a_deleted_chat_takes_them_along(fara_home):
     core = AppCore(app_paths().ensure(), Settings(), FakeBackend())
     try:
-        shared, own = core.pictures.put(RED), core.pictures.put(BLUE)
+        shared, own = core.pictures.store.put(RED), core.pictures.store.put(BLUE)
         core.session.add_user_message("What is in these?", pictures=(shared, own))
         first = core.session.conversation_id
         core.session.new()
@@ -41,9 +41,9 @@ def test_a_message_carries_its_pictures_and_a_deleted_chat_takes_them_along(fara
         stored = core.store.messages(first)[0]
         assert stored.pictures == (shared, own)  # kept in order, read back from the database
         core.delete_chat(first)
-        assert core.pictures.digests() == {shared}  # the other chat still shows it
+        assert core.pictures.store.digests() == {shared}  # the other chat still shows it
         core.delete_chat(second)
-        assert core.pictures.digests() == set()
+        assert core.pictures.store.digests() == set()
     finally:
         core.close()
 
