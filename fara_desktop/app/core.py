@@ -140,6 +140,14 @@ class AppCore(EngineCore):
         else:
             self.chat_states.forget(conversation_id)
 
+    def forget_saved_readings(self) -> None:
+        """Every chat's saved reading goes (Settings ▸ Prompts): through the inference thread's queue, the one owner
+        of the states, so a write waiting or under way cannot bring a file back and the RAM copies go too."""
+        if self._worker is not None:
+            self._worker.forget_conversation(None)
+        else:
+            self.chat_states.forget()
+
     def apply_settings(self, settings: Settings) -> SettingsApplied:
         """Keep ``settings`` (saved to disk) and apply what belongs to the core: the saved readings' budget, the
         tool servers. What the screen shows (sampling, appearance, the local API) follows the answer."""

@@ -125,7 +125,8 @@ class Backend(Protocol):
         it is kept). A backend without such state does nothing."""
         ...
 
-    def forget_conversation(self, conversation: Hashable) -> None:
+    def forget_conversation(self, conversation: Hashable | None) -> None:
         """The chat was deleted: drop every copy of its reading (in the context, in memory, waiting to be written,
-        on disk). A backend without such state does nothing."""
+        on disk); None: every chat's saved reading (what the context holds now stays). A backend without such state
+        does nothing."""
         ...

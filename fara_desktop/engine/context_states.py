@@ -185,10 +185,21 @@ class ContextStates:
             self.cache.put_checkpoint(owner, snapshot)
             self._checkpointed = mark
 
-    def forget(self, llm: Llama | None, conversation: Hashable) -> None:
+    def forget(self, llm: Llama | None, conversation: Hashable | None) -> None:
         """The chat was deleted (on the inference thread, through the worker's queue, so nothing of the chat is
         written after this): its tokens leave the context, its RAM snapshot goes, a write waiting is dropped and
-        one under way finished, then its files are deleted."""
+        one under way deleted once it ends, then its files are deleted. None: every chat's saved reading (RAM
+        snapshots, checkpoints, files); what the context holds now stays, and is not written again as it is."""
+        if conversation is None:
+            self.cache.clear()
+            self._checkpointed = None
+            self.restored = None
+            if self._writer is not None:
+                self._writer.discard(None)
+                self._writer.wait_idle(30.0)
+            if self._disk is not None:
+                self._disk.forget(None)
+            return
         if self.owner == conversation:
             if llm is not None:
                 llm.reset()

@@ -148,6 +148,15 @@ def _state_files(folder: Path) -> Iterator[Path]:
     return iter(p for p in entries if p.name.endswith(SUFFIX) and p.is_file() and not p.is_symlink())
 
 
+def _unfinished_files(folder: Path) -> Iterator[Path]:
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return iter(())
+    return iter(p for p in entries if p.name.startswith(".") and p.name.endswith(".tmp") and p.is_file()
+                and not p.is_symlink())  # fmt: skip
+
+
 def _checksum(tokens: bytes, data: bytes | bytearray | memoryview) -> int:
     return zlib.crc32(data, zlib.crc32(tokens))
 
@@ -159,6 +168,17 @@ class KVDiskStore:
         self.folder = folder
         self.budget_bytes = budget_bytes
         self._lock = threading.Lock()  # deletions (the budget) against reads
+        self.sweep_unfinished()
+
+    def sweep_unfinished(self) -> int:
+        """Delete the temporary files of writes that never ended (the app was killed while writing: hundreds of MB
+        each). Only the app's one window writes states, and it calls this before its writer starts."""
+        removed = 0
+        for path in _unfinished_files(self.folder):
+            with contextlib.suppress(OSError):
+                path.unlink()
+                removed += 1
+        return removed
 
     def file_for(self, conversation: Hashable, identity: StateIdentity, slot: str = "") -> Path:
         """``slot``: a second state of the chat (``CHECKPOINT_SLOT``: where its last prompt ended)."""
@@ -320,6 +340,10 @@ class KVDiskStore:
         """A state that passed every check but failed in use (llama.cpp could not decode on it): never again."""
         self._discard(path, StateFileError(why))
 
+    def delete_file(self, path: Path) -> None:
+        with self._lock, contextlib.suppress(OSError):
+            path.unlink()
+
     def _discard(self, path: Path, why: Exception) -> None:
         log.warning("The saved state %s is not used (%s); its chat will be read again", path.name, why)
         with self._lock, contextlib.suppress(OSError):
@@ -328,7 +352,12 @@ class KVDiskStore:
     # ------------------------------------------------------------------ for the user
 
     def bytes_used(self) -> int:
-        return sum(p.stat().st_size for p in _state_files(self.folder))
+        """Every state file and every write under way (its temporary file)."""
+        total = 0
+        for path in (*_state_files(self.folder), *_unfinished_files(self.folder)):
+            with contextlib.suppress(OSError):
+                total += path.stat().st_size
+        return total
 
     def size_of(self, conversation: Hashable) -> int:
         """Bytes held for one chat, over every model."""
@@ -346,11 +375,15 @@ class KVDiskStore:
 
 
 class KVDiskWriter:
-    """One thread writing states to a ``KVDiskStore``; a newer state of a chat replaces one still waiting."""
+    """One thread writing states to a ``KVDiskStore``; a newer state of a chat replaces one still waiting. Idle means
+    nothing waiting *and* nothing being written; a chat discarded while its state is being written has that file
+    deleted by this thread as soon as the write ends (it never lands after the chat's deletion)."""
 
     def __init__(self, store: KVDiskStore) -> None:
         self.store = store
         self._pending: dict[tuple[Hashable, str], tuple[StateIdentity, KVSnapshot]] = {}
+        self._writing: Hashable | None = None  # the conversation whose state is being written now
+        self._dropped = False  # it was discarded meanwhile: the file it writes is deleted once written
         self._lock = threading.Lock()
         self._wake: queue.Queue[tuple[Hashable, str] | None] = queue.Queue()
         self._idle = threading.Event()
@@ -367,23 +400,29 @@ class KVDiskWriter:
         if fresh:
             self._wake.put(key)
 
-    def discard(self, conversation: Hashable) -> None:
-        """A state of ``conversation`` still waiting is not written (the chat was deleted); one being written now
-        is finished first (``wait_idle``), so the caller's deletion of the files comes after it."""
+    def discard(self, conversation: Hashable | None = None) -> None:
+        """States of ``conversation`` (None: of every chat) still waiting are not written; one being written now
+        is deleted by the writer as soon as it is written. ``wait_idle`` then returns after both."""
         with self._lock:
-            for key in [k for k in self._pending if k[0] == conversation]:
+            for key in [k for k in self._pending if conversation is None or k[0] == conversation]:
                 del self._pending[key]
-            if not self._pending:
-                self._idle.set()
+            if self._writing is not None and (conversation is None or self._writing == conversation):
+                self._dropped = True
+            self._settle()
 
     def wait_idle(self, timeout: float | None = None) -> bool:
-        """Block until every state handed over is written; True when they are."""
+        """Block until every state handed over is written (and none is being written); True when they are."""
         return self._idle.wait(timeout)
 
     def close(self, timeout: float = 10.0) -> None:
         """Write what waits (up to ``timeout`` seconds), then end the thread."""
         self._wake.put(None)
         self._thread.join(timeout)
+
+    def _settle(self) -> None:
+        """Under the lock: idle when nothing waits and nothing is being written."""
+        if not self._pending and self._writing is None:
+            self._idle.set()
 
     def _run(self) -> None:
         while True:
@@ -392,14 +431,18 @@ class KVDiskWriter:
                 return
             with self._lock:
                 item = self._pending.pop(key, None)
+                self._writing, self._dropped = (key[0] if item is not None else None), False
+            written: Path | None = None
             if item is not None:
                 try:
-                    self.store.save(key[0], *item, slot=key[1])
+                    written = self.store.save(key[0], *item, slot=key[1])
                 except Exception:  # the thread must survive anything: a state is only a speed-up
                     log.exception("Saving a chat's state failed")
             with self._lock:
-                if not self._pending:
-                    self._idle.set()
+                if self._dropped and written is not None:
+                    self.store.delete_file(written)  # its chat was deleted while it was being written
+                self._writing, self._dropped = None, False
+                self._settle()
 
 
 def chat_state_store(data_folder: Path, budget_gb: float) -> KVDiskStore:

@@ -351,7 +351,7 @@ class LlamaBackend:
     def keep_state(self, wait: bool = False) -> None:
         self._states.keep(self._llm, wait)
 
-    def forget_conversation(self, conversation: Hashable) -> None:
+    def forget_conversation(self, conversation: Hashable | None) -> None:
         self._states.forget(self._llm, conversation)
 
     def read_ahead(

@@ -291,7 +291,7 @@ class RemoteBackend:
     def keep_state(self, wait: bool = False) -> None:
         return None  # the server keeps (or not) its own cache
 
-    def forget_conversation(self, conversation: Hashable) -> None:
+    def forget_conversation(self, conversation: Hashable | None) -> None:
         return None
 
     def prepare_raw(self, text: str, reply_reserve: int) -> PreparedPrompt:

@@ -84,6 +84,6 @@ class RoutedBackend:
     def keep_state(self, wait: bool = False) -> None:
         self._active.keep_state(wait)
 
-    def forget_conversation(self, conversation: Hashable) -> None:
+    def forget_conversation(self, conversation: Hashable | None) -> None:
         self.local.forget_conversation(conversation)  # its states are the local model's, whichever is in use
         self.remote.forget_conversation(conversation)

@@ -109,9 +109,10 @@ class Shutdown:
 
 @dataclass(frozen=True)
 class ForgetConversation:
-    """A chat was deleted: nothing of its reading stays (the context, the RAM snapshot, a write waiting, its files)."""
+    """A chat was deleted: nothing of its reading stays (the context, the RAM snapshot, a write waiting, its files).
+    ``conversation`` None: every chat's saved reading goes (Settings ▸ Prompts ▸ *Delete saved reading*)."""
 
-    conversation: int
+    conversation: int | None
 
 
 Command = LoadModel | Generate | ReadAhead | CalibrateThreads | Unload | Shutdown | ForgetConversation
@@ -198,7 +199,7 @@ class ConversationForgotten:
     """Every copy of a deleted chat's reading is gone (``ForgetConversation`` ended); ``failed``: some file could
     not be deleted (the log says which and why)."""
 
-    conversation: int
+    conversation: int | None
     failed: bool = False
 
 

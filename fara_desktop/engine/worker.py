@@ -242,9 +242,10 @@ class InferenceWorker:
     def unload(self) -> None:
         self._commands.put(Unload())
 
-    def forget_conversation(self, conversation: int) -> None:
-        """A chat was deleted: every copy of its reading goes, in the order the inference thread sees it (a reply of
-        it that is still ending, or its state about to be written, cannot bring a file back afterwards)."""
+    def forget_conversation(self, conversation: int | None) -> None:
+        """A chat was deleted (None: the user deleted every saved reading): every copy of its reading goes, in the
+        order the inference thread sees it (a reply of it that is still ending, or its state about to be written,
+        cannot bring a file back afterwards)."""
         self._commands.put(ForgetConversation(conversation))
 
     def shutdown(self, timeout: float = 10.0) -> bool:
@@ -290,7 +291,7 @@ class InferenceWorker:
             except queue.Empty:
                 self._keep_state()
                 continue
-            if isinstance(command, ForgetConversation) and command.conversation == self._unsaved:
+            if isinstance(command, ForgetConversation) and command.conversation in (None, self._unsaved):
                 self._unsaved = None  # a deleted chat is not kept on its way out
             if self._unsaved is not None and not (
                 isinstance(command, (Generate, ReadAhead)) and command.conversation == self._unsaved
@@ -391,8 +392,9 @@ class InferenceWorker:
         return ThreadsCalibrated(info.path, results, max(results, key=lambda t: results[t]))
 
     def _reply_waiting(self) -> bool:
+        """A calibration gives way: a reply waits, or the app is closing (it must not wait for a measurement)."""
         with self._lock:
-            return self._replies_waiting > 0
+            return self._replies_waiting > 0 or self._stopping
 
     def _generate(self, command: Generate) -> Finished | Cancelled | Failed:
         request_id = command.request_id

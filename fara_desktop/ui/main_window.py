@@ -491,7 +491,8 @@ class MainWindow(QMainWindow):
         note = no_tools_words(info, self.chat.turns.tool_suggestions) if info and cannot_call_tools(info) else ""
         dialog = SettingsDialog(self.settings, self.plan, self.api_keys, self, self.chat_states,
                                 self.session.conversation_id, self.tools_hub.states,
-                                self.tools_hub.restart, tools_note=note, folders=self.folders)  # fmt: skip
+                                self.tools_hub.restart, tools_note=note, folders=self.folders,
+                                forget_states=self.core.forget_saved_readings)  # fmt: skip
         self.toolsChanged.connect(dialog.tools_page.refresh)
         if page:
             dialog.show_page(page)

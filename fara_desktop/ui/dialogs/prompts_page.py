@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6.QtWidgets import QFormLayout, QPushButton, QVBoxLayout, QWidget
 
 from fara_desktop.engine.kv_disk import KVDiskStore
@@ -16,10 +18,12 @@ class PromptsPage(QWidget):
 
     def __init__(
         self, prompts: PromptSettings, states: KVDiskStore | None, conversation: int | None,
-        parent: QWidget | None = None,
+        parent: QWidget | None = None, forget_states: Callable[[], None] | None = None,
     ) -> None:  # fmt: skip
+        """``forget_states``: deletes every saved reading (the core's intent, through the inference thread)."""
         super().__init__(parent)
         self._states = states
+        self._forget_states = forget_states
         self._conversation = conversation
         layout = QVBoxLayout(self)
         intro = plain_label(
@@ -66,9 +70,11 @@ class PromptsPage(QWidget):
         self.clear_states.setEnabled(used > 0)
 
     def _clear(self) -> None:
-        if self._states is not None:
-            self._states.forget()
-        self._show_usage()
+        if self._forget_states is None:
+            return
+        self._forget_states()  # done on the inference thread, after what it is doing now
+        self.usage.setText("The saved reading is being deleted.")
+        self.clear_states.setEnabled(False)
 
     def prompt_settings(self) -> PromptSettings:
         return PromptSettings(

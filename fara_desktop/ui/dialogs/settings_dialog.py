@@ -128,8 +128,10 @@ class SettingsDialog(QDialog):
         restart_tool_server: Callable[[str], None] | None = None,
         tools_note: str = "",
         folders: FolderMemory | None = None,
+        forget_states: Callable[[], None] | None = None,
     ) -> None:
-        """``chat_states``: the chats' saved KV states, whose size the Prompts page shows (for ``conversation``);
+        """``chat_states``: the chats' saved KV states, whose size the Prompts page shows (for ``conversation``),
+        ``forget_states`` deletes them all (the core's intent);
         ``tools_note``: what the Tools page says first (the model in use cannot call tools)."""
         super().__init__(parent)
         self.setObjectName("settingsDialog")
@@ -151,7 +153,8 @@ class SettingsDialog(QDialog):
         self.local_api_page = LocalApiPage(
             settings.local_api, keys, lambda: {server.name for server in self.servers_page.servers}
         )
-        self.prompts_page = PromptsPage(settings.prompts, chat_states, conversation)
+        self.prompts_page = PromptsPage(settings.prompts, chat_states, conversation,
+                                        forget_states=forget_states)  # fmt: skip
         self.tools_page = ToolsPage(settings.tools, tool_states, restart_tool_server, tools_note)
         for title, page in (
             ("Model", self._model_page()),
