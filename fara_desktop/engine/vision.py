@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fara_desktop.engine.errors import (
-    GenerationError,
     ModelLoadError,
     PictureReadError,
     PicturesUnsupportedError,
@@ -54,6 +53,12 @@ MARKER = "<__media__>"  # where mtmd puts a picture in the rendered prompt (``mt
 MARKER_IN_TEXT = "<\u200b__media__>"  # the same characters typed in a message stay text
 PROBE_SIDE = 896  # a picture of this side tells how many tokens the projector makes of a scaled picture
 STOP_CHECK_NODES = 64  # the encoder's graph pauses after every this many nodes to ask whether to stop
+
+
+class PictureDecodeError(RuntimeError):
+    """llama.cpp did not read a picture's embeddings into the context: stopped by the abort callback (mtmd returns
+    2) or failed. A RuntimeError like ``llama_decode``'s own, so each caller tells a stop, a restored state that
+    fails in use and a failure apart as it does for text."""
 
 
 class EncodingStopped(Exception):
@@ -153,18 +158,22 @@ class VisionModel:
             mtmd.mtmd_free(context)
             raise ModelLoadError(f"The vision projector {projector.name} reads no pictures (a projector for sound).")
         self._context = context
-        self.path = projector
-        stat = projector.stat()
-        self._identity = f"{projector.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode()
-        self._n_embd = llama_cpp_n_embd(llm)
         self._embeddings: OrderedDict[str, Any] = OrderedDict()
         self._embeddings_bytes = 0
         self.encodes = 0
         self.encode_seconds: list[tuple[int, float]] = []  # (tokens, seconds) of each encoding done
-        self.tokens_per_picture = self._probe_tokens()
-        header = read_gguf_header(projector)
-        self.shape = projector_shape(header)
-        self._default_rate = default_operations_per_s(threads, this_cpu_features())
+        try:  # whatever fails from here on, the projector's context is freed (it holds the projector's weights)
+            self.path = projector
+            stat = projector.stat()
+            self._identity = f"{projector.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode()
+            self._n_embd = llama_cpp_n_embd(llm)
+            self.tokens_per_picture = self._probe_tokens()
+            header = read_gguf_header(projector)
+            self.shape = projector_shape(header)
+            self._default_rate = default_operations_per_s(threads, this_cpu_features())
+        except BaseException:
+            self.close()
+            raise
 
     @property
     def operations_per_s(self) -> float:
@@ -217,19 +226,16 @@ class VisionModel:
         """``text`` holds one ``MARKER`` per picture, in order."""
         import llama_cpp.mtmd_cpp as mtmd
 
-        bitmaps = [self._bitmap(p) for p in pictures]
-        chunks = mtmd.mtmd_input_chunks_init()
-        prompt = VisionPrompt([], (), chunks)  # frees the chunks whatever happens next
-        try:
+        with Bitmaps() as bitmaps:  # each freed whatever happens, a picture that cannot be read included
+            for picture in pictures:
+                bitmaps.add(self._bitmap(picture))
+            chunks = mtmd.mtmd_input_chunks_init()
+            prompt = VisionPrompt([], (), chunks)  # frees the chunks whatever happens next
             encoded = text.encode("utf-8")
             source = mtmd.mtmd_input_text()
             source.text, source.text_len, source.add_special, source.parse_special = (
                 encoded, len(encoded), add_special, True)
-            array = (mtmd.mtmd_bitmap_p_ctypes * max(1, len(bitmaps)))(*bitmaps)
-            failed = mtmd.mtmd_tokenize(self._context, chunks, ctypes.byref(source), array, len(bitmaps))
-        finally:
-            for bitmap in bitmaps:
-                mtmd.mtmd_bitmap_free(bitmap)
+            failed = mtmd.mtmd_tokenize(self._context, chunks, ctypes.byref(source), bitmaps.array(), len(bitmaps))
         if failed:
             raise PictureReadError(f"llama.cpp could not place the pictures in the prompt (mtmd_tokenize: {failed}).")
         tokens: list[int] = []
@@ -282,22 +288,22 @@ class VisionModel:
         import llama_cpp.mtmd_cpp as mtmd
 
         grey = bytes([128]) * (PROBE_SIDE * PROBE_SIDE * 3)
-        bitmap = self._bitmap_of(PROBE_SIDE, PROBE_SIDE, grey, "probe")
-        chunks = mtmd.mtmd_input_chunks_init()
-        try:
-            marker = MARKER.encode()
-            source = mtmd.mtmd_input_text()
-            source.text, source.text_len, source.add_special, source.parse_special = marker, len(marker), False, True
-            array = (mtmd.mtmd_bitmap_p_ctypes * 1)(bitmap)
-            if mtmd.mtmd_tokenize(self._context, chunks, ctypes.byref(source), array, 1):
-                return 0
-            return sum(int(mtmd.mtmd_input_chunk_get_n_tokens(mtmd.mtmd_input_chunks_get(chunks, i)))
-                       for i in range(mtmd.mtmd_input_chunks_size(chunks))
-                       if mtmd.mtmd_input_chunk_get_type(mtmd.mtmd_input_chunks_get(chunks, i))
-                       == mtmd.MTMD_INPUT_CHUNK_TYPE_IMAGE)  # fmt: skip
-        finally:
-            mtmd.mtmd_input_chunks_free(chunks)
-            mtmd.mtmd_bitmap_free(bitmap)
+        with Bitmaps() as bitmaps:
+            bitmaps.add(self._bitmap_of(PROBE_SIDE, PROBE_SIDE, grey, "probe"))
+            chunks = mtmd.mtmd_input_chunks_init()
+            try:
+                marker = MARKER.encode()
+                source = mtmd.mtmd_input_text()
+                source.text, source.text_len, source.add_special, source.parse_special = (
+                    marker, len(marker), False, True)
+                if mtmd.mtmd_tokenize(self._context, chunks, ctypes.byref(source), bitmaps.array(), 1):
+                    return 0
+                return sum(int(mtmd.mtmd_input_chunk_get_n_tokens(mtmd.mtmd_input_chunks_get(chunks, i)))
+                           for i in range(mtmd.mtmd_input_chunks_size(chunks))
+                           if mtmd.mtmd_input_chunk_get_type(mtmd.mtmd_input_chunks_get(chunks, i))
+                           == mtmd.MTMD_INPUT_CHUNK_TYPE_IMAGE)  # fmt: skip
+            finally:
+                mtmd.mtmd_input_chunks_free(chunks)
 
     # ------------------------------------------------------------------ reading
 
@@ -353,7 +359,7 @@ class VisionModel:
             mtmd.mtmd_helper_post_decode_callback(), None,  # no callback (a NULL function pointer)
         )
         if failed or new_end.value != span.end:
-            raise GenerationError(f"llama.cpp could not read a picture into the context ({failed}).")
+            raise PictureDecodeError(f"llama.cpp could not read a picture into the context ({failed}).")
         hold_tokens_from(llm, span.start, prompt.tokens[span.start : span.end])
 
     def evaluate(
@@ -365,6 +371,34 @@ class VisionModel:
                 self.decode(llm, prompt, segment)
             else:
                 read_text(*segment)
+
+
+class Bitmaps:
+    """mtmd bitmaps made for one call, freed together when the block ends (on every path)."""
+
+    def __init__(self) -> None:
+        self._held: list[Any] = []
+
+    def add(self, bitmap: Any) -> None:
+        self._held.append(bitmap)
+
+    def array(self) -> Any:
+        import llama_cpp.mtmd_cpp as mtmd
+
+        return (mtmd.mtmd_bitmap_p_ctypes * max(1, len(self._held)))(*self._held)
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def __enter__(self) -> Bitmaps:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        import llama_cpp.mtmd_cpp as mtmd
+
+        held, self._held = self._held, []
+        for bitmap in held:
+            mtmd.mtmd_bitmap_free(bitmap)
 
 
 def llama_cpp_eval_callback(function: Callable[[Any, bool, Any], bool]) -> Any:

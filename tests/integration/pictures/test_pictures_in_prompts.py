@@ -208,6 +208,22 @@ def test_a_stop_ends_an_encoding_under_way_and_keeps_nothing_of_it(gemma3_path, 
         backend.unload()
 
 
+def test_a_stop_while_a_picture_is_read_into_the_context_is_a_stop_not_a_failure(gemma3_path, projector, photo):
+    """Issue 50, item 4: the abort callback stops llama_decode inside mtmd's picture decode (mtmd returns 2): the
+    reply ends as stopped, and the next one reads the picture (its embeddings kept, not encoded again)."""
+    backend = seeing(gemma3_path, projector)
+    try:
+        messages = [ChatMessage("user", "What is it?", pictures=(photo,))]
+        prompt = backend.prepare(messages, 16)
+        stopped = backend.reply(prompt, GREEDY, lambda: backend.vision.encodes >= 1, lambda *_: None, 1)
+        assert stopped.finish_reason == "cancelled" and stopped.stats.completion_tokens == 0
+        again = ask(backend, messages)
+        assert again.finish_reason != "cancelled" and again.stats.completion_tokens > 0
+        assert backend.vision.encodes == 1
+    finally:
+        backend.unload()
+
+
 def test_a_marker_in_a_replys_reasoning_or_a_tool_calls_arguments_stays_text(gemma3_path, projector, photo):
     """Model output is a stranger's text: a reply whose reasoning or tool call wrote mtmd's marker must not become a
     picture slot (mtmd would find more slots than pictures and refuse the whole prompt)."""
