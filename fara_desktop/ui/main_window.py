@@ -520,7 +520,7 @@ class MainWindow(QMainWindow):
         for problem in (applied.save_problem, applied.tools_problem):
             if problem:
                 self.show_notice(problem, "error")
-        self.chat.sampling = settings.sampling.params()
+        self.sampling = settings.sampling.params()  # the chats' and the local API's defaults
         app = QApplication.instance()
         if isinstance(app, QApplication) and applied.appearance_changed:
             apply_appearance(app, settings.theme, settings.font_size)

@@ -29,6 +29,7 @@ class FakeBackend:
         self._info: ModelInfo | None = None
         self.prompts: list[list[ChatMessage]] = []
         self.thinking: list[bool] = []  # the chat's thinking switch, per request
+        self.samplings: list[SamplingParams] = []  # the sampling of each request
         self.thinking_switch = False  # what the fake model's template supports
         self.prompt_batches = 0  # report reading a long prompt in this many batches of 512 tokens
         self.load_steps = 0  # report loading in this many steps, each waiting for ``load_gate`` when set
@@ -114,6 +115,7 @@ class FakeBackend:
         on_prompt_progress: Callable[[int, int], None] | None = None,
     ) -> ReplyResult:
         self.prompts.append(list(prompt.messages))
+        self.samplings.append(sampling)
         self.offered.append(self._tools)
         self.thinking.append(self._thinking)
         self.kept_before_reply.append(self.kept_states)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import stat
 import threading
 
 import httpx
+import pytest
 
 from fara_desktop.engine.remote_backend import RemoteBackend
 from fara_desktop.engine.routed_backend import RoutedBackend
@@ -176,3 +178,24 @@ def test_the_servers_page_at_its_default_size_keyboard_and_double_click(qtbot):
             QTest.mouseDClick(page.model_list.viewport(), Qt.MouseButton.LeftButton, pos=where)
         assert not dialog.isVisible() and loaded.args[0].name == "llama-3.1-8b"
         win.close()
+
+
+def test_sampling_changed_in_settings_reaches_the_local_api(qtbot):
+    """Issue 50, item 7: the next API request uses the new defaults, not the start-up ones."""
+    backend = FakeBackend(words=["one"])
+    win = MainWindow(backend=backend)
+    qtbot.addWidget(win)
+    win.show()
+    with qtbot.waitSignal(win.modelLoaded, timeout=5000):
+        win.load_model("fake.gguf")
+    settings = dataclasses.replace(win.settings, local_api=LocalApiSettings(enabled=True, port=0))
+    win.apply_settings(settings, None)
+    changed = dataclasses.replace(settings, sampling=dataclasses.replace(settings.sampling, temperature=1.37))
+    win.apply_settings(changed, None)
+    address = win.servers.api.address
+    reply = httpx.post(f"{address}/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]},
+                       timeout=30)  # fmt: skip
+    assert reply.status_code == 200
+    assert backend.samplings[-1].temperature == pytest.approx(1.37)
+    win.servers.apply_api_settings(LocalApiSettings(enabled=False))
+    win.close()
