@@ -29,6 +29,7 @@ class EmbedderService:
         self._model = model
         self._strict = strict
         self._embedder: Embedder | None = None
+        self._closed = False  # closed at shutdown: a load still under way then is closed, never kept
 
     @property
     def model(self) -> Path | None:
@@ -52,7 +53,7 @@ class EmbedderService:
         with self._loading:
             with self._lock:
                 embedder, model = self._embedder, self._model
-            if embedder is not None or model is None:
+            if embedder is not None or model is None or self._closed:
                 return embedder
             try:
                 loaded = Embedder(model)
@@ -65,14 +66,16 @@ class EmbedderService:
                         self._model = None
                 return None
             with self._lock:
-                if self._model == model and self._embedder is None:
+                if self._model == model and self._embedder is None and not self._closed:
                     self._embedder = loaded
                     return loaded
-            loaded.close()  # another model was chosen while this one loaded
+            loaded.close()  # another model was chosen, or the app closed, while this one loaded
             return None
 
     def close(self) -> None:
+        """The embedder goes; one loading now is closed as soon as its load ends, and none is loaded again."""
         with self._lock:
+            self._closed = True
             old, self._embedder = self._embedder, None
         if old is not None:
             old.close()

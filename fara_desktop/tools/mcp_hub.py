@@ -84,7 +84,8 @@ class McpHub:
         self._run_stops: dict[int, asyncio.Event] = {}
         self._run_numbers = itertools.count(1)
         self._stops: dict[str, asyncio.Event] = {}
-        self._tasks: dict[str, concurrent.futures.Future[None]] = {}
+        # every run not yet ended, by run (a restarted server's earlier run may still be ending): what close waits on
+        self._tasks: dict[int, concurrent.futures.Future[None]] = {}
         self._serving: set[asyncio.Task[None]] = set()
         self._configs: dict[str, McpServerConfig] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -225,10 +226,11 @@ class McpHub:
 
         def ended(finished: asyncio.Task[None]) -> None:
             self._serving.discard(finished)
+            self._tasks.pop(run, None)
             done.set_result(None)
 
         task.add_done_callback(ended)
-        self._tasks[config.name] = done
+        self._tasks[run] = done
 
     def _stop(self, name: str) -> None:
         self._configs.pop(name, None)
