@@ -24,6 +24,20 @@ from fara_desktop.vocabulary.sampling import SamplingParams
 CONTINUATION_TOKENS = 10
 GREEDY = SamplingParams(temperature=0.0, max_tokens=CONTINUATION_TOKENS, ignore_eos=True, repeat_penalty=1.0)
 SHARED_START = "the cat sat on the mat. " * 30  # a long shared start, short turns after it
+# The stop check is asked before the read-ahead, before its first batch, then by llama.cpp's abort callback many
+# times inside each batch's graph: a stop at this call lands in the middle of the first batch.
+STOP_AFTER_CALLS = 6
+
+
+def stop_after(calls: int) -> Callable[[], bool]:
+    """A stop check that says stop from its ``calls``-th question on (a key typed while llama.cpp reads)."""
+    asked = [0]
+
+    def should_stop() -> bool:
+        asked[0] += 1
+        return asked[0] >= calls
+
+    return should_stop
 
 
 @dataclass(frozen=True)
@@ -111,8 +125,11 @@ class PrefixPaths:
         self.tested.read_ahead(typed, 1, lambda: False, lambda _total, _done: None)
         sent = [*history, ChatMessage("user", "the world")]  # the user went on typing: the read-ahead's end goes
         yield self.check("read-ahead thrown away", sent, 1)
+        asked = [*sent, ChatMessage("assistant", self.last.text), ChatMessage("user", "the mat, the dog, the cat")]
+        self.tested.read_ahead(self.tested.prepare(asked, 64), 1, stop_after(STOP_AFTER_CALLS), lambda _t, _d: None)
+        yield self.check("read-ahead stopped inside a batch", asked, 1)  # llama.cpp's abort callback said stop
         self.restart()
-        yield self.check("restored from disk", [*sent, ChatMessage("assistant", "a dog"), ChatMessage("user", "hi")], 1)
+        yield self.check("restored from disk", [*asked, ChatMessage("assistant", "a dog"), ChatMessage("user", "hi")], 1)
 
 
 def split_stable(backend: LlamaBackend, messages: list[ChatMessage]) -> bool:

@@ -136,6 +136,20 @@ class ContextStates:
         loaded = self._disk.load(stored.path, self._identity) if stored is not None else None
         return (loaded, stored.path) if loaded is not None and stored is not None else None
 
+    def broken_off(self, llm: Llama) -> None:
+        """llama.cpp stopped (or failed) inside a batch. A KV cache drops that batch's cells and holds exactly
+        ``input_ids[:n_tokens]``; a recurrent state has taken in part of the batch and cannot give it back, so the
+        context is emptied and has no owner: the next prompt goes back to the checkpoint kept where the reading
+        began (``reach`` saves one before reading past a prompt's end), or is read again — never continued from a
+        state that holds part of a batch."""
+        if self.rewindable:
+            return
+        llm.reset()
+        self.owner = None
+        self.restored = None
+        self._kept = None
+        self._checkpointed = None
+
     def discard_restored(self, llm: Llama, why: str) -> bool:
         """The state restored into the context failed in use: it is dropped (from RAM, and its file from disk: a
         state that restores but cannot be decoded would otherwise fail every reply of its chat, and of every chat

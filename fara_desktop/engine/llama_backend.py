@@ -397,7 +397,8 @@ class LlamaBackend:
         except EncodingStopped:  # the picture being encoded is thrown away; what was read before it stays
             pass
         except RuntimeError as exc:  # llama.cpp aborted (stopped) the batch: the batches before it stay
-            if not should_stop() and not self._states.discard_restored(llm, str(exc)):
+            if should_stop() or not self._states.discard_restored(llm, str(exc)):
+                self._states.broken_off(llm)  # a recurrent state holding part of the batch is not continued
                 log.info("Reading ahead stopped: %s", exc)
         finally:
             self._should_abort = _never
@@ -541,6 +542,7 @@ class LlamaBackend:
         except RuntimeError as exc:
             if should_cancel():
                 finish = "cancelled"
+                self._states.broken_off(llm)  # a recurrent state holding part of the batch is not continued
             elif first_token_at is None and self._states.restored is not None:
                 raise _RestoredStateFailedError(str(exc)) from exc
             else:

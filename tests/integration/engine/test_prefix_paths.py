@@ -1,11 +1,11 @@
-"""Every path that keeps part of a chat's context continues exactly as a fresh read would (issue 41): a Regenerate,
-an Edit in the middle, a Branch, a switch back to a chat kept in RAM, a read-ahead thrown away by a key, a local
-API request between turns, and a restart that restores the chat from disk (``bench/prefix_paths.py`` walks them).
-Greedy continuations after each are compared with those of a second engine reading the same prompt from nothing —
-for a dense model, a sliding-window one, two mixtures of experts (Qwen3's layout and gpt-oss's, sliding window
-and all) and three hybrid families whose recurrent state cannot be cut back to a prefix (short convolutions,
-Mamba-2, gated delta-net) — and what llama.cpp really decoded with what the reply's figures say. Real llama.cpp,
-small random-weight models of each architecture."""
+"""Every path that keeps part of a chat's context continues exactly as a fresh read would (issue 41): a Regenerate, an
+Edit in the middle, a Branch, a switch back to a chat kept in RAM, a read-ahead thrown away by a key or stopped
+inside a batch (issue 50), a local API request between turns, and a restart that restores the chat from disk
+(``bench/prefix_paths.py`` walks them). Greedy continuations after each are compared with those of a second engine
+reading the same prompt from nothing — for a dense model, a sliding-window one, two mixtures of experts (Qwen3's
+layout and gpt-oss's, sliding window and all) and three hybrid families whose recurrent state cannot be cut back to
+a prefix (short convolutions, Mamba-2, gated delta-net) — and what llama.cpp really decoded with what the reply's
+figures say. Real llama.cpp, small random-weight models of each architecture."""
 
 from __future__ import annotations
 
