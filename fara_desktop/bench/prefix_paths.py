@@ -129,7 +129,8 @@ class PrefixPaths:
         self.tested.read_ahead(self.tested.prepare(asked, 64), 1, stop_after(STOP_AFTER_CALLS), lambda _t, _d: None)
         yield self.check("read-ahead stopped inside a batch", asked, 1)  # llama.cpp's abort callback said stop
         self.restart()
-        yield self.check("restored from disk", [*asked, ChatMessage("assistant", "a dog"), ChatMessage("user", "hi")], 1)
+        later_still = [*asked, ChatMessage("assistant", "a dog"), ChatMessage("user", "hi")]
+        yield self.check("restored from disk", later_still, 1)
 
 
 def split_stable(backend: LlamaBackend, messages: list[ChatMessage]) -> bool:
