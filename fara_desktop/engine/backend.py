@@ -76,6 +76,11 @@ class Backend(Protocol):
         ...
 
     def unload(self) -> ModelSource | None: ...
+    def close(self) -> None:
+        """The engine's thread is ending: the model is freed and every thread of the backend's ends (the saved
+        readings' writer finishes what waits first)."""
+        ...
+
     def calibrate_threads(
         self, candidates: Sequence[int], tokens: int = 48, should_yield: Callable[[], bool] | None = None
     ) -> dict[int, float]:

@@ -199,6 +199,11 @@ class ContextStates:
             self.cache.put_checkpoint(owner, snapshot)
             self._checkpointed = mark
 
+    def close(self) -> None:
+        """The engine is ending: the writer writes what waits, then its thread ends."""
+        if self._writer is not None:
+            self._writer.close()
+
     def forget(self, llm: Llama | None, conversation: Hashable | None) -> None:
         """The chat was deleted (on the inference thread, through the worker's queue, so nothing of the chat is
         written after this): its tokens leave the context, its RAM snapshot goes, a write waiting is dropped and

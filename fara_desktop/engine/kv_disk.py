@@ -397,6 +397,9 @@ class KVDiskWriter:
             fresh = key not in self._pending
             self._pending[key] = (identity, snapshot)
             self._idle.clear()
+            if not self._thread.is_alive():  # closed, and used again (a backend kept after its engine ended)
+                self._thread = threading.Thread(target=self._run, name="fara-kv-writer", daemon=True)
+                self._thread.start()
         if fresh:
             self._wake.put(key)
 

@@ -186,6 +186,10 @@ class LlamaBackend:
         self._info = replace(info, n_threads=best)
         return results
 
+    def close(self) -> None:
+        self.unload()
+        self._states.close()
+
     def unload(self) -> ModelSource | None:
         if self._llm is None:
             return None

@@ -251,6 +251,9 @@ class RemoteBackend:
         )  # fmt: skip
         return self._info
 
+    def close(self) -> None:
+        self.unload()
+
     def unload(self) -> ModelSource | None:
         previous = self._model
         if self._client is not None:

@@ -43,6 +43,10 @@ class RoutedBackend:
     def unload(self) -> ModelSource | None:
         return self._active.unload()
 
+    def close(self) -> None:
+        self.local.close()
+        self.remote.close()
+
     def calibrate_threads(
         self, candidates: Sequence[int], tokens: int = 48, should_yield: Callable[[], bool] | None = None
     ) -> dict[int, float]:

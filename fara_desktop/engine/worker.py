@@ -299,7 +299,7 @@ class InferenceWorker:
                 self._keep_state()
             if isinstance(command, Shutdown):
                 self._keep_state(wait=True)
-                self._safe_unload()
+                self._safe_close()
                 return
             if isinstance(command, Generate):
                 with self._lock:
@@ -480,8 +480,8 @@ class InferenceWorker:
         except Exception:  # a state is only a speed-up
             log.exception("Keeping the chat's state failed")
 
-    def _safe_unload(self) -> None:
+    def _safe_close(self) -> None:
         try:
-            self._backend.unload()
+            self._backend.close()
         except Exception:
-            log.exception("Unloading the model at shutdown failed")
+            log.exception("Closing the engine's backend at shutdown failed")

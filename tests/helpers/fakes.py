@@ -83,6 +83,9 @@ class FakeBackend:
         self._info = None
         return path
 
+    def close(self) -> None:
+        self.unload()
+
     def calibrate_threads(self, candidates, tokens: int = 48, should_yield=None) -> dict[int, float]:
         return {t: 10.0 * t for t in candidates}
 
