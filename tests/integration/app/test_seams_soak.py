@@ -27,6 +27,8 @@ from tests.helpers.headless import HeadlessApp
 pytestmark = pytest.mark.real_model
 OPERATIONS = 200
 SAMPLING = SamplingParams(temperature=0.0, max_tokens=4, stop_loops=False)
+OPERATION_KINDS = ["send", "send", "send", "stop", "delete", "branch", "attach", "attach", "remove", "import", "forget",
+                   "open", "restart"]  # fmt: skip
 WORDS = ["the cat", "a picture", "why is the sky blue", "tell me more", "and then?", "thanks"]
 
 
@@ -60,8 +62,7 @@ class Soak:
 
     def step(self, operation: str | None = None) -> None:
         core, turns = self.app.core, self.app.turns
-        operation = operation or self.rng.choice(["send", "send", "send", "stop", "delete", "branch", "attach",
-                                                  "attach", "remove", "import", "forget", "open", "restart"])  # fmt: skip
+        operation = operation or self.rng.choice(OPERATION_KINDS)
         self.counts[operation] = self.counts.get(operation, 0) + 1
         if operation in ("send", "stop"):
             turns.send(self.rng.choice(WORDS), pictures=tuple(self.tray))
