@@ -56,7 +56,7 @@ def decode_picture(fd: int, limit: int, max_pixels: int, side: int | None, *, em
     if len(data) > limit:
         raise UnreadablePicture(f"is larger than {limit // MB} MB")
     try:
-        opened = Image.open(io.BytesIO(data))
+        opened = Image.open(io.BytesIO(data), formats=chat_formats())
     except (OSError, ValueError, SyntaxError) as exc:
         raise UnreadablePicture("is not a picture this app reads (PNG, JPEG, GIF, WebP, BMP, TIFF)") from exc
     width, height = opened.size
@@ -72,6 +72,19 @@ def decode_picture(fd: int, limit: int, max_pixels: int, side: int | None, *, em
     if side is not None and max(image.size) > side:
         image.thumbnail((side, side), Image.Resampling.LANCZOS)
     return Picture(image.width, image.height, image.tobytes())
+
+
+# The formats a chat's pictures come in, each read by Pillow's own code: never EPS or PostScript (Pillow hands those
+# to Ghostscript, a program of its own), nor formats nobody sends in a chat (TGA, SGI, PCX, DDS, IM, XBM, ICNS, QOI).
+CHAT_FORMATS = ("PNG", "JPEG", "GIF", "WEBP", "BMP", "TIFF", "AVIF")
+
+
+def chat_formats() -> list[str]:
+    """The formats of ``CHAT_FORMATS`` this Pillow reads itself (AVIF only where its wheel carries the codec)."""
+    from PIL import Image
+
+    Image.init()
+    return [name for name in CHAT_FORMATS if name in Image.OPEN]
 
 
 PICTURE_CLASSES = allowed_classes(Picture)

@@ -28,12 +28,14 @@ import logging
 import multiprocessing
 import os
 import pickle
+import signal
 import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from multiprocessing.connection import wait as wait_until_ready
 from multiprocessing.reduction import recv_handle, send_handle
 from typing import Any
 
@@ -126,7 +128,11 @@ def _send(conn: Connection, kind: str, value: Any) -> None:
 
 
 def _serve(conn: Connection, nice: int) -> None:
-    """The child's loop: one job at a time until the parent closes the connection."""
+    """The child's loop: one job at a time until the parent closes the connection. The child leads a process group
+    of its own: anything a library starts from it (a converter, an interpreter) ends with it (``_end_group``)."""
+    if hasattr(os, "setpgid"):
+        with contextlib.suppress(OSError):
+            os.setpgid(0, 0)
     if nice:
         with contextlib.suppress(AttributeError, OSError):
             os.nice(nice)
@@ -287,6 +293,7 @@ class Sandbox:
             self._conn.close()
             self._conn = None
         if self._process is not None:
+            _end_group(self._process)  # before it is reaped: its number cannot have been given to another
             if self._process.is_alive():
                 self._process.kill()
             self._process.join()
@@ -294,12 +301,12 @@ class Sandbox:
             self._process = None
 
     def close(self) -> None:
-        """Let the child finish (it returns when its connection closes), or end it."""
+        """Let the child finish (it returns when its connection closes), or end it; whatever it started ends."""
         if self._conn is not None:
             self._conn.close()
             self._conn = None
         if self._process is not None:
-            self._process.join(timeout=5)
+            wait_until_ready([self._process.sentinel], timeout=5)  # ended, not yet reaped
             self._end()
 
 
@@ -332,6 +339,7 @@ class _Watchdog:
             else:
                 self.broken = self._over_budget()
             if self.stopped or self.broken is not None:
+                _end_group(self._process)
                 with contextlib.suppress(OSError, ValueError, AttributeError):
                     self._process.kill()
                 return
@@ -347,6 +355,15 @@ class _Watchdog:
         if time.monotonic() > self._deadline:
             return "time"
         return None
+
+
+def _end_group(process: Any) -> None:
+    """Kill the child's process group (the child and anything it started: a grandchild would otherwise go on under
+    init, beyond every budget). Nothing when the child has not made its group yet: it is killed by itself then."""
+    pid = getattr(process, "pid", None)
+    if pid and hasattr(os, "killpg"):
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)
 
 
 def _text_size(value: Any, limit: int) -> int:
