@@ -141,8 +141,9 @@ class AppCore(EngineCore):
             self.chat_states.forget(conversation_id)
 
     def forget_saved_readings(self) -> None:
-        """Every chat's saved reading goes (Settings ▸ Prompts): through the inference thread's queue, the one owner
-        of the states, so a write waiting or under way cannot bring a file back and the RAM copies go too."""
+        """Every chat's saved reading goes (*Delete saved reading* in Settings ▸ Prompts) through the inference
+        thread's queue, the one owner of the states, so a write waiting or under way cannot bring a file back and the
+        RAM copies go too."""
         if self._worker is not None:
             self._worker.forget_conversation(None)
         else:

@@ -336,6 +336,7 @@ class MainWindow(QMainWindow):
 
     def show_shortcuts(self) -> QDialog:
         dialog = ShortcutsDialog(self.shortcuts(), self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)  # one more each time it is opened, else
         dialog.show()
         return dialog
 
@@ -449,6 +450,7 @@ class MainWindow(QMainWindow):
     def show_source(self, source: Source) -> PassageDialog:
         """A citation was clicked: its passage, with its file, page or lines, and a button to open the file."""
         dialog = PassageDialog(source, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.open()
         return dialog
 
@@ -497,8 +499,14 @@ class MainWindow(QMainWindow):
         if page:
             dialog.show_page(page)
         dialog.accepted.connect(lambda: self._settings_accepted(dialog))
+        dialog.finished.connect(lambda _result: self._settings_closed(dialog))
         dialog.open()
         return dialog
+
+    def _settings_closed(self, dialog: SettingsDialog) -> None:
+        """The dialog's link to the tool servers goes, and the dialog itself once its answer has been read."""
+        self.toolsChanged.disconnect(dialog.tools_page.refresh)
+        dialog.deleteLater()
 
     def _settings_accepted(self, dialog: SettingsDialog) -> None:
         page = dialog.servers_page

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from PySide6.QtCore import QEvent, QObject, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QToolButton, QWidget
 
@@ -118,6 +118,7 @@ class PicturesController(QObject):
 
     def show_picture(self, path: Path) -> PictureViewer:
         viewer = PictureViewer(path, self._window)
+        viewer.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)  # one more each time a picture is viewed, else
         viewer.show()
         return viewer
 

@@ -525,3 +525,22 @@ def test_the_welcome_suggests_a_far_better_model_until_not_now(window, qtbot):
     with qtbot.waitSignal(again.planReady, timeout=30000):
         again.start_auto()
     assert again.advice._download is None and seen == []  # not worked out again after Not now
+
+
+def test_dialogs_opened_again_and_again_leave_nothing_behind(window, qtbot):
+    window = window()
+    """Issue 50, item 10: each opening of Settings added a dialog and one more link to the tool servers' changes
+    that no close removed; the shortcuts, a citation's passage and a picture's viewer were kept until quit."""
+    from PySide6.QtWidgets import QDialog
+
+    from fara_desktop.ui.dialogs.settings_dialog import SettingsDialog
+
+    links = window.receivers("2toolsChanged()")
+    for _ in range(3):
+        settings = window.open_settings()
+        settings.reject()
+        window.show_shortcuts().close()
+    qtbot.waitUntil(lambda: not window.findChildren(SettingsDialog), timeout=5000)
+    qtbot.waitUntil(lambda: not [d for d in window.findChildren(QDialog) if type(d).__name__ == "ShortcutsDialog"],
+                    timeout=5000)  # fmt: skip
+    assert window.receivers("2toolsChanged()") == links
