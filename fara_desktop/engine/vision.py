@@ -17,12 +17,14 @@ back whole or not at all (its cells all sit at its first position). Runs on the 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -147,6 +149,9 @@ class VisionModel:
         # and after a pause whether to go on: a stop ends the encoding within a few layers, not 20 s later (what
         # it computed is then thrown away).
         self.should_stop: Callable[[], bool] = lambda: False
+        # Around each encoding: the crash record (``models.load_record``), so a projector that takes the process
+        # down on a picture is never paired again (its load is recorded the same way)
+        self.guard: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
         self._stopped = False
         self._nodes = 0
         self._eval_callback = llama_cpp_eval_callback(self._at_node)  # held: llama.cpp keeps the pointer
@@ -322,7 +327,8 @@ class VisionModel:
         self._stopped = False
         if self.should_stop():
             raise EncodingStopped("stopped before the picture was encoded")
-        failed = mtmd.mtmd_encode_chunk(self._context, chunk)
+        with self.guard():
+            failed = mtmd.mtmd_encode_chunk(self._context, chunk)
         if self._stopped:
             raise EncodingStopped("stopped while the picture was encoded")
         if failed != 0:
@@ -419,13 +425,16 @@ def with_markers(content: str, count: int) -> str:
 
 
 def open_vision(
-    llm: Llama, info: ModelInfo, projector: Path, should_stop: Callable[[], bool]
+    llm: Llama, info: ModelInfo, projector: Path, should_stop: Callable[[], bool],
+    guard: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext,
 ) -> tuple[VisionModel | None, ModelInfo]:
-    """The model's projector beside it (``should_stop``: asked while a picture is encoded); one that fails leaves
-    the model usable for text, and says why."""
+    """The model's projector beside it (``should_stop``: asked while a picture is encoded; ``guard``: around its
+    load and each encoding, the crash record); one that fails leaves the model usable for text, and says why."""
     try:
-        vision = VisionModel(projector, llm, info.n_threads_batch)
+        with guard():
+            vision = VisionModel(projector, llm, info.n_threads_batch)
         vision.should_stop = should_stop
+        vision.guard = guard
     except (FaraError, OSError) as exc:
         log.warning("The vision projector %s was not loaded: %s", one_line(projector.name), exc)
         return None, replace(info, vision_problem=one_line(str(exc), 300))

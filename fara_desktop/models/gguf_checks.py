@@ -119,6 +119,59 @@ def check_projector(header: GGUFHeader) -> None:
         added = len(tensor.shape) == 1 or tensor.name.endswith("position_embd.weight")
         if added and tensor.ggml_type != 0:
             raise refuse(f"its {tensor.name} is not stored as f32, which llama.cpp cannot add (it would abort)")
+    _check_encoder(header, refuse)
+
+
+# What llama.cpp's clip.cpp reads for the projector types whose code was checked: a tensor it reads unchecked is a
+# null pointer when missing (SIGSEGV: a file saying "mlp" over Gemma 3's tensors). Other types get the encoder's
+# checks only.
+PROJECTOR_TENSORS: dict[str, tuple[str, ...]] = {
+    "gemma3": ("mm.input_projection.weight", "mm.soft_emb_norm.weight"),
+    "mlp": ("mm.0.weight", "mm.2.weight"),
+    "qwen2vl_merger": ("mm.0.weight", "mm.2.weight"),
+    "qwen25vl_merger": ("mm.0.weight", "mm.2.weight"),
+}
+
+
+def _check_encoder(header: GGUFHeader, refuse: Any) -> None:
+    """The ViT as clip.cpp builds its graph: the width, heads and layers the header says, each layer's attention
+    and feed-forward tensors present with that width (a missing layer's tensor is a SIGSEGV on the first picture,
+    heads that do not divide the width or a width the tensors disagree with a GGML_ASSERT), and the tensors of its
+    projector type."""
+    tensors = {t.name: t.shape for t in header.tensors}
+    kind = header.metadata.get("clip.projector_type")
+    for name in PROJECTOR_TENSORS.get(kind, ()) if isinstance(kind, str) else ():
+        if name not in tensors:
+            raise refuse(f"its projector type {kind!r} needs the tensor {name}, which it lacks")
+    if not any(name.startswith("v.blk.") for name in tensors):
+        return
+    width = header.int_value("clip.vision.embedding_length", 1, 1 << 16)
+    heads = header.int_value("clip.vision.attention.head_count", 1, 1 << 12)
+    layers = header.int_value("clip.vision.block_count", 1, MAX_LAYERS)
+    if width is None or heads is None or layers is None:
+        raise refuse("its encoder's width, head count or layer count is missing or out of range")
+    if width % heads:
+        raise refuse(f"its {heads} attention heads do not divide its width of {width}")
+    patch = tensors.get("v.patch_embd.weight")
+    if patch is None or patch[-1] != width:
+        raise refuse(f"its patch embedding is missing or not {width} wide")
+    position = tensors.get("v.position_embd.weight")
+    if position is not None and position[0] != width:
+        raise refuse(f"its position embedding is not {width} wide")
+    side = header.int_value("clip.vision.image_size", 1, MAX_PICTURE_SIDE)
+    step = header.int_value("clip.vision.patch_size", 1, MAX_PICTURE_SIDE)
+    if position is not None and side and step and len(position) > 1 and position[1] != (side // step) ** 2:
+        # its picture makes another number of patches than it has positions for: a GGML_ASSERT at the first one
+        raise refuse(f"its {side} px pictures in {step} px patches do not match its {position[1]} positions")
+    for layer in range(layers):
+        fused = f"v.blk.{layer}.attn_qkv.weight"
+        parts = (fused,) if fused in tensors else tuple(f"v.blk.{layer}.attn_{p}.weight" for p in ("q", "k", "v"))
+        for name in (*parts, f"v.blk.{layer}.ffn_down.weight"):
+            shape = tensors.get(name)
+            if shape is None:
+                raise refuse(f"its layer {layer} lacks the tensor {name}")
+            if width not in shape[:2]:
+                raise refuse(f"its tensor {name} is not {width} wide, as its header says")
 
 
 def _check_tensors(header: GGUFHeader, data_bytes: int, refuse: Any) -> None:
