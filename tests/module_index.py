@@ -5,7 +5,6 @@ here, and that each entry is true (the file exists and uses the word)."""
 
 TESTED_THROUGH: dict[str, tuple[str, str]] = {
     # the core: its embedder service is the documents' and serve's
-    "fara_desktop.app.embedding": ("tests/integration/ui/test_documents_chat.py", "core.embedding"),
     # the benchmark's child processes and tables: run by the bench's own test
     "fara_desktop.bench.cold_probe": ("tests/integration/bench/test_bench.py", "cold"),
     "fara_desktop.bench.loops": ("tests/integration/bench/test_bench.py", "loop"),
@@ -29,7 +28,6 @@ TESTED_THROUGH: dict[str, tuple[str, str]] = {
     "fara_desktop.documents.pipeline": ("tests/unit/ui/test_documents_ui.py", "index_folder"),
     # the llama.cpp adapter's parts: through the backend with the real library
     "fara_desktop.engine.llama_prompt": ("tests/integration/pictures/test_mrope_pictures.py", "cells"),
-    "fara_desktop.engine.context_states": ("tests/integration/engine/test_prefix_paths.py", "regenerate"),
     "fara_desktop.engine.llama_state": ("tests/integration/engine/test_kv_on_disk.py", "snapshot"),
     "fara_desktop.engine.llama_tokens": ("tests/integration/serving/test_local_api.py", "logprobs"),
     "fara_desktop.engine.reply_channels": ("tests/integration/engine/test_llama_backend.py", "TokenText"),

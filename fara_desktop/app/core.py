@@ -108,7 +108,6 @@ class AppCore(EngineCore):
         # the user's pictures: deleted by the ledger alone, never against a stand-in database (it knows no message)
         self.pictures = PictureLedger(PictureStore(paths.data / "pictures"),
                                       self.store.pictures_in_use if self.store_problem is None else None)  # fmt: skip
-        self.picture_intake = self.pictures.intake
         self.session = ChatSession(self.store, picture_file=self.pictures.path)
         self.pictures.sweep()  # a picture attached and never sent goes
         self.tools_hub = McpHub(on_tools_change)
@@ -141,9 +140,9 @@ class AppCore(EngineCore):
             self.chat_states.forget(conversation_id)
 
     def forget_saved_readings(self) -> None:
-        """Every chat's saved reading goes (*Delete saved reading* in Settings ▸ Prompts) through the inference
-        thread's queue, the one owner of the states, so a write waiting or under way cannot bring a file back and the
-        RAM copies go too."""
+        """Every chat's saved reading goes (the user's *Delete saved reading*), through the inference thread's queue:
+        the one owner of the states, so a write waiting or under way cannot bring a file back, and the RAM copies go
+        too."""
         if self._worker is not None:
             self._worker.forget_conversation(None)
         else:

@@ -8,7 +8,6 @@ lazily so the rest of the core loads without it.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import logging
 import time
@@ -135,7 +134,8 @@ class LlamaBackend:
             self._control_text = ControlTokenText.of(llm)
             self._install_abort_callback()
             if params.projector:
-                info = self._open_projector(llm, info, Path(params.projector))
+                self._vision, info = open_vision(llm, info, Path(params.projector), lambda: bool(self._should_abort()),
+                                                 self._load_record)  # fmt: skip
             self._info = info
             self._loaded_as = (info.path, params) if isinstance(info.path, Path) else None
             self._states.attach(state_identity(info), info.rewindable)
@@ -146,17 +146,6 @@ class LlamaBackend:
             start_prefault(info.path)
         return info
 
-    def _open_projector(self, llm: Llama, info: ModelInfo, projector: Path) -> ModelInfo:
-        """The projector beside the model, its load and every encoding kept in the crash record: one that took the
-        app down once is not loaded again (until the file changes), and the model is used for text."""
-        record = self._load_record
-        crash = record.crash_of(projector) if record is not None else None
-        if crash is not None:
-            log.warning("The vision projector %s is not loaded: %s", one_line(projector.name), crash.reason)
-            return replace(info, vision_problem=f"{one_line(projector.name, 120)}: {crash.reason}")
-        guard = (lambda: record.loading(projector)) if record is not None else contextlib.nullcontext
-        self._vision, info = open_vision(llm, info, projector, lambda: bool(self._should_abort()), guard)
-        return info
 
     @property
     def vision(self) -> VisionModel | None:

@@ -39,6 +39,7 @@ from fara_desktop.engine.types import ModelInfo
 from fara_desktop.machine.hardware import this_cpu_features
 from fara_desktop.machine.llama_internals import hold_tokens_from
 from fara_desktop.models.gguf_file import read_gguf_header
+from fara_desktop.models.load_record import LoadRecord
 from fara_desktop.planning.vision_cost import default_operations_per_s, projector_shape
 from fara_desktop.text.untrusted import one_line
 from fara_desktop.vocabulary.errors import FaraError
@@ -425,11 +426,18 @@ def with_markers(content: str, count: int) -> str:
 
 
 def open_vision(
-    llm: Llama, info: ModelInfo, projector: Path, should_stop: Callable[[], bool],
-    guard: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext,
+    llm: Llama, info: ModelInfo, projector: Path, should_stop: Callable[[], bool], record: LoadRecord | None = None
 ) -> tuple[VisionModel | None, ModelInfo]:
-    """The model's projector beside it (``should_stop``: asked while a picture is encoded; ``guard``: around its
-    load and each encoding, the crash record); one that fails leaves the model usable for text, and says why."""
+    """The model's projector beside it (``should_stop``: asked while a picture is encoded); one that fails leaves
+    the model usable for text, and says why. Its load and every encoding are kept in the crash ``record``: one that
+    took the app down once is not loaded again (until the file changes), and the model is used for text."""
+    crash = record.crash_of(projector) if record is not None else None
+    if crash is not None:
+        log.warning("The vision projector %s is not loaded: %s", one_line(projector.name), crash.reason)
+        return None, replace(info, vision_problem=f"{one_line(projector.name, 120)}: {crash.reason}")
+    guard: Callable[[], AbstractContextManager[None]] = (
+        (lambda: record.loading(projector)) if record is not None else contextlib.nullcontext
+    )
     try:
         with guard():
             vision = VisionModel(projector, llm, info.n_threads_batch)

@@ -153,7 +153,7 @@ def pictures_shown(app, win, shot: Path) -> list[str]:
     for number, (size, colour) in enumerate((((1600, 900), (40, 110, 200)), ((600, 900), (200, 120, 40)))):
         path = folder / f"photo-{number}.png"
         Image.new("RGB", size, colour).save(path)
-        attached.append(win.core.picture_intake.take_file(path))
+        attached.append(win.core.pictures.intake.take_file(path))
     for picture in attached:
         win.picture_tray.add(picture.digest, picture.path)
     win.pictures.show_cost()

@@ -73,7 +73,7 @@ class Soak:
             over = self.app.pump_until(self._ended)
             assert not isinstance(over, Failed), over
         elif operation == "attach":
-            picture = core.picture_intake.take_bytes(self.rng.choice(self.pictures))
+            picture = core.pictures.intake.take_bytes(self.rng.choice(self.pictures))
             if picture.digest not in self.tray:
                 self.tray.append(picture.digest)
             core.pictures.hold("tray", self.tray)
