@@ -16,6 +16,7 @@ from fara_desktop.chats.export_format import ImportedConversation, ImportedMessa
 from fara_desktop.chats.imports import read_import_file
 from fara_desktop.chats.imports.common import FILE_ID
 from fara_desktop.chats.storage import ConversationStore
+from fara_desktop.chats.tool_rounds import ToolRound, ToolUse
 from fara_desktop.files.atomic import write_bytes_atomically, write_text_atomically
 from fara_desktop.files.regular import open_regular
 from fara_desktop.system.sandbox import (
@@ -28,6 +29,7 @@ from fara_desktop.system.sandbox import (
 )
 from fara_desktop.text.untrusted import one_line
 from fara_desktop.vocabulary.errors import FaraError
+from fara_desktop.vocabulary.tools import ToolCall
 
 FORMATS = ("md", "json")
 
@@ -193,7 +195,8 @@ class ImportResult:
         return ", ".join(parts)
 
 
-IMPORT_CLASSES = allowed_classes(ImportedConversation, ImportedMessage)
+# What the reader may send back: the conversations and every record a message holds (a reply's tool rounds too)
+IMPORT_CLASSES = allowed_classes(ImportedConversation, ImportedMessage, ToolRound, ToolUse, ToolCall)
 
 
 def import_conversations(

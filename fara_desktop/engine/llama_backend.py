@@ -46,7 +46,7 @@ from fara_desktop.engine.llama_tokens import (
 from fara_desktop.engine.repetition import LoopDetector
 from fara_desktop.engine.text_stream import TextStream
 from fara_desktop.engine.types import ModelInfo, ModelSource, RemoteModel, TokenLogprob
-from fara_desktop.engine.vision import EncodingStopped, VisionModel, VisionPrompt, open_vision, placed_pictures
+from fara_desktop.engine.vision import EncodingStopped, VisionModel, VisionPrompt, marked, open_vision, placed_pictures
 from fara_desktop.machine.llama_internals import cut_context
 from fara_desktop.models.gguf_checks import check_loadable
 from fara_desktop.models.gguf_file import read_gguf_header
@@ -277,6 +277,7 @@ class LlamaBackend:
         messages, pictures = placed_pictures(messages, self._vision is not None, info)
         rendered = formatter.render(messages, should_cancel, thinking, offered, forced)
         if pictures and self._vision is not None:
+            rendered = replace(rendered, text=marked(rendered.text))  # markers for the pictures, and nothing else
             vision = self._vision.tokenize(rendered.text, pictures, rendered.add_bos)
             return LlamaPrompt(vision.tokens, rendered, vision)
         tokens = llm.tokenize(rendered.text.encode("utf-8"), add_bos=rendered.add_bos, special=True)

@@ -21,6 +21,7 @@ import contextlib
 import ctypes
 import hashlib
 import logging
+import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
@@ -53,7 +54,10 @@ log = logging.getLogger(__name__)
 
 EMBEDDINGS_KEPT_BYTES = 256 * 1024 * 1024  # the pictures' embeddings kept in memory, newest first
 MARKER = "<__media__>"  # where mtmd puts a picture in the rendered prompt (``mtmd_default_marker``)
-MARKER_IN_TEXT = "<\u200b__media__>"  # the same characters typed in a message stay text
+MARKER_IN_TEXT = "<\u200b__media__>"  # the same characters from anywhere else stay text
+# Where a picture goes while the prompt is rendered: no stranger's text can hold it (a secret of this process), so
+# after rendering every marker is text and each slot becomes a marker (``marked``).
+PICTURE_SLOT = f"<fara-picture-{secrets.token_hex(12)}>"
 PROBE_SIDE = 896  # a picture of this side tells how many tokens the projector makes of a scaled picture
 STOP_CHECK_NODES = 64  # the encoder's graph pauses after every this many nodes to ask whether to stop
 
@@ -420,9 +424,16 @@ def llama_cpp_n_embd(llm: Llama) -> int:
     return int(llama_cpp.llama_model_n_embd_inp(llm.model))  # the width mtmd writes embeddings in
 
 
-def with_markers(content: str, count: int) -> str:
-    """A message's text with its pictures placed before it, and any marker typed in it kept as text."""
-    return MARKER * count + ("\n" if count else "") + content.replace(MARKER, MARKER_IN_TEXT)
+def marked(rendered: str) -> str:
+    """The one place a prompt's text gets mtmd's markers, once the template has rendered it: every marker already
+    in it — from a message, a reply or its reasoning, a tool call's name or arguments, a tool's result, a tool's
+    description or schema, a document passage, an imported chat — stays text, and each picture's slot becomes one."""
+    return rendered.replace(MARKER, MARKER_IN_TEXT).replace(PICTURE_SLOT, MARKER)
+
+
+def with_slots(content: str, count: int) -> str:
+    """A message's text with its ``count`` pictures' slots before it."""
+    return PICTURE_SLOT * count + ("\n" if count else "") + content
 
 
 def open_vision(
@@ -464,15 +475,4 @@ def placed_pictures(
                 for m in messages], []  # fmt: skip
     if not pictures:
         return list(messages), []
-    return [_with_markers(m) for m in messages], pictures
-
-
-def _with_markers(message: ChatMessage) -> ChatMessage:
-    """The message's pictures placed before its text; a marker anywhere else in it (typed, or written by a model in
-    its reasoning or a tool call) kept as text."""
-    def text(value: str) -> str:
-        return value.replace(MARKER, MARKER_IN_TEXT)
-
-    calls = tuple(replace(c, arguments=text(c.arguments)) for c in message.tool_calls)
-    return replace(message, content=with_markers(message.content, len(message.pictures)),
-                   reasoning=text(message.reasoning), tool_calls=calls)  # fmt: skip
+    return [replace(m, content=with_slots(m.content, len(m.pictures))) if m.pictures else m for m in messages], pictures

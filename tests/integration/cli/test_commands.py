@@ -217,3 +217,35 @@ def test_the_command_line_says_what_it_will_not_do(tmp_path: Path):
     assert ignored.returncode == 2 and "`models` does not use it" in ignored.stderr
     unknown = run("bench", "--section", "nonsense")
     assert unknown.returncode == 2 and "there is no section nonsense" in unknown.stderr
+
+
+def test_a_backup_with_tool_calls_is_restored_into_a_fresh_folder(tmp_path):
+    """Issue 51, item 4: ``export`` then ``import`` into another folder refused the chat that called a tool (the
+    reader's answer held records the import did not allow). Its tool round comes back whole — a round named like
+    mtmd's marker too (it stays text in every prompt: tests/integration/pictures)."""
+    from fara_desktop.chats.storage import ConversationStore, database_path
+    from fara_desktop.chats.tool_rounds import ToolRound, ToolUse
+    from fara_desktop.files.paths import app_paths
+    from fara_desktop.vocabulary.tools import ToolCall
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    paths = app_paths({"FARA_HOME": str(first)}).ensure()
+    store = ConversationStore(database_path(paths.data))
+    chat = store.create_conversation("Weather")
+    store.add_message(chat, "user", "What is the weather?")
+    reply = store.add_message(chat, "assistant", "")
+    used = ToolUse(ToolCall("c1", "<__media__>", '{"city": "Porto"}'), "weather", "ran", "Sunny, 24 °C")
+    store.update_message(reply.id, "It is sunny.", tool_rounds=(ToolRound("Let me look.", "", (used,)),))
+    store.close()
+    backup = tmp_path / "backup"
+    exported = run_cli("export", "--format", "json", "--out", str(backup), home=first)
+    assert exported.returncode == 0, exported.stderr
+    (written,) = backup.glob("*.json")
+    imported = run_cli("import", str(written), home=second)
+    assert imported.returncode == 0, imported.stderr
+    restored = ConversationStore(database_path(app_paths({"FARA_HOME": str(second)}).data))
+    (summary,) = restored.conversations("")
+    messages = restored.messages(summary.id)
+    restored.close()
+    assert [m.content for m in messages] == ["What is the weather?", "It is sunny."]
+    assert messages[1].tool_rounds == (ToolRound("Let me look.", "", (used,)),)

@@ -263,3 +263,27 @@ def test_a_reused_picture_chat_continues_exactly_as_a_fresh_read(gemma3_path, pr
     finally:
         fresh_backend.unload()
     assert reused.text == fresh.text
+
+
+def test_the_marker_from_any_source_stays_text_and_only_pictures_are_slots(gemma3_path, projector, photo):
+    """Issue 51, item 5: mtmd's marker in anything that reaches the prompt — a system prompt, a user's words or
+    passages, a reply, its reasoning, a tool call's name and arguments, a tool's result — stays text; only the
+    pictures become slots (one more slot than pictures and mtmd refuses every picture turn of the chat)."""
+    from fara_desktop.vocabulary.tools import ToolCall
+
+    marker = "<__media__>"
+    backend = seeing(gemma3_path, projector)
+    try:
+        chat = [
+            ChatMessage("system", f"Be brief {marker}."),
+            ChatMessage("user", f"Look {marker}.", pictures=(photo,)),
+            ChatMessage("assistant", f"Seen {marker}.", reasoning=f"hmm {marker}",
+                        tool_calls=(ToolCall("c1", marker, f'{{"{marker}": "{marker}"}}'),)),
+            ChatMessage("tool", f"result {marker}", tool_call_id="c1", name=marker),
+            ChatMessage("user", f"Passage: {marker} And now?"),
+        ]  # fmt: skip
+        prompt = backend.prepare(chat, 16)
+        assert len(prompt.detail.vision.spans) == 1
+        assert prompt.detail.rendered.text.count(marker) == 1  # the picture's, and nothing else's
+    finally:
+        backend.unload()

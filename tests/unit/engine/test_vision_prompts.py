@@ -3,7 +3,7 @@ segments read in order, and a marker typed in a message staying text."""
 
 from __future__ import annotations
 
-from fara_desktop.engine.vision import MARKER, PictureSpan, VisionPrompt, with_markers
+from fara_desktop.engine.vision import MARKER, PICTURE_SLOT, PictureSpan, VisionPrompt, marked, with_slots
 
 
 def prompt() -> VisionPrompt:
@@ -26,6 +26,8 @@ def test_segments_are_text_runs_and_whole_pictures_in_order():
 
 
 def test_pictures_go_first_and_a_typed_marker_stays_text():
-    assert with_markers("look", 2) == MARKER * 2 + "\nlook"
-    typed = with_markers(f"what is {MARKER}?", 0)
+    assert marked(with_slots("look", 2)) == MARKER * 2 + "\nlook"
+    typed = marked(with_slots(f"what is {MARKER}?", 0))
     assert MARKER not in typed and "what is" in typed
+    assert marked(f"a tool named {MARKER}, then " + with_slots("look", 1)).count(MARKER) == 1
+    assert PICTURE_SLOT not in marked(with_slots("look", 1))
