@@ -8,12 +8,12 @@ import shutil
 import tempfile
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from fara_desktop.pictures.decode import MAX_FILE_BYTES, MB, UnreadablePicture, read_picture
 from fara_desktop.pictures.store import PictureStore
-from fara_desktop.system.sandbox import Sandbox
+from fara_desktop.system.sandbox import Sandbox, SandboxStoppedError
 from fara_desktop.vocabulary.pictures import PICTURE_DIGEST, AttachedPicture
 
 
@@ -25,14 +25,19 @@ class PictureIntake:
     def __init__(self, store: PictureStore) -> None:
         self.store = store
 
-    def take_file(self, path: Path, keep_whole: bool = False) -> AttachedPicture:
-        """``UnreadablePicture`` says why a file is refused (its message names no path: the caller adds the name)."""
+    def take_file(
+        self, path: Path, keep_whole: bool = False, should_stop: Callable[[], bool] | None = None
+    ) -> AttachedPicture:
+        """``UnreadablePicture`` says why a file is refused (its message names no path: the caller adds the name);
+        ``SandboxStoppedError`` when ``should_stop`` said so while it was read."""
         with Sandbox() as sandbox:
-            picture = read_picture(path, sandbox, keep_whole)
+            picture = read_picture(path, sandbox, keep_whole, should_stop=should_stop)
         digest = self.store.put(picture)
         return AttachedPicture(digest, self.store.path(digest))
 
-    def take_bytes(self, data: bytes, keep_whole: bool = False) -> AttachedPicture:
+    def take_bytes(
+        self, data: bytes, keep_whole: bool = False, should_stop: Callable[[], bool] | None = None
+    ) -> AttachedPicture:
         """A picture's encoded bytes (a pasted image, a data: URI), through a private file for the child to read."""
         if len(data) > MAX_FILE_BYTES:
             raise UnreadablePicture(f"is larger than {MAX_FILE_BYTES // MB} MB")
@@ -40,7 +45,7 @@ class PictureIntake:
         try:
             with os.fdopen(handle, "wb") as file:
                 file.write(data)
-            return self.take_file(Path(name), keep_whole)
+            return self.take_file(Path(name), keep_whole, should_stop)
         finally:
             Path(name).unlink(missing_ok=True)
 
@@ -74,12 +79,17 @@ class PassingPictures:
         self._lock = threading.Lock()
         store.remove(store.digests())  # left by an earlier process with this process's number
 
-    def take(self, data: Sequence[bytes]) -> tuple[AttachedPicture, ...]:
-        """Decode and keep each picture (``UnreadablePicture`` for the first that cannot be read: none is kept)."""
+    def take(
+        self, data: Sequence[bytes], should_stop: Callable[[], bool] | None = None
+    ) -> tuple[AttachedPicture, ...]:
+        """Decode and keep each picture (``UnreadablePicture`` for the first that cannot be read,
+        ``SandboxStoppedError`` when ``should_stop`` says so: none is kept)."""
         taken: list[AttachedPicture] = []
         try:
             for item in data:
-                picture = self._intake.take_bytes(item)
+                if should_stop is not None and should_stop():
+                    raise SandboxStoppedError("the request's pictures were no longer wanted")
+                picture = self._intake.take_bytes(item, should_stop=should_stop)
                 with self._lock:
                     self._users[picture.digest] += 1
                 taken.append(picture)

@@ -90,8 +90,12 @@ def chat_formats() -> list[str]:
 PICTURE_CLASSES = allowed_classes(Picture)
 
 
-def read_picture(path: Path, sandbox: Sandbox, keep_whole: bool = False, max_pixels: int = MAX_PIXELS) -> Picture:
-    """``path`` decoded in ``sandbox`` within the budget a picture needs; ``UnreadablePicture`` says why not."""
+def read_picture(
+    path: Path, sandbox: Sandbox, keep_whole: bool = False, max_pixels: int = MAX_PIXELS,
+    should_stop: Callable[[], bool] | None = None,
+) -> Picture:
+    """``path`` decoded in ``sandbox`` within the budget a picture needs; ``UnreadablePicture`` says why not,
+    ``SandboxStoppedError`` that ``should_stop`` said so while it was read (the child is ended)."""
     try:
         fd = open_regular(path, follow_links=False)
     except OSError as exc:
@@ -105,7 +109,7 @@ def read_picture(path: Path, sandbox: Sandbox, keep_whole: bool = False, max_pix
                         output_bytes=max_pixels * 3 + MB)  # fmt: skip
         side = None if keep_whole else PREFERRED_SIDE
         result = sandbox.run(decode_picture, fd, (size, max_pixels, side), budget, allowed=PICTURE_CLASSES,
-                             refusal=UnreadablePicture)  # fmt: skip
+                             should_stop=should_stop, refusal=UnreadablePicture)  # fmt: skip
     except (BudgetExceededError, SandboxFailedError) as exc:
         raise UnreadablePicture(str(exc)) from exc
     finally:

@@ -22,7 +22,7 @@ import socket
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -40,7 +40,6 @@ from fara_desktop.engine.errors import (
     GrammarError,
     PromptTooLongError,
     ToolsUnsupportedError,
-    cannot_see,
     tools_unsupported,
 )
 from fara_desktop.engine.types import ISOLATED, Cancelled, Conversation, Event, Failed, Finished, ModelInfo, TokenText
@@ -64,6 +63,7 @@ from fara_desktop.serving.openai_format import (
     tool_calls_body,
     usage,
 )
+from fara_desktop.serving.request_pictures import PictureTaker, RequestPictures
 from fara_desktop.vocabulary.errors import FaraError
 from fara_desktop.vocabulary.pictures import AttachedPicture
 from fara_desktop.vocabulary.sampling import SamplingParams
@@ -128,14 +128,6 @@ class ApiKeyRequired(FaraError):
     """The API was asked to listen beyond this computer without an API key."""
 
 
-class PictureTaker(Protocol):
-    """What the API needs to take a request's pictures (``app.picture_intake.PassingPictures``): decoded in the
-    sandbox and kept while the request runs."""
-
-    def take(self, data: Sequence[bytes]) -> tuple[AttachedPicture, ...]: ...
-    def release(self, pictures: Sequence[AttachedPicture]) -> None: ...
-
-
 class TextEmbedder(Protocol):
     """What ``/v1/embeddings`` needs: the documents' embedding model (``engine.embedder.Embedder``)."""
 
@@ -195,6 +187,7 @@ class LocalApi:
         self._running_requests: set[int] = set()
         self._request_pictures: dict[int, tuple[AttachedPicture, ...]] = {}  # released when the request ends
         self._embedding_cancels: set[threading.Event] = set()
+        self._pictures_in = RequestPictures(self.pictures)
         self.allowed_hosts: frozenset[str] | None = None
         self.app = Starlette(
             routes=[
@@ -260,15 +253,6 @@ class LocalApi:
             return JSONResponse(error_body(too_much, "invalid_request_error"), status_code=400)
         if self._active >= self.max_pending:  # on the event loop's thread: no race with the increment below
             return self._busy()
-        taken: tuple[AttachedPicture, ...] = ()
-        if chat.has_pictures:
-            why = self._cannot_take_pictures(info)
-            if why is not None:
-                return JSONResponse(error_body(why), status_code=400)
-            try:
-                chat, taken = await self._take_pictures(chat)
-            except FaraError as exc:
-                return JSONResponse(error_body(f"A picture could not be read: it {exc}."), status_code=400)
         events: asyncio.Queue[Event] = asyncio.Queue()
         loop = asyncio.get_running_loop()
 
@@ -276,11 +260,21 @@ class LocalApi:
             with contextlib.suppress(RuntimeError):  # the server stopped while the request ran
                 loop.call_soon_threadsafe(events.put_nowait, event)
 
-        # ISOLATED: no KV state shared with another client or a chat (see ``engine.types.Isolated``)
-        request_id = self.queue.generate(
-            chat.messages, chat.sampling, ISOLATED, True, deliver, raw=chat.raw, tools=chat.tools
-        )
-        self._activity(+1)
+        self._activity(+1)  # counted from its admission: its pictures are decoded only once it is admitted
+        taken: tuple[AttachedPicture, ...] = ()
+        try:
+            if chat.has_pictures:
+                chat, taken = await self._pictures_in.take(chat, info, lambda then: _when_gone(request, then))
+            # ISOLATED: no KV state shared with another client or a chat (see ``engine.types.Isolated``)
+            request_id = self.queue.generate(
+                chat.messages, chat.sampling, ISOLATED, True, deliver, raw=chat.raw, tools=chat.tools
+            )
+        except BaseException as exc:
+            self._activity(-1)
+            self._pictures_in.release(taken)
+            if isinstance(exc, FaraError):
+                return JSONResponse(error_body(str(exc)), status_code=400)
+            raise
         self._running_requests.add(request_id)
         if taken:
             self._request_pictures[request_id] = taken
@@ -409,31 +403,11 @@ class LocalApi:
     def _ended(self, request_id: int) -> None:
         self._running_requests.discard(request_id)
         self._activity(-1)
-        taken = self._request_pictures.pop(request_id, ())
-        if taken and self.pictures is not None:
-            self.pictures.release(taken)
-
-    def _cannot_take_pictures(self, info: ModelInfo) -> str | None:
-        if info.server is not None:
-            return "Pictures are read by a model on this computer; the chat uses a server's model."
-        if not info.vision:
-            return cannot_see(info.name, info.vision_problem)
-        if self.pictures is None:
-            return "This server takes no pictures."
-        return None
-
-    async def _take_pictures(self, chat: ChatRequest) -> tuple[ChatRequest, tuple[AttachedPicture, ...]]:
-        """The request's pictures decoded in the sandbox (off the event loop) and put in their messages."""
-        assert self.pictures is not None
-        flat = [data for message in chat.pictures for data in message]
-        taken = await asyncio.to_thread(self.pictures.take, flat)
-        given = iter(taken)
-        messages = tuple(replace(m, pictures=tuple(next(given) for _ in data)) if data else m
-                         for m, data in zip(chat.messages, chat.pictures, strict=True))  # fmt: skip
-        return replace(chat, messages=messages, pictures=()), taken
+        self._pictures_in.release(self._request_pictures.pop(request_id, ()))
 
     def stop_everything(self) -> None:
         """The server is stopping: every request under way ends now (any thread; a signal handler too)."""
+        self._pictures_in.stop()
         for request_id in list(self._running_requests):
             self.queue.cancel_request(request_id)
         for cancel in list(self._embedding_cancels):

@@ -40,6 +40,7 @@ MAX_STOPS = 4  # as OpenAI
 MAX_TOP_LOGPROBS = 20  # as OpenAI
 MAX_SCHEMA_BYTES = 64 * 1024
 MAX_PICTURES = 8  # a message's pictures: each costs seconds to minutes of encoding on a CPU
+MAX_REQUEST_PICTURES = 16  # a request's, over all its messages (8,000 1x1 pictures once took 18 minutes to decode)
 # Sent by many clients with a value that asks for nothing: accepted only with that value.
 NEUTRAL = {"frequency_penalty": 0, "presence_penalty": 0, "logprobs": False, "logit_bias": {}, "store": False}
 
@@ -335,6 +336,8 @@ def parse_chat_request(body: Any, defaults: SamplingParams) -> ChatRequest:
         raise BadRequest(f"Not supported by this server: {', '.join(repr(k[:40]) for k in unsupported[:20])}.")
     pictures: list[list[bytes]] = [[] for _ in raw_messages]
     messages = [_message(raw, f"messages[{n}]", pictures[n]) for n, raw in enumerate(raw_messages)]
+    if sum(len(p) for p in pictures) > MAX_REQUEST_PICTURES:
+        raise BadRequest(f"at most {MAX_REQUEST_PICTURES} pictures a request (each is decoded and encoded here).")
     tools = _tools(body)
     parallel = body.get("parallel_tool_calls", True)
     if not isinstance(parallel, bool):

@@ -16,7 +16,8 @@ from PySide6.QtWidgets import QLabel
 from fara_desktop.engine.remote_backend import is_local_host
 from fara_desktop.engine.types import ModelInfo, RemoteModel
 from fara_desktop.engine.worker import InferenceWorker
-from fara_desktop.serving.local_api import ApiServer, LocalApi, PictureTaker, TextEmbedder
+from fara_desktop.serving.local_api import ApiServer, LocalApi, TextEmbedder
+from fara_desktop.serving.request_pictures import PictureTaker
 from fara_desktop.settings import LocalApiSettings, RemoteChoice, Settings
 from fara_desktop.system.api_keys import LOCAL_API, ApiKeyStore
 from fara_desktop.vocabulary.errors import FaraError
