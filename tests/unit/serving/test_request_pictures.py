@@ -100,8 +100,11 @@ def test_a_request_carries_at_most_sixteen_pictures(server):
 
 def test_the_decoding_stops_when_the_client_leaves(server):
     api, pictures = server
-    leaving = threading.Thread(target=lambda: pytest.raises(httpx.ReadTimeout, post, api, picture_request(),
-                                                            timeout=1.0))  # fmt: skip
+    def give_up() -> None:
+        with pytest.raises(httpx.ReadTimeout):
+            post(api, picture_request(), timeout=1.0)
+
+    leaving = threading.Thread(target=give_up)
     leaving.start()
     assert pictures.started.acquire(timeout=10)
     leaving.join(30)  # the client gave up and closed its connection
