@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -142,8 +143,31 @@ def parse_mcp_servers(text: str) -> list[McpServerConfig]:
     if len(data) > MAX_SERVERS:
         raise McpConfigError(f"At most {MAX_SERVERS} servers can be configured.")
     servers = []
+    looks: dict[str, str] = {}  # each name as it looks (``_skeleton``): two servers must not look alike
     for name, spec in data.items():
         if not SERVER_NAME.fullmatch(name):
             raise McpConfigError(f"The server name {name[:80]!r} must be 1 to 64 letters, digits, spaces, '.', '-'.")
+        scripts = _scripts(name)
+        if len(scripts) > 1:
+            raise McpConfigError(f"The server name {name!r} mixes {' and '.join(sorted(scripts))} letters, which "
+                                 "can look alike: write it in one script.")  # fmt: skip
+        twin = looks.get(_skeleton(name))
+        if twin is not None:
+            raise McpConfigError(f"The server name {name!r} looks like the server {twin!r}: give it another name.")
+        looks[_skeleton(name)] = name
         servers.append(_server(name, spec))
     return servers
+
+
+def _scripts(name: str) -> set[str]:
+    """The scripts of a name's letters (LATIN, CYRILLIC, GREEK…), as Unicode names them."""
+    return {unicodedata.name(c, "UNKNOWN").split(" ")[0] for c in name if c.isalpha()}
+
+
+# Letters of other scripts drawn like Latin ones (the common homoglyphs of Cyrillic and Greek)
+_LOOKALIKES = str.maketrans("аеіјорсухѕԁһӏԛԝαβεικνορτυχοΑΒΕΗΙΚΜΝΟΡΤΥΧΖ", "aeijopcyxsdhlqwabeikvoptuxoabehikmnoptyxz")
+
+
+def _skeleton(name: str) -> str:
+    """How a name looks: compatibility forms folded, case ignored, lookalike letters taken as the Latin ones."""
+    return unicodedata.normalize("NFKC", name).casefold().translate(_LOOKALIKES)

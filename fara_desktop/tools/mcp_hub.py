@@ -103,11 +103,17 @@ class McpHub:
             listed = [t for s in self._states.values() if s.state == "ready" for t in s.tools]
         counts: dict[str, int] = {}
         for tool in listed:
-            counts[tool.name] = counts.get(tool.name, 0) + 1
+            counts[tool.spec.name] = counts.get(tool.spec.name, 0) + 1
         unique = []
+        taken: set[str] = set()
         for tool in listed:
-            if counts[tool.name] > 1:
-                name = _model_name(f"{tool.server}_{tool.name}")
+            name = tool.spec.name if counts[tool.spec.name] == 1 else _model_name(f"{tool.server}_{tool.name}")
+            base, number = name, 2
+            while name in taken or (name != tool.spec.name and counts.get(name)):
+                # still the name of another tool (a server listing "files_read_file" itself): a visible suffix
+                name, number = _model_name(f"{base[:60]}_{number}"), number + 1
+            taken.add(name)
+            if name != tool.spec.name:
                 tool = dataclasses.replace(tool, spec=ToolSpec(name, tool.spec.description, tool.spec.parameters))
             unique.append(tool)
         return unique
@@ -318,7 +324,9 @@ async def _http_transport(url: str) -> AsyncIterator[Any]:
 
 
 def _model_name(text: str) -> str:
-    cleaned = "".join(c if c.isalnum() or c in "_.-" else "_" for c in text)
+    """A name a model can write back exactly: ASCII letters, digits, '_', '.', '-' (a lookalike letter of another
+    script becomes '_', so two names that look alike are never two tools of one name)."""
+    cleaned = "".join(c if (c.isascii() and c.isalnum()) or c in "_.-" else "_" for c in text)
     return cleaned[:64] or "tool"
 
 

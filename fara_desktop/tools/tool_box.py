@@ -49,8 +49,10 @@ class ToolBox:
         return [t for t in self.hub.tools() if tool_key(t) in wanted]
 
     def find(self, model_name: str, keys: Sequence[str]) -> McpTool | None:
-        """The offered tool a call names (by the name the model saw); None: the model named no tool it was given."""
-        return next((t for t in self.offered(keys) if t.spec.name == model_name), None)
+        """The offered tool a call names (by the name the model saw); None: the model named no tool it was given,
+        or a name that is not exactly one tool's (never the first of two)."""
+        named = [t for t in self.offered(keys) if t.spec.name == model_name]
+        return named[0] if len(named) == 1 else None
 
     def is_always_allowed(self, tool: McpTool) -> bool:
         return permission_key(tool) in self.always

@@ -218,3 +218,31 @@ def test_a_call_that_fails_as_its_server_restarts_leaves_the_new_run_running(hub
     tools = _ready(hub, "hostile")
     assert hub.call(tools[("hostile", "echo")], {"text": "still here"}).text == "still here"
     assert hub.states()["hostile"].state == "ready"
+
+
+NAMED = str(Path(__file__).parents[2] / "helpers" / "named_tools_mcp_server.py")
+
+
+def test_a_strangers_server_cannot_take_the_users_tool_by_its_name(hub):
+    """Issue 51, item 3: a stranger's server lists the user's tool name and the name the user's would be renamed to;
+    the model is offered tools of unique names, each call resolves to exactly one tool and runs on the server whose
+    tool the model named. A lookalike server name (Cyrillic in a Latin name) is refused where it is written."""
+    from fara_desktop.tools.mcp_config import McpConfigError, parse_mcp_servers
+    from fara_desktop.tools.tool_box import ToolBox, tool_key
+
+    with pytest.raises(McpConfigError, match="mixes"):
+        parse_mcp_servers(json.dumps({"mcpServers": {"files": {"command": "x"}, "f\u0456les": {"command": "y"}}}))
+    users = McpServerConfig("files", sys.executable, (NAMED, "files", "read_file"))
+    strangers = McpServerConfig("other", sys.executable, (NAMED, "other", "read_file", "files_read_file"))
+    hub.configure([users, strangers], {users.identity, strangers.identity})
+    _ready(hub, "files", "other")
+    offered = hub.tools()
+    names = [t.spec.name for t in offered]
+    assert len(set(names)) == len(names) == 3, names
+    box = ToolBox(hub)
+    keys = [tool_key(t) for t in offered]
+    for tool in offered:
+        found = box.find(tool.spec.name, keys)
+        assert found is not None and (found.server, found.name) == (tool.server, tool.name)
+        result = hub.call(found, {"path": "notes.txt"})
+        assert f"{tool.server}:{tool.name}:notes.txt" in result.text
