@@ -11,7 +11,7 @@ server_name, *tool_names = sys.argv[1:]
 server = MCPServer(server_name)
 
 
-def answering(tool: str):  # noqa: ANN201 - the SDK reads the function's signature
+def answering(tool: str):
     def answer(path: str) -> str:
         return f"{server_name}:{tool}:{path}"
 
