@@ -94,7 +94,10 @@ def check_loadable(header: GGUFHeader, total_bytes: int | None = None) -> None:
     _check_heads(values, refuse)
 
 
-MAX_PICTURE_SIDE = 4096  # what a vision encoder reads at once; more is not a projector for a chat
+# What a vision encoder reads at once: the largest of 2026 read 896-1,024 px (Gemma 3, Pixtral), at most 2,048 here;
+# a 4,096 px one took 140 s and 1.2 GB for one picture on a CPU. Its patches bound the encoder's work and tokens.
+MAX_PICTURE_SIDE = 2048
+MAX_PICTURE_PATCHES = 32_768
 
 
 def check_projector(header: GGUFHeader) -> None:
@@ -115,6 +118,8 @@ def check_projector(header: GGUFHeader) -> None:
     patch = header.int_value("clip.vision.patch_size", 1, MAX_PICTURE_SIDE)
     if image is None or patch is None or patch > image:
         raise refuse("its picture or patch size is missing or out of range")
+    if (image // patch) ** 2 > MAX_PICTURE_PATCHES:
+        raise refuse(f"its {image} px pictures in {patch} px patches are more work than a picture is worth here")
     for tensor in header.tensors:
         added = len(tensor.shape) == 1 or tensor.name.endswith("position_embd.weight")
         if added and tensor.ggml_type != 0:

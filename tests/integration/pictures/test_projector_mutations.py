@@ -124,6 +124,7 @@ def mutations() -> list[tuple[str, dict[str, object]]]:
         for step in (-1, 1):
             cases.append((f"{key} {step:+d}", {"key": key, "value": base_values[key] + step}))
     cases.append(("heads not dividing the width", {"key": "clip.vision.attention.head_count", "value": 3}))
+    cases.append(("4096 px pictures (issue 51, item 8)", {"key": "clip.vision.image_size", "value": 4096}))
     cases += [(f"type {kind}", {"key": "clip.projector_type", "value": kind}) for kind in TYPES]
     return cases
 
@@ -132,6 +133,8 @@ def mutations() -> list[tuple[str, dict[str, object]]]:
 def test_a_mutated_projector_is_refused_or_survived(gemma3_path, original, picture, tmp_path, case, change):
     mutated = rewrite(original, tmp_path / "mmproj-mutated.gguf", **change)  # type: ignore[arg-type]
     outcome = survives_or_refused(gemma3_path, mutated, picture)
+    if case.startswith("4096 px"):
+        assert outcome.startswith("refused"), "a picture of 85,000 patches is minutes of work for one question"
     if case == "unchanged":
         assert "read the picture" in outcome, outcome  # the rewriting itself keeps a projector that works
 
