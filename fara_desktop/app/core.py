@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from fara_desktop.app.chat_turns import ChatTurns, TurnView
 from fara_desktop.app.embedding import EmbedderService
-from fara_desktop.app.picture_intake import PassingPictures
+from fara_desktop.app.picture_intake import PassingPictures, sweep_left_temp_files
 from fara_desktop.app.picture_ledger import PictureLedger
 from fara_desktop.chats.session import ChatSession
 from fara_desktop.chats.storage import ConversationStore, open_store
@@ -50,6 +50,7 @@ class EngineCore:
         self.embedding = embedding or EmbedderService()
         # the local API's pictures, kept while their request runs (created on first use: a folder of the cache)
         self.passing_pictures = PassingPictures(paths.cache / "api-pictures")
+        sweep_left_temp_files()  # a pasted picture's bytes, left by a process that was killed while reading it
         self._backend = backend
         self._state_store = state_store
         self._worker: InferenceWorker | None = None

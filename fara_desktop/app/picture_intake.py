@@ -16,6 +16,31 @@ from fara_desktop.pictures.store import PictureStore
 from fara_desktop.system.sandbox import Sandbox, SandboxStoppedError
 from fara_desktop.vocabulary.pictures import PICTURE_DIGEST, AttachedPicture
 
+TEMP_PREFIX, TEMP_SUFFIX = "fara-picture-", ".bin"  # a pasted picture's bytes, for the sandbox child to read
+TEMP_GRACE_S = 3600.0  # another process of ours may be reading one this fresh
+
+
+def sweep_left_temp_files(folder: Path | None = None, grace_s: float = TEMP_GRACE_S) -> int:
+    """Delete the pasted pictures' temporary files a killed process left (each is deleted when its read ends): those
+    of this user, not touched for ``grace_s``. How many were deleted."""
+    import time
+
+    where = Path(folder or tempfile.gettempdir())
+    before, removed = time.time() - grace_s, 0
+    try:
+        entries = list(where.glob(f"{TEMP_PREFIX}*{TEMP_SUFFIX}"))
+    except OSError:
+        return 0
+    for entry in entries:
+        try:
+            info = entry.lstat()
+            if entry.is_file() and not entry.is_symlink() and info.st_uid == os.getuid() and info.st_mtime < before:
+                entry.unlink()
+                removed += 1
+        except OSError:
+            continue
+    return removed
+
 
 class PictureIntake:
     """Turns a stranger's picture into one of ours: decoded by Pillow in a sandbox child within its budget, stored
@@ -41,7 +66,7 @@ class PictureIntake:
         """A picture's encoded bytes (a pasted image, a data: URI), through a private file for the child to read."""
         if len(data) > MAX_FILE_BYTES:
             raise UnreadablePicture(f"is larger than {MAX_FILE_BYTES // MB} MB")
-        handle, name = tempfile.mkstemp(prefix="fara-picture-", suffix=".bin")
+        handle, name = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX)
         try:
             with os.fdopen(handle, "wb") as file:
                 file.write(data)

@@ -115,3 +115,18 @@ def test_the_window_and_serve_keep_their_api_pictures_apart(tmp_path):
         assert other.stdin is not None
         other.stdin.close()
         other.wait(10)
+
+
+def test_a_pasted_pictures_temporary_file_left_by_a_kill_is_swept(tmp_path):
+    """Issue 51, item 11: each is deleted when its read ends; one a killed process left goes at the next start, not
+    one another process of ours is reading now."""
+    from fara_desktop.app.picture_intake import sweep_left_temp_files
+
+    left, fresh, other = tmp_path / "fara-picture-ab12.bin", tmp_path / "fara-picture-cd34.bin", tmp_path / "x.bin"
+    for path in (left, fresh, other):
+        path.write_bytes(b"\x89PNG")
+    then = time.time() - 7200
+    os.utime(left, (then, then))
+    os.utime(other, (then, then))
+    assert sweep_left_temp_files(tmp_path) == 1
+    assert not left.exists() and fresh.exists() and other.exists()
