@@ -1,9 +1,9 @@
 """A soak of the seams between features (issue 50): 200 random operations through the Qt-free core against the real
 llama.cpp — Gemma 3 270M with a synthetic projector beside it, so pictures are really encoded — send (with and
 without pictures), stop, delete a chat, branch, attach and remove in the tray, import an export, *Delete saved
-reading*, open another chat, quit and start again. Afterwards: every picture a message shows is on disk, no saved
-reading belongs to a deleted chat, no temporary file is left, and the process's open files and threads are back to
-their count at start."""
+reading*, open another chat, switch to SmolLM2 (which cannot see) and back, quit and start again. Afterwards: every
+picture a message shows is on disk, no saved reading belongs to a deleted chat, no temporary file is left, and the
+process's open files and threads are back to their count at start."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.real_model
 OPERATIONS = 200
 SAMPLING = SamplingParams(temperature=0.0, max_tokens=4, stop_loops=False)
 OPERATION_KINDS = ["send", "send", "send", "stop", "delete", "branch", "attach", "attach", "remove", "import", "forget",
-                   "open", "restart"]  # fmt: skip
+                   "open", "switch", "restart"]  # fmt: skip
 WORDS = ["the cat", "a picture", "why is the sky blue", "tell me more", "and then?", "thanks"]
 
 
@@ -41,8 +41,10 @@ def png(colour: tuple[int, int, int]) -> bytes:
 class Soak:
     """The app under test, started and restarted as a user would, and what the random walk did."""
 
-    def __init__(self, gemma3_path: Path, projector: Path, exports: Path) -> None:
+    def __init__(self, gemma3_path: Path, projector: Path, exports: Path, other_model: Path) -> None:
         self.model, self.projector, self.exports = gemma3_path, projector, exports
+        self.other_model = other_model  # SmolLM2, which cannot see: a switch to it and back
+        self.seeing = True
         self.rng = random.Random(50)
         self.deleted: set[int] = set()
         self.pictures = [png((self.rng.randrange(256), self.rng.randrange(256), 40)) for _ in range(5)]
@@ -52,10 +54,17 @@ class Soak:
 
     def _start(self) -> HeadlessApp:
         app = HeadlessApp(app_paths(), sampling=SAMPLING)
-        app.worker.load_model(self.model, LoadParams(n_ctx=2048, projector=str(self.projector), prefault=False))
-        loaded = app.pump_until(lambda e: isinstance(e, (ModelLoaded, ModelLoadFailed)))
-        assert isinstance(loaded, ModelLoaded) and loaded.info.vision, loaded
+        self._load(app, seeing=True)
         return app
+
+    def _load(self, app: HeadlessApp, seeing: bool) -> None:
+        if seeing:
+            app.worker.load_model(self.model, LoadParams(n_ctx=2048, projector=str(self.projector), prefault=False))
+        else:
+            app.worker.load_model(self.other_model, LoadParams(n_ctx=2048, prefault=False))
+        loaded = app.pump_until(lambda e: isinstance(e, (ModelLoaded, ModelLoadFailed)))
+        assert isinstance(loaded, ModelLoaded) and bool(loaded.info.vision) == seeing, loaded
+        self.seeing = seeing
 
     def _ended(self, event: object) -> bool:
         return isinstance(event, (Finished, Cancelled, Failed))
@@ -65,9 +74,12 @@ class Soak:
         operation = operation or self.rng.choice(OPERATION_KINDS)
         self.counts[operation] = self.counts.get(operation, 0) + 1
         if operation in ("send", "stop"):
-            turns.send(self.rng.choice(WORDS), pictures=tuple(self.tray))
-            self.tray = []
-            core.pictures.hold("tray", ())
+            if not self.seeing:  # a model that cannot see: the text goes, the tray's pictures wait (as the window)
+                turns.send(self.rng.choice(WORDS))
+            else:
+                turns.send(self.rng.choice(WORDS), pictures=tuple(self.tray))
+                self.tray = []
+                core.pictures.hold("tray", ())
             if operation == "stop":
                 turns.stop()
             over = self.app.pump_until(self._ended)
@@ -104,6 +116,8 @@ class Soak:
             chats = [c.id for c in core.store.conversations("")]
             if chats:
                 core.session.open(self.rng.choice(chats))
+        elif operation == "switch":
+            self._load(self.app, seeing=not self.seeing)
         elif operation == "restart":
             self.app.close()
             self.tray = []  # a tray is not kept across a restart (its pictures go at the next start's sweep)
@@ -128,9 +142,9 @@ def open_files() -> set[str]:
     return found
 
 
-def test_two_hundred_random_operations_leave_the_seams_whole(fara_home, gemma3_path, tmp_path):
+def test_two_hundred_random_operations_leave_the_seams_whole(fara_home, gemma3_path, smollm2_path, tmp_path):
     projector = write_projector(tmp_path / "mmproj-gemma-3-270m.gguf", n_embd=128, n_ff=256, n_layer=2)
-    soak = Soak(gemma3_path, projector, tmp_path / "exports")
+    soak = Soak(gemma3_path, projector, tmp_path / "exports", smollm2_path)
     # once, each kind of operation: what a process starts once for good (multiprocessing's resource tracker, for
     # the sandbox's children) is there before the count at start is taken
     for operation in ("attach", "send", "import", "delete", "restart"):
@@ -146,7 +160,8 @@ def test_two_hundred_random_operations_leave_the_seams_whole(fara_home, gemma3_p
             soak.check()
     finally:
         soak.app.close()
-    assert soak.counts.get("restart", 0) >= 3 and soak.counts.get("delete", 0) >= 5, soak.counts
+    kinds = ("restart", "switch", "delete", "import", "forget")
+    assert min(soak.counts.get(kind, 0) for kind in kinds) >= 3, soak.counts
     states = app_paths().data / "chat-states"
     names = [p.name for p in states.iterdir()] if states.exists() else []
     assert not [n for n in names if n.endswith(".tmp")], "a temporary state file was left"
