@@ -39,7 +39,6 @@ TESTED_THROUGH: dict[str, tuple[str, str]] = {
     "fara_desktop.settings.file": ("tests/unit/settings/test_settings.py", "load_settings"),
     "fara_desktop.system.logs": ("tests/integration/ui/test_window_stays_live.py", "logs"),
     "fara_desktop.text.untrusted": ("tests/integration/ui/test_tool_calls_in_chat.py", "202e"),
-    "fara_desktop.tools.tool_box": ("tests/integration/ui/test_tool_calls_in_chat.py", "tool_box"),
     # the window's parts: through the real window, offscreen or on X11
     "fara_desktop.ui.after_paint": ("tests/unit/ui/test_window.py", "painted"),
     "fara_desktop.ui.controllers.catalog_advice": ("tests/unit/ui/test_window.py", "advice.downloadSuggested"),

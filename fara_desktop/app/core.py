@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from fara_desktop.app.chat_turns import ChatTurns, TurnView
 from fara_desktop.app.embedding import EmbedderService
-from fara_desktop.app.picture_intake import PassingPictures, sweep_left_temp_files
+from fara_desktop.app.picture_intake import RequestPictureFiles, sweep_left_temp_files
 from fara_desktop.app.picture_ledger import PictureLedger
 from fara_desktop.chats.session import ChatSession
 from fara_desktop.chats.storage import ConversationStore, open_store
@@ -49,7 +49,7 @@ class EngineCore:
         self.api_keys = ApiKeyStore(paths.config)
         self.embedding = embedding or EmbedderService()
         # the local API's pictures, kept while their request runs (created on first use: a folder of the cache)
-        self.passing_pictures = PassingPictures(paths.cache / "api-pictures")
+        self.request_picture_files = RequestPictureFiles(paths.cache / "api-pictures")
         sweep_left_temp_files()  # a pasted picture's bytes, left by a process that was killed while reading it
         self._backend = backend
         self._state_store = state_store
@@ -212,13 +212,13 @@ class AppCore(EngineCore):
 
     # ------------------------------------------------------------------ shutting down
 
-    def close(self, timeout: float = 10.0, settle: Callable[[], None] = lambda: None) -> None:
+    def close(self, timeout: float = 10.0, save_pending_reply: Callable[[], None] = lambda: None) -> None:
         """The order matters: the tool servers first (a reply waiting on a call has been stopped by then), the
-        engine (a chat's reading kept on disk, the model freed), the embedder, then ``settle`` (the screen saves a
-        reply that was still being drawn), and the chats last."""
+        engine (a chat's reading kept on disk, the model freed), the embedder, then ``save_pending_reply`` (the
+        screen saves a reply that was still being drawn), and the chats last."""
         self.tools_hub.close()
         super().close(timeout)
-        settle()
+        save_pending_reply()
         self.session.close()
         self.store.close()
 

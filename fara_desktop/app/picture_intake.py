@@ -77,7 +77,7 @@ class PictureIntake:
     def attached(self, digest: str) -> AttachedPicture:
         return AttachedPicture(digest, self.store.path(digest))
 
-    def take_exported(self, source: Path | bytes) -> str | None:
+    def take_imported(self, source: Path | bytes) -> str | None:
         """A picture of an imported export: a file beside it (ours, named by its digest: the one here already when
         the store has it) or another app's bytes; read in the sandbox like any stranger's; None when it cannot be."""
         ours = isinstance(source, Path) and PICTURE_DIGEST.fullmatch(source.stem) is not None
@@ -89,7 +89,7 @@ class PictureIntake:
             return None
 
 
-class PassingPictures:
+class RequestPictureFiles:
     """Pictures of local API requests: kept only while their request runs (a client's pictures are not the
     user's, and no chat refers to them), in a private folder of this process's own under ``folder`` (the window and
     ``fara-desktop serve`` run side by side: neither deletes the other's); ``take`` and ``release`` count users,

@@ -56,7 +56,7 @@ class PictureLedger:
 
     @contextmanager
     def importing(self) -> Iterator[Callable[[Path | bytes], str | None]]:
-        """A function that takes an import's pictures in (``PictureIntake.take_exported``), each held until the
+        """A function that takes an import's pictures in (``PictureIntake.take_imported``), each held until the
         block ends — by then the import's messages hold them, or it failed and a later sweep takes them."""
         with self._lock:
             self._imports += 1
@@ -64,7 +64,7 @@ class PictureLedger:
         taken: set[str] = set()
 
         def take(source: Path | bytes) -> str | None:
-            digest = self.intake.take_exported(source)
+            digest = self.intake.take_imported(source)
             if digest is not None:
                 taken.add(digest)
                 self.hold(holder, taken)

@@ -44,7 +44,7 @@ def run_import(paths: AppPaths, files: list[Path]) -> int:
     try:
         for file in files:
             try:
-                take = PictureIntake(PictureStore(paths.data / "pictures")).take_exported
+                take = PictureIntake(PictureStore(paths.data / "pictures")).take_imported
                 result = import_conversations(store, file, take_picture=take)
             except (ImportRefusedError, StorageError) as exc:
                 failed += 1

@@ -92,7 +92,7 @@ def run_serve(
     info = loaded
     api = LocalApi(worker, lambda: info, settings.sampling.params, key,
                    allowed_origins=settings.local_api.allowed_origins, embedder=core.embedding.get,
-                   pictures=core.passing_pictures)  # fmt: skip
+                   pictures=core.request_picture_files)  # fmt: skip
     try:
         server = ApiServer(api, host, port)
     except FaraError as exc:

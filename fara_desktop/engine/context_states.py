@@ -62,13 +62,13 @@ class ContextStates:
         self._kept = None
         self._checkpointed = None
 
-    def leave(self, llm: Llama) -> None:
+    def set_aside(self, llm: Llama) -> None:
         """The context is about to be used for something else (a measurement): the chat in it is kept in RAM."""
         if self.owner is not None:
             self._switch(llm, None, [])
             self.owner = None
 
-    def reach(self, llm: Llama, conversation: Hashable | None, tokens: list[int]) -> int:
+    def restore_longest_prefix(self, llm: Llama, conversation: Hashable | None, tokens: list[int]) -> int:
         """Bring the context to the longest usable prefix of ``tokens`` (another chat's state, a checkpoint, or
         what it holds) and return its length: the context then holds exactly that many of ``tokens``'s first."""
         if conversation != self.owner:
@@ -79,7 +79,7 @@ class ContextStates:
             and conversation is not ISOLATED
             and cached_prefix(llm, tokens, self.rewindable) < llm.n_tokens
         ):
-            self._bring_back(llm, conversation, tokens)  # a Regenerate or an Edit: back to a checkpoint
+            self._restore_saved_state(llm, conversation, tokens)  # a Regenerate or an Edit: back to a checkpoint
         self.owner = conversation
         if conversation is ISOLATED:
             # A local API client reads its whole prompt: reusing a prefix another client or a chat left in the
@@ -102,9 +102,9 @@ class ContextStates:
                 self.cache.put(self.owner, snapshot)
         if conversation is None or conversation is ISOLATED:
             return  # a one-off request reuses whatever prefix it shares (an isolated one none), and is not kept
-        self._bring_back(llm, conversation, tokens)
+        self._restore_saved_state(llm, conversation, tokens)
 
-    def _bring_back(self, llm: Llama, conversation: Hashable, tokens: list[int]) -> None:
+    def _restore_saved_state(self, llm: Llama, conversation: Hashable, tokens: list[int]) -> None:
         """Restore the saved state (RAM, else disk) that saves the most reading of ``tokens``, when it saves more
         than the context holds now. A recurrent model's states count only where they end exactly on a prefix."""
         rewind = self.rewindable
@@ -140,8 +140,8 @@ class ContextStates:
         """llama.cpp stopped (or failed) inside a batch. A KV cache drops that batch's cells and holds exactly
         ``input_ids[:n_tokens]``; a recurrent state has taken in part of the batch and cannot give it back, so the
         context is emptied and has no owner: the next prompt goes back to the checkpoint kept where the reading
-        began (``reach`` saves one before reading past a prompt's end), or is read again — never continued from a
-        state that holds part of a batch."""
+        began (``restore_longest_prefix`` saves one before reading past a prompt's end), or is read again — never
+        continued from a state that holds part of a batch."""
         if self.rewindable:
             return
         llm.reset()
@@ -166,7 +166,7 @@ class ContextStates:
         self._kept = None
         return True
 
-    def keep(self, llm: Llama | None, wait: bool = False) -> None:
+    def save_to_disk(self, llm: Llama | None, wait: bool = False) -> None:
         """The chat in the context goes to disk: its state is copied out of llama.cpp here (the inference
         thread, once a reply has ended and nothing waits) and written by the writer thread. ``wait``: until it is
         written (at shutdown)."""

@@ -411,7 +411,7 @@ class KVDiskWriter:
                 del self._pending[key]
             if self._writing is not None and (conversation is None or self._writing == conversation):
                 self._dropped = True
-            self._settle()
+            self._update_idle()
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until every state handed over is written (and none is being written); True when they are."""
@@ -422,7 +422,7 @@ class KVDiskWriter:
         self._wake.put(None)
         self._thread.join(timeout)
 
-    def _settle(self) -> None:
+    def _update_idle(self) -> None:
         """Under the lock: idle when nothing waits and nothing is being written."""
         if not self._pending and self._writing is None:
             self._idle.set()
@@ -445,7 +445,7 @@ class KVDiskWriter:
                 if self._dropped and written is not None:
                     self.store.delete_file(written)  # its chat was deleted while it was being written
                 self._writing, self._dropped = None, False
-                self._settle()
+                self._update_idle()
 
 
 def chat_state_store(data_folder: Path, budget_gb: float) -> KVDiskStore:

@@ -170,7 +170,7 @@ class LlamaBackend:
         import llama_cpp
 
         llm, _, info = self._require()
-        self._states.leave(llm)  # the chat in the context is kept: calibrating empties it
+        self._states.set_aside(llm)  # the chat in the context is kept: calibrating empties it
         prompt = llm.tokenize(b"Write a short story about a lighthouse keeper.", add_bos=True)
         results: dict[int, float] = {}
         for threads in candidates:
@@ -362,7 +362,7 @@ class LlamaBackend:
         return self._states.cache
 
     def keep_state(self, wait: bool = False) -> None:
-        self._states.keep(self._llm, wait)
+        self._states.save_to_disk(self._llm, wait)
 
     def forget_conversation(self, conversation: Hashable | None) -> None:
         self._states.forget(self._llm, conversation)
@@ -381,7 +381,7 @@ class LlamaBackend:
         llm, _, _ = self._require()
         tokens = self._tokens_of(prompt)
         vision = self._vision_of(prompt)
-        cached = self._states.reach(llm, conversation, tokens)
+        cached = self._states.restore_longest_prefix(llm, conversation, tokens)
         if vision is not None:
             cached = vision.resume_point(cached)
         on_progress(len(tokens), cached)
@@ -470,7 +470,8 @@ class LlamaBackend:
         tokens = self._tokens_of(prompt)
         vision = self._vision_of(prompt)
         detail = prompt.detail
-        reused = self._states.reach(llm, conversation, tokens)  # a request of no conversation keeps the chat's
+        # a request of no conversation keeps the chat's
+        reused = self._states.restore_longest_prefix(llm, conversation, tokens)
         extra_cells = vision.extra_cells if vision is not None else 0
         if vision is not None:
             reused = vision.resume_point(reused)  # a picture half read is read again whole

@@ -21,7 +21,7 @@ PICTURE_DECODERS = 2
 
 
 class PictureTaker(Protocol):
-    """What the API needs to take a request's pictures (``app.picture_intake.PassingPictures``): decoded in the
+    """What the API needs to take a request's pictures (``app.picture_intake.RequestPictureFiles``): decoded in the
     sandbox (``should_stop`` asked between and during them) and kept while the request runs."""
 
     def take(

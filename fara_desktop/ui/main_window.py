@@ -128,7 +128,7 @@ class MainWindow(QMainWindow):
         self.conversations.enteredChat.connect(self.chat.enter_chat)
         self.api_keys = self.core.api_keys
         self.servers = ServersController(self, self.bridge.worker, self.api_keys, self.chat.sampling)
-        self.servers.pictures = self.core.passing_pictures
+        self.servers.pictures = self.core.request_picture_files
         self.servers.apiRequestsChanged.connect(self.chat.set_api_requests)
         self.chat.modelLoaded.connect(self.servers.warn_if_unencrypted)
         self.advice = CatalogAdvice(self.paths, lambda: self.settings)
@@ -576,6 +576,6 @@ class MainWindow(QMainWindow):
         self.documents.stop()
         self.chat.stop_tools()  # a reply waiting on a call keeps its round (as stopped) before the servers go
         self.bridge.engine_event.disconnect(self._on_engine_event)
-        self.core.close(timeout=10.0, settle=self.chat.settle_pending_reply)
+        self.core.close(timeout=10.0, save_pending_reply=self.chat.settle_pending_reply)
         super().closeEvent(event)
 

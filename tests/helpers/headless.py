@@ -118,4 +118,4 @@ class HeadlessApp:
         return event
 
     def close(self) -> None:
-        self.core.close(settle=self.turns.settle_pending_reply)
+        self.core.close(save_pending_reply=self.turns.settle_pending_reply)

@@ -283,7 +283,7 @@ class SettingsDialog(QDialog):
         if embedders:
             apart.append("For document search (not chat models): "
                          + ", ".join(one_line(m.display_name, 60) for m in embedders))  # fmt: skip
-        if projectors:  # a model's eyes: paired with the model beside it, loaded with it
+        if projectors:  # a model's projector: paired with the model beside it, loaded with it
             apart.append("Vision projectors: " + "; ".join(one_line(m.display_name, 60) + (
                 f" ({one_line(m.problem.split(' for ', 1)[1].split(', not', 1)[0], 60)})"
                 if m.problem and " for " in m.problem else " (no model beside it)") for m in projectors))  # fmt: skip
@@ -398,18 +398,18 @@ class SettingsDialog(QDialog):
 
     def _inference_page(self) -> QWidget:
         tuned: TunedParams | None = self._plan.tuned if self._plan else None
-        mine = self._settings.inference
+        chosen = self._settings.inference
         page = QWidget()
         form = QFormLayout(page)
-        self.ctx = _auto_spin("inference.n_ctx", "contextLength", tuned.n_ctx if tuned else None, mine.n_ctx)
+        self.ctx = _auto_spin("inference.n_ctx", "contextLength", tuned.n_ctx if tuned else None, chosen.n_ctx)
         self.threads = _auto_spin(
-            "inference.n_threads", "threads", tuned.n_threads if tuned else None, mine.n_threads
+            "inference.n_threads", "threads", tuned.n_threads if tuned else None, chosen.n_threads
         )
         self.threads_batch = _auto_spin(
             "inference.n_threads_batch", "promptThreads", tuned.n_threads_batch if tuned else None,
-            mine.n_threads_batch,
+            chosen.n_threads_batch,
         )  # fmt: skip
-        self.batch = _auto_spin("inference.n_batch", "batchSize", tuned.n_batch if tuned else None, mine.n_batch)
+        self.batch = _auto_spin("inference.n_batch", "batchSize", tuned.n_batch if tuned else None, chosen.n_batch)
         self.kv = QComboBox()
         self.kv.setObjectName("kvCacheType")
         kv_field = described("inference.kv_type")
@@ -418,13 +418,13 @@ class SettingsDialog(QDialog):
         self.kv.addItem(f"auto (= {tuned.kv_type if tuned else 'f16'})", None)
         for name in KV_TYPES:
             self.kv.addItem(name, name)
-        self.kv.setCurrentIndex(self.kv.findData(mine.kv_type) if mine.kv_type else 0)
+        self.kv.setCurrentIndex(self.kv.findData(chosen.kv_type) if chosen.kv_type else 0)
         self.flash = _tri_state(
-            "inference.flash_attn", "flashAttention", tuned.flash_attn if tuned else False, mine.flash_attn
+            "inference.flash_attn", "flashAttention", tuned.flash_attn if tuned else False, chosen.flash_attn
         )
-        self.mmap = _tri_state("inference.use_mmap", "memoryMap", tuned.use_mmap if tuned else True, mine.use_mmap)
+        self.mmap = _tri_state("inference.use_mmap", "memoryMap", tuned.use_mmap if tuned else True, chosen.use_mmap)
         self.mlock = _tri_state(
-            "inference.use_mlock", "lockInMemory", tuned.use_mlock if tuned else False, mine.use_mlock
+            "inference.use_mlock", "lockInMemory", tuned.use_mlock if tuned else False, chosen.use_mlock
         )
         for key, field in (("n_ctx", self.ctx), ("n_threads", self.threads), ("n_threads_batch", self.threads_batch),
                            ("n_batch", self.batch), ("kv_type", self.kv), ("flash_attn", self.flash),

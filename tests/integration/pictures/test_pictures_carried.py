@@ -50,7 +50,7 @@ def test_an_export_carries_its_pictures_and_an_import_takes_them_back(tmp_path):
     other_store = ConversationStore(elsewhere / "chats.db")
     other_pictures = PictureStore(elsewhere / "pictures")
     result = import_conversations(other_store, next(p for p in written if p.suffix == ".json"),
-                                  take_picture=PictureIntake(other_pictures).take_exported)  # fmt: skip
+                                  take_picture=PictureIntake(other_pictures).take_imported)  # fmt: skip
     imported = other_store.messages(result.conversation_ids[0])
     assert imported[0].pictures and other_pictures.path(imported[0].pictures[0]).is_file()
 
@@ -63,7 +63,7 @@ def test_a_damaged_picture_beside_an_import_is_left_out(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     other_store = ConversationStore(elsewhere / "chats.db")
-    take = PictureIntake(PictureStore(elsewhere / "pictures")).take_exported
+    take = PictureIntake(PictureStore(elsewhere / "pictures")).take_imported
     result = import_conversations(other_store, written[0], take_picture=take)
     messages = other_store.messages(result.conversation_ids[0])
     assert [m.content for m in messages] == ["What is this?", "A green rectangle."]
@@ -86,7 +86,7 @@ def test_open_webui_and_chatgpt_exports_bring_their_pictures(tmp_path):
 
     store = ConversationStore(tmp_path / "chats.db")
     pictures = PictureStore(tmp_path / "pictures")
-    take = PictureIntake(pictures).take_exported
+    take = PictureIntake(pictures).take_imported
     uri = "data:image/png;base64," + base64.b64encode(png_bytes((200, 10, 10))).decode()
     broken = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(30)).decode()
     webui = [{"id": "w1", "title": "A red picture", "chat": {"history": {"currentId": "b", "messages": {
@@ -151,7 +151,7 @@ def test_an_imports_stop_is_heard_in_its_picture_step_and_nothing_is_imported(tm
     read: list[str | None] = []
 
     def take(source):
-        read.append(intake.take_exported(source))
+        read.append(intake.take_imported(source))
         return read[-1]
 
     with pytest.raises(SandboxStoppedError):
@@ -174,7 +174,7 @@ def test_a_chatgpt_file_id_names_its_own_file_only_and_an_import_reads_a_bounded
 
     def take(source):
         taken.append(source)
-        return intake.take_exported(source)
+        return intake.take_imported(source)
 
     monkeypatch.setattr(export_module, "MAX_IMPORT_PICTURES", 2)
     result = import_conversations(store, export, take_picture=take)

@@ -11,7 +11,7 @@ import openai
 import pytest
 from PIL import Image
 
-from fara_desktop.app.picture_intake import PassingPictures
+from fara_desktop.app.picture_intake import RequestPictureFiles
 from fara_desktop.planning.params import LoadParams
 from tests.conftest import wait_until
 from tests.helpers.gguf_factory import write_projector
@@ -34,7 +34,7 @@ def png(colour: tuple[int, int, int]) -> bytes:
 def seeing_server(gemma3_path, tmp_path_factory):
     folder = tmp_path_factory.mktemp("api-pictures")
     projector = write_projector(folder / "mmproj-gemma-3-270m.gguf", n_embd=128, n_ff=256, n_layer=2)
-    passing = PassingPictures(folder / "passing")
+    passing = RequestPictureFiles(folder / "passing")
     params = LoadParams(n_ctx=1024, projector=str(projector), prefault=False)
     server, worker, info = serve_model(gemma3_path, params, pictures=passing)
     yield server, info, passing.store

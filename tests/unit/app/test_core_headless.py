@@ -147,7 +147,7 @@ def test_closing_stops_the_engine_before_the_chats_are_closed(fara_home):
         app.core.store.conversations("")  # the store is still open here
         order.append("chats open")
 
-    app.core.close(settle=settle)
+    app.core.close(save_pending_reply=settle)
     assert order == ["engine ended", "chats open"]
 
 

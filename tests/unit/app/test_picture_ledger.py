@@ -11,7 +11,7 @@ import sys
 import time
 
 from fara_desktop.app.core import AppCore
-from fara_desktop.app.picture_intake import PassingPictures
+from fara_desktop.app.picture_intake import RequestPictureFiles
 from fara_desktop.app.picture_ledger import PictureLedger
 from fara_desktop.chats.storage import ConversationStore, database_path
 from fara_desktop.files.paths import app_paths
@@ -107,7 +107,7 @@ def test_the_window_and_serve_keep_their_api_pictures_apart(tmp_path):
         in_their_request = theirs.put(RED)
         ended = PictureStore(folder / "p999999999")  # no such process
         ended.put(BLUE)
-        mine = PassingPictures(folder)
+        mine = RequestPictureFiles(folder)
         assert theirs.digests() == {in_their_request}, "a second process deleted the first's request pictures"
         assert not ended.folder.exists()
         assert mine.store.folder.parent == folder and mine.store.folder != theirs.folder

@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from fara_desktop.serving.local_api import ApiServer, LocalApi
+from fara_desktop.serving.request_pictures import PICTURE_DECODERS
 from fara_desktop.system.sandbox import SandboxStoppedError
 from fara_desktop.vocabulary.pictures import AttachedPicture
 from tests.helpers.scripted_queue import ScriptedQueue
@@ -27,7 +28,7 @@ PIXEL = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n stand-in
 
 
 class HeldPictures:
-    """Stands in for ``PassingPictures``: each take waits until the test lets it go, or until it is told to stop."""
+    """Stands in for ``RequestPictureFiles``: each take waits until the test lets it go, or until it is told to stop."""
 
     def __init__(self) -> None:
         self.started = threading.Semaphore(0)
@@ -88,7 +89,7 @@ def test_picture_requests_count_from_their_arrival_and_decode_two_at_a_time(serv
     pictures.go.set()
     for client in clients:
         client.join(30)
-    assert sorted(answers) == [200, 200, 429, 429, 429] and pictures.most <= 2
+    assert sorted(answers) == [200, 200, 429, 429, 429] and pictures.most <= PICTURE_DECODERS == 2
 
 
 def test_a_request_carries_at_most_sixteen_pictures(server):
