@@ -45,7 +45,9 @@ MAX_PARSED_BYTES = 256 * MB  # PDF, DOCX and HTML are read whole by their parser
 MAX_INFLATE_RATIO = 100
 INFLATE_CHECK_ABOVE = 1 * MB  # small parts (styles, settings) may inflate more without costing anything
 MAX_DOCX_UNCOMPRESSED = 256 * MB
-MIN_TEXT_CHARS_BUDGET = 64 * MB  # a document's text may always be this long (a PDF's text can outgrow its file)
+MIN_TEXT_CHARS_BUDGET = 64 * MB  # a document's text may be this long whatever its size (a PDF's can outgrow its file)
+SMALL_FILE_TEXT_CHARS = 4 * MB  # ... but a small file's text at most this, or ``TEXT_PER_BYTE`` characters a byte
+TEXT_PER_BYTE = 64  # (two 300-byte files once filled a collection with 904 MiB, each within its 64 M characters)
 BLOCK_BYTES = 1 * MB
 PASSAGES_PER_MESSAGE = 256
 
@@ -64,8 +66,9 @@ def size_limit(suffix: str) -> int:
 
 
 def text_budget(size: int) -> int:
-    """How many characters of text a file of ``size`` bytes may give."""
-    return max(size, MIN_TEXT_CHARS_BUDGET)
+    """How many characters of text a file of ``size`` bytes may give: its size, or up to 64 M characters when its
+    text can outgrow it — but never more than 64 characters a byte of it (at least 4 M)."""
+    return max(size, min(MIN_TEXT_CHARS_BUDGET, max(SMALL_FILE_TEXT_CHARS, size * TEXT_PER_BYTE)))
 
 
 class _BoundedReader:
@@ -112,7 +115,7 @@ class _Output:
         for passage in found:
             self._chars += len(passage.text)
             if self._chars > self._max_chars:
-                raise UnreadableFile(f"holds more than {self._max_chars // MB:,} million characters of text")
+                raise UnreadableFile(f"holds more than {self._max_chars:,} characters of text (its budget here)")
             self._batch.append(passage)
             if len(self._batch) >= PASSAGES_PER_MESSAGE:
                 self.flush()

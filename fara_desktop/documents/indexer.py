@@ -22,6 +22,7 @@ from pathlib import Path
 from fara_desktop.documents.extract import (
     MAX_PARSED_BYTES,
     MB,
+    MIN_TEXT_CHARS_BUDGET,
     UnreadableFile,
     read_document,
     size_limit,
@@ -169,7 +170,11 @@ def index_collection(
     progress = IndexProgress(files_total=len(found))
     report = IndexReport(name)
     seen: set[str] = set()
-    reading = _Reading(Sandbox(nice=READER_NICE), budget_for, should_stop)
+    # The collection as a whole: what this scan reads may give at most this much text (many small files that each
+    # stay within their own budget must not fill the disk together)
+    to_read = sum(listed.st_size for path, listed in found if str(path) not in known)
+    text_left = COLLECTION_TEXT_PER_BYTE * (to_read + sum(r.size for r in known.values())) + MIN_TEXT_CHARS_BUDGET
+    reading = _Reading(Sandbox(nice=READER_NICE), budget_for, should_stop, text_left)
     with reading.sandbox, index.batch() as commit:
         finished = _scan(index, collection, found, known, seen, report, progress, commit, on_progress, pause,
                          yield_to, reading)  # fmt: skip
@@ -243,6 +248,7 @@ def _same_hash(path: Path, record: FileRecord, listed: os.stat_result) -> bool:
         return False
 
 
+COLLECTION_TEXT_PER_BYTE = 8  # a collection's text: at most this many characters a byte of its files, and 64 M more
 READER_NICE = 10  # the reader process gives way to the window and to llama.cpp, like the indexing thread
 
 
@@ -253,6 +259,7 @@ class _Reading:
     sandbox: Sandbox
     budget_for: Callable[[int], Budget]
     should_stop: Callable[[], bool] | None
+    text_left: int = 1 << 62  # characters the collection may still take in this scan
 
 
 def read_passages(
@@ -275,9 +282,13 @@ def read_passages(
     except OSError as exc:
         raise UnreadableFile(f"cannot be opened ({exc.strerror or exc})") from exc
     found: list[Passage] = []
+    max_chars = min(text_budget(listed_size), reading.text_left)
+    if max_chars <= 0:
+        os.close(fd)
+        raise UnreadableFile("was not read: the collection already holds as much text as its files' size allows")
     try:
         result = reading.sandbox.run(
-            read_document, fd, (suffix, listed_size, text_budget(listed_size)), reading.budget_for(listed_size),
+            read_document, fd, (suffix, listed_size, max_chars), reading.budget_for(listed_size),
             allowed=PASSAGE_CLASSES, on_item=lambda item: found.extend(checked_passages(item)),
             should_stop=reading.should_stop, refusal=UnreadableFile,
         )  # fmt: skip
@@ -286,6 +297,7 @@ def read_passages(
     finally:
         os.close(fd)
     digest, bytes_read = checked_result(result, listed_size)
+    reading.text_left -= sum(len(p.text) for p in found)
     return found, digest, bytes_read
 
 

@@ -217,3 +217,24 @@ def test_a_folder_mixing_hostile_and_good_files(tmp_path):
     assert "zip bomb" in reasons["bomb.docx"] and "binary" in reasons["binary.txt"]
     assert result["peak_mb"] < PEAK_MB_BUDGET
     assert result["seconds"] < SECONDS_BUDGET
+
+
+def test_a_collection_is_budgeted_as_a_whole_and_a_small_file_cannot_give_millions(index, tmp_path, monkeypatch):
+    """Issue 51, item 10: two 300-byte files grew the index by 904 MiB, each within its own 64 M characters. A small
+    file may give at most 64 characters a byte (at least 4 M), and a collection at most 8 a byte of its files and
+    64 M more: past that a file is listed as unreadable with the reason, the others are kept."""
+    from fara_desktop.documents import indexer
+    from fara_desktop.documents.extract import text_budget
+
+    assert text_budget(300) == 4 << 20 and text_budget(100 << 20) == 100 << 20 and text_budget(2 << 20) == 64 << 20
+    assert text_budget(200 << 10) == 64 * (200 << 10)
+    monkeypatch.setattr(indexer, "MIN_TEXT_CHARS_BUDGET", 5000)  # the collection's allowance, made small
+    monkeypatch.setattr(indexer, "COLLECTION_TEXT_PER_BYTE", 0)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name, words in (("a.txt", 300), ("b.txt", 300), ("c.txt", 80)):  # ~3,000, ~3,000 and ~800 characters
+        (folder / name).write_text(" ".join(["pump"] * words * 2), encoding="utf-8")
+    report = _index(index, folder)
+    reasons = _reasons(report)
+    assert len(reasons) == 1 and "its budget" in next(iter(reasons.values())), reasons
+    assert report.passages > 0  # the files within the collection's budget are there
