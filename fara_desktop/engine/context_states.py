@@ -120,8 +120,11 @@ class ContextStates:
         if saved is not None and shared > current:
             if restore_sequence(llm, saved):
                 self.restored = (saved, source)
-            else:
+            else:  # refused by llama.cpp: never again (a file would be tried at every open of its chat)
                 log.info("Could not restore the KV state of conversation %s; it will be re-read", conversation)
+                self.cache.discard(saved)
+                if source is not None and self._disk is not None:
+                    self._disk.discard(source, "llama.cpp refused to restore it")
 
     def _stored_state(
         self, conversation: Hashable, tokens: Sequence[int], better_than: int

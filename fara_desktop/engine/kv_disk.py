@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
 import json
 import logging
 import os
 import queue
+import secrets
 import struct
 import tempfile
 import threading
@@ -31,6 +33,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from fara_desktop.engine.kv_states import KVSnapshot, usable_prefix, zeroed_buffer
+from fara_desktop.files.atomic import write_bytes_atomically
+from fara_desktop.files.regular import read_regular
 
 log = logging.getLogger(__name__)
 
@@ -148,6 +152,26 @@ def _state_files(folder: Path) -> Iterator[Path]:
     return iter(p for p in entries if p.name.endswith(SUFFIX) and p.is_file() and not p.is_symlink())
 
 
+KEY_FILE = "state.key"
+
+
+def _state_key(folder: Path) -> bytes:
+    """The key of the states' seals: made once (random, 0600 in the 0700 folder), read after; one that cannot be
+    kept lives as long as the process (its states are then refused at the next start and read again)."""
+    path = folder / KEY_FILE
+    with contextlib.suppress(OSError):
+        key = read_regular(path, 64)
+        if len(key) == 32:
+            return key
+    key = secrets.token_bytes(32)
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        write_bytes_atomically(path, key)
+    except OSError as exc:
+        log.warning("The key of the chats' saved readings could not be kept: %s", exc)
+    return key
+
+
 def _unfinished_files(folder: Path) -> Iterator[Path]:
     try:
         entries = list(folder.iterdir())
@@ -168,6 +192,7 @@ class KVDiskStore:
         self.folder = folder
         self.budget_bytes = budget_bytes
         self._lock = threading.Lock()  # deletions (the budget) against reads
+        self._secret: bytes | None = None  # the seal's key (``seal``), read or made on first use
         self.sweep_unfinished()
 
     def sweep_unfinished(self) -> int:
@@ -197,10 +222,11 @@ class KVDiskStore:
             log.info("A chat's state was not saved: the disk is nearly full (the chat will be read again)")
             return None
         tokens = struct.pack(f"<{len(snapshot.tokens)}i", *snapshot.tokens)
-        header = json.dumps({
+        fields = {
             "identity": identity.key, "conversation": str(conversation), "tokens": len(snapshot.tokens),
             "data": len(snapshot.data), "crc32": _checksum(tokens, snapshot.data),
-        }).encode()  # fmt: skip
+        }  # fmt: skip
+        header = json.dumps({**fields, "seal": self.seal(fields, tokens)}).encode()
         target = self.file_for(conversation, identity, slot)
         try:
             self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -306,8 +332,22 @@ class KVDiskStore:
         ending = f"-{identity.key}{SUFFIX}"
         return [p for p in _state_files(self.folder) if p.name.endswith(ending)]
 
-    @staticmethod
-    def _read_header(handle: BinaryIO, identity: StateIdentity, size: int) -> tuple[dict[str, Any], tuple[int, ...]]:
+    def seal(self, fields: dict[str, Any], tokens: bytes) -> str:
+        """What binds a file to this app's own writing: a keyed hash (the key is private to this user, in the states'
+        folder) of its header's fields — its model, its chat, its sizes, its data's checksum — and its exact token
+        record. A file made elsewhere (positions out of range, values that are not numbers, the tokens of another
+        text over a state, every checksum made to agree) has no seal that matches and never reaches llama.cpp."""
+        named = json.dumps([fields.get(k) for k in ("identity", "conversation", "tokens", "data", "crc32")])
+        return hmac.new(self._key(), named.encode() + tokens, hashlib.sha256).hexdigest()
+
+    def _key(self) -> bytes:
+        if self._secret is None:
+            self._secret = _state_key(self.folder)
+        return self._secret
+
+    def _read_header(
+        self, handle: BinaryIO, identity: StateIdentity, size: int
+    ) -> tuple[dict[str, Any], tuple[int, ...]]:
         read = handle.read
         prefix = read(_PREFIX.size)
         if len(prefix) != _PREFIX.size:
@@ -333,6 +373,9 @@ class KVDiskStore:
         packed = read(4 * count)
         if len(packed) != 4 * count:
             raise StateFileError("truncated tokens")
+        seal = header.get("seal")
+        if not isinstance(seal, str) or not hmac.compare_digest(seal, self.seal(header, packed)):
+            raise StateFileError("not written by this app (its seal does not match)")
         header["conversation"] = str(header.get("conversation", ""))
         return header, struct.unpack(f"<{count}i", packed)
 

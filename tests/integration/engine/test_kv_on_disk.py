@@ -53,7 +53,7 @@ def test_a_restart_resumes_a_long_chat_from_disk(tmp_path, smollm2_path):
     first = ask(worker, first_log, [*chat, ChatMessage("user", "Thanks!")], 7)
     assert first.stats.prompt_tokens > 1400
     assert worker.shutdown(timeout=60)  # the app closes: the chat's state is on disk
-    (saved,) = (tmp_path / "kv").iterdir()
+    (saved,) = (tmp_path / "kv").glob("*.kvstate")
     assert stat.S_IMODE(saved.stat().st_mode) == 0o600
 
     second_log = EventLog()
@@ -86,7 +86,7 @@ def save_and_forget(backend: LlamaBackend) -> Path:
     """The chat's state goes to disk, and the context is emptied as a restart would."""
     backend.keep_state(wait=True)
     backend.forget_context(snapshots=True)
-    files = list(backend._states.store.folder.iterdir())  # type: ignore[union-attr]
+    files = list(backend._states.store.folder.glob("*.kvstate"))  # type: ignore[union-attr]
     assert len(files) == 1
     return files[0]
 
@@ -174,10 +174,11 @@ def test_read_ahead_is_preempted_by_a_key_press_and_by_send(smollm2_path):
         assert worker.shutdown(timeout=60)
 
 
-def claim_tokens(path: Path, tokens: list[int]) -> None:
-    """Rewrite a state file's token record (``tokens``, longer than the cells its data holds), with a header, size
-    and checksum that all agree: it passes every check and restores, and llama.cpp then cannot decode on it (the
-    next position is not the one after the last cell)."""
+def claim_tokens(path: Path, tokens: list[int], store: KVDiskStore) -> None:
+    """Rewrite a state file's token record (``tokens``, longer than the cells its data holds), with a header, size,
+    checksum and seal that all agree (as a file of this app's that llama.cpp changed its mind about): it passes every
+    check and restores, and llama.cpp then cannot decode on it (the next position is not the one after the last
+    cell)."""
     import json
     import struct
     import zlib
@@ -188,6 +189,7 @@ def claim_tokens(path: Path, tokens: list[int]) -> None:
     data = raw[12 + length + 4 * header["tokens"] :]
     packed_tokens = struct.pack(f"<{len(tokens)}i", *tokens)
     header.update(tokens=len(tokens), crc32=zlib.crc32(data, zlib.crc32(packed_tokens)))
+    header["seal"] = store.seal(header, packed_tokens)
     packed = json.dumps(header).encode()
     path.write_bytes(struct.pack("<8sI", magic, len(packed)) + packed + packed_tokens + data)
 
@@ -203,7 +205,7 @@ def test_a_state_that_restores_but_cannot_be_decoded_is_discarded_and_the_chat_r
     tokens = backend.prepare(longer, 64).detail.tokens
     held = store.header(state_file, backend._states.identity).tokens  # type: ignore[arg-type, union-attr]
     shared = common_prefix(held, tokens)
-    claim_tokens(state_file, tokens[: shared + 40])  # 40 tokens more than its cells hold
+    claim_tokens(state_file, tokens[: shared + 40], store)  # 40 tokens more than its cells hold
     assert store.header(state_file, backend._states.identity) is not None  # it passes every check # type: ignore[arg-type]
     backend.forget_context(snapshots=True)
     backend_reference = LlamaBackend()

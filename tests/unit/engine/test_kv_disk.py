@@ -25,7 +25,7 @@ def test_a_state_is_written_privately_and_atomically_and_read_back_whole(tmp_pat
     assert path is not None and path.exists()
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE((tmp_path / "kv").stat().st_mode) == 0o700
-    assert [p.name for p in (tmp_path / "kv").iterdir()] == [path.name]  # no temporary file left behind
+    assert [p.name for p in (tmp_path / "kv").iterdir() if p.name != "state.key"] == [path.name]  # no temporary file
     loaded = store.load(path, IDENTITY)
     assert loaded is not None and loaded.tokens == tuple(range(200)) and loaded.data == bytearray([7]) * 10_000
 
@@ -94,7 +94,7 @@ def test_the_state_sharing_the_longest_prefix_is_chosen(tmp_path: Path):
 def test_short_states_are_not_written(tmp_path: Path):
     store = KVDiskStore(tmp_path)
     assert store.save(1, IDENTITY, snapshot(count=MIN_TOKENS - 1)) is None
-    assert list(tmp_path.iterdir()) == []
+    assert [p for p in tmp_path.iterdir() if p.name != "state.key"] == []
 
 
 def test_the_budget_evicts_the_least_recently_used(tmp_path: Path):
@@ -177,8 +177,51 @@ def test_a_state_is_not_written_when_it_would_leave_the_disk_without_its_reserve
         store = KVDiskStore(disk / "kv")
         tokens = tuple(range(MIN_TOKENS))
         assert store.save(1, IDENTITY, KVSnapshot(tokens, memoryview(bytearray(6 << 20)))) is None
-        assert not (disk / "kv").exists() or list((disk / "kv").iterdir()) == []  # not even half of one
+        assert not (disk / "kv").exists() or [p.name for p in (disk / "kv").iterdir()] in ([], ["state.key"])
         assert store.save(2, IDENTITY, KVSnapshot(tokens, memoryview(bytearray(2 << 20)))) is not None
     finally:
         with contextlib.suppress(OSError):
             subprocess.run(["umount", str(disk)], capture_output=True)
+
+
+def forged(path: Path, tokens: tuple[int, ...] | None = None, data: bytes | None = None) -> None:
+    """What the red team wrote: the tokens of another text, or other values, with every size and checksum made to
+    agree — all but the seal, whose key it does not have."""
+    import json
+    import struct
+    import zlib
+
+    raw = path.read_bytes()
+    magic, length = struct.unpack_from("<8sI", raw)
+    header = json.loads(raw[12 : 12 + length])
+    old_tokens = raw[12 + length : 12 + length + 4 * header["tokens"]]
+    packed = struct.pack(f"<{len(tokens)}i", *tokens) if tokens is not None else old_tokens
+    body = data if data is not None else raw[12 + length + 4 * header["tokens"] :]
+    header.update(tokens=len(packed) // 4, data=len(body), crc32=zlib.crc32(body, zlib.crc32(packed)))
+    text = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<8sI", magic, len(text)) + text + packed + body)
+
+
+@pytest.mark.parametrize("forgery", ["tokens of another text", "other values (NaN keys, positions out of range)"])
+def test_a_forged_state_is_refused_and_deleted_before_llama_cpp_sees_it(tmp_path: Path, forgery: str):
+    """Issue 51, item 9: crafted states were accepted and changed the answer (1 of 763 tokens read)."""
+    store = KVDiskStore(tmp_path)
+    path = store.save(3, IDENTITY, snapshot(count=300))
+    assert path is not None and store.load(path, IDENTITY) is not None
+    if forgery.startswith("tokens"):
+        forged(path, tokens=tuple(range(1000, 1300)))
+    else:
+        forged(path, data=bytes([0x7E, 0xFF]) * 5_000)  # f16 NaNs where the keys were
+    assert store.header(path, IDENTITY) is None and store.load(path, IDENTITY) is None
+    assert not path.exists()
+
+
+def test_the_seal_is_this_users_and_stays_across_starts(tmp_path: Path):
+    store = KVDiskStore(tmp_path)
+    path = store.save(4, IDENTITY, snapshot())
+    assert path is not None
+    key = tmp_path / "state.key"
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600 and len(key.read_bytes()) == 32
+    assert KVDiskStore(tmp_path).load(path, IDENTITY) is not None  # the next start reads its own states
+    KVDiskStore(tmp_path).forget()
+    assert key.exists()  # deleting the readings keeps the key
