@@ -59,7 +59,7 @@ MARKER_IN_TEXT = "<\u200b__media__>"  # the same characters from anywhere else s
 # after rendering every marker is text and each slot becomes a marker (``marked``).
 PICTURE_SLOT = f"<fara-picture-{secrets.token_hex(12)}>"
 PROBE_SIDE = 896  # a picture of this side tells how many tokens the projector makes of a scaled picture
-STOP_CHECK_NODES = 64  # the encoder's graph pauses after every this many nodes to ask whether to stop
+STOP_CHECK_NODES = 16  # the encoder pauses after every this many nodes to ask whether to stop (a few a layer)
 
 
 class PictureDecodeError(RuntimeError):
