@@ -30,6 +30,10 @@ class PictureTaker(Protocol):
     def release(self, pictures: Sequence[AttachedPicture]) -> None: ...
 
 
+class ServerStopping(FaraError):
+    """The server stopped while the request's pictures were waiting to be decoded: it is answered 503."""
+
+
 class RequestPictures:
     """Takes admitted requests' pictures in through ``taker`` (None: pictures are refused), a few at a time."""
 
@@ -37,6 +41,7 @@ class RequestPictures:
         self.taker = taker
         self._decoders = ThreadPoolExecutor(PICTURE_DECODERS, thread_name_prefix="fara-api-pictures")
         self._stops: set[threading.Event] = set()  # one per request whose pictures are being decoded
+        self._stopped = False
 
     def refusal(self, info: ModelInfo) -> str | None:
         """Why this model cannot take a request's pictures (None: it can)."""
@@ -67,7 +72,13 @@ class RequestPictures:
                 self._decoders, lambda: taker.take(flat, stop.is_set)
             )
         except FaraError as exc:
+            if self._stopped:
+                raise ServerStopping("The server is stopping.") from exc
             raise FaraError(f"A picture could not be read: it {exc}.") from exc
+        except asyncio.CancelledError:
+            if self._stopped:  # the pool was shut down under it, not this request cancelled
+                raise ServerStopping("The server is stopping.") from None
+            raise
         finally:
             watcher.cancel()
             self._stops.discard(stop)
@@ -82,6 +93,7 @@ class RequestPictures:
 
     def stop(self) -> None:
         """The server is stopping: every decoding ends now, and the decoders' threads with them (any thread)."""
+        self._stopped = True
         for stop in list(self._stops):
             stop.set()
         self._decoders.shutdown(wait=False, cancel_futures=True)
