@@ -70,12 +70,11 @@ def test_the_formats_a_chat_needs_are_read(tmp_path, format_name):
 def start_a_grandchild(fd, marker: str, *, emit):
     """A sandbox job that starts a program of its own which would outlive it, then waits to be stopped."""
     import subprocess
-    import time
+    import threading
 
     child = subprocess.Popen(["sleep", "300"])
     Path(marker).write_text(str(child.pid))
-    while True:
-        time.sleep(0.05)
+    threading.Event().wait(300)  # until the sandbox ends it
 
 
 def test_a_stopped_sandbox_ends_what_its_child_started(tmp_path):
