@@ -24,7 +24,6 @@ TESTED_THROUGH: dict[str, tuple[str, str]] = {
     "fara_desktop.cli.downloads": ("tests/integration/models/test_downloads.py", '"download"'),
     "fara_desktop.cli.reports": ("tests/integration/cli/test_commands.py", '"models"'),
     # documents: extraction runs in the sandbox child, the pipeline behind indexing
-    "fara_desktop.documents.extract": ("tests/integration/documents/test_hostile_documents.py", "pdf"),
     "fara_desktop.documents.pipeline": ("tests/unit/ui/test_documents_ui.py", "index_folder"),
     # the llama.cpp adapter's parts: through the backend with the real library
     "fara_desktop.engine.llama_prompt": ("tests/integration/pictures/test_mrope_pictures.py", "cells"),

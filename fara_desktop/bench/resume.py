@@ -83,7 +83,7 @@ def resume_once(model: Path, params: LoadParams, tokens: int) -> dict[str, Any]:
             backend.keep_state(wait=True)
             save_s = time.perf_counter() - started
             # A model keeping exact states also writes where its prompt ended (the one a Regenerate restores)
-            files = sorted(Path(folder).iterdir(), key=lambda f: f.name.startswith(f"c1-{CHECKPOINT_SLOT}"))
+            files = sorted(Path(folder).glob("*.kvstate"), key=lambda f: f.name.startswith(f"c1-{CHECKPOINT_SLOT}"))
             state_file = files[-1]
             state_bytes = state_file.stat().st_size
             restore_sequence(llm, kept)  # the same state, kept in memory: its last token decoded again

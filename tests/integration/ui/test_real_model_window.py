@@ -201,7 +201,7 @@ def test_a_long_chat_resumes_after_a_restart_and_a_typed_question_is_read_before
     assert first.args[0].stats.prompt_tokens > 1200
     conversation = win.session.conversation_id
     win.close()  # the state goes to disk as the engine stops
-    states = list((app_paths().data / "chat-states").iterdir())
+    states = list((app_paths().data / "chat-states").glob("*.kvstate"))
     assert len(states) == 1
 
     again = real_window(sampling)
