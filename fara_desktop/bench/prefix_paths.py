@@ -1,9 +1,10 @@
 """Every path that keeps part of a chat's context, checked against a fresh read (issue 41): a Regenerate, an Edit
 in the middle, a Branch, a switch back to a chat kept in RAM, a read-ahead thrown away by a key, a local API
-request between turns, and a restart that restores the chat from disk. The engine under test keeps its states in
-RAM and on disk as the app does; a second engine reads every prompt from nothing. A recurrent model's state cannot
-be cut back to a prefix, so each path must continue from a state saved exactly where its prompt leaves the old
-one, or read from the start — and its greedy continuation must be the fresh read's."""
+client's request between turns and its follow-up (another client's same words read whole), and a restart that
+restores the chat from disk. The engine under test keeps its states in RAM and on disk as the app does; a second
+engine reads every prompt from nothing. A recurrent model's state cannot be cut back to a prefix, so each path must
+continue from a state saved exactly where its prompt leaves the old one, or read from the start — and its greedy
+continuation must be the fresh read's."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import Any
 from fara_desktop.engine.backend import ReplyResult
 from fara_desktop.engine.kv_disk import KVDiskStore
 from fara_desktop.engine.llama_backend import LlamaBackend
-from fara_desktop.engine.types import ISOLATED
+from fara_desktop.engine.types import ApiClient
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.vocabulary.messages import ChatMessage
 from fara_desktop.vocabulary.sampling import SamplingParams
@@ -49,7 +50,8 @@ class PathResult:
     read: int  # prompt tokens given to llama.cpp to decode (counted at ``Llama.eval``)
     prompt_tokens: int
     reported: int  # what the reply's figures say it read
-    expect_reuse: bool  # the path should continue a saved state (read well under half of its prompt)
+    expect_reuse: bool  # the path should continue a saved state (read well under half of its prompt); else read
+    # it whole (a first reply; a principal that may not reuse what another left)
 
 
 class PrefixPaths:
@@ -119,7 +121,11 @@ class PrefixPaths:
         later = [*edited, ChatMessage("assistant", "the cat"), ChatMessage("user", "dog")]
         yield self.check("back to the first chat (RAM)", later, 1)
         back = self.last.text
-        yield self.check("a local API request", [system, ChatMessage("user", "a dog sat")], ISOLATED, reuse=False)
+        asked_by_api = [system, ChatMessage("user", "a dog sat")]
+        yield self.check("a local API request", asked_by_api, ApiClient("key-a"), reuse=False)
+        followed_up = [*asked_by_api, ChatMessage("assistant", self.last.text), ChatMessage("user", "the cat")]
+        yield self.check("the API client's follow-up", followed_up, ApiClient("key-a"))
+        yield self.check("another API client, the same words", followed_up, ApiClient("key-b"), reuse=False)
         history = [*later, ChatMessage("assistant", back)]
         typed = self.tested.prepare([*history, ChatMessage("user", "the mat the mat the")], 64)
         self.tested.read_ahead(typed, 1, lambda: False, lambda _total, _done: None)

@@ -22,6 +22,7 @@ from fara_desktop.files.paths import AppPaths
 from fara_desktop.files.regular import read_regular_text
 from fara_desktop.planning.planner import prepare_load
 from fara_desktop.serving.local_api import ApiServer, LocalApi
+from fara_desktop.serving.principals import split_keys
 from fara_desktop.settings import load_settings
 from fara_desktop.system.api_keys import LOCAL_API, ApiKeyStore
 from fara_desktop.text.format import format_count
@@ -33,8 +34,9 @@ MAX_KEY_FILE_BYTES = 4096
 
 
 def serve_key(paths: AppPaths, given: str | None, key_file: Path | None, env: Mapping[str, str]) -> str | None:
-    """The key clients must send: from ``--api-key`` (with a warning), a file, ``FARA_API_KEY``, or the keychain
-    (the window's local API key). Raises ``FaraError`` when the file cannot be read or holds no key."""
+    """The keys clients must send, one per app (``serving.principals``): from ``--api-key`` (with a warning), a file
+    (a key per line), ``FARA_API_KEY`` (separated by commas), or the keychain (the window's local API keys).
+    Raises ``FaraError`` when the file cannot be read or holds no key."""
     if given:
         print(
             "fara-desktop serve: --api-key is visible to every user of this computer in the process list; "
@@ -47,9 +49,9 @@ def serve_key(paths: AppPaths, given: str | None, key_file: Path | None, env: Ma
             key = read_regular_text(key_file, MAX_KEY_FILE_BYTES).strip()
         except (OSError, ValueError) as exc:
             raise FaraError(f"cannot read the API key file {key_file.name}: {exc}") from exc
-        if not key or "\n" in key:
-            raise FaraError(f"the API key file {key_file.name} must hold the key on one line")
-        return key
+        if not split_keys(key):
+            raise FaraError(f"the API key file {key_file.name} holds no key (one key per line)")
+        return "\n".join(split_keys(key))
     return env.get(KEY_ENV) or ApiKeyStore(paths.config).get(LOCAL_API)
 
 

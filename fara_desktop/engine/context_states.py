@@ -11,10 +11,11 @@ from collections.abc import Hashable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fara_desktop.engine.api_slots import ApiSlots
 from fara_desktop.engine.kv_disk import CHECKPOINT_SLOT, MIN_TOKENS, KVDiskStore, KVDiskWriter, StateIdentity
 from fara_desktop.engine.kv_states import KVSnapshot, KVStateCache, usable_prefix
 from fara_desktop.engine.llama_state import cached_prefix, restore_sequence, snapshot_sequence
-from fara_desktop.engine.types import ISOLATED
+from fara_desktop.engine.types import WINDOW, ApiClient, ApiSlot, principal_of
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -28,6 +29,8 @@ class ContextStates:
     def __init__(self, store: KVDiskStore | None) -> None:
         self.cache = KVStateCache()
         self.owner: Hashable | None = None  # the conversation whose tokens are in the context now
+        self.principal = WINDOW  # whose tokens the context holds: only they may reuse them (``engine.types``)
+        self.api_slots = ApiSlots()  # which kept conversation of an API principal a request continues
         self._disk = store
         self._writer = KVDiskWriter(store) if store is not None else None
         self._identity: StateIdentity | None = None  # what the loaded model's states are bound to
@@ -57,10 +60,20 @@ class ContextStates:
     def detach(self) -> None:
         """The model was unloaded: its states in RAM go (those on disk stay for its next load)."""
         self.cache.clear()
+        self.api_slots.clear()
         self.owner = None
         self._identity = None
         self._kept = None
         self._checkpointed = None
+
+    def start_over(self, llm: Llama | None, snapshots: bool) -> None:
+        """The context is emptied and has no owner; with ``snapshots``, every state kept in RAM goes too."""
+        if llm is not None:
+            llm.reset()
+        self.owner = None
+        if snapshots:
+            self.cache.clear()
+            self.api_slots.clear()
 
     def set_aside(self, llm: Llama) -> None:
         """The context is about to be used for something else (a measurement): the chat in it is kept in RAM."""
@@ -70,21 +83,23 @@ class ContextStates:
 
     def restore_longest_prefix(self, llm: Llama, conversation: Hashable | None, tokens: list[int]) -> int:
         """Bring the context to the longest usable prefix of ``tokens`` (another chat's state, a checkpoint, or
-        what it holds) and return its length: the context then holds exactly that many of ``tokens``'s first."""
+        what it holds — of the same principal only) and return its length: the context then holds exactly that
+        many of ``tokens``'s first. An API client's request continues one of its principal's slots."""
+        if isinstance(conversation, ApiClient):
+            conversation, dropped = self.api_slots.slot_for(conversation.principal, tokens)
+            for slot in dropped:
+                self.cache.forget(slot)
         if conversation != self.owner:
             self._switch(llm, conversation, tokens)
+        elif principal_of(conversation) != self.principal:  # no owner, and another principal's tokens (set aside)
+            self._enter(llm, principal_of(conversation))
         elif (
             not self.rewindable
             and conversation is not None
-            and conversation is not ISOLATED
             and cached_prefix(llm, tokens, self.rewindable) < llm.n_tokens
         ):
             self._restore_saved_state(llm, conversation, tokens)  # a Regenerate or an Edit: back to a checkpoint
         self.owner = conversation
-        if conversation is ISOLATED:
-            # A local API client reads its whole prompt: reusing a prefix another client or a chat left in the
-            # context would tell it, by the time to the first token, what they had sent.
-            llm.reset()
         cached = cached_prefix(llm, tokens, self.rewindable)
         if cached == 0 and llm.n_tokens:
             llm.reset()  # nothing can be kept: never a cut that would continue wrong (see ``can_cut_back``)
@@ -96,20 +111,29 @@ class ContextStates:
         """Keep the KV state of the conversation we leave; bring back the one we return to if it helps (or, for a
         conversation new to the cache, such as a branch, the one that shares most of its prompt): from memory,
         else from disk (a chat reopened after a restart)."""
-        if self.owner is not None and self.owner is not ISOLATED:
+        if self.owner is not None:
             snapshot = snapshot_sequence(llm)
             if snapshot is not None:
                 self.cache.put(self.owner, snapshot)
-        if conversation is None or conversation is ISOLATED:
-            return  # a one-off request reuses whatever prefix it shares (an isolated one none), and is not kept
+        self._enter(llm, principal_of(conversation))
+        if conversation is None:
+            return  # a one-off request reuses whatever prefix of the window's it shares, and is not kept
         self._restore_saved_state(llm, conversation, tokens)
+
+    def _enter(self, llm: Llama, principal: str) -> None:
+        """The context is about to serve ``principal``: another's tokens in it go (they are kept, if at all, as
+        their owner's snapshot) — reusing them would tell it, by the time to the first token, what was sent."""
+        if principal != self.principal:
+            llm.reset()
+            self.principal = principal
 
     def _restore_saved_state(self, llm: Llama, conversation: Hashable, tokens: list[int]) -> None:
         """Restore the saved state (RAM, else disk) that saves the most reading of ``tokens``, when it saves more
         than the context holds now. A recurrent model's states count only where they end exactly on a prefix."""
         rewind = self.rewindable
         current = cached_prefix(llm, tokens, rewind)
-        candidates = [s for s in (self.cache.get(conversation), self.cache.closest(tokens, rewind)) if s]
+        closest = self.cache.closest(tokens, rewind, principal_of(conversation))
+        candidates = [s for s in (self.cache.get(conversation), closest) if s]
         scored = [(usable_prefix(s.tokens, tokens, rewind), s) for s in candidates]
         shared, saved = max(scored, key=lambda item: item[0], default=(0, None))
         source: Path | None = None
@@ -131,8 +155,8 @@ class ContextStates:
     ) -> tuple[KVSnapshot, Path] | None:
         """The state on disk that shares more than ``better_than`` tokens with the prompt, read and checked, and
         its file."""
-        if self._disk is None or self._identity is None:
-            return None
+        if self._disk is None or self._identity is None or isinstance(conversation, ApiSlot):
+            return None  # an API client's conversations are kept in RAM only, and read no chat's file
         if self._writer is not None:
             self._writer.wait_idle(30.0)  # a state still being written is the one to read
         stored = self._disk.best_for(conversation, self._identity, tokens, better_than, self.rewindable)
@@ -174,7 +198,7 @@ class ContextStates:
         thread, once a reply has ended and nothing waits) and written by the writer thread. ``wait``: until it is
         written (at shutdown)."""
         owner, identity = self.owner, self._identity
-        if self._writer is None or llm is None or identity is None or owner is None or owner is ISOLATED:
+        if self._writer is None or llm is None or identity is None or owner is None or isinstance(owner, ApiSlot):
             return
         if llm.n_tokens >= MIN_TOKENS:
             kept = (owner, llm.n_tokens, hash(llm.input_ids[: llm.n_tokens].tobytes()))
@@ -192,7 +216,7 @@ class ContextStates:
     def checkpoint(self, llm: Llama, owner: Hashable | None) -> None:
         """Keep the context's state as it is now, for a model whose state cannot be cut back: called where a
         prompt ends and before reading on past a reply, the points a Regenerate, an Edit or a Branch go back to."""
-        if self.rewindable or owner is None or owner is ISOLATED or llm.n_tokens < MIN_TOKENS:
+        if self.rewindable or owner is None or llm.n_tokens < MIN_TOKENS:
             return
         mark = (owner, llm.n_tokens, hash(llm.input_ids[: llm.n_tokens].tobytes()))
         if mark == self._checkpointed:
@@ -214,6 +238,7 @@ class ContextStates:
         snapshots, checkpoints, files); what the context holds now stays, and is not written again as it is."""
         if conversation is None:
             self.cache.clear()
+            self.api_slots.clear()
             self._checkpointed = None
             self.restored = None
             if self._writer is not None:

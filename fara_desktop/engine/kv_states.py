@@ -12,6 +12,8 @@ from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
+from fara_desktop.engine.types import WINDOW, principal_of
+
 DEFAULT_BUDGET_BYTES = 512 * 1024 * 1024
 CHECKPOINTS_PER_OWNER = 4  # prompts' ends a chat can go back to: its last four turns
 
@@ -62,12 +64,14 @@ class KVStateCache:
             self._items.move_to_end(key)
         return snapshot
 
-    def closest(self, tokens: Sequence[int], rewindable: bool = True) -> KVSnapshot | None:
-        """The snapshot sharing the longest usable prefix with ``tokens`` (``usable_prefix``): a chat branched off
-        another (or an edit of an early message) starts from its parent's state instead of re-reading the shared
-        history."""
+    def closest(self, tokens: Sequence[int], rewindable: bool = True, principal: str = WINDOW) -> KVSnapshot | None:
+        """The snapshot of ``principal`` sharing the longest usable prefix with ``tokens`` (``usable_prefix``): a
+        chat branched off another (or an edit of an early message) starts from its parent's state instead of
+        re-reading the shared history. Another principal's snapshots are never looked at."""
         best, best_length = None, 0
-        for snapshot in self._items.values():
+        for key, snapshot in self._items.items():
+            if principal_of(key.owner if isinstance(key, _Checkpoint) else key) != principal:
+                continue
             length = usable_prefix(snapshot.tokens, tokens, rewindable)
             if length > best_length:
                 best, best_length = snapshot, length

@@ -202,9 +202,9 @@ class LlamaBackend:
         if self._llm is None:
             return None
         path = self._info.path if self._info else None
-        if self._vision is not None:
-            self._vision.close()
-            self._vision = None
+        vision, self._vision = self._vision, None
+        if vision is not None:
+            vision.close()
         self._llm.close()
         self._llm = None
         self._info = None
@@ -215,13 +215,8 @@ class LlamaBackend:
         return path
 
     def forget_context(self, snapshots: bool = False) -> None:
-        """Drop the evaluated tokens so the next prompt is read from scratch (and, with ``snapshots``, the saved
-        KV states of other conversations); the benchmark measures cold and warm turns with it."""
-        if self._llm is not None:
-            self._llm.reset()
-        self._states.owner = None
-        if snapshots:
-            self._states.cache.clear()
+        """Drop the evaluated tokens (with ``snapshots``, every saved state too): the benchmark's cold turns."""
+        self._states.start_over(self._llm, snapshots)
 
     def _install_abort_callback(self) -> None:
         import llama_cpp
@@ -381,9 +376,7 @@ class LlamaBackend:
         llm, _, _ = self._require()
         tokens = self._tokens_of(prompt)
         vision = self._vision_of(prompt)
-        cached = self._states.restore_longest_prefix(llm, conversation, tokens)
-        if vision is not None:
-            cached = vision.resume_point(cached)
+        cached = self._restore(llm, conversation, tokens, vision)
         on_progress(len(tokens), cached)
         end = len(tokens) - 1
         if cached >= end or should_stop():
@@ -434,6 +427,13 @@ class LlamaBackend:
     def _require_vision(self) -> VisionModel:
         return self._vision  # type: ignore[return-value]  # ``_vision_of`` checked it is there
 
+    def _restore(self, llm: Llama, owner: Hashable | None, tokens: list[int], vision: VisionPrompt | None) -> int:
+        """The context at the longest prefix its principal may reuse; the projector's embeddings then its own."""
+        cached = self._states.restore_longest_prefix(llm, owner, tokens)
+        if self._vision is not None:
+            self._vision.principal = self._states.principal
+        return vision.resume_point(cached) if vision is not None else cached
+
     def _read_prompt(self, llm: Llama, vision: VisionPrompt, tokens: list[int], start: int, end: int) -> None:
         """Read ``start``..``end`` of a prompt with pictures: text by ``eval``, each picture decoded whole."""
         cut_context(llm, start)
@@ -470,11 +470,8 @@ class LlamaBackend:
         tokens = self._tokens_of(prompt)
         vision = self._vision_of(prompt)
         detail = prompt.detail
-        # a request of no conversation keeps the chat's
-        reused = self._states.restore_longest_prefix(llm, conversation, tokens)
+        reused = self._restore(llm, conversation, tokens, vision)
         extra_cells = vision.extra_cells if vision is not None else 0
-        if vision is not None:
-            reused = vision.resume_point(reused)  # a picture half read is read again whole
         max_tokens = sampling.max_tokens or info.n_ctx
         stream = TextStream((*detail.rendered.stop, *sampling.stop))
         forced = detail.rendered.forced_calls
@@ -520,7 +517,7 @@ class LlamaBackend:
                     self._read_prompt(llm, vision, tokens, reused, len(tokens) - 1)
                 elif reused < len(tokens) - 1:
                     llm.eval(tokens[reused:-1])
-                self._states.checkpoint(llm, conversation)
+                self._states.checkpoint(llm, self._states.owner)
             for token in generator:
                 if first_token_at is None:
                     first_token_at = time.perf_counter()

@@ -40,16 +40,33 @@ class RemoteModel:
 ModelSource = Path | RemoteModel  # what LoadModel loads: a GGUF file here, or a server's model
 
 
-class Isolated:
-    """The conversation of a request that must share no KV state with any other: a local API client's, whose time
-    to the first token would otherwise tell it what another client or a chat had sent."""
-
-    def __repr__(self) -> str:
-        return "ISOLATED"
+WINDOW = "window"  # the principal of the window's chats (and of one-off requests made for the user)
 
 
-ISOLATED = Isolated()
-Conversation = int | Isolated | None  # None: a one-off request that may reuse whatever prefix it shares
+@dataclass(frozen=True)
+class ApiClient:
+    """The conversation of a local API request: its principal (an API key's fingerprint, or the local clients
+    together when no key is set) and nothing else — the engine finds which of the principal's kept conversations the
+    request continues. A principal never reuses another's prefix, state, checkpoint or picture embeddings: its time
+    to the first token would otherwise tell it what another client or the user's chats had sent."""
+
+    principal: str
+
+
+@dataclass(frozen=True)
+class ApiSlot:
+    """One conversation kept for an API principal (in the context, or as a RAM snapshot under this key)."""
+
+    principal: str
+    number: int
+
+
+Conversation = int | ApiClient | None  # None: a one-off request that may reuse whatever prefix it shares
+
+
+def principal_of(owner: object) -> str:
+    """Whose prefixes a conversation (or a slot) may reuse: an API principal's own, or the window's."""
+    return owner.principal if isinstance(owner, (ApiClient, ApiSlot)) else WINDOW
 
 
 # ---------------------------------------------------------------- commands (GUI → worker)

@@ -5,8 +5,9 @@ llama-cpp-python's own multimodal chat handlers clear the KV cache on every call
 picture again and read the whole chat again. Here a picture is part of the prompt's token record like text: its
 positions hold a pseudo token (negative, never a vocabulary id) derived from the projector and the picture's
 digest, so the app's prefix reuse, RAM snapshots and states on disk keep it like any other tokens, and a second
-question about the same picture encodes nothing. Its embeddings are also kept in memory by digest (read-ahead
-encodes a picture while the user types; a chat read again after a switch decodes them without encoding).
+question about the same picture encodes nothing. Its embeddings are also kept in memory by digest, for each
+principal apart (read-ahead encodes a picture while the user types; a chat read again after a switch decodes them
+without encoding; an API client never learns by the clock whether the user's chats sent the same picture).
 
 The record holds one entry per position. Most projectors place a picture's tokens one per position (Gemma 3 and
 4, LLaVA-style); M-RoPE ones (Qwen2-VL, Qwen2.5-VL, Qwen3-VL and 3.5) place a picture's grid on fewer positions
@@ -36,7 +37,7 @@ from fara_desktop.engine.errors import (
     PicturesUnsupportedError,
     cannot_see,
 )
-from fara_desktop.engine.types import ModelInfo
+from fara_desktop.engine.types import WINDOW, ModelInfo
 from fara_desktop.machine.hardware import this_cpu_features
 from fara_desktop.machine.llama_internals import hold_tokens_from
 from fara_desktop.models.gguf_file import read_gguf_header
@@ -168,7 +169,10 @@ class VisionModel:
             mtmd.mtmd_free(context)
             raise ModelLoadError(f"The vision projector {projector.name} reads no pictures (a projector for sound).")
         self._context = context
-        self._embeddings: OrderedDict[str, Any] = OrderedDict()
+        # Kept by principal and digest: an API client's time to the first token must not say whether the user's chats
+        # (or another client) sent the same picture; ``principal`` is whose prompt is being read (``engine.types``).
+        self.principal = WINDOW
+        self._embeddings: OrderedDict[tuple[str, str], Any] = OrderedDict()
         self._embeddings_bytes = 0
         self.encodes = 0
         self.encode_seconds: list[tuple[int, float]] = []  # (tokens, seconds) of each encoding done
@@ -322,9 +326,10 @@ class VisionModel:
         import llama_cpp.mtmd_cpp as mtmd
         import numpy as np
 
-        kept = self._embeddings.get(span.digest)
+        key = (self.principal, span.digest)
+        kept = self._embeddings.get(key)
         if kept is not None:
-            self._embeddings.move_to_end(span.digest)
+            self._embeddings.move_to_end(key)
             return kept
         chunk = prompt.chunk(span)
         n_tokens = int(mtmd.mtmd_input_chunk_get_n_tokens(chunk))
@@ -342,7 +347,7 @@ class VisionModel:
         self.encodes += 1
         output = mtmd.mtmd_get_output_embd(self._context)
         values = np.ctypeslib.as_array(output, shape=(n_tokens * self._n_embd,)).copy()
-        self._embeddings[span.digest] = values
+        self._embeddings[key] = values
         self._embeddings_bytes += values.nbytes
         while self._embeddings_bytes > EMBEDDINGS_KEPT_BYTES and len(self._embeddings) > 1:
             _, dropped = self._embeddings.popitem(last=False)

@@ -15,7 +15,6 @@ import asyncio
 import base64
 import contextlib
 import ctypes
-import hmac
 import json
 import logging
 import socket
@@ -42,7 +41,7 @@ from fara_desktop.engine.errors import (
     ToolsUnsupportedError,
     tools_unsupported,
 )
-from fara_desktop.engine.types import ISOLATED, Cancelled, Conversation, Event, Failed, Finished, ModelInfo, TokenText
+from fara_desktop.engine.types import ApiClient, Cancelled, Conversation, Event, Failed, Finished, ModelInfo, TokenText
 from fara_desktop.serving.admission import admit, loopback_hosts
 from fara_desktop.serving.http_protocol import HEADER_TIMEOUT_S, HeaderDeadlineProtocol
 from fara_desktop.serving.openai_format import (
@@ -63,6 +62,7 @@ from fara_desktop.serving.openai_format import (
     tool_calls_body,
     usage,
 )
+from fara_desktop.serving.principals import Principals
 from fara_desktop.serving.request_pictures import PictureTaker, RequestPictures, ServerStopping
 from fara_desktop.vocabulary.errors import FaraError
 from fara_desktop.vocabulary.pictures import AttachedPicture
@@ -166,7 +166,9 @@ class LocalApi:
     ``allowed_origins``: web pages (``Origin`` values) that may use the API; none by default. ``relay_servers``:
     the servers (by the name the user gave them) whose models the API may relay to when the chat uses one; none by
     default, so a page or program on this computer cannot spend the user's paid key. ``allowed_hosts`` is set by
-    ``ApiServer`` once it knows its port (None: any, when the API listens on the network behind a key)."""
+    ``ApiServer`` once it knows its port (None: any, when the API listens on the network behind a key).
+    ``api_key``: the keys clients must send, one per app (separated by spaces, commas or lines; see
+    ``serving.principals``)."""
 
     queue: RequestQueue
     model_info: Callable[[], ModelInfo | None]
@@ -188,6 +190,7 @@ class LocalApi:
         self._request_pictures: dict[int, tuple[AttachedPicture, ...]] = {}  # released when the request ends
         self._embedding_cancels: set[threading.Event] = set()
         self._pictures_in = RequestPictures(self.pictures)
+        self.principals = Principals(self.api_key)  # who sends each request, and what each read and reused
         self.allowed_hosts: frozenset[str] | None = None
         self.app = Starlette(
             routes=[
@@ -210,8 +213,8 @@ class LocalApi:
     # ------------------------------------------------------------------ endpoints
 
     async def models(self, request: Request) -> Response:
-        if (refused := self._refuse_key(request)) is not None:
-            return refused
+        if isinstance(principal := self._principal(request), Response):
+            return principal
         info = self.model_info()
         data = [{"id": model_id(info), "object": "model", "created": 0, "owned_by": "fara-desktop"}] if info else []
         return JSONResponse({"object": "list", "data": data})
@@ -224,8 +227,8 @@ class LocalApi:
         return await self._generate(request, parse_completion_request)
 
     async def _generate(self, request: Request, parse: Callable[[Any, SamplingParams], ChatRequest]) -> Response:
-        if (refused := self._refuse_key(request)) is not None:
-            return refused
+        if isinstance(principal := self._principal(request), Response):
+            return principal
         if self._reading >= self.max_pending:  # bodies being read are held in memory: bounded before reading
             return self._busy()
         self._reading += 1
@@ -257,6 +260,8 @@ class LocalApi:
         loop = asyncio.get_running_loop()
 
         def deliver(event: Event) -> None:
+            if isinstance(event, (Finished, Cancelled, Failed)):
+                self.principals.record(principal, None if isinstance(event, Failed) else event.stats)
             with contextlib.suppress(RuntimeError):  # the server stopped while the request ran
                 loop.call_soon_threadsafe(events.put_nowait, event)
 
@@ -265,9 +270,9 @@ class LocalApi:
         try:
             if chat.has_pictures:
                 chat, taken = await self._pictures_in.take(chat, info, lambda then: _when_gone(request, then))
-            # ISOLATED: no KV state shared with another client or a chat (see ``engine.types.Isolated``)
+            # the principal's own conversations only: never another client's or a chat's (``engine.types.ApiClient``)
             request_id = self.queue.generate(
-                chat.messages, chat.sampling, ISOLATED, True, deliver, raw=chat.raw, tools=chat.tools
+                chat.messages, chat.sampling, ApiClient(principal), True, deliver, raw=chat.raw, tools=chat.tools
             )
         except BaseException as exc:
             self._activity(-1)
@@ -292,7 +297,7 @@ class LocalApi:
     async def embeddings(self, request: Request) -> Response:
         """Vectors from the documents' embedding model, on a worker thread (the model and its lock are shared with
         document indexing; the chat model's queue is not involved)."""
-        if (refused := self._refuse_key(request)) is not None:
+        if isinstance(refused := self._principal(request), Response):
             return refused
         if self._reading >= self.max_pending:
             return self._busy()
@@ -417,13 +422,11 @@ class LocalApi:
 
     # ------------------------------------------------------------------ helpers
 
-    def _refuse_key(self, request: Request) -> Response | None:
-        if not self.api_key:
-            return None
-        given = request.headers.get("authorization", "")
-        expected = f"Bearer {self.api_key}"
-        if hmac.compare_digest(given.encode(), expected.encode()):
-            return None
+    def _principal(self, request: Request) -> str | Response:
+        """Who sent the request (``serving.principals``), or the 401 for a missing or wrong key."""
+        principal = self.principals.of(request.headers.get("authorization", ""))
+        if principal is not None:
+            return principal
         return JSONResponse(error_body("A valid API key is required.", "authentication_error"), status_code=401)
 
     async def _json(self, request: Request) -> Any:
@@ -518,7 +521,7 @@ class ApiServer:
     def __init__(
         self, api: LocalApi, host: str = "127.0.0.1", port: int = 0, header_timeout_s: float = HEADER_TIMEOUT_S
     ) -> None:
-        if host not in LOCAL_HOSTS and not api.api_key:
+        if host not in LOCAL_HOSTS and not api.principals.keys:
             raise ApiKeyRequired(f"Listening on {host} makes the model reachable from the network: set an API key.")
         import uvicorn
 

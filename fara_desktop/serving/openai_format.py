@@ -414,10 +414,17 @@ def text_completion(
     return {**text_chunk(request_id, model, text, finish), "usage": usage(stats)}
 
 
-def usage(stats: GenerationStats | None) -> dict[str, int]:
+def usage(stats: GenerationStats | None) -> dict[str, Any]:
+    """The counts as OpenAI gives them; ``cached_tokens``: the prompt's tokens this client's kept conversation
+    spared reading (``serving.principals``)."""
     prompt = stats.prompt_tokens if stats else 0
     completion = stats.completion_tokens if stats else 0
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    cached = max(0, prompt - stats.prompt_tokens_evaluated) if stats else 0
+    return {
+        "prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": cached},
+        "completion_tokens_details": {"reasoning_tokens": stats.reasoning_tokens if stats else 0},
+    }  # fmt: skip
 
 
 def chunk(request_id: str, model: str, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:

@@ -108,6 +108,61 @@ def test_serve_takes_its_key_from_the_environment_or_a_file_and_warns_about_argv
     assert statuses == [401, 401, 200] and "visible to every user of this computer" in stderr
 
 
+# A conversation of about 2,500 tokens, as a chat client sends it (every earlier turn, then the new question).
+LONG_CHAT = [
+    {"role": "system", "content": "You are a careful assistant for a small bakery's accounts."},
+    *[
+        message
+        for day in range(1, 28)
+        for message in (
+            {"role": "user", "content": f"Day {day}: we sold {day * 7} loaves, {day * 3} cakes and {day * 11} "
+                                        f"rolls; flour cost {day * 13} euros and the oven ran {day % 9 + 4} hours."},
+            {"role": "assistant", "content": f"Noted day {day}: {day * 7} loaves, {day * 3} cakes, {day * 11} "
+                                             f"rolls, flour {day * 13} euros, oven {day % 9 + 4} hours."},
+        )
+    ],
+    {"role": "user", "content": "Which day sold the most cakes?"},
+]
+
+
+@pytest.mark.real_model
+def test_serve_keeps_each_keys_conversation_and_never_lends_it_to_another_key(fara_home, smollm2_path, tmp_path):
+    """Issue 52: a client's follow-up reads only its new words (as ``usage.prompt_tokens_details.cached_tokens``
+    says, and as llama-server's slots do); a second key sending the first key's exact conversation reads it
+    whole. Through ``fara-desktop serve`` with a key per app, and the official ``openai`` client."""
+    keys = tmp_path / "keys.txt"
+    keys.write_text("sk-editor-0123456789\nsk-notes-9876543210\n", encoding="utf-8")
+    env = {**os.environ, "FARA_HOME": str(fara_home), "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fara_desktop", "serve", "--port", "0", "--model", str(smollm2_path),
+         "--api-key-file", str(keys)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        address = process.stdout.readline().strip()  # type: ignore[union-attr]
+        editor = openai.OpenAI(base_url=address, api_key="sk-editor-0123456789", max_retries=0, timeout=300)
+        notes = openai.OpenAI(base_url=address, api_key="sk-notes-9876543210", max_retries=0, timeout=300)
+
+        def ask(client: openai.OpenAI, messages: list[dict[str, str]]) -> openai.types.chat.ChatCompletion:
+            return client.chat.completions.create(model="any", messages=messages, temperature=0, max_tokens=16)
+
+        first = ask(editor, LONG_CHAT)
+        assert first.usage.prompt_tokens > 2000 and first.usage.prompt_tokens_details.cached_tokens == 0
+        reply = {"role": "assistant", "content": first.choices[0].message.content or ""}
+        follow_up = [*LONG_CHAT, reply, {"role": "user", "content": "And the fewest?"}]
+        second = ask(editor, follow_up)
+        cached = second.usage.prompt_tokens_details.cached_tokens
+        assert first.usage.prompt_tokens <= cached < second.usage.prompt_tokens  # the new words only were read
+        stranger = ask(notes, follow_up)  # the other key, the same words: read whole
+        assert stranger.usage.prompt_tokens == second.usage.prompt_tokens
+        assert stranger.usage.prompt_tokens_details.cached_tokens == 0
+        editor.close()
+        notes.close()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+    finally:
+        end(process)
+
+
 @pytest.mark.real_model
 def test_smoke_asks_a_server_model_through_the_gui_path(fara_home, smollm2_path):
     server = LlamaCppServer(smollm2_path).wait_ready()

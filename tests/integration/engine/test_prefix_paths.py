@@ -1,11 +1,12 @@
 """Every path that keeps part of a chat's context continues exactly as a fresh read would (issue 41): a Regenerate, an
 Edit in the middle, a Branch, a switch back to a chat kept in RAM, a read-ahead thrown away by a key or stopped
-inside a batch (issue 50), a local API request between turns, and a restart that restores the chat from disk
-(``bench/prefix_paths.py`` walks them). Greedy continuations after each are compared with those of a second engine
-reading the same prompt from nothing — for a dense model, a sliding-window one, two mixtures of experts (Qwen3's
-layout and gpt-oss's, sliding window and all) and three hybrid families whose recurrent state cannot be cut back to
-a prefix (short convolutions, Mamba-2, gated delta-net) — and what llama.cpp really decoded with what the reply's
-figures say. Real llama.cpp, small random-weight models of each architecture."""
+inside a batch (issue 50), a local API client's request between turns and its follow-up (another client sending the
+same words reads them whole: issue 52), and a restart that restores the chat from disk (``bench/prefix_paths.py``
+walks them). Greedy continuations after each are compared with those of a second engine reading the same prompt
+from nothing — for a dense model, a sliding-window one, two mixtures of experts (Qwen3's layout and gpt-oss's,
+sliding window and all) and three hybrid families whose recurrent state cannot be cut back to a prefix (short
+convolutions, Mamba-2, gated delta-net) — and what llama.cpp really decoded with what the reply's figures say. Real
+llama.cpp, small random-weight models of each architecture."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 
 from fara_desktop.bench.prefix_paths import GREEDY, PrefixPaths, split_stable
 from fara_desktop.engine.kv_disk import KVDiskStore
-from fara_desktop.engine.types import ISOLATED
+from fara_desktop.engine.types import ApiClient
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.vocabulary.messages import ChatMessage
 from tests.helpers.gguf_factory import write_tiny_model
@@ -50,6 +51,8 @@ def test_every_path_that_keeps_a_prefix_continues_as_a_fresh_read(tmp_path, fami
             assert result.read == result.reported, f"{result.path}: the reply's figures say otherwise"
             if result.expect_reuse and not (family in SLIDING_WINDOW and result.path in CUT_AFTER_A_RESTORE):
                 assert result.read < result.prompt_tokens / 2, f"{result.path}: read {result.read} tokens again"
+            elif not result.expect_reuse:  # a first reply, or a principal that may not reuse what another left
+                assert result.read == result.prompt_tokens, f"{result.path}: reused what it may not"
             if result.path == "regenerate":
                 assert result.read <= 1, "a Regenerate reads its prompt again"
         # the control: F32 weights give the same continuation however the prompt is split into batches
@@ -68,7 +71,8 @@ def test_a_regenerate_after_a_reply_longer_than_the_sliding_window_continues_as_
         chat = [ChatMessage("system", "the cat sat on the mat. " * 10), ChatMessage("user", "hello world")]
         prompt = paths.tested.prepare(chat, 500)
         paths.tested.reply(prompt, long_reply, lambda: False, lambda *_: None, 1)
-        paths.check("a local API request", [ChatMessage("user", "a dog sat")], ISOLATED)  # the chat goes to RAM
+        asked = [ChatMessage("user", "a dog sat")]
+        paths.check("a local API request", asked, ApiClient("local-clients"))  # the chat goes to RAM
         paths.tested.reply(prompt, long_reply, lambda: False, lambda *_: None, 1)  # and comes back: restored
         again = paths.check("regenerate", chat, 1)
         assert again.same, "the Regenerate continued from a window that is no longer there"

@@ -13,7 +13,7 @@ import httpx
 import openai
 import pytest
 
-from fara_desktop.engine.types import ISOLATED, Finished, ModelInfo, ModelLoaded, ModelLoadFailed
+from fara_desktop.engine.types import ApiClient, Finished, ModelInfo, ModelLoaded, ModelLoadFailed
 from fara_desktop.engine.worker import InferenceWorker
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.serving.local_api import ApiKeyRequired, ApiServer, LocalApi
@@ -218,8 +218,9 @@ def test_time_to_first_token_added_by_the_local_api(served):
             if isinstance(event, Finished):
                 finished.set()
 
-        # Isolated as the API's requests are (each reads its whole prompt): like is compared with like.
-        worker.generate(messages, SamplingParams(temperature=0.0, max_tokens=8), ISOLATED, on_event=sink)
+        # As the API's requests are (the local clients' own conversation): like is compared with like.
+        worker.generate(messages, SamplingParams(temperature=0.0, max_tokens=8), ApiClient("local-clients"),
+                        on_event=sink)  # fmt: skip
         assert finished.wait(60)
         return stamp[0] - started
 
@@ -301,10 +302,11 @@ def _json_two_ways(api: openai.OpenAI, options: dict, stream: bool) -> None:
 
 
 @pytest.mark.real_model
-def test_a_client_cannot_tell_what_another_sent_from_the_cache(smollm2_path):
+def test_a_client_reuses_its_own_conversations_and_never_what_another_or_a_chat_sent(smollm2_path):
     """Two clients shared the prompt cache: a right guess of another's prefix answered in 0.01 s, a wrong one in
-    23-30 s. Now every local API request reads its whole prompt (the GUI's chats keep theirs); measured as tokens
-    read, which is what the time follows."""
+    23-30 s. Then every API request read its whole prompt. Now each principal (an API key, or the local clients)
+    reuses its own conversations only — two of them at once — and the user's chats theirs; measured as tokens read,
+    which is what the time follows."""
     log = []
     done = threading.Event()
 
@@ -316,32 +318,36 @@ def test_a_client_cannot_tell_what_another_sent_from_the_cache(smollm2_path):
     worker = InferenceWorker(sink).start()
     try:
 
-        def run(messages, conversation=None):
+        def run(messages, conversation):
             done.clear()
-            if conversation is None:  # as the local API sends it
-                worker.generate(messages, SamplingParams(temperature=0, max_tokens=2), ISOLATED, True, sink)
-            else:
-                worker.generate(messages, SamplingParams(temperature=0, max_tokens=2), conversation)
+            worker.generate(messages, SamplingParams(temperature=0, max_tokens=2), conversation, True, sink)
             assert done.wait(120)
-            return log[-1]
+            return log[-1].stats
+
+        def reused(stats):
+            return stats.prompt_tokens - stats.prompt_tokens_evaluated
 
         done.clear()
         worker.load_model(smollm2_path, PARAMS)
         assert done.wait(60) and isinstance(log[-1], ModelLoaded)
+        a, b, chats = ApiClient("key-a"), ApiClient("key-b"), 7
         secret = [ChatMessage("user", "My bank PIN is 4821 and my street is Rose Lane. " * 20)]
-        other = run(secret)  # one client's request (or a chat)
-        assert other.stats.prompt_tokens_evaluated == other.stats.prompt_tokens
-        right_guess = run(secret)
-        wrong_guess = run([ChatMessage("user", "My bank PIN is 9999 and my street is Elm Road. " * 20)])
-        assert right_guess.stats.prompt_tokens_evaluated == right_guess.stats.prompt_tokens
-        assert wrong_guess.stats.prompt_tokens_evaluated == wrong_guess.stats.prompt_tokens
-        chat = run(secret, conversation=7)  # the GUI's own chats still reuse their cache, turn after turn
-        again = run([*secret, ChatMessage("assistant", chat.text), ChatMessage("user", "Thanks")], conversation=7)
-        assert again.stats.prompt_tokens_evaluated < again.stats.prompt_tokens // 2
-        api_between = run(secret)
-        after = run([*secret, ChatMessage("assistant", chat.text), ChatMessage("user", "Thanks")], conversation=7)
-        assert api_between.stats.prompt_tokens_evaluated == api_between.stats.prompt_tokens
-        assert after.stats.prompt_tokens_evaluated < after.stats.prompt_tokens // 2  # restored after the API's turn
+        other = [ChatMessage("user", "Plan a picnic by a lake for six friends with a dog. " * 20)]
+        assert reused(run(secret, a)) == 0
+        assert reused(run(secret, b)) == 0  # B guessed A's words right: it reads them whole all the same
+        assert reused(run(secret, chats)) == 0  # and so does a chat of the user's
+        said = run(secret, a)  # A again, after B and a chat held the context: its own conversation comes back
+        assert reused(said) == said.prompt_tokens - 1
+        assert reused(run(other, a)) < 30  # A's second conversation (only the template's system prompt is shared;
+        # the first conversation is kept) ...
+        follow_up = [*secret, ChatMessage("assistant", "Noted."), ChatMessage("user", "What is my street?")]
+        first_again = run(follow_up, a)  # ... and back to the first: only the new words are read
+        assert reused(first_again) >= len(secret[0].content) // 8 and first_again.prompt_tokens_evaluated < 30
+        second_again = run([*other, ChatMessage("assistant", "Sure."), ChatMessage("user", "Where?")], a)
+        assert second_again.prompt_tokens_evaluated < 30
+        in_chat = run([*secret, ChatMessage("assistant", "Noted."), ChatMessage("user", "Thanks")], chats)
+        assert in_chat.prompt_tokens_evaluated < 30  # the user's chat kept its own reading through all of it
+        assert reused(run(follow_up, ApiClient("key-c"))) == 0  # a third client never reads from A's follow-up
     finally:
         assert worker.shutdown(timeout=30)
 

@@ -1,0 +1,47 @@
+"""Which of an API principal's conversations a request continues, as llama-server's slots do for its clients.
+
+A client sends its whole conversation every time; the request continues the slot whose last prompt it starts with
+(a follow-up adds the reply and a question; a Regenerate sends the same prompt again). Any other request is a
+conversation of its own and gets a new slot — started, where the principal's kept states share its beginning, from
+the best of them — so a client switching between two conversations keeps both. Each principal keeps its latest
+``SLOTS_PER_PRINCIPAL``; the states themselves live in ``KVStateCache`` under the slot's key, inside the saved
+readings' budget, and never on disk. Runs on the inference thread only, as ``ContextStates`` that owns it.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+
+from fara_desktop.engine.kv_states import common_prefix
+from fara_desktop.engine.types import ApiSlot
+
+SLOTS_PER_PRINCIPAL = 4
+
+
+class ApiSlots:
+    """Each principal's slots, most recently used last, with the prompt each was last sent."""
+
+    def __init__(self) -> None:
+        self._slots: dict[str, OrderedDict[int, tuple[int, ...]]] = {}
+        self._numbers = 0
+
+    def slot_for(self, principal: str, tokens: Sequence[int]) -> tuple[ApiSlot, list[ApiSlot]]:
+        """The slot this prompt continues (or a new one), and the slots dropped to make room for a new one."""
+        slots = self._slots.setdefault(principal, OrderedDict())
+        continued = [number for number, sent in slots.items() if common_prefix(sent, tokens) == len(sent)]
+        dropped: list[ApiSlot] = []
+        if continued:
+            number = max(continued, key=lambda n: len(slots[n]))
+        else:
+            self._numbers += 1
+            number = self._numbers
+            while len(slots) >= SLOTS_PER_PRINCIPAL:
+                dropped.append(ApiSlot(principal, slots.popitem(last=False)[0]))
+        slots[number] = tuple(tokens)
+        slots.move_to_end(number)
+        return ApiSlot(principal, number), dropped
+
+    def clear(self) -> None:
+        """Every slot goes (the model was unloaded, or the saved readings were deleted)."""
+        self._slots.clear()
