@@ -17,11 +17,12 @@ PARAMS = LoadParams(n_ctx=2048, prefault=False)
 
 
 def serve_model(
-    path: Path, params: LoadParams = PARAMS, embedder: Callable[[], Any] | None = None, pictures: Any = None
-) -> tuple[ApiServer, InferenceWorker, ModelInfo]:
+    path: Path, params: LoadParams = PARAMS, embedder: Callable[[], Any] | None = None, pictures: Any = None,
+    backend: Any = None,
+) -> tuple[ApiServer, InferenceWorker, ModelInfo]:  # fmt: skip
     """A worker with ``path`` loaded and the local API started in front of it (greedy sampling); ``embedder``: the
-    documents' embedding model it serves; ``pictures``: what takes the requests' pictures in. The caller stops the
-    server and shuts the worker down."""
+    documents' embedding model it serves; ``pictures``: what takes the requests' pictures in; ``backend``: the
+    worker's, to look into. The caller stops the server and shuts the worker down."""
     events: list[object] = []
     loaded = threading.Event()
 
@@ -30,7 +31,7 @@ def serve_model(
         if isinstance(event, (ModelLoaded, ModelLoadFailed)):
             loaded.set()
 
-    worker = InferenceWorker(sink).start()
+    worker = InferenceWorker(sink, backend).start()
     worker.load_model(path, params)
     assert loaded.wait(60) and isinstance(events[-1], ModelLoaded), events[-1:]
     info = events[-1].info
