@@ -494,7 +494,8 @@ class MainWindow(QMainWindow):
         dialog = SettingsDialog(self.settings, self.plan, self.api_keys, self, self.chat_states,
                                 self.session.conversation_id, self.tools_hub.states,
                                 self.tools_hub.restart, tools_note=note, folders=self.folders,
-                                forget_states=self.core.forget_saved_readings)  # fmt: skip
+                                forget_states=self.core.forget_saved_readings,
+                                api_clients=self.servers.api_clients)  # fmt: skip
         self.toolsChanged.connect(dialog.tools_page.refresh)
         if page:
             dialog.show_page(page)

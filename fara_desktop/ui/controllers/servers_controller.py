@@ -17,6 +17,7 @@ from fara_desktop.engine.remote_backend import is_local_host
 from fara_desktop.engine.types import ModelInfo, RemoteModel
 from fara_desktop.engine.worker import InferenceWorker
 from fara_desktop.serving.local_api import ApiServer, LocalApi, TextEmbedder
+from fara_desktop.serving.principals import ClientUse
 from fara_desktop.serving.request_pictures import PictureTaker
 from fara_desktop.settings import LocalApiSettings, RemoteChoice, Settings
 from fara_desktop.system.api_keys import LOCAL_API, ApiKeyStore
@@ -118,6 +119,10 @@ class ServersController(QObject):
             return
         self.api.start()
         self._show_activity(0)
+
+    def api_clients(self) -> list[ClientUse] | None:
+        """What each client of the running local API used (None: it is not running)."""
+        return self.api.api.principals.uses() if self.api is not None else None
 
     def stop_api(self) -> None:
         if self.api is not None:

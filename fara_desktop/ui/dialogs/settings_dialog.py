@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -34,6 +34,7 @@ from fara_desktop.models.naming import model_display_name
 from fara_desktop.planning.params import TunedParams
 from fara_desktop.planning.planner import StartupPlan
 from fara_desktop.planning.tuning import KV_TYPES, VERDICT_LABELS, verdict_kind
+from fara_desktop.serving.principals import ClientUse
 from fara_desktop.settings import THEMES, InferenceOverrides, RemoteChoice, SamplingSettings, Settings
 from fara_desktop.settings.fields import described
 from fara_desktop.system.api_keys import ApiKeyStore
@@ -129,9 +130,11 @@ class SettingsDialog(QDialog):
         tools_note: str = "",
         folders: FolderMemory | None = None,
         forget_states: Callable[[], None] | None = None,
+        api_clients: Callable[[], Sequence[ClientUse] | None] = lambda: None,
     ) -> None:
         """``chat_states``: the chats' saved KV states, whose size the Prompts page shows (for ``conversation``),
-        ``forget_states`` deletes them all (the core's intent);
+        ``forget_states`` deletes them all (the core's intent); ``api_clients``: what the running local API's
+        clients used;
         ``tools_note``: what the Tools page says first (the model in use cannot call tools)."""
         super().__init__(parent)
         self.setObjectName("settingsDialog")
@@ -151,7 +154,7 @@ class SettingsDialog(QDialog):
         self.servers_page = ServersPage(settings, keys)
         self.servers_page.modelActivated.connect(self.accept)  # a double-clicked server model: chat with it now
         self.local_api_page = LocalApiPage(
-            settings.local_api, keys, lambda: {server.name for server in self.servers_page.servers}
+            settings.local_api, keys, lambda: {server.name for server in self.servers_page.servers}, clients=api_clients
         )
         self.prompts_page = PromptsPage(settings.prompts, chat_states, conversation,
                                         forget_states=forget_states)  # fmt: skip

@@ -202,3 +202,32 @@ def test_sampling_changed_in_settings_reaches_the_local_api(qtbot):
     assert backend.samplings[-1].temperature == pytest.approx(1.37)
     win.servers.apply_api_settings(LocalApiSettings(enabled=False))
     win.close()
+
+
+def test_the_local_api_page_shows_what_each_key_read_and_reused(qtbot):
+    """Issue 52, item 5: a key per app, each a client of its own, with its requests and the tokens read and reused
+    since the API started; the key's end only, never the key."""
+    from fara_desktop.system.api_keys import LOCAL_API
+
+    backend = FakeBackend(words=["one"])
+    win = MainWindow(backend=backend)
+    qtbot.addWidget(win)
+    win.show()
+    with qtbot.waitSignal(win.modelLoaded, timeout=5000):
+        win.load_model("fake.gguf")
+    win.api_keys.set(LOCAL_API, "sk-editor-0123456789ab sk-notes")
+    win.servers.apply_api_settings(LocalApiSettings(enabled=True, port=0))
+    address = win.servers.api.address
+    for key in ("sk-editor-0123456789ab", "sk-editor-0123456789ab", "sk-notes", "wrong"):
+        httpx.post(f"{address}/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]},
+                   headers={"authorization": f"Bearer {key}"}, timeout=30)  # fmt: skip
+    dialog = win.open_settings("Local API")
+    text = dialog.local_api_page.clients_note.text()
+    assert "Key 1 (…89ab): 2 requests · " in text and "Key 2: 1 request · " in text and "reused" in text, text
+    assert "sk-" not in text and dialog.local_api_page.api_key.text() == ""
+    dialog.reject()
+    win.servers.apply_api_settings(LocalApiSettings(enabled=False))
+    dialog = win.open_settings("Local API")
+    assert "not running" in dialog.local_api_page.clients_note.text()
+    dialog.reject()
+    win.close()
