@@ -18,6 +18,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+from fara_desktop.bench.api_cache import api_cache
 from fara_desktop.bench.cold_probe import MODES as COLD_MODES
 from fara_desktop.bench.loops import loop_detection
 from fara_desktop.bench.plan import SECTION_HELP, SECTIONS, default_sections, plan_for
@@ -119,6 +120,7 @@ STAGE_TITLES = {
     "loops": "replies that repeat themselves, and the loop detector",
     "prefix": "every path that keeps part of a chat's context, against a fresh read",
     "vision": "pictures: encoding, reuse, resume, memory and hostile files",
+    "api": "the local API's prompt cache: a client's follow-up vs its first request, and another key's reuse",
 }
 
 
@@ -355,6 +357,11 @@ class Benchmark:
     def prefix_section(self) -> None:
         self.close()
         self.out.update(prefix_paths(self.model, self.params))
+
+    def api_section(self) -> None:
+        self.close()
+        tokens = min(2500, self.n_ctx - 512)
+        self.out.update(api_cache(self.model, min(tokens, 600) if self.quick else tokens, 2 if self.plan.big else 3))
 
     def vision_section(self) -> None:
         self.close()

@@ -110,6 +110,12 @@ def table(out: dict[str, Any]) -> str:
         rows.append(row("cold start to first token: " + " / ".join(cold["first_token_s"]) + " (s)",
                          " / ".join(f"{v:.1f}" for v in cold["first_token_s"].values())
                          + f"  (default: {cold['default_mode']})"))  # fmt: skip
+    if "api_followup_over_first" in out:
+        rows += [
+            row(f"local API: a {out['api_first_prompt_tokens']:,.0f}-token chat's follow-up / first request",
+                f"{out['api_followup_over_first']:.3f} (read {out['api_followup_read_tokens']:,.0f} tokens)"),
+            row("local API: tokens another key reused", f"{out['api_cross_principal_reuse_tokens']}"),
+        ]  # fmt: skip
     rows += retrieval_rows(out.get("retrieval"))
     rows += vision_rows(out)
     return "\n".join(rows)

@@ -36,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (not 127.0.0.1: needs --api-key)")
     serve.add_argument(
         "--api-key-file", type=Path, metavar="FILE",
-        help="file holding the key clients must send (Bearer); or set FARA_API_KEY",
+        help="file holding the keys clients must send (Bearer), a key per line: one per app, each app's prompt "
+        "cache its own; or set FARA_API_KEY (keys separated by commas)",
     )  # fmt: skip
     serve.add_argument(
         "--api-key", dest="serve_api_key", metavar="KEY",
