@@ -8,7 +8,7 @@ _ = object()
 # Called by name: the benchmark runs the sections the command line names (getattr(f"{name}_section")).
 _.bandwidth_section, _.engine_section, _.app_section, _.memory_section
 _.startup_section, _.turns_section, _.cold_section, _.resume_section, _.typeahead_section, _.retrieval_section
-_.vision_section
+_.vision_section, _.api_section
 _.loops_section, _.prefix_section
 
 # Interfaces other code calls: llama.cpp's ctypes structs, sqlite3, lxml's parser target, urllib's handlers,

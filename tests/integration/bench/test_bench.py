@@ -108,3 +108,16 @@ def test_the_vision_section_measures_each_projector_beside_the_model(fara_home, 
     assert hostile["bomb_900M_pixels"]["outcome"].startswith("refused")
     assert hostile["truncated_png"]["outcome"].startswith("refused")
     assert "first frame" in hostile["gif_10000_frames"]["outcome"]
+
+
+def test_the_api_section_measures_a_follow_up_and_another_keys_reuse(fara_home, smollm2_path):
+    """Through ``fara-desktop serve``: the follow-up reads only its new words, another key reuses nothing (the time
+    ratio is the bench's to print, not a suite's to assert)."""
+    env = {**os.environ, "FARA_HOME": str(fara_home)}
+    result = subprocess.run([sys.executable, "-m", "fara_desktop", "bench", "--quick", "--section", "api"],
+                            capture_output=True, text=True, timeout=900, env=env)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "follow-up / first request" in result.stdout and "tokens another key reused" in result.stdout
+    saved = json.loads(max((fara_home / "data" / "benchmarks").glob("*.json")).read_text(encoding="utf-8"))
+    assert saved["api_cross_principal_reuse_tokens"] == 0
+    assert 0 < saved["api_followup_read_tokens"] < 40 < saved["api_first_prompt_tokens"]

@@ -11,6 +11,7 @@ import sys
 import openai
 import pytest
 
+from fara_desktop.bench.api_cache import bakery_chat, followed_up
 from tests.helpers.openai_servers import LlamaCppServer
 
 
@@ -108,23 +109,6 @@ def test_serve_takes_its_key_from_the_environment_or_a_file_and_warns_about_argv
     assert statuses == [401, 401, 200] and "visible to every user of this computer" in stderr
 
 
-# A conversation of about 2,500 tokens, as a chat client sends it (every earlier turn, then the new question).
-LONG_CHAT = [
-    {"role": "system", "content": "You are a careful assistant for a small bakery's accounts."},
-    *[
-        message
-        for day in range(1, 28)
-        for message in (
-            {"role": "user", "content": f"Day {day}: we sold {day * 7} loaves, {day * 3} cakes and {day * 11} "
-                                        f"rolls; flour cost {day * 13} euros and the oven ran {day % 9 + 4} hours."},
-            {"role": "assistant", "content": f"Noted day {day}: {day * 7} loaves, {day * 3} cakes, {day * 11} "
-                                             f"rolls, flour {day * 13} euros, oven {day % 9 + 4} hours."},
-        )
-    ],
-    {"role": "user", "content": "Which day sold the most cakes?"},
-]
-
-
 @pytest.mark.real_model
 def test_serve_keeps_each_keys_conversation_and_never_lends_it_to_another_key(fara_home, smollm2_path, tmp_path):
     """Issue 52: a client's follow-up reads only its new words (as ``usage.prompt_tokens_details.cached_tokens``
@@ -145,10 +129,10 @@ def test_serve_keeps_each_keys_conversation_and_never_lends_it_to_another_key(fa
         def ask(client: openai.OpenAI, messages: list[dict[str, str]]) -> openai.types.chat.ChatCompletion:
             return client.chat.completions.create(model="any", messages=messages, temperature=0, max_tokens=16)
 
-        first = ask(editor, LONG_CHAT)
+        chat = bakery_chat(28)  # about 2,500 tokens
+        first = ask(editor, chat)
         assert first.usage.prompt_tokens > 2000 and first.usage.prompt_tokens_details.cached_tokens == 0
-        reply = {"role": "assistant", "content": first.choices[0].message.content or ""}
-        follow_up = [*LONG_CHAT, reply, {"role": "user", "content": "And the fewest?"}]
+        follow_up = followed_up(chat, first.choices[0].message.content or "")
         second = ask(editor, follow_up)
         cached = second.usage.prompt_tokens_details.cached_tokens
         assert first.usage.prompt_tokens <= cached < second.usage.prompt_tokens  # the new words only were read
