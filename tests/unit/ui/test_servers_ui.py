@@ -183,14 +183,20 @@ def test_the_servers_page_at_its_default_size_keyboard_and_double_click(qtbot):
         win.close()
 
 
-def test_sampling_changed_in_settings_reaches_the_local_api(qtbot):
-    """Issue 50, item 7: the next API request uses the new defaults, not the start-up ones."""
-    backend = FakeBackend(words=["one"])
+def window_with(backend: FakeBackend, qtbot) -> MainWindow:
+    """The window shown, with ``backend``'s model loaded."""
     win = MainWindow(backend=backend)
     qtbot.addWidget(win)
     win.show()
     with qtbot.waitSignal(win.modelLoaded, timeout=5000):
         win.load_model("fake.gguf")
+    return win
+
+
+def test_sampling_changed_in_settings_reaches_the_local_api(qtbot):
+    """Issue 50, item 7: the next API request uses the new defaults, not the start-up ones."""
+    backend = FakeBackend(words=["one"])
+    win = window_with(backend, qtbot)
     settings = dataclasses.replace(win.settings, local_api=LocalApiSettings(enabled=True, port=0))
     win.apply_settings(settings, None)
     changed = dataclasses.replace(settings, sampling=dataclasses.replace(settings.sampling, temperature=1.37))
@@ -209,12 +215,7 @@ def test_the_local_api_page_shows_what_each_key_read_and_reused(qtbot):
     since the API started; the key's end only, never the key."""
     from fara_desktop.system.api_keys import LOCAL_API
 
-    backend = FakeBackend(words=["one"])
-    win = MainWindow(backend=backend)
-    qtbot.addWidget(win)
-    win.show()
-    with qtbot.waitSignal(win.modelLoaded, timeout=5000):
-        win.load_model("fake.gguf")
+    win = window_with(FakeBackend(words=["one"]), qtbot)
     win.api_keys.set(LOCAL_API, "sk-editor-0123456789ab sk-notes")
     win.servers.apply_api_settings(LocalApiSettings(enabled=True, port=0))
     address = win.servers.api.address
