@@ -1,7 +1,8 @@
 """`fara-desktop serve`: the local API without a window, for scripts and servers.
 
-The model is chosen and tuned as the window would (or given with --model); the first line printed is the address
-it listens on, so a script can read it; SIGTERM or Ctrl+C stops it cleanly (requests are cancelled, the model is
+The model is chosen and tuned as the window would (or given with --model), and its threads measured once per
+machine and model size, as the window does (``app.model_loading``); the first line printed is the address it
+listens on, so a script can read it; SIGTERM or Ctrl+C stops it cleanly (requests are cancelled, the model is
 freed, exit status 0).
 """
 
@@ -17,10 +18,10 @@ from types import FrameType
 
 from fara_desktop.app.core import EngineCore
 from fara_desktop.app.embedding import EmbedderService, embedding_model_in
-from fara_desktop.engine.types import Event, ModelInfo, ModelLoaded, ModelLoadFailed
+from fara_desktop.app.model_loading import ModelLoading
+from fara_desktop.engine.types import Event, ModelInfo, ModelLoaded, ModelLoadFailed, ThreadsCalibrated
 from fara_desktop.files.paths import AppPaths
 from fara_desktop.files.regular import read_regular_text
-from fara_desktop.planning.planner import prepare_load
 from fara_desktop.serving.local_api import ApiServer, LocalApi
 from fara_desktop.serving.principals import split_keys
 from fara_desktop.settings import load_settings
@@ -64,8 +65,10 @@ def run_serve(
         print(printable(f"fara-desktop serve: {exc}"), file=sys.stderr)
         return 1
     settings = load_settings(paths.config).settings
-    prepared = prepare_load(paths, model, [Path(f) for f in settings.extra_model_folders], settings.inference.apply,
-                           settings.projectors)
+    loading = ModelLoading(paths)  # the window's loop: plan, load, then measure the threads once
+    prepared = loading.prepare(model, [Path(f) for f in settings.extra_model_folders], settings.inference.apply,
+                               settings.projectors)  # fmt: skip
+    loading.adopt(prepared)
     plan, decision = prepared.plan, prepared.decision
     if plan.model is None:
         print("fara-desktop serve: no model found; give one with --model PATH", file=sys.stderr)
@@ -80,7 +83,14 @@ def run_serve(
     # The embedding model the scan found serves /v1/embeddings; a failure to load it is the request's 500.
     core = EngineCore(paths, settings, embedding=EmbedderService(embedding_model_in(plan), strict=True))
     events: queue.Queue[Event] = queue.Queue()
-    worker = core.start_engine(events.put)
+
+    def on_event(event: Event) -> None:  # on the inference thread
+        if isinstance(event, ThreadsCalibrated):
+            loading.calibrated(event)
+            print(f"{format_count(event.best, 'thread')} measured fastest for this model", flush=True)
+        events.put(event)
+
+    worker = core.start_engine(on_event)
     worker.load_model(prepared.file, decision.params, plan.model.display_name)
     loaded: ModelInfo | None = None
     while loaded is None:
@@ -92,6 +102,9 @@ def run_serve(
         if isinstance(event, ModelLoaded):
             loaded = event.info
     info = loaded
+    candidates = loading.calibration_after(info, settings.inference.n_threads)
+    if candidates is not None:  # measured while the first requests are answered: it gives way to them
+        worker.calibrate_threads(candidates)
     api = LocalApi(worker, lambda: info, settings.sampling.params, key,
                    allowed_origins=settings.local_api.allowed_origins, embedder=core.embedding.get,
                    pictures=core.request_picture_files)  # fmt: skip
@@ -103,15 +116,17 @@ def run_serve(
         return 1
 
     def stop(_signal: int, _frame: FrameType | None) -> None:
-        server.stop(timeout=0)
+        server.request_stop()  # the socket is closed once ``run`` has returned, never under it
 
+    # Before the address is printed: a script that reads it and stops serve at once gets a clean exit (it got a
+    # traceback, or death by the signal, when the handlers came after).
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     print(server.address, flush=True)  # the first line: scripts read the address from it
     print(
         printable(f"serving {info.name} ({info.n_ctx:,}-token context, {format_count(info.n_threads, 'thread')})"),
         flush=True,
     )
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
     try:
         server.run()
     finally:

@@ -567,9 +567,14 @@ class ApiServer:
         """Serve on the calling thread until ``stop``."""
         self._server.run(sockets=[self._socket])
 
-    def stop(self, timeout: float = 5.0) -> None:
+    def request_stop(self) -> None:
+        """Ask ``run`` to end (any thread, a signal handler too; before ``run`` began as well): every request under
+        way ends now, and ``run`` returns once uvicorn has seen it. The socket stays for ``stop`` to close."""
         self._server.should_exit = True
         self.api.stop_everything()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self.request_stop()
         if self._thread is not None:
             self._thread.join(timeout)
         self._socket.close()

@@ -1,18 +1,19 @@
 """Start-up: look at the machine and its models off the GUI thread, load the chosen model, measure threads.
 
-The decisions are the planner's (Qt-free); this controller runs them in the background, shows their outcome and
-hands the model to the engine. A newer request (the settings changed meanwhile) wins over a slower older one.
+The loop is the core's (``app.model_loading``, which ``fara-desktop serve`` runs too); this controller runs its
+slow step in the background, shows each outcome and hands the model to the engine. A newer request (the settings
+changed meanwhile) wins over a slower older one.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
 from PySide6.QtCore import QObject, Signal
 
+from fara_desktop.app.model_loading import ModelLoading
 from fara_desktop.engine.types import (
     CalibrationFailed,
     CalibrationPostponed,
@@ -22,14 +23,7 @@ from fara_desktop.engine.types import (
     ThreadsCalibrated,
 )
 from fara_desktop.files.paths import AppPaths
-from fara_desktop.planning.planner import (
-    PreparedLoad,
-    StartupPlan,
-    prepare_load,
-    remember_calibration,
-    thread_candidates,
-)
-from fara_desktop.planning.tuning import with_calibrated_threads
+from fara_desktop.planning.planner import PreparedLoad, StartupPlan
 from fara_desktop.settings import Settings
 from fara_desktop.text.format import format_count
 from fara_desktop.text.untrusted import one_line
@@ -67,12 +61,16 @@ class StartupController(QObject):
         super().__init__()
         self.screen = screen
         self.bridge = bridge
-        self.plan: StartupPlan | None = None
+        self.loading = ModelLoading(screen.paths)  # the plan → load → calibrate loop; this controller shows it
         self.store_problem: str | None = None  # said once, after the first plan, when chats are kept temporarily
         self._generation = 0
         self._background: set[BackgroundCall] = set()
         self._explicit = False  # the user just picked a file: it wins over a server model chosen before
         self.remote_choice: Callable[[], RemoteModel | None] = lambda: None  # the server model chosen in Settings
+
+    @property
+    def plan(self) -> StartupPlan | None:
+        return self.loading.plan
 
     def run_in_background(
         self,
@@ -93,7 +91,7 @@ class StartupController(QObject):
         screen = self.screen
         screen.set_status("Looking at this machine and its models…")
         self._explicit = preferred is not None
-        settings, paths = screen.settings, screen.paths
+        settings = screen.settings
         preferred = preferred or (Path(settings.model_path) if settings.model_path else None)
         folders = [Path(f) for f in settings.extra_model_folders]
 
@@ -101,7 +99,7 @@ class StartupController(QObject):
         projectors = dict(settings.projectors)
 
         def work() -> PreparedLoad:
-            return prepare_load(paths, preferred, folders, overrides.apply, projectors)
+            return self.loading.prepare(preferred, folders, overrides.apply, projectors)
 
         self.planStarted.emit()
         self._generation += 1
@@ -115,7 +113,7 @@ class StartupController(QObject):
     def apply_plan(self, prepared: PreparedLoad) -> None:
         plan, decision = prepared.plan, prepared.decision
         screen = self.screen
-        self.plan = plan
+        self.loading.adopt(prepared)
         for crash in plan.crashed_now:
             crashed = Path(crash.path)
             instead = f"Started with {plan.model.display_name} instead. " if plan.model is not None else ""
@@ -164,17 +162,16 @@ class StartupController(QObject):
         self.planSettled.emit()
 
     def recalibrate(self) -> None:
-        if self.plan is not None and self.bridge.worker.loaded_model is not None:
+        candidates = self.loading.recalibration(self.bridge.worker.loaded_model is not None)
+        if candidates is not None:
             self.screen.set_status("Measuring generation speed at each thread count…")
-            self.bridge.calibrate_threads(thread_candidates(self.plan.hardware))
+            self.bridge.calibrate_threads(candidates)
 
-    def calibrate_if_needed(self, _info: ModelInfo) -> None:
+    def calibrate_if_needed(self, info: ModelInfo) -> None:
         """A model loaded: measure the fastest thread count for it, unless this machine knows it already."""
-        plan = self.plan
-        if _info.remote:
-            return
-        if plan is not None and plan.needs_calibration and self.screen.settings.inference.n_threads is None:
-            self.bridge.calibrate_threads(thread_candidates(plan.hardware))
+        candidates = self.loading.calibration_after(info, self.screen.settings.inference.n_threads)
+        if candidates is not None:
+            self.bridge.calibrate_threads(candidates)
             self.screen.hardware_panel.note_threads("measuring the fastest count (a question goes first)")
 
     # Engine events this controller owns (the window routes each type to one controller).
@@ -188,11 +185,7 @@ class StartupController(QObject):
             self.screen.hardware_panel.note_threads(f"not measured ({reason}; the default is kept)")
             self.screen.set_status("The thread count could not be measured; details are in the log")
         elif isinstance(event, ThreadsCalibrated):
-            if self.plan is not None:
-                remember_calibration(self.screen.paths, self.plan, event.tok_per_s, event.best)
-                if self.plan.tuned is not None:  # Settings' "auto (= N)" is the count measured, as the panel says
-                    tuned = with_calibrated_threads(self.plan.tuned, event.best)
-                    self.plan = dataclasses.replace(self.plan, tuned=tuned)
+            self.loading.calibrated(event)  # Settings' "auto (= N)" is the count measured, as the panel says
             n_threads = self.screen.settings.inference.n_threads
             self.screen.hardware_panel.show_calibration(event.tok_per_s, event.best, n_threads)
             self.screen.set_status(f"Ready · {format_count(event.best, 'thread')} measured fastest for this model")

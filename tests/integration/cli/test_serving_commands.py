@@ -7,11 +7,13 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 
 import openai
 import pytest
 
 from fara_desktop.bench.api_cache import bakery_chat, followed_up
+from tests.conftest import wait_until
 from tests.helpers.openai_servers import LlamaCppServer
 
 
@@ -61,6 +63,62 @@ def test_serve_prints_its_address_first_answers_the_openai_client_and_stops_on_s
         assert process.wait(30) == 0, process.stderr.read()  # type: ignore[union-attr]
     finally:
         end(process)
+
+
+@pytest.mark.real_model
+def test_serve_measures_its_threads_once_as_the_window_does(fara_home, smollm2_path):
+    """Issue 50: the plan → load → calibrate loop is the core's (``app.model_loading``); serve ran only the plan and
+    kept the untested thread count for ever. Now the first start measures it (giving way to a request) and keeps
+    it for this machine; the next start has nothing to measure."""
+    import json
+
+    env = {**os.environ, "FARA_HOME": str(fara_home), "PYTHONUNBUFFERED": "1"}
+    command = [sys.executable, "-m", "fara_desktop", "serve", "--port", "0", "--model", str(smollm2_path)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        address = process.stdout.readline().strip()  # type: ignore[union-attr]
+        with openai.OpenAI(base_url=address, api_key="none", max_retries=0) as client:
+            reply = client.chat.completions.create(model="any", messages=[{"role": "user", "content": "Hi"}],
+                                                   max_tokens=4)  # fmt: skip
+        assert reply.usage.completion_tokens > 0
+        lines: list[str] = []
+        reader = threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True)  # type: ignore[arg-type]
+        reader.start()
+        wait_until(lambda: any("measured fastest for this model" in line for line in lines), 120, "the measurement")
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+    finally:
+        end(process)
+    machine = json.loads((fara_home / "cache" / "machine.json").read_text(encoding="utf-8"))
+    assert "threads" in json.dumps(machine)
+    again = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        again.stdout.readline()  # type: ignore[union-attr]
+        again.stdout.readline()  # type: ignore[union-attr]  # "serving …"
+        again.send_signal(signal.SIGTERM)
+        assert again.wait(30) == 0
+        assert "measured fastest" not in again.stdout.read()  # type: ignore[union-attr]
+    finally:
+        end(again)
+
+
+@pytest.mark.real_model
+def test_serve_stopped_as_soon_as_it_printed_its_address_ends_cleanly(fara_home, smollm2_path):
+    """A script that reads the address and stops serve at once got a traceback (the signal closed the socket before
+    uvicorn took it: exit 1) or death by SIGTERM (the handlers came after the address)."""
+    env = {**os.environ, "FARA_HOME": str(fara_home)}
+    for lines_read in (1, 2):
+        process = subprocess.Popen(
+            [sys.executable, "-m", "fara_desktop", "serve", "--port", "0", "--model", str(smollm2_path)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        )  # fmt: skip
+        try:
+            for _ in range(lines_read):
+                process.stdout.readline()  # type: ignore[union-attr]
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(30) == 0, process.stderr.read()[-2000:]  # type: ignore[union-attr]
+        finally:
+            end(process)
 
 
 @pytest.mark.real_model
