@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from pathlib import Path
 from typing import Annotated
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -91,8 +92,22 @@ def injection() -> str:
     return INJECTION
 
 
+def end_slowly(seconds_file: str) -> None:
+    """``--slow-exit FILE``: once told to end (its input closed, or SIGTERM), take as many seconds as FILE said when
+    it started — a server whose earlier run is still ending while its next one runs."""
+    import atexit
+    import signal
+    import threading
+
+    seconds = float(Path(seconds_file).read_text(encoding="utf-8"))
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    atexit.register(lambda: threading.Event().wait(seconds))
+
+
 if __name__ == "__main__":
     print("hostile server starting (this line is stderr)", file=sys.stderr, flush=True)
+    if "--slow-exit" in sys.argv:
+        end_slowly(sys.argv[sys.argv.index("--slow-exit") + 1])
     if "--http" in sys.argv:
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[sys.argv.index("--http") + 1]),
                    json_response="--json" in sys.argv)  # answers as JSON bodies rather than event streams

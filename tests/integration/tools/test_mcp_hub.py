@@ -220,6 +220,32 @@ def test_a_call_that_fails_as_its_server_restarts_leaves_the_new_run_running(hub
     assert hub.states()["hostile"].state == "ready"
 
 
+def test_closing_waits_for_every_run_of_a_restarted_server_and_leaves_no_process(tmp_path):
+    """Issue 50, item 10: ``close`` waited for each server's latest run only; a restarted server's earlier runs,
+    still ending, were left to a loop that had stopped. Runs 1 and 2 take 3 s to end, run 3 none."""
+    import psutil
+
+    seconds = tmp_path / "seconds"
+    seconds.write_text("3", encoding="utf-8")
+    slow = McpServerConfig("slow", sys.executable, (HOSTILE, "--slow-exit", str(seconds)))
+    hub = McpHub()
+    hub.configure([slow], {slow.identity})
+    _ready(hub, "slow")
+    hub.restart("slow")
+    _ready(hub, "slow")
+    seconds.write_text("0", encoding="utf-8")
+    hub.restart("slow")
+    _ready(hub, "slow")
+
+    def servers() -> list[psutil.Process]:
+        return [p for p in psutil.Process().children(recursive=True) if "--slow-exit" in " ".join(p.cmdline())]
+
+    assert len(servers()) >= 2  # the earlier runs are still ending
+    hub.close(timeout=30)
+    assert hub._thread is None and hub._tasks == {}
+    assert servers() == []
+
+
 NAMED = str(Path(__file__).parents[2] / "helpers" / "named_tools_mcp_server.py")
 
 
