@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from fara_desktop.app.chat_turns import ChatTurns, TurnView
 from fara_desktop.app.embedding import EmbedderService
+from fara_desktop.app.jobs import Jobs, Stage
 from fara_desktop.app.picture_intake import RequestPictureFiles, sweep_left_temp_files
 from fara_desktop.app.picture_ledger import PictureLedger
 from fara_desktop.chats.session import ChatSession
@@ -47,7 +48,10 @@ class EngineCore:
         self.paths = paths
         self.settings = settings
         self.api_keys = ApiKeyStore(paths.config)
+        # every background job, and the order they are stopped in at quitting (``app.jobs``)
+        self.jobs = Jobs()
         self.embedding = embedding or EmbedderService()
+        self.jobs.service("the embedding model", Stage.EMBEDDER, self.embedding.close)
         # the local API's pictures, kept while their request runs (created on first use: a folder of the cache)
         self.request_picture_files = RequestPictureFiles(paths.cache / "api-pictures")
         sweep_left_temp_files()  # a pasted picture's bytes, left by a process that was killed while reading it
@@ -59,8 +63,16 @@ class EngineCore:
         """Start the inference thread; its events go to ``on_event`` (called on that thread). Once only."""
         if self._worker is not None:
             raise RuntimeError("the engine is already running")
-        self._worker = InferenceWorker(on_event, self._backend, LoadRecord(self.paths.data), self._state_store)
-        return self._worker.start()
+        worker = self._worker = InferenceWorker(on_event, self._backend, LoadRecord(self.paths.data), self._state_store)
+        self.jobs.service("the inference thread", Stage.ENGINE, lambda: self._end_engine(worker))
+        return worker.start()
+
+    def _end_engine(self, worker: InferenceWorker, timeout: float = 10.0) -> None:
+        """Replies and loads cancelled, the engine's thread ended (a chat's reading kept on disk first, the model
+        freed)."""
+        worker.cancel()
+        if not worker.shutdown(timeout):
+            log.warning("The inference thread did not end within %s s", timeout)
 
     @property
     def worker(self) -> InferenceWorker:
@@ -68,14 +80,10 @@ class EngineCore:
             raise RuntimeError("the engine has not been started")
         return self._worker
 
-    def close(self, timeout: float = 10.0) -> None:
-        """Replies and loads cancelled, the engine's thread ended (a chat's reading kept on disk first, the model
-        freed), then the embedder."""
-        if self._worker is not None:
-            self._worker.cancel()
-            if not self._worker.shutdown(timeout):
-                log.warning("The inference thread did not end within %s s", timeout)
-        self.embedding.close()
+    def close(self, timeout: float = 30.0) -> None:
+        """Every job stopped, stage after stage (``app.jobs``): what takes work in, what feeds the engine, the tool
+        servers, the engine, the embedder."""
+        self.jobs.stop_all(timeout)
 
 
 @dataclass(frozen=True)
@@ -112,6 +120,7 @@ class AppCore(EngineCore):
         self.session = ChatSession(self.store, picture_file=self.pictures.path)
         self.pictures.sweep()  # a picture attached and never sent goes
         self.tools_hub = McpHub(on_tools_change)
+        self.jobs.service("the tool servers", Stage.TOOLS, self.tools_hub.close)
         self._on_problem = on_problem or (lambda _text: None)
         self.tool_box = ToolBox(self.tools_hub, settings.tools.always_allowed, self._permissions_changed)
         self.tools_problem = self.configure_tools(settings.tools)
@@ -212,11 +221,10 @@ class AppCore(EngineCore):
 
     # ------------------------------------------------------------------ shutting down
 
-    def close(self, timeout: float = 10.0, save_pending_reply: Callable[[], None] = lambda: None) -> None:
-        """The order matters: the tool servers first (a reply waiting on a call has been stopped by then), the
-        engine (a chat's reading kept on disk, the model freed), the embedder, then ``save_pending_reply`` (the
-        screen saves a reply that was still being drawn), and the chats last."""
-        self.tools_hub.close()
+    def close(self, timeout: float = 30.0, save_pending_reply: Callable[[], None] = lambda: None) -> None:
+        """Every job stopped in its stage's order (a reply waiting on a tool call is stopped before the tool servers,
+        the engine keeps a chat's reading on disk and frees the model), then ``save_pending_reply`` (the screen
+        saves a reply that was still being drawn), and the chats last."""
         super().close(timeout)
         save_pending_reply()
         self.session.close()

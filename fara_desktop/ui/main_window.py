@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 
 from fara_desktop import APP_NAME
 from fara_desktop.app.core import AppCore
+from fara_desktop.app.jobs import Stage
 from fara_desktop.app.tool_advice import cannot_call_tools, no_tools_words
 from fara_desktop.engine.backend import Backend
 from fara_desktop.engine.types import Event, ModelInfo, ModelSource
@@ -122,12 +123,13 @@ class MainWindow(QMainWindow):
         self.startup.modelRefused.connect(self.chat.refuse_model)
         self.chat.modelLoaded.connect(self.startup.calibrate_if_needed)
         self.startup.store_problem = self.core.store_problem
-        self.conversations = ConversationsController(self, self, self.store, self.session, self.core.delete_chat)
+        self.conversations = ConversationsController(self, self, self.store, self.session, self.core.delete_chat,
+                                                     self.core.jobs)  # fmt: skip
         self.conversations.pictures = self.core.pictures
         self.conversations.leavingChat.connect(self.chat.leave_chat)
         self.conversations.enteredChat.connect(self.chat.enter_chat)
         self.api_keys = self.core.api_keys
-        self.servers = ServersController(self, self.bridge.worker, self.api_keys, self.chat.sampling)
+        self.servers = ServersController(self, self.bridge.worker, self.api_keys, self.chat.sampling, self.core.jobs)
         self.servers.pictures = self.core.request_picture_files
         self.servers.apiRequestsChanged.connect(self.chat.set_api_requests)
         self.chat.modelLoaded.connect(self.servers.warn_if_unencrypted)
@@ -137,7 +139,8 @@ class MainWindow(QMainWindow):
         self.chat.getModelsRequested.connect(self.open_models_dialog)
         self.startup.remote_choice = self.servers.chosen_remote
         self.documents = DocumentsController(self, self, self.session, (self.chat.turn.busy_event,
-                                             self.chat.read_ahead.reading), self.core.embedding)  # fmt: skip
+                                             self.chat.read_ahead.reading), self.core.embedding,
+                                             self.core.jobs)  # fmt: skip
         self.chat.retrieve = self.documents.retrieve
         self.pictures = PicturesController(self, self.core.pictures, self)
         self.chat.read_ahead_allowed = self.core.read_ahead_allowed
@@ -480,6 +483,7 @@ class MainWindow(QMainWindow):
             paths, folders = self.paths, [Path(f) for f in self.settings.extra_model_folders]
             self.models_dialog = GetModelsDialog(lambda: assess_catalog_here(paths.models, paths.cache, folders), self)
             self.models_dialog.modelReady.connect(self.use_downloaded_model)
+            self.core.jobs.service("downloads", Stage.INTAKE, self.models_dialog.pause_all)
         self.models_dialog.show()
         self.models_dialog.raise_()
         return self.models_dialog
@@ -571,12 +575,9 @@ class MainWindow(QMainWindow):
         # left standing on "Writing the answer…" meanwhile reads as a hang. Nothing is lost: the reply is kept as
         # stopped below, as it would be on screen.
         self.hide()
-        if self.models_dialog is not None:
-            self.models_dialog.pause_all()
-        self.servers.stop_api()
-        self.documents.stop()
-        self.chat.stop_tools()  # a reply waiting on a call keeps its round (as stopped) before the servers go
         self.bridge.engine_event.disconnect(self._on_engine_event)
-        self.core.close(timeout=10.0, save_pending_reply=self.chat.settle_pending_reply)
+        # Every job in its stage's order (``app.jobs``): the API and downloads, documents, imports and a reply's tool
+        # calls (its round kept as stopped), the tool servers, the engine, the embedder.
+        self.core.close(save_pending_reply=self.chat.settle_pending_reply)
         super().closeEvent(event)
 

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QCheckBox, QLabel, QProgressBar, QPushButton, QToo
 
 from fara_desktop.app.chat_turns import ReplyEnd
 from fara_desktop.app.core import AppCore
+from fara_desktop.app.jobs import Stage
 from fara_desktop.chats.records import StoredMessage
 from fara_desktop.chats.storage import StorageError
 from fara_desktop.chats.tool_rounds import ToolRound
@@ -106,6 +107,7 @@ class ChatController(QObject):
         self.session = core.session
         self.bridge = bridge
         self.turns = core.open_turns(self, sampling)
+        core.jobs.service("a reply's tool calls", Stage.PRODUCERS, self.stop_tools)  # before the servers go
         self.turn = self.turns.turn  # its phase; its busy event is read by the indexing thread
         self.turns.prepared = lambda prompt: self.read_ahead.grounded_for(prompt)
         self.turns.prompt_speed = lambda: self.read_ahead.speed.tok_per_s

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QInputDialog, QLineEdit, QMessageBox, QWidget
 
+from fara_desktop.app.jobs import Jobs, Stage
 from fara_desktop.app.picture_ledger import PictureLedger
 from fara_desktop.chats.exchange import import_or_update
 from fara_desktop.chats.export import ImportResult, export_conversations, read_import, take_pictures_beside
@@ -57,8 +58,10 @@ class ConversationsController(QObject):
         store: ConversationStore,
         session: ChatSession,
         delete_chat: Callable[[int], None],
+        jobs: Jobs | None = None,
     ) -> None:
-        """``delete_chat``: the core's intent (the rows and every saved reading of the chat)."""
+        """``delete_chat``: the core's intent (the rows and every saved reading of the chat); ``jobs``: the app's
+        (an import or export is stopped, and waited for, at quitting)."""
         super().__init__()
         self._delete_chat = delete_chat
         self.pictures: PictureLedger | None = None  # takes an import's pictures in, held until its chats are saved
@@ -68,6 +71,7 @@ class ConversationsController(QObject):
         self.session = session
         self._stop_task = threading.Event()
         self.task: BackgroundCall | None = None  # the import or export running, if any
+        self.jobs = jobs or Jobs()
 
     def refresh_sidebar(self) -> None:
         sidebar = self.screen.sidebar
@@ -238,7 +242,15 @@ class ConversationsController(QObject):
 
     def _start_task(self, work: Callable[[], Any], done: Callable[[Any], None],
                     failed: Callable[[Exception], None]) -> BackgroundCall:  # fmt: skip
-        call = BackgroundCall(work, owner=self.dialog_parent)
+        job = self.jobs.begin(self.screen.task_progress.label.text(), Stage.PRODUCERS, self.stop_task)
+
+        def run() -> Any:
+            try:
+                return work()
+            finally:  # on its thread: quitting waits for it without the GUI thread's help
+                job.end()
+
+        call = BackgroundCall(run, owner=self.dialog_parent)
         call.done.connect(done)
         call.failed.connect(failed)
         self.task = call

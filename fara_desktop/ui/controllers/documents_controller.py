@@ -14,6 +14,7 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QMessageBox, QToolButton, QWidget
 
 from fara_desktop.app.embedding import EmbedderService, embedding_model_in
+from fara_desktop.app.jobs import Jobs, Stage
 from fara_desktop.chats.session import ChatSession
 from fara_desktop.documents.grounding import MAX_BUDGET_TOKENS, grounded_prompt
 from fara_desktop.documents.index import DocumentIndex, DocumentIndexError, documents_path
@@ -69,10 +70,12 @@ class DocumentsController(QObject):
         session: ChatSession,
         engine_busy: Sequence[threading.Event],
         embedding: EmbedderService,
+        jobs: Jobs | None = None,
     ) -> None:
         """``session``: the open chat (its choice of collections); ``engine_busy``: events set while the chat model
         works (a reply asked for, a prompt read ahead): indexing waits while any is set. The window wires
-        ``retrieve`` to the chat controller; ``embedding``: the app's embedding model (the core's)."""
+        ``retrieve`` to the chat controller; ``embedding``: the app's embedding model (the core's); ``jobs``: the
+        app's (indexing and searching stop before the engine at quitting)."""
         super().__init__()
         self.screen = screen
         self.dialog_parent = dialog_parent
@@ -85,6 +88,7 @@ class DocumentsController(QObject):
             screen.documents_panel.show_idle(str(exc))
         self.pause = threading.Event()
         self._stop = threading.Event()
+        (jobs or Jobs()).service("documents: indexing and searching", Stage.PRODUCERS, self.stop)
         self._scan: threading.Thread | None = None
         # A scan runs from its start until its ``finished`` is handled here: its thread may still be alive a moment
         # after that signal, and a click then must start the next scan, not wait behind a scan that has ended.

@@ -13,6 +13,7 @@ from typing import Protocol
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QLabel
 
+from fara_desktop.app.jobs import Job, Jobs, Stage
 from fara_desktop.engine.remote_backend import is_local_host
 from fara_desktop.engine.types import ModelInfo, RemoteModel
 from fara_desktop.engine.worker import InferenceWorker
@@ -52,7 +53,7 @@ class ServersController(QObject):
     apiRequestsChanged = Signal(int)  # the same count, on the GUI thread, for the chat's status line
 
     def __init__(self, screen: ServersScreen, worker: InferenceWorker, keys: ApiKeyStore,
-                 sampling: SamplingParams) -> None:  # fmt: skip
+                 sampling: SamplingParams, jobs: Jobs | None = None) -> None:  # fmt: skip
         super().__init__()
         self.screen = screen
         self.worker = worker
@@ -61,6 +62,8 @@ class ServersController(QObject):
         self.sampling = sampling
         self.keys = keys
         self.api: ApiServer | None = None
+        self.jobs = jobs or Jobs()  # the app's: the running API is stopped first at quitting
+        self._api_job: Job | None = None
         self._api_settings: LocalApiSettings | None = None
         # the documents' embedding model, for /v1/embeddings (the window sets it; it locks and loads on first use)
         self.embedder_source: Callable[[], TextEmbedder | None] = lambda: None
@@ -118,6 +121,7 @@ class ServersController(QObject):
             self._show_activity(0)
             return
         self.api.start()
+        self._api_job = self.jobs.begin("the local API", Stage.INTAKE, self.stop_api)
         self._show_activity(0)
 
     def api_clients(self) -> list[ClientUse] | None:
@@ -128,6 +132,9 @@ class ServersController(QObject):
         if self.api is not None:
             self.api.stop()
             self.api = None
+        if self._api_job is not None:
+            self._api_job.end()
+            self._api_job = None
 
     def _show_activity(self, active: int) -> None:
         if active != self._api_requests:

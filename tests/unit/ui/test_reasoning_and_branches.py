@@ -253,3 +253,34 @@ def test_export_stops_between_chats_and_keeps_the_files_written(tmp_path):
                              should_stop=lambda: len(seen) == 2)  # fmt: skip
     assert seen == [1, 2] and len(list((tmp_path / "out").iterdir())) == 4
     store.close()
+
+
+def test_quitting_stops_an_import_and_waits_for_it_before_the_chats_close(window, qtbot, tmp_path, monkeypatch):
+    """Issue 50: quitting left an import running on its own connection while the window closed the chats (it was in
+    no one's shutdown order). Now every job is stopped stage after stage (``app.jobs``) and nothing is left."""
+    import json
+
+    from fara_desktop.system.sandbox import SandboxStoppedError
+    from fara_desktop.ui.controllers import conversations_controller
+    from tests.helpers.chat_exports import chatgpt_conversation
+
+    win = window(FakeBackend())
+    export = tmp_path / "conversations.json"
+    export.write_text(json.dumps([chatgpt_conversation("Chat")]), encoding="utf-8")
+    reading = threading.Event()
+    ended: list[bool] = []
+
+    def wait_for_stop(path, should_stop=None):
+        reading.set()
+        stopped = win.conversations._stop_task.wait(timeout=30)
+        ended.append(stopped and should_stop())
+        raise SandboxStoppedError("stopped")
+
+    monkeypatch.setattr(conversations_controller, "read_import", wait_for_stop)
+    win.conversations.import_file(export)
+    assert reading.wait(30)
+    assert [job.name for job in win.core.jobs.running() if job.name.startswith("Importing")] == [
+        "Importing conversations.json…"]  # fmt: skip
+    win.close()
+    assert ended == [True]  # stopped by quitting, and ended before the close returned
+    assert win.core.jobs.running() == []

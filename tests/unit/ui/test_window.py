@@ -254,7 +254,7 @@ def test_the_newest_start_up_plan_wins_not_the_slowest(qtbot, monkeypatch: pytes
         gates[number].wait(10)
         return SimpleNamespace(model=None, name=f"plan {number}")
 
-    monkeypatch.setattr("fara_desktop.ui.controllers.startup_controller.prepare_load", slow_plan)
+    monkeypatch.setattr("fara_desktop.app.model_loading.prepare_load", slow_plan)
     win = MainWindow(backend=FakeBackend())
     qtbot.addWidget(win)
     applied: list[str] = []
