@@ -37,7 +37,10 @@ from fara_desktop.vocabulary.sources import Source, sources_json
 log = logging.getLogger(__name__)
 
 
-MATCH_CONTEXT = 40  # characters shown either side of where a search matched
+# Characters shown before and after where a search matched: few before, so that the match stays at the start of
+# the line the list shows (the rest of the line is cut at its end to fit).
+MATCH_BEFORE = 16
+MATCH_AFTER = 60
 
 
 class StorageError(FaraError):
@@ -141,7 +144,10 @@ class ConversationStore:
         at = text.casefold().find(search.casefold())
         if at < 0:
             return ""
-        start, end = max(0, at - MATCH_CONTEXT), min(len(text), at + len(search) + MATCH_CONTEXT)
+        start, end = max(0, at - MATCH_BEFORE), min(len(text), at + len(search) + MATCH_AFTER)
+        if start and not text[start - 1].isspace():  # from the start of a word, never a piece of one
+            space = text.find(" ", start, at)
+            start = space + 1 if space >= 0 else at
         return ("…" if start else "") + " ".join(text[start:end].split()) + ("…" if end < len(text) else "")
 
     def conversation(self, conversation_id: int) -> ConversationSummary | None:

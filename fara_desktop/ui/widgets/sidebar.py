@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from PySide6.QtCore import QEvent, QObject, QPoint, Qt, Signal
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QFrame,
     QLabel,
@@ -21,6 +22,9 @@ from fara_desktop.chats.records import ConversationSummary
 from fara_desktop.text.format import format_count, format_when
 from fara_desktop.text.untrusted import one_line
 from fara_desktop.ui.widgets.plain_text import plain_tooltip
+
+SUMMARY_ROLE = Qt.ItemDataRole.UserRole + 1  # a row's conversation summary, to fit its match line again
+MATCH_LINE_MARGIN = 16  # the item's padding on both sides, in pixels
 
 
 def when(timestamp: float) -> str:
@@ -84,6 +88,14 @@ class Sidebar(QFrame):
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         """Ctrl+F, type, then Down walks into the matches (Enter there opens one)."""
+        if (
+            watched is self.search
+            and event.type() == QEvent.Type.ShortcutOverride
+            and event.key() == Qt.Key.Key_Escape  # type: ignore[attr-defined]
+            and self.search.text()
+        ):
+            event.accept()  # Esc is the search box's while it holds a search, not the window's (stop, cancel)
+            return True
         if watched is self.search and event.type() == QEvent.Type.KeyPress:
             key = event.key()  # type: ignore[attr-defined]
             if key == Qt.Key.Key_Escape and self.search.text():  # Esc clears the search (the list comes back)
@@ -128,15 +140,30 @@ class Sidebar(QFrame):
             self.list.setCurrentItem(item)
         self.list.blockSignals(False)
 
-    @staticmethod
-    def _fill(item: QListWidgetItem, conversation: ConversationSummary) -> None:
-        found = f"\n“{one_line(conversation.match, 120)}”" if conversation.match else ""
+    def _fill(self, item: QListWidgetItem, conversation: ConversationSummary) -> None:
+        found = f"\n{self._fitted(f'“{one_line(conversation.match, 120)}”')}" if conversation.match else ""
         item.setText(
             f"{conversation.title}\n{when(conversation.updated_at)} · "
             f"{format_count(conversation.message_count, 'message')}{found}"
         )
         item.setData(Qt.ItemDataRole.UserRole, conversation.id)
-        item.setToolTip(plain_tooltip(conversation.title))
+        item.setData(SUMMARY_ROLE, conversation)
+        item.setToolTip(plain_tooltip(conversation.title + (f"\n{conversation.match}" if conversation.match else "")))
+
+    def _fitted(self, line: str) -> str:
+        """Where a search matched, cut at its end to the list's width: the list cuts lines in their middle (for
+        titles), which took out the very word that matched."""
+        width = self.list.viewport().width() - MATCH_LINE_MARGIN
+        return self.list.fontMetrics().elidedText(line, Qt.TextElideMode.ElideRight, max(width, 40))
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if self.search.text().strip():  # only a search's rows have a line cut to the width
+            for row in range(self.list.count()):
+                item = self.list.item(row)
+                summary = item.data(SUMMARY_ROLE)
+                if isinstance(summary, ConversationSummary):
+                    self._fill(item, summary)
 
     def _id_at(self, row: int) -> int | None:
         item = self.list.item(row)

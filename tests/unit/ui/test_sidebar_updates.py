@@ -43,13 +43,16 @@ def test_a_send_reads_no_conversation_list_and_moves_its_chat_to_the_top(window,
 
 def test_a_search_with_no_hits_says_so_and_escape_clears_it(window, qtbot):
     """A search that found nothing showed an empty list (as if there were no chats), and Esc did not clear it
-    (issue 43, item 13)."""
+    (issue 43, item 13; issue 53, item 8: in an active window the window's Esc shortcut took it first)."""
     from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QApplication
 
     win = window()
     win.composer.setPlainText("Lisbon trams")
     with qtbot.waitSignal(win.replyFinished, timeout=5000):
         win.send_button.click()
+    win.activateWindow()  # as on a desktop: the window's own Esc (stop, cancel an edit) is live, and took the key
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is win, timeout=5000)
     sidebar = win.sidebar
     sidebar.search.setFocus()
     qtbot.keyClicks(sidebar.search, "zeppelin")
@@ -75,3 +78,24 @@ def test_a_search_shows_where_it_matched_and_a_branchs_title_keeps_its_end(windo
     assert sidebar.list.textElideMode() == Qt.TextElideMode.ElideMiddle  # "… (branch)" stays visible
     label = win.findChild(type(win.status_label), "systemPromptLabel")
     assert label is not None and label.buddy() is win.system_prompt and label.isVisible()
+
+
+def test_a_searchs_match_line_keeps_the_word_that_matched_at_the_lists_narrowest(window, qtbot):
+    """Issue 53, item 8: the list cuts lines in their middle (for titles), and cut out the matched word:
+    "…heritage an…ng the reig…" for "Eiffel"."""
+    win = window()
+    text = ("The tour guide spoke at length about French heritage and the long reign of kings before she finally "
+            "turned to the Eiffel tower, its iron lattice and the engineers who raised it for the fair of 1889.")
+    win.composer.setPlainText(text)
+    with qtbot.waitSignal(win.replyFinished, timeout=5000):
+        win.send_button.click()
+    sidebar = win.sidebar
+    win.splitter.setSizes([sidebar.minimumWidth(), 900, 300])
+    qtbot.keyClicks(sidebar.search, "Eiffel")
+    qtbot.waitUntil(lambda: sidebar.list.count() == 1 and "Eiffel" in sidebar.list.item(0).text(), timeout=5000)
+    line = sidebar.list.item(0).text().split("\n")[-1]
+    metrics = sidebar.list.fontMetrics()
+    assert metrics.horizontalAdvance(line) <= sidebar.list.viewport().width()  # the list has nothing to cut
+    assert "Eiffel" in line and line.startswith("“…")
+    win.resize(win.width() + 400, win.height())  # wider: the line shows more
+    qtbot.waitUntil(lambda: len(sidebar.list.item(0).text().split("\n")[-1]) >= len(line), timeout=5000)
