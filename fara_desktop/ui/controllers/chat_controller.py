@@ -213,8 +213,9 @@ class ChatController(QObject):
         if self.turn.busy or widget.role != "assistant":
             return
         index = self._message_index(widget, self.screen.chat_view.messages().index(widget))
-        self.screen.chat_view.remove_from(widget)
+        self.screen.chat_view.remove_from(widget)  # its button with it: the focus goes back to the message box
         self.turns.regenerate(index)  # the old reply stays a version
+        self.screen.composer.setFocus()
 
     def switch_version(self, widget: MessageWidget, step: int) -> None:
         """‹ / ›: show another version of a message, and the conversation that follows it."""
@@ -302,6 +303,7 @@ class ChatController(QObject):
     def stop(self) -> None:
         self.read_ahead.stop()  # Esc or Stop: the CPU comes back from reading ahead too
         self.turns.stop()
+        self.screen.composer.setFocus()  # the next words go there (the Stop button, or nothing, held the focus)
 
     def show_session_messages(self) -> None:
         self.screen.chat_view.set_messages([self._shown(index, m) for index, m in enumerate(self.session.messages)])

@@ -81,3 +81,29 @@ def test_every_widget_tab_reaches_shows_its_focus(window, qtbot):
         app.setStyleSheet(before[0])
         app.setPalette(before[1])
         app.setFont(before[2])
+
+
+def test_after_stop_or_a_regenerate_stopped_by_esc_the_next_words_go_to_the_message_box(window, qtbot):
+    """Issue 53, item 9: after Stop (the button took the focus) or Regenerate then Esc (the reply's button went
+    with its reply), the words typed next were lost."""
+    import threading
+
+    gate = threading.Semaphore(0)
+    win = window(FakeBackend(words=["one", " two", " three", " four"], gate=gate))
+    _active(qtbot, win)
+    win.composer.setPlainText("First question")
+    win.send_button.click()
+    qtbot.waitUntil(win.stop_button.isVisible, timeout=5000)
+    with qtbot.waitSignal(win.replyCancelled, timeout=5000):
+        qtbot.mouseClick(win.stop_button, Qt.MouseButton.LeftButton)
+        gate.release(10)
+    qtbot.waitUntil(win.composer.hasFocus, timeout=2000)
+    reply = win.chat_view.messages()[-1]
+    qtbot.mouseClick(reply.action_buttons["regenerate"], Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(win.stop_button.isVisible, timeout=5000)
+    with qtbot.waitSignal(win.replyCancelled, timeout=5000):
+        qtbot.keyClick(win.focusWidget() or win, Qt.Key.Key_Escape)
+        gate.release(10)
+    qtbot.waitUntil(win.composer.hasFocus, timeout=2000)
+    qtbot.keyClicks(win.focusWidget(), "next words")
+    assert win.composer.toPlainText() == "next words"
