@@ -75,6 +75,7 @@ class FakeBackend:
             thinking_switch=self.thinking_switch,
             expected_prompt_tok_per_s=self.prompt_speed,
             tool_calls=self.tool_family.name if self.tool_family else "",
+            vision="mmproj-fake.gguf" if Path(path).name.startswith("seeing") else "",  # a model that sees
         )
         return self._info
 

@@ -117,6 +117,7 @@ class ChatController(QObject):
         self.read_ahead = TypingReadAhead(screen.composer, screen.wait_hint, bridge, self._draft_prompt,
                                           lambda: self.read_ahead_allowed())  # fmt: skip
         self._save_problem_shown = False
+        self._unseen = ""  # the notice that the model in use cannot see the pictures attached
         self._loading_since = 0.0
         self._loading_name = ""
         self.tool_flow: ToolFlow | None = None  # set by ``use_tools`` once the window has a tool box
@@ -190,7 +191,8 @@ class ChatController(QObject):
             return
         info = self.model_info
         if pictures and info is not None and not info.vision:
-            screen.show_notice(cannot_see(info.name, info.vision_problem), "error")  # text and pictures stay
+            self._unseen = cannot_see(info.name, info.vision_problem)
+            screen.show_notice(self._unseen, "error")  # text and pictures stay; withdrawn once a model sees
             return
         self.read_ahead.stop()
         replacing = None
@@ -523,6 +525,8 @@ class ChatController(QObject):
         self.read_ahead.speed.reset(event.info.expected_prompt_tok_per_s)
         self._show_loading(False)
         self.screen.hardware_panel.show_model(event.info)
+        if event.info.vision and self._unseen:
+            self.screen.withdraw_notice(self._unseen)
         self.screen.chat_view.empty_state.set_privacy(event.info.server)
         self.sync_thinking_switch()
         self.screen.set_status(f"Ready · {event.info.name} loaded in {event.info.load_seconds:.1f} s")
