@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtWidgets import QToolButton
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QMenu, QToolButton, QWidgetAction
 
 from fara_desktop.app.chat_turns import ChatTurns
 from fara_desktop.app.tool_advice import cannot_call_tools
@@ -46,18 +47,19 @@ class ToolsMenu:
         info = turns.model_info
         unable = cannot_call_tools(info)
         if unable and info is not None:  # said before the user relies on the tools, not after
-            menu.addSection(f"{one_line(info.name, 60)} cannot call tools")
+            heading(menu, f"{one_line(info.name, 60)} cannot call tools")
             for line in turns.tool_suggestions or ["Choose a model made for tool calling"]:
-                menu.addAction(f"Can: {line}").setEnabled(False)
+                text_row(menu, f"Can: {line}")
             menu.addAction("Get models that call tools…").triggered.connect(self._get_models)
         server = None
         for tool in tools:
             if tool.server != server:
                 server = tool.server
-                menu.addSection(one_line(server, 60))
-            action = menu.addAction(one_line(tool.spec.name, 80))
+                heading(menu, f"Tools of {one_line(server, 60)}")
+            action = menu.addAction(one_line(tool.spec.name, 60))
             action.setToolTip(one_line(tool.spec.description, 300))
             action.setCheckable(True)
+            action.setEnabled(not unable)  # ticked or not, the model in use would never be offered it
             key = tool_key(tool)
             action.setChecked(key in chosen)
             action.toggled.connect(lambda on, k=key: self.use_tool(k, on))
@@ -95,3 +97,29 @@ class ToolsMenu:
         cost = (f" Their descriptions add about {schema_tokens(offered):,} prompt tokens (read once per chat, then "
                 "cached; the wait shown under the message box counts them).") if offered else ""  # fmt: skip
         self.button.setToolTip(f"The tools this chat's model may call (each call asks you first).{cost}")
+
+
+def heading(menu: QMenu, text: str) -> QWidgetAction:
+    """A heading in the menu, after a separator: a bold line in the menu's own text colour that cannot be chosen.
+    ``QMenu.addSection`` draws its text only in some styles (in Fusion and on Windows, a blank separator that left
+    the rows under it unexplained)."""
+    if menu.actions():
+        menu.addSeparator()
+    return text_row(menu, text, bold=True)
+
+
+def text_row(menu: QMenu, text: str, bold: bool = False) -> QWidgetAction:
+    """A line of text in the menu that is read, never chosen: a label (no click, no focus) rather than a disabled
+    row, which is too pale to read in the light theme."""
+    label = QLabel(text)
+    label.setObjectName("menuHeading" if bold else "menuText")
+    label.setTextFormat(Qt.TextFormat.PlainText)
+    label.setContentsMargins(8, 4 if bold else 2, 8, 2)
+    font = label.font()
+    font.setBold(bold)
+    label.setFont(font)
+    action = QWidgetAction(menu)
+    action.setDefaultWidget(label)
+    action.setText(text)  # for accessibility and for tests
+    menu.addAction(action)
+    return action

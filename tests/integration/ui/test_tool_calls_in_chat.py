@@ -366,6 +366,13 @@ def test_a_model_that_cannot_call_tools_is_said_before_the_question_and_not_afte
     menu.aboutToShow.emit()
     texts = [a.text() for a in menu.actions()]
     assert any("cannot call tools" in t for t in texts) and any("Qwen3 4B" in t for t in texts)
+    # Issue 53, item 3: the headings were sections, drawn as blank separators in Fusion; the tools looked tickable
+    from PySide6.QtWidgets import QWidgetAction
+
+    headings = [a for a in menu.actions() if isinstance(a, QWidgetAction) and a.defaultWidget().font().bold()]
+    assert [a.defaultWidget().text() for a in headings] == ["Fake model cannot call tools", "Tools of time"]
+    assert all(not a.defaultWidget().focusPolicy() for a in headings)  # read, never chosen
+    assert not next(a for a in menu.actions() if a.text() == "get_current_time").isEnabled()
     force = next(a for a in menu.actions() if a.text() == "Make the next reply call a tool")
     assert not force.isEnabled()
     _use(win, "time/get_current_time")
