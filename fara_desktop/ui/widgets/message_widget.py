@@ -23,7 +23,14 @@ from fara_desktop.text.untrusted import one_line
 from fara_desktop.ui.widgets.flow_layout import FlowLayout
 from fara_desktop.ui.widgets.picture_thumbnails import PictureRow
 from fara_desktop.ui.widgets.plain_text import ElidedLabel, plain_label, plain_tooltip
-from fara_desktop.ui.widgets.text_blocks import Block, keep_line_breaks, split_blocks
+from fara_desktop.ui.widgets.text_blocks import (
+    SOFT_BREAK,
+    Block,
+    keep_line_breaks,
+    soft_breaks,
+    split_blocks,
+    without_soft_breaks,
+)
 
 _SAFE_LINK_SCHEMES = ("http", "https")  # not mailto: a click would hand a stranger's address to the mail client
 DISPLAY_LIMIT = 60_000  # characters laid out in one message; beyond that the start is shown
@@ -136,7 +143,7 @@ def _render_prose(label: QLabel, text: str, draft: bool) -> None:
     label.setTextFormat(Qt.TextFormat.PlainText if draft else Qt.TextFormat.RichText)
     label.setTextInteractionFlags(Qt.TextInteractionFlag.NoTextInteraction if draft else _PROSE_INTERACTION)
     label.setProperty("draft", draft)
-    label.setText(text if draft else safe_markdown_html(keep_line_breaks(text)))
+    label.setText(soft_breaks(text) if draft else soft_breaks(safe_markdown_html(keep_line_breaks(text)), html=True))
 
 
 class CodeBlock(QFrame):
@@ -180,11 +187,27 @@ class CodeBlock(QFrame):
             Qt.TextInteractionFlag.NoTextInteraction if draft else Qt.TextInteractionFlag.TextSelectableByMouse
         )
         self.code.setProperty("draft", draft)
-        self.code.setText(block.text)
+        self.code.setText(soft_breaks(block.text))  # a long line wraps where it must, never widening the chat
 
     def copy(self) -> None:
         QGuiApplication.clipboard().setText(self.block.text)
         self.copy_button.setText("Copied")
+
+
+def keep_copies_clean() -> None:
+    """Text copied out of a message goes to the clipboard without the soft breaks it is shown with
+    (``text_blocks.soft_breaks``): a copied URL or hash works as it was written. Installed once per process."""
+    clipboard = QGuiApplication.clipboard()
+    if clipboard.property("faraCleansCopies"):
+        return
+    clipboard.setProperty("faraCleansCopies", True)
+
+    def clean() -> None:
+        text = clipboard.text()
+        if SOFT_BREAK in text and clipboard.ownsClipboard():
+            clipboard.setText(without_soft_breaks(text))
+
+    clipboard.dataChanged.connect(clean)
 
 
 def thought_for(seconds: float | None) -> str:
@@ -293,6 +316,7 @@ class MessageWidget(QFrame):
     pictureRequested = Signal(object)  # the Path of a clicked picture
 
     def __init__(self, role: str, text: str = "", parent: QWidget | None = None) -> None:
+        keep_copies_clean()
         super().__init__(parent)
         self.role = role
         self.message_id: int | None = None

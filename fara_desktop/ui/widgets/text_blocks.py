@@ -76,3 +76,49 @@ def keep_line_breaks(prose: str) -> str:
         else:
             out.append(line)
     return "\n".join(out)
+
+
+
+SOFT_BREAK = "\u200b"  # zero-width space: a place a line may break, never shown, taken out of what is copied
+LONG_RUN = 30  # characters without a space beyond which a word (a URL, a hash, code) may break anywhere
+BREAK_EVERY = 16
+_LONG_RUN = re.compile(rf"\S{{{LONG_RUN + 1},}}")
+_TAG = re.compile(r"(<[^>]*>)")
+_HTML_UNIT = re.compile(r"&#?\w+;|.", re.DOTALL)  # an entity is one character of the text
+
+
+def soft_breaks(text: str, html: bool = False) -> str:
+    """``text`` with a place to break every ``BREAK_EVERY`` characters of any word longer than ``LONG_RUN``: Qt
+    wraps only at spaces, so one long URL made the chat column wider than the window (its lines cut at the right
+    edge, the buttons pushed out of sight). ``html``: HTML that Qt wrote — only its text is touched (never a tag,
+    nor the link in it), an entity kept whole."""
+    if not _LONG_RUN.search(text):
+        return text
+    if html:
+        return "".join(part if part.startswith("<") else _broken(_HTML_UNIT.findall(part)) for part in _TAG.split(text))
+    return _broken(list(text))
+
+
+def _broken(units: list[str]) -> str:
+    out: list[str] = []
+    run: list[str] = []
+
+    def end_run() -> None:
+        if len(run) > LONG_RUN:
+            out.append(SOFT_BREAK.join("".join(run[i : i + BREAK_EVERY]) for i in range(0, len(run), BREAK_EVERY)))
+        else:
+            out.extend(run)
+        run.clear()
+
+    for unit in units:
+        if unit.isspace():
+            end_run()
+            out.append(unit)
+        else:
+            run.append(unit)
+    end_run()
+    return "".join(out)
+
+
+def without_soft_breaks(text: str) -> str:
+    return text.replace(SOFT_BREAK, "")

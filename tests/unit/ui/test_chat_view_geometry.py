@@ -145,3 +145,46 @@ def test_eight_citations_wrap_and_never_push_the_buttons_out(qtbot, width):
     long_one = reply.source_buttons[-1]  # shortened in the middle on screen, whole for screen readers
     assert long_one.accessibleName().endswith(sources[-1].where) and len(long_one.text()) < len(sources[-1].where)
     assert long_one.text().endswith(", page 1")
+
+
+LONG_WORD = "https://example.org/" + "a1b2c3d4e5" * 9 + "/end"  # 114 characters, no space (URLs, hashes, code)
+
+
+@pytest.mark.parametrize("width", [520, 730])
+def test_a_long_unbroken_word_wraps_and_never_widens_the_chat(qtbot, width):
+    """Issue 53, item 2: a 107-character word made the column wider than the window: every line of that reply was
+    cut at the right edge and Edit/Regenerate were pushed off screen. It now wraps where it must, in prose and in a
+    code block; selecting and copying it gives the word as it was written."""
+    from PySide6.QtGui import QGuiApplication, QTextDocument
+
+    from fara_desktop.ui.widgets.chat_view import ShownMessage
+
+    view = _shown_view(qtbot, width, 500)
+    code = f"```\nfetch('{LONG_WORD}')\n```"
+    view.set_messages([
+        ShownMessage("user", f"Open {LONG_WORD} please", message_id=1),
+        ShownMessage("assistant", f"The link is {LONG_WORD} and here it is as code:\n\n{code}", message_id=2),
+    ])  # fmt: skip
+    user, reply = view.messages()
+    reply.set_can_regenerate(True)
+
+    def inside() -> bool:
+        for message in (user, reply):
+            if message.geometry().right() > view.viewport().width():
+                return False
+            for button in message.action_buttons.values():
+                if button.isVisibleTo(message) and button.mapTo(view.viewport(), button.rect().topRight()).x() > (
+                    view.viewport().width()
+                ):
+                    return False
+        return view.horizontalScrollBar().maximum() == 0
+
+    qtbot.waitUntil(inside, timeout=2000)
+    body = reply._block_widgets[0]
+    shown = QTextDocument()
+    shown.setHtml(body.text())
+    body.setSelection(0, shown.characterCount() - 1)  # all of it, as a mouse drag selects
+    assert LONG_WORD in body.selectedText().replace("\u2028", "\n").replace("\u200b", "")
+    QGuiApplication.clipboard().setText(body.selectedText())
+    qtbot.waitUntil(lambda: "\u200b" not in QGuiApplication.clipboard().text(), timeout=2000)
+    assert LONG_WORD in QGuiApplication.clipboard().text()
