@@ -35,7 +35,7 @@ def apply_appearance(app: QApplication, theme: str, font_size: int) -> str:
     used = resolve_theme(theme)
     light = asset_path("style.qss").read_text(encoding="utf-8")
     sheet = light if used == "light" else light + "\n" + asset_path("style-dark.qss").read_text(encoding="utf-8")
-    palette = app.palette()
+    palette = dark_palette() if used == "dark" else app.style().standardPalette()
     palette.setColor(QPalette.ColorRole.Link, QColor("#8ab4ff" if used == "dark" else "#2f5fd8"))
     app.setPalette(palette)
     font = app.font()
@@ -44,3 +44,33 @@ def apply_appearance(app: QApplication, theme: str, font_size: int) -> str:
     app.setStyleSheet(sheet)
     _in_use[0] = used
     return used
+
+
+# The dark theme's colours for what the style sheet does not name: every text box, read-only or not (the arguments a
+# person approves, a cited passage, a download's status, the MCP servers' JSON), list and combo-box popups, tool
+# tips. With the light palette under the dark sheet they were white with pale-grey text.
+DARK_PALETTE = {
+    QPalette.ColorRole.Window: "#17191d",
+    QPalette.ColorRole.WindowText: "#e3e6eb",
+    QPalette.ColorRole.Base: "#22252b",
+    QPalette.ColorRole.AlternateBase: "#1c1f24",
+    QPalette.ColorRole.Text: "#e3e6eb",
+    QPalette.ColorRole.PlaceholderText: "#8a93a1",
+    QPalette.ColorRole.Button: "#2a2e35",
+    QPalette.ColorRole.ButtonText: "#e3e6eb",
+    QPalette.ColorRole.BrightText: "#ffffff",
+    QPalette.ColorRole.ToolTipBase: "#2a2e35",
+    QPalette.ColorRole.ToolTipText: "#e3e6eb",
+    QPalette.ColorRole.Highlight: "#2b3c66",
+    QPalette.ColorRole.HighlightedText: "#ffffff",
+}
+DARK_DISABLED_TEXT = "#7d8594"  # 4.6:1 on the dark base
+
+
+def dark_palette() -> QPalette:
+    palette = QPalette()
+    for role, colour in DARK_PALETTE.items():
+        palette.setColor(role, QColor(colour))
+    for role in (QPalette.ColorRole.WindowText, QPalette.ColorRole.Text, QPalette.ColorRole.ButtonText):
+        palette.setColor(QPalette.ColorGroup.Disabled, role, QColor(DARK_DISABLED_TEXT))
+    return palette

@@ -81,19 +81,34 @@ def luminance(red: int, green: int, blue: int) -> float:
     return 0.2126 * channel(red) + 0.7152 * channel(green) + 0.0722 * channel(blue)
 
 
-def faint_labels(root: QWidget, minimum: float = 3.0, within: QWidget | None = None) -> list[str]:
-    """Labels (and tab texts) whose drawn text is too close to its own background: the contrast ratio between the
-    label's commonest pixel (its background) and its pixel farthest from it (its text), as rendered on ``root``
-    (a window: its ancestors paint a label's background); ``within``: only the labels of this part of it."""
+def faint_texts(root: QWidget, minimum: float = 3.0, within: QWidget | None = None) -> list[str]:
+    """Every text a widget draws that is too close to its own background — labels, text boxes (read-only ones too:
+    the arguments a person approves), line edits and list rows: the contrast ratio between the widget's commonest
+    pixel (its background) and its pixel farthest from it (its text), as rendered on ``root`` (a window: its
+    ancestors paint a label's background); ``within``: only the widgets of this part of it."""
     from collections import Counter
 
-    from PySide6.QtWidgets import QLabel
+    from PySide6.QtWidgets import QAbstractItemView, QLabel, QLineEdit, QPlainTextEdit, QTextEdit
+
+    def shows_text(widget: QWidget) -> bool:
+        if isinstance(widget, QLabel):
+            return bool(widget.text().strip())
+        if isinstance(widget, (QPlainTextEdit, QTextEdit)):
+            return bool(widget.toPlainText().strip())
+        if isinstance(widget, QLineEdit):
+            return bool(widget.text().strip())
+        return isinstance(widget, QAbstractItemView) and widget.model() is not None and widget.model().rowCount() > 0
 
     found = []
-    for label in (within or root).findChildren(QLabel):
-        if not label.isVisibleTo(root) or not label.text().strip() or label.width() < 8 or label.height() < 8:
+    part = within or root
+    kinds = (QLabel, QPlainTextEdit, QTextEdit, QLineEdit, QAbstractItemView)
+    for widget in [w for kind in kinds for w in part.findChildren(kind)]:
+        if not widget.isVisibleTo(root) or widget.width() < 8 or widget.height() < 8 or not shows_text(widget):
             continue
-        image = root.grab(rect_in(label, root)).toImage()  # as drawn on its window: ancestors paint its background
+        # as drawn on its window (ancestors paint a label's background); a text box's text area only, without its
+        # frame or scroll bars (the farthest pixel from the background would be theirs)
+        drawn = widget.viewport() if isinstance(widget, (QPlainTextEdit, QTextEdit, QAbstractItemView)) else widget
+        image = root.grab(rect_in(drawn, root)).toImage()
         step = max(1, image.width() * image.height() // 4000)
         pixels = [image.pixelColor(x, y) for y in range(0, image.height(), 2) for x in range(0, image.width(), step)]
         lum = [luminance(c.red(), c.green(), c.blue()) for c in pixels]
@@ -102,7 +117,8 @@ def faint_labels(root: QWidget, minimum: float = 3.0, within: QWidget | None = N
         light, dark = max(background, text), min(background, text)
         ratio = (light + 0.05) / (dark + 0.05)
         if ratio < minimum:
-            found.append(f"{label.objectName() or label.text()[:30]!r} contrast {ratio:.1f}")
+            name = widget.objectName() or type(widget).__name__
+            found.append(f"{name!r} contrast {ratio:.1f}")
     return found
 
 
@@ -118,7 +134,7 @@ def dialog_problems(app, win, shot: Path) -> list[str]:
         if frame.width() > screen.width() + 2 or frame.height() > screen.height() + 2:
             found.append(f"{name} is {frame.width()}x{frame.height()} on a {screen.width()}x{screen.height()} screen")
         found.extend(f"{name}: {p}" for p in squeezed_buttons(widget) if "outside" not in p)
-        found.extend(f"{name}: {p}" for p in faint_labels(widget))
+        found.extend(f"{name}: {p}" for p in faint_texts(widget))
         widget.grab().save(str(shot.with_name(f"{shot.stem}-{name}.png")))
 
     settings = win.open_settings()
@@ -160,7 +176,7 @@ def pictures_shown(app, win, shot: Path) -> list[str]:
     win.chat_view.add_message("user", "What is in these two pictures? " * 4, pictures=tuple(p.path for p in attached))
     for _ in range(20):
         app.processEvents()
-    found = [f"picture tray: {p}" for p in faint_labels(win, within=win.picture_tray)]
+    found = [f"picture tray: {p}" for p in faint_texts(win, within=win.picture_tray)]
     if not win.picture_tray.cost.text():
         found.append("picture tray: no cost line")
     viewer = win.pictures.show_picture(attached[0].path)
