@@ -467,9 +467,10 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------ models and settings
 
     def choose_model_file(self) -> None:
+        """Model ▸ Open: the file becomes the user's choice, loaded now and at the next start."""
         path = self.folders.open_file(self, "models", "Open a GGUF model", "GGUF models (*.gguf)")
         if path:
-            self.start_auto(Path(path))
+            self.use_model_file(Path(path))
 
     def add_models_folder(self) -> None:
         folder = self.folders.folder(self, "models", "Add a models folder")
@@ -482,14 +483,14 @@ class MainWindow(QMainWindow):
         if self.models_dialog is None:
             paths, folders = self.paths, [Path(f) for f in self.settings.extra_model_folders]
             self.models_dialog = GetModelsDialog(lambda: assess_catalog_here(paths.models, paths.cache, folders), self)
-            self.models_dialog.modelReady.connect(self.use_downloaded_model)
+            self.models_dialog.modelReady.connect(self.use_model_file)
             self.core.jobs.service("downloads", Stage.INTAKE, self.models_dialog.pause_all)
         self.models_dialog.show()
         self.models_dialog.raise_()
         return self.models_dialog
 
-    def use_downloaded_model(self, path: Path) -> None:
-        """Load a model the user just downloaded, and keep it as their choice for the next start."""
+    def use_model_file(self, path: Path) -> None:
+        """Load a model the user just opened or downloaded, and keep it as their choice for the next start."""
         self.apply_settings(dataclasses.replace(self.settings, model_path=str(path)), str(path))
 
     def open_settings(self, page: str | None = None) -> SettingsDialog:

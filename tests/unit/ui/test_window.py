@@ -544,3 +544,23 @@ def test_dialogs_opened_again_and_again_leave_nothing_behind(window, qtbot):
     qtbot.waitUntil(lambda: not [d for d in window.findChildren(QDialog) if type(d).__name__ == "ShortcutsDialog"],
                     timeout=5000)  # fmt: skip
     assert window.receivers("2toolsChanged()") == links
+
+
+def test_a_model_opened_with_model_open_is_the_one_loaded_at_the_next_start(window, qtbot, tmp_path, monkeypatch):
+    """Issue 53, item 4: Model ▸ Open loaded the file but kept the previous choice, so a restart went back to the
+    previous model and the file was in no list. It is now the user's choice, as a model picked in Settings is."""
+    from PySide6.QtWidgets import QFileDialog
+
+    from fara_desktop.settings import load_settings
+
+    chosen = tmp_path / "elsewhere" / "my-model.gguf"
+    chosen.parent.mkdir()
+    chosen.write_bytes(b"GGUF")
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *_args: (str(chosen), ""))
+    win = window()
+    asked: list[Path | None] = []
+    win.start_auto = lambda preferred=None: asked.append(preferred)
+    win.choose_model_file()
+    assert asked == [chosen]
+    assert win.settings.model_path == str(chosen)
+    assert load_settings(win.paths.config).settings.model_path == str(chosen)  # kept for the next start
