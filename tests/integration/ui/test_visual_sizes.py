@@ -3,9 +3,10 @@ scale, light and dark, each in its own Xvfb screen of that size, with a long rep
 name is a long path. The newest text is in view while streaming and after, every message's text and buttons lie
 inside the chat column, no button is squeezed or off the window, every widget Tab reaches shows its focus; then
 every Settings page, Get models (once the catalog is judged) and the shortcuts fit the screen, with no squeezed
-button and every text a widget draws (labels, text boxes, lists) in contrast (3:1) with its drawn background (issue 43, item 6: Get models was
-unreadable in dark, and so were the Servers, Local API and Prompts pages, found by this check). Screenshots go to
-$FARA_SCREENSHOTS (CI keeps them) or the test's folder."""
+button and every text a widget draws (labels, text boxes, lists) in contrast (3:1) with its drawn background
+(issue 43, item 6: Get models was unreadable in dark, and so were the Servers, Local API and Prompts pages, found
+by this check; issue 53, item 1: the read-only text boxes). Screenshots go to $FARA_SCREENSHOTS (CI keeps them)
+or the test's folder."""
 
 from __future__ import annotations
 
