@@ -350,6 +350,16 @@ def scan_models(
     return result
 
 
+def scan_folder(root: Path, cache_dir: Path) -> list[DiscoveredModel]:
+    """The models in one folder the user just added (the rest of a scan is known): as ``scan_models`` finds them."""
+    problems: list[_Candidate] = []
+    candidates = _folder_candidates("Added folder", root, problems) if root.is_dir() else []
+    cache = MetadataCache(cache_dir / "gguf-metadata.json")
+    found = [_examine(candidate, cache) for candidate in [*candidates, *problems]]
+    cache.save()
+    return pair_projectors(found)
+
+
 def _examine(candidate: _Candidate, cache: MetadataCache) -> DiscoveredModel:
     name = one_line(candidate.display_name or candidate.path.name)
     base = DiscoveredModel(

@@ -38,6 +38,7 @@ from fara_desktop.app.tool_advice import cannot_call_tools, no_tools_words
 from fara_desktop.engine.backend import Backend
 from fara_desktop.engine.types import Event, ModelInfo, ModelSource
 from fara_desktop.files.paths import AppPaths, app_paths
+from fara_desktop.models.discovery import scan_folder
 from fara_desktop.planning.catalog_fit import assess_catalog_here
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.planning.planner import StartupPlan
@@ -499,8 +500,8 @@ class MainWindow(QMainWindow):
         dialog = SettingsDialog(self.settings, self.plan, self.api_keys, self, self.chat_states,
                                 self.session.conversation_id, self.tools_hub.states,
                                 self.tools_hub.restart, tools_note=note, folders=self.folders,
-                                forget_states=self.core.forget_saved_readings,
-                                api_clients=self.servers.api_clients)  # fmt: skip
+                                forget_states=self.core.forget_saved_readings, api_clients=self.servers.api_clients,
+                                scan_folder=lambda folder: scan_folder(folder, self.paths.cache))  # fmt: skip
         self.toolsChanged.connect(dialog.tools_page.refresh)
         if page:
             dialog.show_page(page)

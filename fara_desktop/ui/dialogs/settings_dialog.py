@@ -38,9 +38,10 @@ from fara_desktop.serving.principals import ClientUse
 from fara_desktop.settings import THEMES, InferenceOverrides, RemoteChoice, SamplingSettings, Settings
 from fara_desktop.settings.fields import described
 from fara_desktop.system.api_keys import ApiKeyStore
-from fara_desktop.text.format import format_size
+from fara_desktop.text.format import format_count, format_size
 from fara_desktop.text.untrusted import one_line
 from fara_desktop.tools.mcp_hub import ServerState
+from fara_desktop.ui.dialogs.folder_models import FolderModels
 from fara_desktop.ui.dialogs.local_api_page import LocalApiPage
 from fara_desktop.ui.dialogs.prompts_page import PromptsPage
 from fara_desktop.ui.dialogs.servers_page import ServersPage
@@ -131,10 +132,11 @@ class SettingsDialog(QDialog):
         folders: FolderMemory | None = None,
         forget_states: Callable[[], None] | None = None,
         api_clients: Callable[[], Sequence[ClientUse] | None] = lambda: None,
+        scan_folder: Callable[[Path], list[DiscoveredModel]] | None = None,
     ) -> None:
         """``chat_states``: the chats' saved KV states, whose size the Prompts page shows (for ``conversation``),
         ``forget_states`` deletes them all (the core's intent); ``api_clients``: what the running local API's
-        clients used;
+        clients used; ``scan_folder`` finds the models of a folder added on the Model page (listed at once);
         ``tools_note``: what the Tools page says first (the model in use cannot call tools)."""
         super().__init__(parent)
         self.setObjectName("settingsDialog")
@@ -146,6 +148,7 @@ class SettingsDialog(QDialog):
         self._chosen: str | None = None
         self._projectors = dict(settings.projectors)  # model path → the projector chosen for it ("": none)
         self._folders = list(settings.extra_model_folders)
+        self.folder_models = FolderModels(self, scan_folder, lambda: self._folders, self._folder_models_found)
         self.nav = QListWidget()
         self.nav.setObjectName("settingsNav")
         self.nav.setAccessibleName("Settings pages")
@@ -275,7 +278,7 @@ class SettingsDialog(QDialog):
 
     def _fill_models(self) -> None:
         plan = self._plan
-        found: list[DiscoveredModel] = list(plan.scan.models) if plan else []
+        found = self._found()
         if plan and plan.model and all(m.path != plan.model.path for m in found):
             found.insert(0, plan.model)  # opened from elsewhere (Ctrl+O): in use, so listed
         # Embedding models serve document search, not chats: named apart, never as "unusable" chat models.
@@ -301,6 +304,8 @@ class SettingsDialog(QDialog):
             rec = verdicts.get(model.path)
             if rec:
                 fit = VERDICT_LABELS[verdict_kind(rec.verdict.verdict, rec.expected_tok_per_s)]
+            elif model in self.folder_models.models:
+                fit = "Judged after OK" if model.usable else "Cannot be used"
             elif model.usable:  # opened from its own folder: not among the models ranked here
                 fit = "In use" if model.path == current else "Not ranked"
             else:
@@ -330,8 +335,13 @@ class SettingsDialog(QDialog):
     def _selected_model(self) -> DiscoveredModel | None:
         items = self.models.selectedItems()
         path = items[0].data(Qt.ItemDataRole.UserRole) if items else None
-        found = list(self._plan.scan.models) if self._plan else []
-        return next((m for m in found if m.path == path and m.usable and not m.is_projector), None)
+        return next((m for m in self._found() if m.path == path and m.usable and not m.is_projector), None)
+
+    def _found(self) -> list[DiscoveredModel]:
+        """The plan's models, then those of the folders added here (each once)."""
+        found: list[DiscoveredModel] = list(self._plan.scan.models) if self._plan else []
+        known = {m.path for m in found}
+        return found + [m for m in self.folder_models.models if m.path not in known]
 
     def _fill_projectors(self) -> None:
         """The selected model's choices: the projector found beside it (automatic), none, or another from its
@@ -390,6 +400,11 @@ class SettingsDialog(QDialog):
         if folder and folder not in self._folders:
             self._folders.append(folder)
             self.folder_list.addItem(folder)
+            self.folder_models.add(Path(folder))
+
+    def _folder_models_found(self, folder: Path, models: list[DiscoveredModel]) -> None:
+        self._fill_models()
+        self.status.setText(f"Found {format_count(len(models), 'model')} in {one_line(folder.name, 60)}")
 
     def _remove_folder(self) -> None:
         row = self.folder_list.currentRow()

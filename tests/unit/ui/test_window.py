@@ -564,3 +564,29 @@ def test_a_model_opened_with_model_open_is_the_one_loaded_at_the_next_start(wind
     assert asked == [chosen]
     assert win.settings.model_path == str(chosen)
     assert load_settings(win.paths.config).settings.model_path == str(chosen)  # kept for the next start
+
+
+def test_a_folder_added_in_settings_lists_its_models_before_ok(window, qtbot, tmp_path, monkeypatch, smollm2_path):
+    """Issue 53, item 4: a folder added on Settings ▸ Model showed its models only after OK and reopening."""
+    import shutil
+
+    from PySide6.QtWidgets import QFileDialog
+
+    folder = tmp_path / "more models"
+    folder.mkdir()
+    shutil.copy(smollm2_path, folder / "my-smol-copy.gguf")
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *_args: str(folder))
+    win = window()
+    dialog = win.open_settings("Model")
+    dialog._add_folder()
+
+    def listed() -> list[str]:
+        return [dialog.models.item(row, 1).text() for row in range(dialog.models.rowCount())]
+
+    qtbot.waitUntil(lambda: any("my-smol-copy" in name.lower() or "smol" in name.lower() for name in listed()),
+                    timeout=10000)  # fmt: skip
+    row = next(r for r, name in enumerate(listed()) if "smol" in name.lower())
+    assert dialog.models.item(row, 4).text() == "Added folder"
+    assert dialog.models.item(row, 5).text() == "Judged after OK"
+    assert "Found 1 model" in dialog.status.text()
+    dialog.reject()
