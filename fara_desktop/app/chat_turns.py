@@ -8,6 +8,7 @@ with the worker's ``generate`` and ``cancel`` (the worker itself, or the window'
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -379,7 +380,9 @@ class ChatTurns:
             self.view.tool_rounds_changed([*self.session.rounds, ToolRound(event.text, event.reasoning, ())])
             tools.start(event.text, event.reasoning, event.tool_calls)
             return
-        if self._reply_done(event.request_id, event.text, "complete", event.stats, None, event.reasoning):
+        early = event.finish_reason if event.finish_reason in FINISH_NOTES else ""
+        stats = dataclasses.replace(event.stats, ended_early=early) if event.stats is not None else None
+        if self._reply_done(event.request_id, event.text, "complete", stats, None, event.reasoning):
             note = FINISH_NOTES.get(event.finish_reason, "")
             self.view.set_status(f"Ready · {event.stats.gen_tok_per_s:.1f} tok/s{note}")
         self.view.reply_over(event)

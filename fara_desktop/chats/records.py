@@ -16,6 +16,12 @@ from fara_desktop.vocabulary.sources import Source, sources_from_json
 MAX_TIMESTAMP = 32_503_680_000.0  # 1 January 3000
 MessageStatus = Literal["complete", "streaming", "stopped", "failed"]
 MESSAGE_STATUSES: tuple[MessageStatus, ...] = get_args(MessageStatus)
+# A finished reply that ended before its end (``GenerationStats.ended_early``), as said under it.
+ENDED_EARLY = {
+    "repetition": "Stopped: it began repeating itself",
+    "length": "Stopped at the token limit",
+    "context": "Stopped: the context window is full",
+}
 
 
 @dataclass(frozen=True)
@@ -60,7 +66,8 @@ def finite_time(value: Any, fallback: float = 0.0) -> float:
 
 
 def stats_from_json(raw: Any) -> dict[str, Any] | None:
-    """Stats as stored: a JSON object of numbers (and an error text); anything else reads as none."""
+    """Stats as stored: a JSON object of numbers (and an error text, and why a reply ended early); anything else
+    reads as none."""
     if not raw:
         return None
     try:
@@ -71,9 +78,10 @@ def stats_from_json(raw: Any) -> dict[str, Any] | None:
         return None
     kept: dict[str, Any] = {}
     for key, value in data.items():
+        number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
         if key == "error" and isinstance(value, str):
             kept[key] = value[:2000]
-        elif isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        elif number or (key == "ended_early" and isinstance(value, str) and value in ENDED_EARLY):
             kept[key] = value
     return kept
 

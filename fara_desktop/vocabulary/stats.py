@@ -20,3 +20,6 @@ class GenerationStats:
     total_s: float
     reasoning_tokens: int = 0  # of completion_tokens, those spent reasoning before the answer
     thinking_s: float = 0.0  # from the first reasoning token to the answer's first
+    # why a finished reply ended early ("length", "context", "repetition"; "" when it ended by itself): kept with
+    # the reply so that it says so under it, after a reopen too
+    ended_early: str = ""

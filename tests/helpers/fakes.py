@@ -32,6 +32,7 @@ class FakeBackend:
         self.samplings: list[SamplingParams] = []  # the sampling of each request
         self.thinking_switch = False  # what the fake model's template supports
         self.prompt_batches = 0  # report reading a long prompt in this many batches of 512 tokens
+        self.finish = "stop"  # how a reply that is not stopped ends ("repetition": the loop detector ended it)
         self.load_steps = 0  # report loading in this many steps, each waiting for ``load_gate`` when set
         self.load_gate: threading.Semaphore | None = None
         self.read_ahead_prompts: list[list[ChatMessage]] = []  # what was read ahead, in order
@@ -129,7 +130,7 @@ class FakeBackend:
                     self.gate.acquire()
                 on_prompt_progress(batch * 512, self.prompt_batches * 512)
         sent: list[str] = []
-        reason = "stop"
+        reason = self.finish
         for word in self.replies.pop(0) if self.replies else self.words:
             if self.gate is not None:
                 self.gate.acquire()

@@ -590,3 +590,18 @@ def test_a_folder_added_in_settings_lists_its_models_before_ok(window, qtbot, tm
     assert dialog.models.item(row, 5).text() == "Judged after OK"
     assert "Found 1 model" in dialog.status.text()
     dialog.reject()
+
+
+def test_a_reply_stopped_for_repeating_itself_says_so_under_it_and_after_a_reopen(window, qtbot):
+    """Issue 53, item 11: a reply the loop detector ended was marked only in the status bar, which the next
+    message replaces; the reply itself looked finished."""
+    backend = FakeBackend(words=["la", " la", " la"])
+    backend.finish = "repetition"
+    win = window(backend)
+    win.composer.setPlainText("Sing")
+    with qtbot.waitSignal(win.replyFinished, timeout=5000):
+        win.send_button.click()
+    reply = win.chat_view.messages()[-1]
+    assert reply.footer.text().startswith("Stopped: it began repeating itself")
+    win.chat.show_session_messages()  # as the chat is shown again after a switch or a restart
+    assert win.chat_view.messages()[-1].footer.text().startswith("Stopped: it began repeating itself")
