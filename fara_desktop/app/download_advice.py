@@ -14,6 +14,9 @@ TYPICAL_DOWNLOAD_BITS_PER_S = 50e6  # a home connection: what "time to download"
 MUCH_MORE_CAPABLE = 4.0  # the pick counts as this many times the parameters of the best model here (or more)
 
 
+# a typical home line, written so that a line is never broken inside it ("Mbit/ s")
+TYPICAL_LINE = "50\u00a0Mbit\u2060/\u2060s"
+
 def download_suggestion(assessment: CatalogAssessment | None, installed: Iterable[ModelMetadata]) -> str | None:
     """A sentence for the welcome screen, or None when nothing much better fits (or it is downloaded already)."""
     pick = assessment.recommended if assessment is not None else None
@@ -25,6 +28,6 @@ def download_suggestion(assessment: CatalogAssessment | None, installed: Iterabl
     size = pick.quant.estimated_bytes
     wait = format_plan_duration(size * 8 / TYPICAL_DOWNLOAD_BITS_PER_S)
     return (
-        f"Worth downloading for this computer: {pick.entry.name} ({format_size(size)}, {wait} at 50 Mbit/s; "
+        f"Worth downloading for this computer: {pick.entry.name} ({format_size(size)}, {wait} at {TYPICAL_LINE}; "
         f"about {pick.expected_tok_per_s:.0f} tok/s here), far more capable than the models you have."
     )

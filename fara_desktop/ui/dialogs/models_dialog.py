@@ -218,6 +218,7 @@ class GetModelsDialog(QDialog):
                 current = QTreeWidgetItem(self.tree, [f"{option.entry.name}{entry_tags(option.entry)} — "
                                                       f"{option.entry.description}"])  # fmt: skip
                 current.setData(0, Qt.ItemDataRole.UserRole, option.entry.id)
+                current.setToolTip(0, plain_tooltip(f"{option.entry.name}: {option.entry.description}"))  # cut to fit
                 current.setFont(0, bold)
                 current.setFirstColumnSpanned(True)
                 current.setFlags(Qt.ItemFlag.ItemIsEnabled)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import threading
 from pathlib import Path
 
@@ -70,6 +71,11 @@ def test_catalog_shows_every_option_with_a_verdict_and_one_recommendation(qtbot)
     assert rows[recommended][0] == "fits"
     assert "★ Worth downloading for this machine" in dialog.recommendation.text()
     assert all(text == "Download" for _, text in rows.values())  # nothing installed in this test's home
+    families = [dialog.tree.topLevelItem(i) for i in range(dialog.tree.topLevelItemCount())]
+    described = {entry.name: entry.description for entry in load_catalog()}
+    for family in families:  # a description cut to the width is whole in its tooltip (issue 53, item 12)
+        name = family.text(0).split(" — ")[0]
+        assert any(html.escape(f"{n}: {d}") in family.toolTip(0) for n, d in described.items() if name.startswith(n))
 
 
 def test_a_laptop_is_offered_a_2026_mixture_of_experts_and_told_why_it_is_fast(qtbot):

@@ -46,6 +46,6 @@ def test_a_download_is_suggested_only_when_far_more_capable_than_the_best_model_
     text = download_suggestion(assessment, [tiny.metadata(tiny.quants[0])])
     pick = assessment.recommended
     assert text is not None and text.startswith(f"Worth downloading for this computer: {pick.entry.name} (")
-    assert "at 50 Mbit/s" in text and "tok/s here" in text
+    assert "at 50\u00a0Mbit\u2060/\u2060s" in text and "tok/s here" in text  # never broken as "Mbit/ s" (issue 53)
     assert download_suggestion(assessment, [pick.entry.metadata(pick.quant)]) is None  # as good a model is here
     assert download_suggestion(None, []) is None
