@@ -26,6 +26,7 @@ _.takeAt, _.expandingDirections  # QLayout's virtual methods, called by Qt (ui/w
 
 # Fields of records that are saved, exported as JSON or printed whole (asdict / to_json).
 total_s, battery_percent, build_features, tensor_names, schema_version, predicted_pp_tok_per_s, _.dimensions
+ended_early  # GenerationStats: saved with the reply (asdict), read back by the chat view
 closed
 
 # Kept alive by the attribute (a running background call; widgets found by tests and accessibility tools).

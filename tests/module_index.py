@@ -42,6 +42,7 @@ TESTED_THROUGH: dict[str, tuple[str, str]] = {
     "fara_desktop.ui.after_paint": ("tests/unit/ui/test_window.py", "painted"),
     "fara_desktop.ui.controllers.catalog_advice": ("tests/unit/ui/test_window.py", "advice.downloadSuggested"),
     "fara_desktop.ui.controllers.chat_controller": ("tests/unit/ui/test_window.py", "win.chat."),
+    "fara_desktop.ui.controllers.chat_drafts": ("tests/unit/ui/test_pictures_ui.py", "new_chat"),
     "fara_desktop.ui.controllers.read_ahead": ("tests/integration/ui/test_read_ahead.py", "read_ahead"),
     "fara_desktop.ui.controllers.startup_controller": ("tests/unit/ui/test_window.py", "start_auto"),
     "fara_desktop.ui.controllers.tools_menu": ("tests/integration/ui/test_tool_calls_in_chat.py", "tools_button"),

@@ -46,6 +46,7 @@ from fara_desktop.settings import RemoteChoice, Settings
 from fara_desktop.system.api_keys import LOCAL_API
 from fara_desktop.ui.controllers.catalog_advice import CatalogAdvice
 from fara_desktop.ui.controllers.chat_controller import ChatController
+from fara_desktop.ui.controllers.chat_drafts import ChatDrafts
 from fara_desktop.ui.controllers.conversations_controller import ConversationsController
 from fara_desktop.ui.controllers.documents_controller import DocumentsController
 from fara_desktop.ui.controllers.pictures_controller import PicturesController
@@ -129,6 +130,9 @@ class MainWindow(QMainWindow):
         self.conversations.pictures = self.core.pictures
         self.conversations.leavingChat.connect(self.chat.leave_chat)
         self.conversations.enteredChat.connect(self.chat.enter_chat)
+        self.drafts = ChatDrafts(self.composer, self.picture_tray, self.core.pictures)  # each chat's unsent words
+        self.conversations.leavingChat.connect(lambda: self.drafts.leave(self.session.conversation_id))
+        self.conversations.enteredChat.connect(lambda _shown: self.drafts.enter(self.session.conversation_id))
         self.api_keys = self.core.api_keys
         self.servers = ServersController(self, self.bridge.worker, self.api_keys, self.chat.sampling, self.core.jobs)
         self.servers.pictures = self.core.request_picture_files

@@ -22,3 +22,26 @@ def test_cannot_see_pictures_goes_once_a_model_that_sees_is_loaded(window, qtbot
     assert "cannot see pictures" not in shown  # withdrawn (kept in the notices' history)
     assert "cannot see" not in win.picture_tray.cost.text() and "1 picture" in win.picture_tray.cost.text()
     assert win.composer.toPlainText() == "What colour is it?"  # the message and its picture waited
+
+
+def test_each_chat_keeps_its_own_unsent_words_and_pictures(window, qtbot, tmp_path):
+    """Issue 53, item 12: a picture in the tray followed the user into another chat (and so did the words being
+    typed), to be sent there by mistake. Each chat now keeps its own, given back when the user returns; the
+    pictures stay held (never swept) while they wait."""
+    win = window(FakeBackend())
+    win.composer.setPlainText("First chat's question")
+    with qtbot.waitSignal(win.replyFinished, timeout=5000):
+        win.send_button.click()
+    first = win.session.conversation_id
+    picture = win.core.pictures.store.folder / "waiting.png"
+    picture.parent.mkdir(parents=True, exist_ok=True)
+    Image.new("RGB", (64, 48), (20, 200, 30)).save(picture)
+    win.picture_tray.add("waiting", picture)
+    win.composer.setPlainText("About this picture…")
+    win.new_chat()
+    assert win.composer.toPlainText() == "" and win.picture_tray.digests() == ()
+    assert "waiting" in win.core.pictures.held()  # kept for the chat it was attached in
+    win.composer.setPlainText("Another chat's words")
+    win.conversations.open_conversation(first)
+    assert win.composer.toPlainText() == "About this picture…" and win.picture_tray.digests() == ("waiting",)
+    assert "waiting" in win.core.pictures.held()
