@@ -296,7 +296,8 @@ class DocumentsController(QObject):
             changed = result.indexed or result.removed
             self.screen.set_status(
                 f"Scanned {one_line(name, 80)}: "
-                + (f"{result.indexed:,} read, {result.removed:,} removed" if changed else "nothing changed")
+                + (f"{result.indexed:,} read, {result.removed:,} removed" if changed else
+                   f"up to date ({format_count(result.files, 'file')}, none changed since the last scan)")
             )
             panel.show_idle(
                 f"{name}: {format_count(result.files, 'file')} ({result.indexed:,} read, "

@@ -160,7 +160,9 @@ def test_a_rescan_says_what_it_found(window, qtbot, tmp_path):
     assert win.status_label.text().startswith("Scanned manuals: ") and "read" in win.status_label.text()
     with qtbot.waitSignal(win.documents.finished, timeout=30000):
         win.documents_panel.rescanRequested.emit("manuals")
-    assert win.status_label.text() == "Scanned manuals: nothing changed"
+    # not "nothing changed", which read as if nothing had been indexed (issue 53, item 10)
+    assert win.status_label.text().startswith("Scanned manuals: up to date (")
+    assert "none changed since the last scan" in win.status_label.text()
 
 
 def test_a_rescan_asked_while_the_last_scan_s_thread_is_still_ending_is_run(window, qtbot, tmp_path, monkeypatch):
@@ -181,7 +183,7 @@ def test_a_rescan_asked_while_the_last_scan_s_thread_is_still_ending_is_run(wind
         index_folder(qtbot, win, "manuals", tmp_path / "manuals")
         with qtbot.waitSignal(controller.finished, timeout=30000):
             win.documents_panel.rescanRequested.emit("manuals")
-        assert win.status_label.text() == "Scanned manuals: nothing changed"
+        assert win.status_label.text().startswith("Scanned manuals: up to date (")
     finally:
         release.set()
 
