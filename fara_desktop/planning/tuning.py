@@ -157,16 +157,13 @@ def fit_verdict(
     estimate = estimate or estimate_memory(meta, n_ctx, kv_type)
     budget = memory_budget(available, total)
     need = estimate.total
+    # the free memory as the machine says it (the figure shown above the catalog), and what a model may take of it
+    of = f"of the {format_size(budget)} a model may use ({format_size(available)} free, less some for the system)"
     if need <= budget * FIT_HEADROOM:
-        return FitVerdict(
-            "fits", estimate, budget, f"needs about {format_size(need)} of {format_size(budget)} available"
-        )
+        return FitVerdict("fits", estimate, budget, f"needs about {format_size(need)} {of}")
     if need <= budget:
         return FitVerdict(
-            "tight",
-            estimate,
-            budget,
-            f"needs about {format_size(need)} of {format_size(budget)} available: little room left for other programs",
+            "tight", estimate, budget, f"needs about {format_size(need)} {of}: little room left for other programs"
         )
     suggestions = []
     for candidate_type in ("f16", "q8_0"):

@@ -58,6 +58,9 @@ def test_verdicts_and_what_would_make_it_fit():
     total = 16 * GIB
     fits = fit_verdict(LLAMA_8B, 4096, available=12 * GIB, total=total)
     assert fits.verdict == "fits" and "needs about" in fits.message
+    # the free memory the catalog's header shows is named beside what a model may use of it (issue 53, item 10:
+    # "20.8 GiB free" above, "of 18.8 GiB available" in the tooltip)
+    assert "of the 10.4 GiB a model may use (12.0 GiB free, less some for the system)" in fits.message
     tight = fit_verdict(LLAMA_8B, 4096, available=int(7.8 * GIB), total=total)
     assert tight.verdict == "tight"
     too_big = fit_verdict(LLAMA_8B, 131072, available=8 * GIB, total=total)
