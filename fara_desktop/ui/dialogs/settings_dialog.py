@@ -331,6 +331,9 @@ class SettingsDialog(QDialog):
                     item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsSelectable)
                     item.setForeground(Qt.GlobalColor.gray)
                 self.models.setItem(row, column, item)
+        in_use = next((row for row, model in enumerate(models) if model.path == current), None)
+        if in_use is not None and not self.models.selectedItems():  # its projector shows at once
+            self.models.selectRow(in_use)
 
     def _selected_model(self) -> DiscoveredModel | None:
         items = self.models.selectedItems()

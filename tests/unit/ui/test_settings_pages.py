@@ -187,3 +187,23 @@ def test_a_model_with_two_projectors_beside_it_gets_the_one_chosen_in_settings(q
     assert decide_load(plan, tuned, chosen).estimate.vision > 0
     gone = decide_load(plan, tuned, {str(model): str(folder / "deleted.gguf")})
     assert gone.params.projector is None  # a choice whose file went: the guess (none here) stands
+
+
+def test_the_model_page_opens_on_the_model_in_use_and_its_projector(qtbot, fara_home, tmp_path):
+    """Issue 53, item 10: the projector box was empty (and off) for the model reading pictures until its row was
+    clicked: nothing was selected when the page opened."""
+    from tests.helpers.gguf_factory import write_projector
+
+    folder = tmp_path / "models"
+    folder.mkdir()
+    model = write_tiny_model(folder / "gemma-3-4b-it-Q4_K_M.gguf")
+    write_projector(folder / "mmproj-gemma-3-4b-it-f16.gguf")
+    paths = app_paths().ensure()
+    plan = plan_startup(paths, model, [folder])
+    assert plan.model is not None and plan.model.projector is not None
+    dialog = SettingsDialog(Settings(extra_model_folders=[str(folder)]), plan, ApiKeyStore(paths.config))
+    qtbot.addWidget(dialog)
+    selected = dialog.models.selectedItems()
+    assert selected and selected[0].data(256) == str(model)
+    combo = dialog.projector_choice
+    assert combo.isEnabled() and combo.currentText() == "Found beside it: mmproj-gemma-3-4b-it-f16.gguf"
