@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtWidgets import QInputDialog, QLineEdit, QMessageBox, QWidget
+from PySide6.QtWidgets import QDialog, QInputDialog, QLineEdit, QMessageBox, QWidget
 
 from fara_desktop.app.jobs import Jobs, Stage
 from fara_desktop.app.picture_ledger import PictureLedger
@@ -42,6 +42,10 @@ class ConversationsScreen(Protocol):
 
     def set_status(self, text: str) -> None: ...
     def show_notice(self, text: str, role: str = "notice") -> None: ...
+
+
+RENAME_MIN_WIDTH_PX = 420
+RENAME_MARGIN_PX = 120  # the dialog's margins and the field's frame around the title
 
 
 class ConversationsController(QObject):
@@ -108,8 +112,10 @@ class ConversationsController(QObject):
         summary = self.store.conversation(conversation_id)
         if summary is None:
             return
-        title, ok = QInputDialog.getText(self.dialog_parent, "Rename chat", "Title:", text=summary.title)
-        if ok and title.strip():
+        dialog = title_dialog(self.dialog_parent, summary.title)
+        title = dialog.textValue() if dialog.exec() == QDialog.DialogCode.Accepted else ""
+        dialog.deleteLater()
+        if title.strip():
             self.store.rename(conversation_id, title)
             self.refresh_sidebar()
 
@@ -255,3 +261,16 @@ class ConversationsController(QObject):
         call.failed.connect(failed)
         self.task = call
         return call.start()
+
+
+def title_dialog(parent: QWidget, title: str) -> QInputDialog:
+    """The Rename box, wide enough for the title it holds (up to most of the screen): a long title was shown in a
+    field a third of its length."""
+    dialog = QInputDialog(parent)
+    dialog.setWindowTitle("Rename chat")
+    dialog.setLabelText("Title:")
+    dialog.setTextValue(title)
+    screen = (parent.screen() if parent is not None else dialog.screen()).availableGeometry()
+    wanted = dialog.fontMetrics().horizontalAdvance(title) + RENAME_MARGIN_PX
+    dialog.resize(int(min(max(RENAME_MIN_WIDTH_PX, wanted), screen.width() * 0.8)), dialog.sizeHint().height())
+    return dialog

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QLineEdit
 
 from fara_desktop.files.paths import app_paths
 from fara_desktop.settings import load_settings
@@ -54,9 +54,13 @@ def test_search_rename_delete_from_the_sidebar(window, qtbot, monkeypatch):
     qtbot.keyClicks(win.sidebar.search, "sourdough")
     assert win.sidebar.ids() == [bread]
     win.sidebar.search.clear()
-    monkeypatch.setattr(
-        "fara_desktop.ui.controllers.conversations_controller.QInputDialog.getText", lambda *a, **k: ("Bread!", True)
-    )
+    from PySide6.QtWidgets import QDialog, QInputDialog
+
+    def typed(dialog: QInputDialog) -> QDialog.DialogCode:
+        dialog.setTextValue("Bread!")
+        return QDialog.DialogCode.Accepted
+
+    monkeypatch.setattr(QInputDialog, "exec", typed)
     win.rename_conversation(bread)
     assert win.store.conversation(bread).title == "Bread!"
     monkeypatch.setattr(
@@ -208,3 +212,19 @@ def test_a_model_that_does_not_fit_is_refused_before_loading(qtbot, monkeypatch,
     assert backend.info is None  # the engine never saw a load command
     assert win.notice_bar.texts("error") and win.notice_bar.isVisibleTo(win)  # not in the transcript
     assert all(m.role in ("user", "assistant") for m in win.chat_view.messages())
+
+
+def test_the_rename_box_is_wide_enough_for_a_long_title(window, qtbot):
+    """Issue 53, item 12: a long title was shown in a field a third of its length."""
+    from fara_desktop.ui.controllers.conversations_controller import title_dialog
+
+    win = window()
+    title = "Planning the family trip to Lisbon, Porto and the Douro valley in late September (budget, trains)"
+    dialog = title_dialog(win, title)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    field = dialog.findChild(QLineEdit)
+    qtbot.waitUntil(lambda: field.isVisible(), timeout=2000)
+    assert field.text() == title
+    assert field.width() >= field.fontMetrics().horizontalAdvance(title)  # the whole title in view
+    dialog.reject()
