@@ -47,6 +47,7 @@ from fara_desktop.ui.dialogs.prompts_page import PromptsPage
 from fara_desktop.ui.dialogs.servers_page import ServersPage
 from fara_desktop.ui.dialogs.tools_page import ToolsPage
 from fara_desktop.ui.widgets.file_dialogs import FolderMemory
+from fara_desktop.ui.widgets.focused_help import FocusedHelp
 from fara_desktop.ui.widgets.plain_text import plain_label, plain_tooltip
 from fara_desktop.ui.widgets.setting_fields import add_row, decimal_spin, show_value, spin_value, whole_spin
 from fara_desktop.ui.window_state import fit_to_screen
@@ -484,6 +485,10 @@ class SettingsDialog(QDialog):
         self.eta = decimal_spin("sampling.mirostat_eta", "mirostatEta")
         self.seed = whole_spin("sampling.seed", "seed")
         self.max_tokens = whole_spin("sampling.max_tokens", "maxTokens")
+        help_line = plain_label()
+        help_line.setObjectName("samplingHelp")
+        help_line.setWordWrap(True)
+        self.sampling_help = FocusedHelp(help_line, "Choose a field to read here what it does.")
         reset = QPushButton("Reset to defaults")
         reset.setObjectName("resetSamplingButton")
         reset.clicked.connect(lambda: self._show_sampling(SamplingSettings()))
@@ -500,7 +505,9 @@ class SettingsDialog(QDialog):
             ("max_tokens", self.max_tokens),
         ):
             add_row(form, f"sampling.{key}", widget)
+            self.sampling_help.watch(widget, f"sampling.{key}")
         form.addRow(reset)
+        form.addRow(self.sampling_help.label)
         remote_note = plain_label(
             f"With a server's model: {', '.join(NOT_SENT_TO_SERVERS)} do not apply (the OpenAI API has no field for "
             "them); the others are sent with each request."

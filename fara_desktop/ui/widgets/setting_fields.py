@@ -82,3 +82,4 @@ def add_row(form: QFormLayout, key: str, widget: QWidget) -> QLabel:
         _describe(widget, item)
     form.addRow(label, widget)
     return label
+

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtWidgets import QPushButton
+from PySide6.QtWidgets import QLabel, QPushButton
 
 from fara_desktop.files.paths import app_paths
 from fara_desktop.planning.planner import plan_startup
@@ -207,3 +207,26 @@ def test_the_model_page_opens_on_the_model_in_use_and_its_projector(qtbot, fara_
     assert selected and selected[0].data(256) == str(model)
     combo = dialog.projector_choice
     assert combo.isEnabled() and combo.currentText() == "Found beside it: mmproj-gemma-3-4b-it-f16.gguf"
+
+
+def test_the_sampling_page_says_what_the_field_being_edited_does(qtbot, fara_home):
+    """Issue 53, item 12: Sampling's help was only in tool tips (a keyboard user never sees them)."""
+    from PySide6.QtWidgets import QApplication
+
+    from fara_desktop.settings.fields import described
+    from fara_desktop.ui.widgets.focused_help import FocusedHelp
+
+    paths = app_paths().ensure()
+    dialog = SettingsDialog(Settings(), None, ApiKeyStore(paths.config))
+    qtbot.addWidget(dialog)
+    dialog.show_page("Sampling")
+    dialog.show()
+    dialog.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is dialog, timeout=5000)
+    help_line = dialog.findChild(QLabel, "samplingHelp")
+    assert isinstance(dialog.sampling_help, FocusedHelp) and help_line.isVisible()
+    dialog.min_p.setFocus()
+    qtbot.waitUntil(lambda: described("sampling.min_p").help in help_line.text(), timeout=2000)
+    dialog.temperature.setFocus()
+    qtbot.waitUntil(lambda: help_line.text().startswith(described("sampling.temperature").label), timeout=2000)
+    dialog.reject()
