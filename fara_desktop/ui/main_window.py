@@ -148,6 +148,7 @@ class MainWindow(QMainWindow):
                                              self.core.jobs)  # fmt: skip
         self.chat.retrieve = self.documents.retrieve
         self.pictures = PicturesController(self, self.core.pictures, self)
+        self.pictures.prompt_speed = lambda: self.chat.read_ahead.speed.tok_per_s
         self.chat.read_ahead_allowed = self.core.read_ahead_allowed
         self.documents.readable_tokens = lambda: self.core.readable_passage_tokens(self.chat.read_ahead.speed.tok_per_s)
         self.servers.embedder_source = self.documents.embedder

@@ -77,6 +77,8 @@ class FakeBackend:
             expected_prompt_tok_per_s=self.prompt_speed,
             tool_calls=self.tool_family.name if self.tool_family else "",
             vision="mmproj-fake.gguf" if Path(path).name.startswith("seeing") else "",  # a model that sees
+            picture_tokens=256 if Path(path).name.startswith("seeing") else 0,
+            picture_seconds=0.8 if Path(path).name.startswith("seeing") else 0.0,
         )
         return self._info
 

@@ -4,6 +4,7 @@ box, which says what they cost here, or that the model cannot see them and which
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -55,6 +56,8 @@ class PicturesController(QObject):
         self._window = window
         self._info: ModelInfo | None = None
         self._seeing: list[str] = []  # models found here that can see pictures
+        # the prompt reading speed here, tokens/s (the window's measure): a picture's tokens are read like text
+        self.prompt_speed: Callable[[], float] = lambda: 0.0
         self._reading = 0
         self._calls: set[BackgroundCall] = set()
         screen.attach_button.clicked.connect(self.attach_files)
@@ -150,7 +153,9 @@ class PicturesController(QObject):
         else:
             pictures = format_count(count, "picture")
             tokens = f"about {info.picture_tokens * count:,} tokens" if info.picture_tokens else ""
-            seconds = info.picture_seconds * count
+            speed = self.prompt_speed()
+            # its encoding, then its tokens read into the context: the whole wait, as the message box counts it
+            seconds = count * (info.picture_seconds + (info.picture_tokens / speed if speed > 0 else 0.0))
             wait = f"{wait_words(seconds)} to read here (encoded once per chat)" if seconds else ""
             tray.set_cost(" · ".join(part for part in (pictures, tokens, wait) if part))
 

@@ -45,3 +45,19 @@ def test_each_chat_keeps_its_own_unsent_words_and_pictures(window, qtbot, tmp_pa
     win.conversations.open_conversation(first)
     assert win.composer.toPlainText() == "About this picture…" and win.picture_tray.digests() == ("waiting",)
     assert "waiting" in win.core.pictures.held()
+
+
+def test_the_tray_and_the_message_box_forecast_the_same_wait_for_a_picture(window, qtbot, tmp_path):
+    """Issue 53, item 7: the tray said "about 0.8 s to read here" (the encoding alone) while the message box said
+    "about 9 s" (its tokens read); the real wait was both. The tray now counts both, as the wait is."""
+    backend = FakeBackend()
+    backend.prompt_speed = 32.0  # tokens/s: 256 picture tokens take 8 s to read, after 0.8 s of encoding
+    win = window(backend)
+    with qtbot.waitSignal(win.modelLoaded, timeout=5000):
+        win.load_model(tmp_path / "seeing.gguf")
+    picture = tmp_path / "red.png"
+    Image.new("RGB", (64, 48), (200, 30, 30)).save(picture)
+    win.picture_tray.add("d" * 64, picture)
+    win.pictures.show_cost()
+    cost = win.picture_tray.cost.text()
+    assert "about 256 tokens" in cost and "about 9 s to read here" in cost
