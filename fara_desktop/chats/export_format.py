@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from fara_desktop.chats.records import MAX_TIMESTAMP, MessageStatus
+from fara_desktop.chats.records import ENDED_EARLY, MAX_TIMESTAMP, MessageStatus
 from fara_desktop.chats.tool_rounds import ToolRound, rounds_from_json
 from fara_desktop.vocabulary.errors import FaraError
 from fara_desktop.vocabulary.pictures import PICTURE_DIGEST
@@ -118,6 +118,8 @@ def _stats(value: Any, where: str) -> dict[str, Any] | None:
     for key, number in value.items():
         if key == "error" and isinstance(number, str) and len(number) <= 2000:
             stats[key] = number
+        elif key == "ended_early" and isinstance(number, str) and number in ENDED_EARLY:
+            stats[key] = number  # why the reply ended early (the loop detector, the token limit)
         elif isinstance(number, (int, float)) and not isinstance(number, bool) and math.isfinite(number):
             stats[str(key)[:64]] = number
         else:

@@ -146,6 +146,27 @@ def test_export_and_import_round_trip(store, tmp_path):
         import_conversation(store, bad)
 
 
+def test_a_reply_that_ended_early_keeps_why_through_an_export_and_back(store, tmp_path):
+    """Issue 53, item 11: why a reply ended early is kept with it — and an export of it imports back (the import
+    refused the chat: "stats hold a value that is not a number ('ended_early')")."""
+    import dataclasses
+
+    session = ChatSession(store)
+    session.add_user_message("Sing")
+    session.begin_reply("SmolLM2")
+    session.end_reply("la la la", "complete", dataclasses.replace(STATS, ended_early="repetition"), "SmolLM2")
+    assert store.messages(session.conversation_id)[1].stats["ended_early"] == "repetition"
+    written = export_conversations(store, tmp_path / "out")
+    imported = import_conversation(store, next(p for p in written if p.suffix == ".json"))
+    assert store.messages(imported)[1].stats["ended_early"] == "repetition"
+    hostile = json.loads(next(p for p in written if p.suffix == ".json").read_text())
+    hostile["messages"][1]["stats"]["ended_early"] = "<script>"
+    forged = tmp_path / "forged.json"
+    forged.write_text(json.dumps(hostile))
+    with pytest.raises(ImportRefusedError, match="ended_early"):
+        import_conversation(store, forged)
+
+
 def test_a_deleted_chats_id_is_never_given_to_a_new_chat(tmp_path):
     """SQLite hands out the highest id + 1: the newest chat deleted, the next chat got its id — and with it
     whatever is keyed by the id outside the database (its saved reading's file name, notices said once per
