@@ -5,7 +5,8 @@ Whether a given prompt loops, and where, depends on the last bits of the CPU's a
 AVX-512 kernels round differently: on an AVX2 laptop SmolLM2's greedy story ended where on AVX-512 it looped). So
 the test does not assume the model's text: it lets the model run on past its end of turn (``ignore_eos``) without
 the detector, finds a prompt whose reply does loop on this CPU — the detector's own check, read on the text
-afterwards — then asks the same again with the detector on."""
+afterwards; the first, a text that already repeats itself read as it is, loops on AVX2 and AVX-512 alike — then
+asks the same again with the detector on."""
 
 from __future__ import annotations
 
@@ -24,10 +25,12 @@ from tests.conftest import EventLog
 pytestmark = pytest.mark.real_model
 
 SYSTEM = ChatMessage("system", "You are a helpful assistant.")
-QUESTIONS = (
-    "Summarise the plot of a detective story set in a lighthouse.",
-    "List the days of the week.",
-    "Count from one to ten in words.",
+# (messages, raw): a text already repeating itself, read as it is (what a model continues most surely on any CPU),
+# then questions whose greedy replies loop on some CPUs
+PROMPTS = (
+    ([ChatMessage("user", "The lighthouse keeper said: the light must never go out. " * 6)], True),
+    ([SYSTEM, ChatMessage("user", "Summarise the plot of a detective story set in a lighthouse.")], False),
+    ([SYSTEM, ChatMessage("user", "List the days of the week.")], False),
 )
 TOKENS = 800
 
@@ -45,15 +48,14 @@ def test_a_reply_that_loops_is_stopped_and_says_why(smollm2_path):
     assert isinstance(log.next_of(ModelLoaded, ModelLoadFailed), ModelLoaded)
     greedy = SamplingParams(temperature=0.0, max_tokens=TOKENS, ignore_eos=True)
     try:
-        for conversation, question in enumerate(QUESTIONS, 1):
-            messages = [SYSTEM, ChatMessage("user", question)]
-            worker.generate(messages, replace(greedy, stop_loops=False), conversation)
+        for conversation, (messages, raw) in enumerate(PROMPTS, 1):
+            worker.generate(messages, replace(greedy, stop_loops=False), conversation, raw=raw)
             ran_on = log.next_of(Finished)
             if loops(ran_on.text):
                 break
         else:
-            pytest.fail(f"none of {len(QUESTIONS)} prompts looped in {TOKENS} tokens on this CPU")
-        worker.generate(messages, greedy, conversation + 100)
+            pytest.fail(f"none of {len(PROMPTS)} prompts looped in {TOKENS} tokens on this CPU")
+        worker.generate(messages, greedy, conversation + 100, raw=raw)
         stopped = log.next_of(Finished)
     finally:
         assert worker.shutdown(timeout=60)
