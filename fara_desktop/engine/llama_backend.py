@@ -371,8 +371,9 @@ class LlamaBackend:
     ) -> int:
         """Read the prompt into the KV cache (all but its last token, which the reply reads for its logits) in
         chunks of about half a second (a batch of 512 takes 16 s at 8B here: a stop would throw it all away);
-        ``should_stop`` is checked between chunks and (but for a recurrent model) by llama.cpp's abort callback inside
-        one, so a stop takes effect within one layer's compute. Reports ``(tokens, cached)``; returns the tokens cached."""
+        ``should_stop`` is checked between chunks and (but for a recurrent model) by llama.cpp's abort callback
+        inside one, so a stop takes effect within one layer's compute. Reports ``(tokens, cached)``; returns the
+        tokens cached."""
         llm, _, _ = self._require()
         tokens = self._tokens_of(prompt)
         vision = self._vision_of(prompt)
