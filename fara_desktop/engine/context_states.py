@@ -107,6 +107,24 @@ class ContextStates:
             self.checkpoint(llm, conversation)  # the state about to be read past
         return cached
 
+    def kept_for(self, llm: Llama, conversation: Hashable | None) -> list[Sequence[int]]:
+        """The tokens of every state kept for a chat — the context it owns, its snapshot in RAM, its files on
+        disk: what the model read and wrote in it, which its next prompt may be spelled with (``own_tokens``)."""
+        if conversation is None or isinstance(conversation, ApiClient):
+            return []  # a one-off request, or an API client's (whose slot is chosen by its tokens as they are)
+        kept: list[Sequence[int]] = []
+        if conversation == self.owner and llm.n_tokens:
+            kept.append(llm.input_ids[: llm.n_tokens].tolist())
+        snapshot = self.cache.get(conversation)
+        if snapshot is not None:
+            kept.append(snapshot.tokens)
+        if self._disk is not None and self._identity is not None:
+            for slot in ("", CHECKPOINT_SLOT):
+                stored = self._disk.header(self._disk.file_for(conversation, self._identity, slot), self._identity)
+                if stored is not None:
+                    kept.append(stored.tokens)
+        return kept
+
     def _switch(self, llm: Llama, conversation: Hashable | None, tokens: list[int]) -> None:
         """Keep the KV state of the conversation we leave; bring back the one we return to if it helps (or, for a
         conversation new to the cache, such as a branch, the one that shares most of its prompt): from memory,
@@ -152,13 +170,17 @@ class ContextStates:
 
     def _stored_state(
         self, conversation: Hashable, tokens: Sequence[int], better_than: int
-    ) -> tuple[KVSnapshot, Path] | None:
-        """The state on disk that shares more than ``better_than`` tokens with the prompt, read and checked, and
-        its file."""
+    ) -> tuple[KVSnapshot, Path | None] | None:
+        """The state handed to the disk that shares more than ``better_than`` tokens with the prompt, and its file:
+        one not yet written is taken as it is in memory (waiting for its write held a Branch or an Edit right
+        after a reply for as long as the disk took: seconds at 1.7B); one on disk is read and checked."""
         if self._disk is None or self._identity is None or isinstance(conversation, ApiSlot):
             return None  # an API client's conversations are kept in RAM only, and read no chat's file
         if self._writer is not None:
-            self._writer.wait_idle(30.0)  # a state still being written is the one to read
+            held = self._writer.in_flight(conversation, self._identity)
+            best = max(held, key=lambda s: usable_prefix(s.tokens, tokens, self.rewindable), default=None)
+            if best is not None and usable_prefix(best.tokens, tokens, self.rewindable) > better_than:
+                return best, None
         stored = self._disk.best_for(conversation, self._identity, tokens, better_than, self.rewindable)
         loaded = self._disk.load(stored.path, self._identity) if stored is not None else None
         return (loaded, stored.path) if loaded is not None and stored is not None else None

@@ -33,16 +33,18 @@ from fara_desktop.engine.ggml_types import GGML_TYPE_IDS
 from fara_desktop.engine.kv_disk import KVDiskStore
 from fara_desktop.engine.kv_states import KVStateCache
 from fara_desktop.engine.llama_loading import fits_beside, open_model, state_identity
-from fara_desktop.engine.llama_prompt import LlamaPrompt, llama_prompt
+from fara_desktop.engine.llama_prompt import LlamaPrompt, llama_prompt, prompt_reporter
 from fara_desktop.engine.llama_state import start_prefault
 from fara_desktop.engine.llama_tokens import (
     PIECE_BUFFER,
     call_grammar,
     json_grammar,
+    spelling,
     token_logprob,
     token_piece,
     within,
 )
+from fara_desktop.engine.own_tokens import longest_in_own_tokens
 from fara_desktop.engine.repetition import LoopDetector
 from fara_desktop.engine.text_stream import TextStream
 from fara_desktop.engine.types import ModelInfo, ModelSource, RemoteModel, TokenLogprob
@@ -232,21 +234,6 @@ class LlamaBackend:
             report()
         return bool(self._should_abort())
 
-    @staticmethod
-    def _prompt_reporter(
-        llm: Llama, reused: int, total: int, on_progress: Callable[[int, int], None]
-    ) -> Callable[[], None]:
-        """Reports the tokens read so far each time a batch completes (``n_tokens`` grows batch by batch)."""
-        last = [-1]
-
-        def report() -> None:
-            done = max(0, min(llm.n_tokens - reused, total))
-            if done != last[0]:
-                last[0] = done
-                on_progress(done, total)
-
-        return report
-
     # ------------------------------------------------------------------ prompts
 
     def _require(self) -> tuple[Llama, ChatFormatter, ModelInfo]:
@@ -377,7 +364,7 @@ class LlamaBackend:
         llm, _, _ = self._require()
         tokens = self._tokens_of(prompt)
         vision = self._vision_of(prompt)
-        cached = self._restore(llm, conversation, tokens, vision)
+        tokens, cached = self._restore(llm, conversation, tokens, vision)
         on_progress(len(tokens), cached)
         end = len(tokens) - 1
         if cached >= end or should_stop():
@@ -430,12 +417,18 @@ class LlamaBackend:
     def _require_vision(self) -> VisionModel:
         return self._vision  # type: ignore[return-value]  # ``_vision_of`` checked it is there
 
-    def _restore(self, llm: Llama, owner: Hashable | None, tokens: list[int], vision: VisionPrompt | None) -> int:
-        """The context at the longest prefix its principal may reuse; the projector's embeddings then its own."""
+    def _restore(
+        self, llm: Llama, owner: Hashable | None, tokens: list[int], vision: VisionPrompt | None
+    ) -> tuple[list[int], int]:
+        """The prompt's tokens (spelled with those the model wrote where the chat's kept states spell the same
+        text: ``own_tokens``) and the context at the longest prefix of them its principal may reuse; the projector's
+        embeddings then its own."""
+        if vision is None:
+            tokens = longest_in_own_tokens(tokens, self._states.kept_for(llm, owner), *spelling(llm)) or tokens
         cached = self._states.restore_longest_prefix(llm, owner, tokens)
         if self._vision is not None:
             self._vision.principal = self._states.principal
-        return vision.resume_point(cached) if vision is not None else cached
+        return tokens, vision.resume_point(cached) if vision is not None else cached
 
     def _read_prompt(self, llm: Llama, vision: VisionPrompt, tokens: list[int], start: int, end: int) -> None:
         """Read ``start``..``end`` of a prompt with pictures: text by ``eval``, each picture decoded whole."""
@@ -473,7 +466,7 @@ class LlamaBackend:
         tokens = self._tokens_of(prompt)
         vision = self._vision_of(prompt)
         detail = prompt.detail
-        reused = self._restore(llm, conversation, tokens, vision)
+        tokens, reused = self._restore(llm, conversation, tokens, vision)
         extra_cells = vision.extra_cells if vision is not None else 0
         max_tokens = sampling.max_tokens or info.n_ctx
         stream = TextStream((*detail.rendered.stop, *sampling.stop))
@@ -496,7 +489,7 @@ class LlamaBackend:
         self._should_abort = should_cancel
         to_read = len(tokens) - reused
         if on_prompt_progress is not None and to_read > llm.n_batch:
-            self._prompt_report = self._prompt_reporter(llm, reused, to_read, on_prompt_progress)
+            self._prompt_report = prompt_reporter(llm, reused, to_read, on_prompt_progress)
         # A recurrent model reads its prompt here up to the last token, whose state is kept (the point a Regenerate
         # goes back to); llama-cpp-python's own prefix matching would cut its state back, which it cannot be. A
         # prompt with pictures is read here too: llama-cpp-python cannot decode a picture.

@@ -3,14 +3,18 @@ stop strings) and, when it carries pictures, where they sit; wrapped as the work
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from fara_desktop.engine.backend import PreparedPrompt
 from fara_desktop.engine.chat_format import RenderedPrompt
 from fara_desktop.engine.vision import VisionPrompt
 from fara_desktop.vocabulary.messages import ChatMessage
 from fara_desktop.vocabulary.tools import ToolOffer
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
 
 
 @dataclass(frozen=True)
@@ -38,3 +42,16 @@ def llama_prompt(
         tuple(messages), dropped, rendered.note, rendered.reasoning, read, rendered.tool_family,
         tools if rendered.tool_family else None,
     )  # fmt: skip
+
+
+def prompt_reporter(llm: Llama, reused: int, total: int, on_progress: Callable[[int, int], None]) -> Callable[[], None]:
+    """Reports the tokens of a prompt read so far each time a batch completes (``n_tokens`` grows batch by batch)."""
+    last = [-1]
+
+    def report() -> None:
+        done = max(0, min(llm.n_tokens - reused, total))
+        if done != last[0]:
+            last[0] = done
+            on_progress(done, total)
+
+    return report

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from fara_desktop.engine.chat_format import ForcedCall
 from fara_desktop.engine.json_grammar import check_with_llama, schema_gbnf
+from fara_desktop.engine.own_tokens import Spell, Tokenize
 from fara_desktop.engine.tool_grammar import forced_call_grammar
 from fara_desktop.engine.types import TokenLogprob
 from fara_desktop.vocabulary.tools import ToolOffer
@@ -79,3 +80,17 @@ def token_piece(vocab: Any, token: int, buffer: ctypes.Array[ctypes.c_char], spe
         n = llama_cpp.llama_token_to_piece(vocab, token, big, -n, 0, special)
         return big.raw[:n]
     return buffer.raw[:n]
+
+
+def spelling(llm: Llama) -> tuple[Spell, Tokenize]:
+    """How ``llm`` spells tokens as bytes (control tokens as their text) and tokenizes bytes (control tokens
+    parsed, no start-of-text token): what ``own_tokens`` compares and respells with."""
+    import llama_cpp
+
+    vocab = llama_cpp.llama_model_get_vocab(llm.model)
+    buffer = ctypes.create_string_buffer(PIECE_BUFFER)
+
+    def spell(tokens: Sequence[int]) -> bytes:
+        return b"".join(token_piece(vocab, token, buffer, True) for token in tokens)
+
+    return spell, lambda text: llm.tokenize(text, add_bos=False, special=True)

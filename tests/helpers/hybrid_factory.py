@@ -20,8 +20,12 @@ N_EMBD, N_LAYER, N_HEAD, N_HEAD_KV, N_FF = 64, 4, 4, 2, 128
 HEAD_DIM = N_EMBD // N_HEAD
 
 
-def write_tiny_hybrid(path: Path, arch: str, chat_template: str | None = None, seed: int = 0) -> Path:
-    """A four-layer model of ``arch``: layers 1 and 3 attend, 0 and 2 are recurrent."""
+def write_tiny_hybrid(
+    path: Path, arch: str, chat_template: str | None = None, seed: int = 0, vocabulary_of: Path | None = None
+) -> Path:
+    """A four-layer model of ``arch``: layers 1 and 3 attend, 0 and 2 are recurrent. ``vocabulary_of``: a real
+    model whose tokenizer (and chat template) it takes instead of the tiny one — text its replies can be stored
+    as and tokenized again, as a real model's."""
     rng = np.random.default_rng(seed)
     writer = gguf.GGUFWriter(str(path), arch)
     writer.add_name(f"Tiny {arch}")
@@ -52,7 +56,12 @@ def write_tiny_hybrid(path: Path, arch: str, chat_template: str | None = None, s
         writer.add_ssm_state_size(d_state)
         writer.add_ssm_time_step_rank(n_ssm_head)
         writer.add_ssm_group_count(n_group)
-    tokens = add_tiny_vocabulary(writer, chat_template)
+    if vocabulary_of is not None:
+        from tests.helpers.real_shapes import _copy_tokenizer
+
+        tokens = range(_copy_tokenizer(writer, vocabulary_of))
+    else:
+        tokens = add_tiny_vocabulary(writer, chat_template)
 
     def weight(*shape: int) -> np.ndarray:
         return (rng.standard_normal(shape) * 0.1).astype(np.float32)

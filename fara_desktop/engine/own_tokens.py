@@ -1,0 +1,41 @@
+"""The tokens a model wrote are the tokens it reads back. A reply is stored as text; the next prompt renders it and
+tokenizes it again, and where the model wrote a word in pieces the tokenizer would not choose (" ch" "atch" for
+" chatch") or a table's bars split otherwise, the new tokens leave the state that holds the reply. A dense model
+reads again from there; a recurrent or hybrid one, whose state cannot be cut back, from the prompt before the
+reply (a restart re-read 408 tokens of a 3,000-token chat: its last reply). So where the text a saved state spells
+is the start of the prompt's text, the prompt is spelled with the state's own tokens, and only the rest is
+tokenized: the text the model reads is the same, and nothing of the state is read again."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from fara_desktop.engine.kv_states import common_prefix
+
+Spell = Callable[[Sequence[int]], bytes]  # tokens → the bytes they stand for, control tokens as their text
+Tokenize = Callable[[bytes], list[int]]  # bytes → tokens, control tokens parsed, no start-of-text token added
+
+
+def in_own_tokens(tokens: Sequence[int], state: Sequence[int], spell: Spell, tokenize: Tokenize) -> list[int] | None:
+    """``tokens`` spelled with ``state``'s tokens for the text ``state`` stands for, the rest tokenized; None when
+    ``state`` already is a prefix of ``tokens``, is not the start of its text, or the rest would not spell the
+    same text (a tokenizer that adds a space before a fragment)."""
+    shared = common_prefix(tokens, state)
+    if shared >= len(state) or shared >= len(tokens):
+        return None  # a prefix already (or the prompt ends inside the state: a Regenerate cuts back)
+    ours, theirs = spell(tokens[shared:]), spell(state[shared:])
+    if len(theirs) >= len(ours) or not ours.startswith(theirs):
+        return None
+    respelled = [*state, *tokenize(ours[len(theirs) :])]
+    return respelled if spell(respelled[shared:]) == ours else None
+
+
+def longest_in_own_tokens(
+    tokens: Sequence[int], states: Sequence[Sequence[int]], spell: Spell, tokenize: Tokenize
+) -> list[int] | None:
+    """The respelling with the longest state that the prompt's text starts with (None: none of them)."""
+    for state in sorted(states, key=len, reverse=True):
+        respelled = in_own_tokens(tokens, state, spell, tokenize)
+        if respelled is not None:
+            return respelled
+    return None

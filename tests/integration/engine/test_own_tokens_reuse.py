@@ -1,0 +1,62 @@
+"""A reply the tokenizer would spell otherwise is not read again: a follow-up and a restart read only the new
+message, on hybrid models (whose state cannot be cut back to where the spellings part) as on dense ones. The
+models have random weights and a real tokenizer (SmolLM2's); a grammar keeps their replies to lowercase words, so
+the replies are text that is stored and tokenized again — in other pieces than the model chose."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fara_desktop.engine.kv_disk import KVDiskStore
+from fara_desktop.engine.kv_states import common_prefix
+from fara_desktop.engine.llama_backend import LlamaBackend
+from fara_desktop.planning.params import LoadParams
+from fara_desktop.vocabulary.messages import ChatMessage
+from fara_desktop.vocabulary.sampling import SamplingParams
+from tests.helpers.hybrid_factory import HYBRID_FAMILIES, write_tiny_hybrid
+
+PARAMS = LoadParams(n_ctx=2048, n_threads=2, prefault=False)
+WORDS = SamplingParams(temperature=0.0, max_tokens=48, json_schema='{"type": "string", "pattern": "^[a-z ]{1,300}$"}')
+CONTINUE = SamplingParams(temperature=0.0, max_tokens=8, ignore_eos=True, repeat_penalty=1.0)
+ASKED = "And then what happened next"
+
+
+def reply(backend: LlamaBackend, chat: list[ChatMessage], sampling: SamplingParams):
+    return backend.reply(backend.prepare(chat, 64), sampling, lambda: False, lambda *_: None, 7)
+
+
+@pytest.mark.parametrize("family", HYBRID_FAMILIES)
+def test_a_follow_up_and_a_restart_read_only_the_new_message(tmp_path: Path, smollm2_path: Path, family: str):
+    model = write_tiny_hybrid(tmp_path / "model.gguf", family, vocabulary_of=smollm2_path)
+    store = KVDiskStore(tmp_path / "states")
+    backend = LlamaBackend(state_store=store)
+    backend.load(model, PARAMS)
+    chat = [ChatMessage("system", "You are a helpful assistant. " * 20), ChatMessage("user", "Hello there")]
+    respelled = 0
+    try:
+        for _ in range(2):
+            written = reply(backend, chat, WORDS)
+            chat += [ChatMessage("assistant", written.text), ChatMessage("user", ASKED)]
+            context = backend._llm.input_ids[: backend._llm.n_tokens].tolist()  # type: ignore[union-attr]
+            canonical = backend.prepare(chat, 64).detail.tokens
+            respelled += common_prefix(context, canonical) < len(context)  # the tokenizer parts from the model
+            new_message = len(canonical) - len(backend.prepare(chat[:-1], 64).detail.tokens)
+            follow_up = reply(backend, chat, CONTINUE)
+            assert follow_up.stats.prompt_tokens_evaluated <= new_message + 8, "the reply was read again"
+            chat += [ChatMessage("assistant", follow_up.text), ChatMessage("user", ASKED)]
+        in_memory = reply(backend, chat, CONTINUE)
+        backend.keep_state(wait=True)
+    finally:
+        backend.unload()
+    assert respelled, "no reply was spelled otherwise by the tokenizer: the test shows nothing"
+    again = LlamaBackend(state_store=store)
+    again.load(model, PARAMS)
+    try:
+        chat += [ChatMessage("assistant", in_memory.text), ChatMessage("user", ASKED)]
+        restarted = reply(again, chat, CONTINUE)
+        new_message = len(again.prepare(chat, 64).detail.tokens) - len(again.prepare(chat[:-1], 64).detail.tokens)
+        assert restarted.stats.prompt_tokens_evaluated <= new_message + 8, "the restart read the chat again"
+    finally:
+        again.unload()

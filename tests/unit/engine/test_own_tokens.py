@@ -1,0 +1,50 @@
+"""Respelling a prompt with the tokens a saved state holds, where they spell the same text (a toy tokenizer)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fara_desktop.engine.own_tokens import in_own_tokens, longest_in_own_tokens
+
+PIECES = {1: b"<s>", 2: b" ch", 3: b"atch", 4: b"at", 5: b" chat", 6: b"chat", 7: b" now", 8: b"<end>", 9: b"\n"}
+
+
+def spell(tokens: Sequence[int]) -> bytes:
+    return b"".join(PIECES[t] for t in tokens)
+
+
+def tokenize(text: bytes) -> list[int]:
+    """Greedy longest match: the tokenizer's own choice, which the model need not have made."""
+    out = []
+    while text:
+        token = max((t for t, p in PIECES.items() if text.startswith(p)), key=lambda t: len(PIECES[t]))
+        out.append(token)
+        text = text[len(PIECES[token]) :]
+    return out
+
+
+def test_the_prompt_keeps_the_tokens_the_model_wrote_and_tokenizes_only_the_rest():
+    state = [1, 5, 6, 7]  # the model wrote " chat" "chat" " now"
+    prompt = [1, 2, 3, 4, 7, 8, 9]  # " ch" "atch" "at" " now": the same text, other tokens
+    respelled = in_own_tokens(prompt, state, spell, tokenize)
+    assert respelled == [1, 5, 6, 7, 8, 9]
+    assert spell(respelled) == spell(prompt)
+
+
+def test_nothing_changes_where_the_state_is_a_prefix_or_not_the_prompts_start():
+    assert in_own_tokens([1, 5, 7, 8], [1, 5], spell, tokenize) is None  # a prefix already
+    assert in_own_tokens([1, 5], [1, 5, 7], spell, tokenize) is None  # the prompt ends inside the state
+    assert in_own_tokens([1, 2, 3, 8], [1, 5, 7], spell, tokenize) is None  # another text (an Edit)
+
+
+def test_a_tokenizer_that_would_spell_the_rest_otherwise_is_not_trusted():
+    def adds_a_space(text: bytes) -> list[int]:
+        return [7, *tokenize(text)]  # a fragment gets a leading " now"
+
+    assert in_own_tokens([1, 2, 3, 4, 7, 8], [1, 5, 6], spell, adds_a_space) is None
+
+
+def test_the_longest_state_the_prompt_starts_with_wins():
+    prompt = [1, 2, 3, 4, 7, 8, 9]
+    assert longest_in_own_tokens(prompt, [[1, 5, 6], [1, 5, 6, 7], [1, 2, 2]], spell, tokenize) == [1, 5, 6, 7, 8, 9]
+    assert longest_in_own_tokens(prompt, [[1, 2, 2]], spell, tokenize) is None
