@@ -426,6 +426,7 @@ class KVDiskWriter:
         self.store = store
         self._pending: dict[tuple[Hashable, str], tuple[StateIdentity, KVSnapshot]] = {}
         self._writing: Hashable | None = None  # the conversation whose state is being written now
+        self._written: tuple[StateIdentity, KVSnapshot] | None = None  # and that state
         self._dropped = False  # it was discarded meanwhile: the file it writes is deleted once written
         self._lock = threading.Lock()
         self._wake: queue.Queue[tuple[Hashable, str] | None] = queue.Queue()
@@ -456,6 +457,15 @@ class KVDiskWriter:
                 self._dropped = True
             self._update_idle()
 
+    def in_flight(self, conversation: Hashable, identity: StateIdentity) -> list[KVSnapshot]:
+        """The states of ``conversation`` handed over and not yet on disk (waiting, or being written): a prompt
+        that needs one takes it from here rather than waiting for the disk (600 MB at 1.7B and 3,000 tokens)."""
+        with self._lock:
+            held = [item for key, item in self._pending.items() if key[0] == conversation]
+            if self._writing == conversation and self._written is not None:
+                held.append(self._written)
+        return [snapshot for made_for, snapshot in held if made_for == identity]
+
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until every state handed over is written (and none is being written); True when they are."""
         return self._idle.wait(timeout)
@@ -478,6 +488,7 @@ class KVDiskWriter:
             with self._lock:
                 item = self._pending.pop(key, None)
                 self._writing, self._dropped = (key[0] if item is not None else None), False
+                self._written = item
             written: Path | None = None
             if item is not None:
                 try:
@@ -487,7 +498,7 @@ class KVDiskWriter:
             with self._lock:
                 if self._dropped and written is not None:
                     self.store.delete_file(written)  # its chat was deleted while it was being written
-                self._writing, self._dropped = None, False
+                self._writing, self._written, self._dropped = None, None, False
                 self._update_idle()
 
 
