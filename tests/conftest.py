@@ -166,7 +166,9 @@ def window(qtbot):
     from tests.helpers.fakes import FakeBackend
 
     def make(backend: FakeBackend | None = None) -> MainWindow:
-        win = MainWindow(backend=backend or FakeBackend())
+        backend = backend or FakeBackend()
+        win = MainWindow(backend=backend)
+        win.bridge.worker.clock = backend.clock  # a read-ahead's speed, as the fake model says it reads
         qtbot.addWidget(win)
         win.show()
         with qtbot.waitSignal(win.modelLoaded, timeout=5000):

@@ -6,35 +6,46 @@ from __future__ import annotations
 import statistics
 from collections import deque
 
-from fara_desktop.vocabulary.stats import GenerationStats
+from fara_desktop.vocabulary.stats import MIN_MEASURED_TOKENS, GenerationStats
 
 SHOWN_ABOVE_S = 3.0  # a shorter wait is not worth a word
-MIN_MEASURED_TOKENS = 64  # fewer read tokens time the first token's decode more than the reading
 _KEPT = 5
 
 
 class PromptSpeed:
-    """The prompt-reading speed of the loaded model: the median of its last replies that read enough tokens."""
+    """The prompt-reading speed of the loaded model: the speed measured now while it reads ahead, else the median of
+    its last replies that read enough tokens (predicted until one has). A machine that got busy since the last
+    reply reads slower now: a paste read ahead on it said "about 5 s" for a minute's reading."""
 
     def __init__(self, predicted: float = 0.0) -> None:
         self.predicted = predicted
         self._measured: deque[float] = deque(maxlen=_KEPT)
+        self._now = 0.0  # the read-ahead's own speed; 0 when no read-ahead has measured one since the last reply
 
     def reset(self, predicted: float) -> None:
         """Another model is loaded."""
         self.predicted = predicted
         self._measured.clear()
+        self._now = 0.0
 
     def observe(self, stats: GenerationStats) -> None:
         if stats.prompt_tokens_evaluated >= MIN_MEASURED_TOKENS and stats.prompt_tok_per_s > 0:
             self._measured.append(stats.prompt_tok_per_s)
+            self._now = 0.0  # the reply's reading is newer
+
+    def observe_now(self, tok_per_s: float) -> None:
+        """A read-ahead's speed so far (0: not enough read yet to say)."""
+        if tok_per_s > 0:
+            self._now = tok_per_s
 
     @property
     def measured(self) -> bool:
-        return bool(self._measured)
+        return bool(self._measured) or self._now > 0
 
     @property
     def tok_per_s(self) -> float:
+        if self._now > 0:
+            return self._now
         return statistics.median(self._measured) if self._measured else self.predicted
 
     def seconds_for(self, tokens: int) -> float:

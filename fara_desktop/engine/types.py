@@ -281,6 +281,9 @@ class ReadAheadProgress:
     tokens: int
     cached: int
     finished: bool = False
+    # the read-ahead's own reading speed so far (0 until it has read enough to say): the speed now, on a machine
+    # that may be busier than when the last reply was read
+    tok_per_s: float = 0.0
 
 
 @dataclass(frozen=True)

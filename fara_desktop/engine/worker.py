@@ -8,6 +8,7 @@ import logging
 import math
 import queue
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,7 @@ from fara_desktop.text.untrusted import one_line
 from fara_desktop.vocabulary.errors import FaraError
 from fara_desktop.vocabulary.messages import ChatMessage
 from fara_desktop.vocabulary.sampling import SamplingParams, reply_reserve
+from fara_desktop.vocabulary.stats import MIN_MEASURED_TOKENS
 from fara_desktop.vocabulary.tools import ToolOffer
 
 log = logging.getLogger(__name__)
@@ -122,6 +124,7 @@ class InferenceWorker:
         )
         self._commands: queue.Queue[Command] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="fara-inference", daemon=True)
+        self.clock: Callable[[], float] = time.perf_counter  # times a read-ahead's reading (a test's own clock)
         self._lock = threading.Lock()
         self._loaded: ModelInfo | None = None
         self._last_request_id = 0
@@ -461,9 +464,15 @@ class InferenceWorker:
             return
         should_stop = (lambda: True) if not command.read else (lambda: self._ahead_stopped(ahead_id))
 
+        began: list[float] = []  # when the reading began, and from where
+
         def report(tokens: int, cached: int) -> None:
             last[:] = tokens, cached
-            self._emit(ReadAheadProgress(ahead_id, tokens, cached))
+            now = self.clock()
+            began[:] = began or [now, cached]
+            read, seconds = cached - began[1], now - began[0]
+            speed = read / seconds if read >= MIN_MEASURED_TOKENS and seconds > 0 else 0.0
+            self._emit(ReadAheadProgress(ahead_id, tokens, cached, tok_per_s=speed))
 
         try:
             reserve = reply_reserve(command.sampling, self._backend.info.n_ctx)

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# a prompt-reading speed measured over fewer tokens times the first token's decode (or a batch's start) more than
+# the reading
+MIN_MEASURED_TOKENS = 64
+
 
 @dataclass(frozen=True)
 class GenerationStats:

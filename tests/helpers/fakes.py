@@ -42,6 +42,8 @@ class FakeBackend:
         self.forgotten: list[object] = []  # conversations forgotten through the worker (deleted chats)
         self.kept_before_reply: list[int] = []  # states kept before each reply began
         self.prompt_speed = 100.0  # tok/s the fake model is said to read prompts at
+        self.read_ahead_speed = 100.0  # tok/s it reads ahead at, by its own clock (the worker's, in a window test)
+        self.clock_s = 0.0
         self._thinking = True
         self.tool_family: ToolCallFamily | None = HERMES  # None: the fake model's template declares no tools
         self.replies: list[list[str]] = []  # scripted replies, one per request, before ``words`` takes over
@@ -160,8 +162,13 @@ class FakeBackend:
             if should_stop():
                 self.read_ahead_stopped += 1
                 return (batch - 1) * total // 4
+            self.clock_s += total / 4 / self.read_ahead_speed
             on_progress(total, batch * total // 4)
         return total
+
+    def clock(self) -> float:
+        """The fake model's time: a read-ahead's batches take their tokens' reading at ``read_ahead_speed``."""
+        return self.clock_s
 
     def keep_state(self, wait: bool = False) -> None:
         self.kept_states += 1

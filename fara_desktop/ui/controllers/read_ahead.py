@@ -162,6 +162,7 @@ class TypingReadAhead(QObject):
             return
         if event.finished:
             self._reading = False
+        self.speed.observe_now(event.tok_per_s)
         text = wait_text(self.speed.seconds_for(event.tokens - event.cached))
         self.hint.setText(text)
         self.hint.setVisible(bool(text))

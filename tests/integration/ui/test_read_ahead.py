@@ -49,6 +49,22 @@ def test_a_paste_is_read_at_once_and_the_wait_is_said_until_it_is_read(window, q
     qtbot.waitUntil(lambda: bool(not win.wait_hint.isVisible()), timeout=10_000)
 
 
+def test_the_wait_follows_the_speed_the_read_ahead_measures_now(window, qtbot):
+    """The machine got busy since the model's last reply (which read at 100 tok/s): the read-ahead reads at
+    25 tok/s. The wait said must be the one at the speed measured now — it said "about 5 s" for a minute's read."""
+    backend = FakeBackend()
+    backend.read_ahead_speed = 25.0
+    backend.read_ahead_gate = threading.Semaphore(0)
+    win = window(backend)
+    win.composer.insertPlainText(PASTE)
+    qtbot.waitUntil(lambda: bool(win.wait_hint.isVisible()), timeout=10_000)
+    assert win.wait_hint.text() == "about 8 s to read"  # 800 tokens at the last replies' speed: nothing read yet
+    backend.read_ahead_gate.release(1)  # a quarter read at 25 tok/s: 600 tokens left, 24 s
+    qtbot.waitUntil(lambda: bool(win.wait_hint.text() == "about 25 s to read"), timeout=10_000)
+    backend.read_ahead_gate.release(100)
+    qtbot.waitUntil(lambda: bool(not win.wait_hint.isVisible()), timeout=10_000)
+
+
 def test_a_key_that_changes_the_text_before_its_end_stops_reading_ahead(window, qtbot):
     backend, win = reading_a_paste(window, qtbot)
     qtbot.keyClick(win.composer, Qt.Key.Key_Backspace)  # the pasted text's end is deleted
