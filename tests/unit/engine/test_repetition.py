@@ -41,6 +41,20 @@ def test_normal_replies_are_not_cut():
         assert not _fed(text).looping, text[:60]
 
 
+def test_what_the_guide_says_is_caught_and_missed():
+    """docs/guide.md, *Replies that run away are stopped*: items that come round again are a loop; counting,
+    numbered steps that say the same, and growing table rows are not (they look like what people ask for)."""
+    assert _fed("- apples\n- pears\n- plums\n" * 100).looping
+    assert _fed("The cat sat on the mat and looked at the moon for a while. " * 40).looping
+    missed = (
+        ", ".join(str(n) for n in range(1, 2001)),
+        "".join(f"Step {n}: Add the water and stir.\n" for n in range(1, 300)),
+        "".join(f"| {n} | {n * n} | {n**3} |\n" for n in range(1, 300)),
+    )
+    for text in missed:
+        assert not _fed(text).looping, text[:40]
+
+
 def test_a_repeated_short_line_block_long_enough_is_a_loop():
     assert _fed("Sure!\n" + "I am sorry, I cannot help with that request.\n" * 3).looping
 
