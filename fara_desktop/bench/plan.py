@@ -27,9 +27,11 @@ SECTION_HELP = {
     "startup": "the real app launched: window shown, model ready, RSS",
     "turns": "time to first token over an 8-turn chat with and without KV reuse, and switching chats back",
     "resume": "a long chat resumed from its KV state on disk (cold page cache) vs re-read, and whether the "
-    "continuation is the same",
+    "continuation is the same; a restart's tokens read beyond the new message (goal 0), and a Branch and an Edit "
+    "right after a reply",
     "typeahead": "a 1,000-token paste read ahead while a question is typed for 5 s vs read at Enter, the longest "
-    "stall meanwhile, and the wait forecast vs the reading",
+    "stall meanwhile, and the wait forecast vs the reading; a 2,400-token paste's wait as said 2 s in vs the "
+    "first word when Enter is pressed then, on a quiet and on a loaded machine",
     "cold": "start-up with the model file evicted from the page cache, read vs mapped vs pre-read",
     "retrieval": "document search with all-MiniLM-L6-v2 (converted from its installed package): recall@5 and MRR "
     "of lexical, semantic and fused search on two question sets, fusion weights and passage sizes, embedding "

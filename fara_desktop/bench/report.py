@@ -21,8 +21,10 @@ from typing import Any
 from fara_desktop.bench.api_cache import api_cache
 from fara_desktop.bench.cold_probe import MODES as COLD_MODES
 from fara_desktop.bench.loops import loop_detection
+from fara_desktop.bench.paste_forecast import paste_forecast
 from fara_desktop.bench.plan import SECTION_HELP, SECTIONS, default_sections, plan_for
 from fara_desktop.bench.prefix_paths import prefix_paths
+from fara_desktop.bench.restart import restart
 from fara_desktop.bench.results import COMPARED, previous_result, save_result, table
 from fara_desktop.bench.resume import resume, typeahead
 from fara_desktop.bench.retrieval import retrieval
@@ -333,6 +335,7 @@ class Benchmark:
         self.close()  # one copy of the model at a time
         tokens = min(2000 if self.plan.big else 3000, self.n_ctx - 256)
         self.out.update(resume(self.model, self.params, min(tokens, 600) if self.quick else tokens, not self.quick))
+        self.out.update(restart(self.model, self.params, min(tokens, 600) if self.quick else tokens))
         if self.meta.recurrent_layers:
             self.out["recurrent_restore_ratio"] = self.out["resume_restore_ratio"]
 
@@ -342,6 +345,8 @@ class Benchmark:
             self.out.update(typeahead(self.model, self.params, 300, typing_s=2.0, rounds=2))
         else:
             self.out.update(typeahead(self.model, self.params, 1000, rounds=2 if self.plan.big else 3))
+            for loaded in (False, True):  # the wait said for a long paste, then the machine got busy
+                self.out.update(paste_forecast(self.model, self.params, min(2400, self.n_ctx - 512), loaded))
 
     def cold_section(self) -> None:
         self.close()  # nothing of ours may keep the file's pages

@@ -110,6 +110,20 @@ def table(out: dict[str, Any]) -> str:
         rows.append(row("cold start to first token: " + " / ".join(cold["first_token_s"]) + " (s)",
                          " / ".join(f"{v:.1f}" for v in cold["first_token_s"].values())
                          + f"  (default: {cold['default_mode']})"))  # fmt: skip
+    if "restart_tokens_reread" in out:
+        rows += [
+            row(f"restart: a {out['restart_history_tokens']:,}-token chat's tokens read again (goal 0)",
+                f"{out['restart_tokens_reread']} (first word {out['restart_first_word_s']:.2f} s)"),
+            row("right after a reply: Branch / Edit first word (s) [tokens read]",
+                f"{out['branch_after_reply_first_word_s']:.2f} [{out['branch_after_reply_tokens_read']}] / "
+                f"{out['edit_after_reply_first_word_s']:.2f} [{out['edit_after_reply_tokens_read']}]"),
+        ]  # fmt: skip
+    for label in ("quiet", "loaded"):
+        said = out.get(f"paste_forecast_over_measured_{label}")
+        if said is not None:
+            before = out[f"paste_forecast_at_reply_speed_over_measured_{label}"]
+            rows.append(row(f"long paste's wait said / first word, {label} (at the last reply's speed)",
+                            f"{said:.2f} ({before:.2f})"))  # fmt: skip
     if "api_followup_over_first" in out:
         rows += [
             row(f"local API: a {out['api_first_prompt_tokens']:,.0f}-token chat's follow-up / first request",

@@ -119,10 +119,11 @@ class Backend(Protocol):
         conversation: Hashable | None,
         should_stop: Callable[[], bool],
         on_progress: Callable[[int, int], None],
+        abort: Callable[[], bool] | None = None,
     ) -> int:
         """Read ``prompt`` into the KV cache before it is sent, reporting ``(tokens, cached)`` as it goes, until
-        ``should_stop()``; returns the tokens cached. A backend with nothing to read ahead (a server) returns 0
-        and reports nothing."""
+        ``should_stop()`` (between batches) or ``abort()`` (within one); returns the tokens cached. A backend with
+        nothing to read ahead (a server) returns 0 and reports nothing."""
         ...
 
     def keep_state(self, wait: bool = False) -> None:

@@ -107,17 +107,18 @@ class ContextStates:
             self.checkpoint(llm, conversation)  # the state about to be read past
         return cached
 
-    def kept_for(self, llm: Llama, conversation: Hashable | None) -> list[Sequence[int]]:
-        """The tokens of every state kept for a chat — the context it owns, its snapshot in RAM, its files on
-        disk: what the model read and wrote in it, which its next prompt may be spelled with (``own_tokens``)."""
+    def kept_for(self, llm: Llama, conversation: Hashable | None, tokens: Sequence[int]) -> list[Sequence[int]]:
+        """The tokens of the states a chat's prompt may continue — the context (its own, or the chat a Branch
+        leaves), its snapshot in RAM and the closest other, its files on disk: what the model read and wrote,
+        which the prompt may be spelled with (``own_tokens``)."""
         if conversation is None or isinstance(conversation, ApiClient):
             return []  # a one-off request, or an API client's (whose slot is chosen by its tokens as they are)
         kept: list[Sequence[int]] = []
-        if conversation == self.owner and llm.n_tokens:
+        if principal_of(conversation) == self.principal and llm.n_tokens:
             kept.append(llm.input_ids[: llm.n_tokens].tolist())
-        snapshot = self.cache.get(conversation)
-        if snapshot is not None:
-            kept.append(snapshot.tokens)
+        for snapshot in (self.cache.get(conversation), self.cache.closest(tokens, True, principal_of(conversation))):
+            if snapshot is not None:
+                kept.append(snapshot.tokens)
         if self._disk is not None and self._identity is not None:
             for slot in ("", CHECKPOINT_SLOT):
                 stored = self._disk.header(self._disk.file_for(conversation, self._identity, slot), self._identity)

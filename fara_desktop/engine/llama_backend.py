@@ -66,8 +66,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-READ_AHEAD_FIRST_CHUNK = 32  # tokens read ahead at once before the speed is known
-READ_AHEAD_CHUNK_S = 0.5  # then as many as take this long: what a stop throws away
+READ_AHEAD_FIRST_CHUNK = 32  # tokens read ahead at once before the speed is known (the composer's wait needs it)
+# then as many as take this long, at least the floor: a busy CPU pays each batch's start dearly (1.7B, two other
+# programs spinning: 9.6 tok/s in 16-token batches, 20.9 in 128, 29.8 in 512), and smaller batches made it slower
+READ_AHEAD_CHUNK_S, READ_AHEAD_FLOOR = 4.0, 128
 
 
 class LlamaBackend:
@@ -355,12 +357,13 @@ class LlamaBackend:
         conversation: Hashable | None,
         should_stop: Callable[[], bool],
         on_progress: Callable[[int, int], None],
+        abort: Callable[[], bool] | None = None,
     ) -> int:
         """Read the prompt into the KV cache (all but its last token, which the reply reads for its logits) in
-        chunks of about half a second (a batch of 512 takes 16 s at 8B here: a stop would throw it all away);
-        ``should_stop`` is checked between chunks and (but for a recurrent model) by llama.cpp's abort callback
-        inside one, so a stop takes effect within one layer's compute. Reports ``(tokens, cached)``; returns the
-        tokens cached."""
+        chunks of a few seconds; ``should_stop`` (Enter, another command) is checked between chunks — the chunk
+        being read is part of what Enter sends, so it is finished rather than thrown away — and ``abort`` (the text
+        changed before its end, Esc) by llama.cpp's abort callback inside one, so it takes effect within one
+        layer's compute. Reports ``(tokens, cached)``; returns the tokens cached."""
         llm, _, _ = self._require()
         tokens = self._tokens_of(prompt)
         vision = self._vision_of(prompt)
@@ -370,9 +373,7 @@ class LlamaBackend:
         if cached >= end or should_stop():
             return cached
         cut_context(llm, cached)  # eval drops the cells past it
-        # A recurrent state cannot give back part of an aborted batch (the whole read-ahead would go): its batch,
-        # half a second's reading, ends before the stop is heeded.
-        self._should_abort = should_stop if self._states.rewindable else _never
+        self._should_abort = abort or _never
         chunk, start = READ_AHEAD_FIRST_CHUNK, cached
         try:
             while start < end and not should_stop():
@@ -388,8 +389,7 @@ class LlamaBackend:
                 on_progress(len(tokens), llm.n_tokens)
                 rate = (llm.n_tokens - start) / max(time.perf_counter() - began, 1e-6)
                 start = llm.n_tokens
-                # chunks of about half a second: a stop (Enter) loses at most that much reading, at any model size
-                chunk = int(max(READ_AHEAD_FIRST_CHUNK // 2, min(llm.n_batch, rate * READ_AHEAD_CHUNK_S)))
+                chunk = int(min(llm.n_batch, max(READ_AHEAD_FLOOR, rate * READ_AHEAD_CHUNK_S)))
         except EncodingStopped:  # the picture being encoded is thrown away; what was read before it stays
             pass
         except RuntimeError as exc:  # llama.cpp aborted (stopped) the batch: the batches before it stay
@@ -424,7 +424,8 @@ class LlamaBackend:
         text: ``own_tokens``) and the context at the longest prefix of them its principal may reuse; the projector's
         embeddings then its own."""
         if vision is None:
-            tokens = longest_in_own_tokens(tokens, self._states.kept_for(llm, owner), *spelling(llm)) or tokens
+            kept = self._states.kept_for(llm, owner, tokens)
+            tokens = longest_in_own_tokens(tokens, kept, *spelling(llm)) or tokens
         cached = self._states.restore_longest_prefix(llm, owner, tokens)
         if self._vision is not None:
             self._vision.principal = self._states.principal

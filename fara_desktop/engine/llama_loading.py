@@ -22,7 +22,12 @@ from fara_desktop.models.gguf_file import GGUFHeader
 from fara_desktop.models.load_record import LoadRecord
 from fara_desktop.models.metadata import header_display_name, metadata_from_header
 from fara_desktop.planning.params import LoadParams
-from fara_desktop.planning.tuning import default_threads, expected_prompt_tokens_per_second, fit_verdict
+from fara_desktop.planning.tuning import (
+    default_threads,
+    expected_prompt_tokens_per_second,
+    fit_verdict,
+    prompt_slowdown_span,
+)
 from fara_desktop.text.untrusted import one_line
 from fara_desktop.vocabulary.errors import FaraError
 
@@ -116,6 +121,7 @@ def open_model(
         thinking_switch=formatter.thinking_switch,
         tool_calls=formatter.tool_family.name if formatter.tool_family else "",
         expected_prompt_tok_per_s=expected_prompt_speed(header, threads_batch),
+        prompt_span_tokens=prompt_span(header),
         rewindable=is_rewindable(llm),
     )
     return llm, formatter, info, params
@@ -130,6 +136,14 @@ def expected_prompt_speed(header: GGUFHeader, threads: int) -> float:
 
 
 
+
+
+def prompt_span(header: GGUFHeader) -> float:
+    """Where a prompt token costs twice one at the start, for this model (0: unknown)."""
+    try:
+        return prompt_slowdown_span(metadata_from_header(header))
+    except FaraError:
+        return 0.0
 
 
 def token_text(llm: Llama, token: int) -> str:

@@ -288,6 +288,7 @@ class RemoteBackend:
         conversation: Hashable | None,
         should_stop: Callable[[], bool],
         on_progress: Callable[[int, int], None],
+        abort: Callable[[], bool] | None = None,
     ) -> int:
         return 0  # the server reads the prompt when it is sent; its cache is its own
 

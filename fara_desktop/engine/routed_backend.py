@@ -82,8 +82,9 @@ class RoutedBackend:
         conversation: Hashable | None,
         should_stop: Callable[[], bool],
         on_progress: Callable[[int, int], None],
+        abort: Callable[[], bool] | None = None,
     ) -> int:
-        return self._active.read_ahead(prompt, conversation, should_stop, on_progress)
+        return self._active.read_ahead(prompt, conversation, should_stop, on_progress, abort)
 
     def keep_state(self, wait: bool = False) -> None:
         self._active.keep_state(wait)

@@ -157,6 +157,7 @@ class ModelInfo:
     thinking_switch: bool = False  # the template honours ``enable_thinking`` (Qwen3 and others)
     tool_calls: str = ""  # how its template has it write tool calls (the family's name); "": it cannot call tools
     expected_prompt_tok_per_s: float = 0.0  # predicted from its size and the threads, until a reply measures it
+    prompt_span_tokens: float = 0.0  # where a prompt token costs twice one at the start (0: unknown; ``tuning``)
     rewindable: bool = True  # its context can be cut back to a prefix (False: a recurrent or hybrid model)
     server: str | None = None  # the server that runs it; None: this computer
     vision: str = ""  # the vision projector loaded beside it (its file name); "": it cannot see pictures

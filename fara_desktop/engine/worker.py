@@ -62,7 +62,7 @@ from fara_desktop.text.untrusted import one_line
 from fara_desktop.vocabulary.errors import FaraError
 from fara_desktop.vocabulary.messages import ChatMessage
 from fara_desktop.vocabulary.sampling import SamplingParams, reply_reserve
-from fara_desktop.vocabulary.stats import MIN_MEASURED_TOKENS
+from fara_desktop.vocabulary.stats import MIN_MEASURED_S, MIN_MEASURED_TOKENS
 from fara_desktop.vocabulary.tools import ToolOffer
 
 log = logging.getLogger(__name__)
@@ -223,6 +223,12 @@ class InferenceWorker:
             return (
                 self._stopping or ahead_id < self._ahead_cancel_below or self._commands.qsize() > self._aheads_waiting
             )
+
+    def _ahead_cancelled(self, ahead_id: int) -> bool:
+        """Stopped, or cancelled (the text changed before its end, Esc): what is being read goes at once. Enter
+        only stops it between batches — the batch it reads is part of what it sends."""
+        with self._lock:
+            return self._stopping or ahead_id < self._ahead_cancel_below
 
     def cancel(self) -> None:
         """Stop the GUI's reply being generated and any GUI reply already queued (requests with their own sink,
@@ -463,6 +469,7 @@ class InferenceWorker:
         if superseded or self._ahead_stopped(ahead_id) or self._backend.info is None:
             return
         should_stop = (lambda: True) if not command.read else (lambda: self._ahead_stopped(ahead_id))
+        abort = (lambda: True) if not command.read else (lambda: self._ahead_cancelled(ahead_id))
 
         began: list[float] = []  # when the reading began, and from where
 
@@ -471,14 +478,15 @@ class InferenceWorker:
             now = self.clock()
             began[:] = began or [now, cached]
             read, seconds = cached - began[1], now - began[0]
-            speed = read / seconds if read >= MIN_MEASURED_TOKENS and seconds > 0 else 0.0
+            enough = read >= MIN_MEASURED_TOKENS or (read > 0 and seconds >= MIN_MEASURED_S)  # a slow machine: 1 s
+            speed = read / seconds if enough and seconds > 0 else 0.0
             self._emit(ReadAheadProgress(ahead_id, tokens, cached, tok_per_s=speed))
 
         try:
             reserve = reply_reserve(command.sampling, self._backend.info.n_ctx)
             prompt = self._backend.prepare(command.messages, reserve, lambda: self._ahead_stopped(ahead_id),
                                            command.thinking, command.tools)  # fmt: skip
-            self._backend.read_ahead(prompt, command.conversation, should_stop, report)
+            self._backend.read_ahead(prompt, command.conversation, should_stop, report, abort)
         except FaraError as exc:  # too long, no model, stopped while rendering: Enter will say what matters
             log.info("Reading ahead stopped: %s", type(exc).__name__)
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 # a prompt-reading speed measured over fewer tokens times the first token's decode (or a batch's start) more than
 # the reading
 MIN_MEASURED_TOKENS = 64
+MIN_MEASURED_S = 1.0  # or fewer, read for this long (a loaded machine reads 64 tokens of a large model in 6 s)
 
 
 @dataclass(frozen=True)

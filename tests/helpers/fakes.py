@@ -38,6 +38,7 @@ class FakeBackend:
         self.read_ahead_prompts: list[list[ChatMessage]] = []  # what was read ahead, in order
         self.read_ahead_gate: threading.Semaphore | None = None  # holds each of 4 read-ahead batches
         self.read_ahead_stopped = 0  # read-aheads that stopped before their end
+        self.read_ahead_batches_read = 0  # batches read to their end
         self.kept_states = 0
         self.forgotten: list[object] = []  # conversations forgotten through the worker (deleted chats)
         self.kept_before_reply: list[int] = []  # states kept before each reply began
@@ -152,18 +153,23 @@ class FakeBackend:
         conversation: object,
         should_stop: Callable[[], bool],
         on_progress: Callable[[int, int], None],
+        abort: Callable[[], bool] | None = None,
     ) -> int:
         self.read_ahead_prompts.append(list(prompt.messages))
         total = 400 * len(prompt.messages)
         on_progress(total, 0)
         for batch in range(1, 5):
             if self.read_ahead_gate is not None:
-                self.read_ahead_gate.acquire()
-            if should_stop():
+                self.read_ahead_gate.acquire()  # the batch is read (an abort meanwhile throws it away)
+            if abort is not None and abort():
                 self.read_ahead_stopped += 1
                 return (batch - 1) * total // 4
             self.clock_s += total / 4 / self.read_ahead_speed
+            self.read_ahead_batches_read += 1
             on_progress(total, batch * total // 4)
+            if batch < 4 and should_stop():  # checked between batches
+                self.read_ahead_stopped += 1
+                return batch * total // 4
         return total
 
     def clock(self) -> float:

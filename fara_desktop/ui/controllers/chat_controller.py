@@ -194,7 +194,7 @@ class ChatController(QObject):
             self._unseen = cannot_see(info.name, info.vision_problem)
             screen.show_notice(self._unseen, "error")  # text and pictures stay; withdrawn once a model sees
             return
-        self.read_ahead.stop()
+        self.read_ahead.stop(sent=True)
         replacing = None
         if self.editing is not None:  # the edited text becomes a new version of that message
             replacing = self._message_index(self.editing, screen.chat_view.messages().index(self.editing))
@@ -522,7 +522,7 @@ class ChatController(QObject):
 
     def _on_model_loaded(self, event: ModelLoaded) -> None:
         self.turns.model_loaded(event.info)
-        self.read_ahead.speed.reset(event.info.expected_prompt_tok_per_s)
+        self.read_ahead.speed.reset(event.info.expected_prompt_tok_per_s, event.info.prompt_span_tokens)
         self._show_loading(False)
         self.screen.hardware_panel.show_model(event.info)
         if event.info.vision and self._unseen:

@@ -65,6 +65,7 @@ class TypingReadAhead(QObject):
         self.retrieve: Retriever | None = None
         self.speed = PromptSpeed()
         self._ahead_id: int | None = None
+        self._read_from: tuple[int, int] | None = None  # the read-ahead measured, and where its reading began
         # Set while the model reads ahead (any thread may look: background indexing waits, as for a reply, so
         # that two llama.cpp thread pools never spin on the same cores).
         self.reading = threading.Event()
@@ -118,10 +119,12 @@ class TypingReadAhead(QObject):
         self._retrieval += 1
         self._timer.start(0)
 
-    def stop(self) -> None:
-        """The message was sent, or the chat left: nothing more is read for this text, and the hint goes."""
+    def stop(self, sent: bool = False) -> None:
+        """The message was sent, or the chat left: nothing more is read for this text, and the hint goes. ``sent``:
+        the batch being read is part of what was sent, so it is finished, not thrown away (the reply's command
+        stops the reading after it)."""
         self._timer.stop()
-        if self._reading:
+        if self._reading and not sent:
             self.bridge.cancel_read_ahead()
         self._reading = False
         self._ahead_id = None
@@ -162,8 +165,11 @@ class TypingReadAhead(QObject):
             return
         if event.finished:
             self._reading = False
-        self.speed.observe_now(event.tok_per_s)
-        text = wait_text(self.speed.seconds_for(event.tokens - event.cached))
+        if self._read_from is None or self._read_from[0] != event.ahead_id:
+            self._read_from = (event.ahead_id, event.cached)  # its first report: where its reading begins
+        start = self._read_from[1]
+        self.speed.observe_now(event.tok_per_s, start, event.cached - start)
+        text = wait_text(self.speed.seconds_for(event.tokens - event.cached, event.cached))
         self.hint.setText(text)
         self.hint.setVisible(bool(text))
 

@@ -1,5 +1,5 @@
-"""A reply the tokenizer would spell otherwise is not read again: a follow-up and a restart read only the new
-message, on hybrid models (whose state cannot be cut back to where the spellings part) as on dense ones. The
+"""A reply the tokenizer would spell otherwise is not read again: a follow-up, a Branch and a restart read only the
+new message, on hybrid models (whose state cannot be cut back to where the spellings part) as on dense ones. The
 models have random weights and a real tokenizer (SmolLM2's); a grammar keeps their replies to lowercase words, so
 the replies are text that is stored and tokenized again — in other pieces than the model chose."""
 
@@ -47,7 +47,12 @@ def test_a_follow_up_and_a_restart_read_only_the_new_message(tmp_path: Path, smo
             assert follow_up.stats.prompt_tokens_evaluated <= new_message + 8, "the reply was read again"
             chat += [ChatMessage("assistant", follow_up.text), ChatMessage("user", ASKED)]
         in_memory = reply(backend, chat, CONTINUE)
-        backend.keep_state(wait=True)
+        branched = [*chat, ChatMessage("assistant", in_memory.text), ChatMessage("user", "Who else was there")]
+        new_message = len(backend.prepare(branched, 64).detail.tokens) - len(backend.prepare(chat, 64).detail.tokens)
+        branch = backend.reply(backend.prepare(branched, 64), CONTINUE, lambda: False, lambda *_: None, 8)
+        assert branch.stats.prompt_tokens_evaluated <= new_message + 8, "a Branch read the chat's replies again"
+        in_memory = reply(backend, chat, CONTINUE)  # back to the chat (a near-tie may go otherwise from a checkpoint)
+        backend.keep_state(wait=True)  # its state is the one kept at quit
     finally:
         backend.unload()
     assert respelled, "no reply was spelled otherwise by the tokenizer: the test shows nothing"

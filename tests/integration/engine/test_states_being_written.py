@@ -34,7 +34,8 @@ def test_the_next_prompt_does_not_wait_for_the_disk(tmp_path: Path, family: str,
                                lambda *_: None, 1)  # fmt: skip
         backend.keep_state()  # as the engine does once a reply has ended: the disk holds the write
         if path == "branch":  # a new chat sharing the history
-            chat = [*said, ChatMessage("user", "a dog"), ChatMessage("assistant", second.text), ChatMessage("user", "hi")]
+            chat = [*said, ChatMessage("user", "a dog"), ChatMessage("assistant", second.text)]
+            chat.append(ChatMessage("user", "hi"))
             conversation = 2
         else:  # the last question edited: back to the state where the first reply ended
             chat, conversation = [*said, ChatMessage("user", "the cat")], 1
@@ -42,7 +43,8 @@ def test_the_next_prompt_does_not_wait_for_the_disk(tmp_path: Path, family: str,
         result = []
 
         def ask() -> None:
-            result.append(backend.reply(backend.prepare(chat, 64), GREEDY, lambda: False, lambda *_: None, conversation))
+            prompt = backend.prepare(chat, 64)
+            result.append(backend.reply(prompt, GREEDY, lambda: False, lambda *_: None, conversation))
             done.set()
 
         asker = threading.Thread(target=ask)

@@ -86,11 +86,14 @@ def test_typing_on_at_the_end_lets_the_reading_go_on_and_follows_it(window, qtbo
 
 
 def test_send_stops_reading_ahead_and_the_reply_goes_first(window, qtbot):
+    """The batch being read is part of what Enter sends: it is finished (thrown away before: at 1.7B on a busy
+    machine, seconds of reading), then the reply goes first."""
     backend, win = reading_a_paste(window, qtbot)
     with qtbot.waitSignal(win.chat.replyFinished, timeout=10_000):
         qtbot.keyClick(win.composer, Qt.Key.Key_Return)
+        qtbot.waitUntil(lambda: win.chat.turn.request_id is not None, timeout=5000)  # queued once the bubble is drawn
         backend.read_ahead_gate.release(1)  # the batch being read ends; the next is not begun
-    assert backend.read_ahead_stopped == 1
+    assert backend.read_ahead_stopped == 1 and backend.read_ahead_batches_read == 1
     assert backend.prompts[-1][-1] == ChatMessage("user", PASTE.strip())
     assert not win.wait_hint.isVisible()
     backend.read_ahead_gate.release(100)

@@ -22,6 +22,7 @@ from fara_desktop.vocabulary.sampling import SamplingParams
 from tests.helpers.fakes import HERMES, FakeBackend
 from tests.helpers.gguf_factory import rewrite_gguf
 from tests.helpers.paths import FIXTURES
+from tests.helpers.screenshots import keep_screenshot
 
 HOSTILE = str(Path(__file__).parents[2] / "helpers" / "hostile_mcp_server.py")
 SERVERS = json.dumps({"mcpServers": {
@@ -372,6 +373,10 @@ def test_a_model_that_cannot_call_tools_is_said_before_the_question_and_not_afte
     headings = [a for a in menu.actions() if isinstance(a, QWidgetAction) and a.defaultWidget().font().bold()]
     assert [a.defaultWidget().text() for a in headings] == ["Fake model cannot call tools", "Tools of time"]
     assert all(not a.defaultWidget().focusPolicy() for a in headings)  # read, never chosen
+    menu.popup(win.tools_button.mapToGlobal(win.tools_button.rect().topLeft()))
+    qtbot.waitUntil(menu.isVisible, timeout=2000)
+    keep_screenshot(menu, "fixed-tools-menu")
+    menu.hide()
     assert not next(a for a in menu.actions() if a.text() == "get_current_time").isEnabled()
     force = next(a for a in menu.actions() if a.text() == "Make the next reply call a tool")
     assert not force.isEnabled()

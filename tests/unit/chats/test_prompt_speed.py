@@ -19,14 +19,31 @@ def test_predicted_until_measured_then_the_median_of_the_last_replies():
     assert speed.tok_per_s == 120.0
 
 
-def test_the_speed_measured_now_wins_until_the_next_reply():
+def test_the_speed_measured_now_pulls_the_forecast_until_the_next_reply():
     speed = PromptSpeed(300.0)
+    speed.observe_now(40.0)  # no reply yet: the read-ahead's own speed
+    assert speed.tok_per_s == 40.0
     speed.observe(stats(200, 100.0))
     speed.observe_now(0.0)  # the read-ahead has not read enough to say
     assert speed.tok_per_s == 100.0
-    speed.observe_now(30.0)  # the machine got busy
-    assert speed.tok_per_s == 30.0 and speed.seconds_for(600) == 20.0
+    speed.observe_now(25.0)  # the machine got busy: between the two (its small batches slow more than a reply's)
+    assert speed.tok_per_s == 50.0 and speed.seconds_for(600) == 12.0
     speed.observe(stats(200, 40.0))
     assert speed.tok_per_s == 70.0  # the replies' median again
     speed.reset(250.0)
     assert speed.tok_per_s == 250.0 and not speed.measured
+
+
+def test_a_token_further_into_the_context_is_forecast_to_cost_more():
+    """SmolLM2-1.7B's shape read 79 tok/s at the start of its context and 46 at 2,560 tokens in: a speed measured
+    near the start would forecast a paste's end far too short."""
+    speed = PromptSpeed(0.0, span=4000.0)
+    speed.observe_now(80.0, 0, 160)  # the read-ahead's first 2 s, at the context's start
+    near, far = speed.seconds_for(500, 0), speed.seconds_for(500, 2500)
+    assert far / near > 1.5
+    flat = PromptSpeed(0.0)
+    flat.observe_now(80.0, 0, 160)
+    assert flat.seconds_for(500, 2500) == flat.seconds_for(500, 0) == 500 / 80
+    late = PromptSpeed(0.0, span=4000.0)
+    late.observe(stats(500, 60.0))  # a reply that read the last 500 of its 500 tokens
+    assert late.tok_per_s > 60.0  # kept as at the context's start

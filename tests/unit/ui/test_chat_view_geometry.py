@@ -10,6 +10,7 @@ from PySide6.QtCore import QPoint
 
 from fara_desktop.chats.draft import ReplyDraft
 from fara_desktop.ui.widgets.chat_view import ChatView
+from tests.helpers.screenshots import keep_screenshot
 
 PARAGRAPH = "The quick brown fox jumps over the lazy dog near the riverbank while the sun sets slowly. " * 6
 
@@ -180,6 +181,7 @@ def test_a_long_unbroken_word_wraps_and_never_widens_the_chat(qtbot, width):
         return view.horizontalScrollBar().maximum() == 0
 
     qtbot.waitUntil(inside, timeout=2000)
+    keep_screenshot(view, f"fixed-long-word-{width}px")
     body = reply._block_widgets[0]
     shown = QTextDocument()
     shown.setHtml(body.text())

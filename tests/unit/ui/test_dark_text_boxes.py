@@ -7,6 +7,7 @@ import pytest
 from PySide6.QtWidgets import QApplication
 
 from fara_desktop.ui.theme import apply_appearance
+from tests.helpers.screenshots import keep_screenshot
 from tests.helpers.visual_check import faint_texts
 
 
@@ -31,6 +32,7 @@ def test_the_arguments_a_person_approves_and_the_tools_json_read_in_both_themes(
     win.tool_approval.ask("write_file", "files", '{\n  "path": "/home/me/notes.txt",\n  "text": "hello"\n}', 1, 1)
     qtbot.waitUntil(win.tool_approval.isVisible, timeout=2000)
     assert faint_texts(win, 4.5, within=win.tool_approval) == []
+    keep_screenshot(win, f"fixed-approval-arguments-{theme}")
     dialog = win.open_settings("Tools")
     page = dialog.tools_page
     dialog.show()

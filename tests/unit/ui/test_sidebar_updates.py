@@ -4,6 +4,7 @@ conversation twice, and looking one up walked the full list: ~58 ms of GUI work 
 from __future__ import annotations
 
 from fara_desktop.chats.storage import ConversationStore
+from tests.helpers.screenshots import keep_screenshot
 
 
 def test_a_send_reads_no_conversation_list_and_moves_its_chat_to_the_top(window, qtbot, monkeypatch):
@@ -97,5 +98,6 @@ def test_a_searchs_match_line_keeps_the_word_that_matched_at_the_lists_narrowest
     metrics = sidebar.list.fontMetrics()
     assert metrics.horizontalAdvance(line) <= sidebar.list.viewport().width()  # the list has nothing to cut
     assert "Eiffel" in line and line.startswith("“…")
+    keep_screenshot(win, "fixed-search-match-line")
     win.resize(win.width() + 400, win.height())  # wider: the line shows more
     qtbot.waitUntil(lambda: len(sidebar.list.item(0).text().split("\n")[-1]) >= len(line), timeout=5000)
