@@ -8,6 +8,7 @@ TESTED_THROUGH: dict[str, tuple[str, str]] = {
     # the benchmark's child processes and tables: run by the bench's own test
     "fara_desktop.bench.cold_probe": ("tests/integration/bench/test_bench.py", "cold"),
     "fara_desktop.bench.loops": ("tests/integration/bench/test_bench.py", "loop"),
+    "fara_desktop.bench.restart": ("tests/integration/bench/test_bench.py", "restart_tokens_reread"),
     "fara_desktop.bench.results": ("tests/integration/bench/test_bench.py", "bench"),
     "fara_desktop.bench.vision": ("tests/integration/bench/test_bench.py", '"vision"'),
     # chat imports: read through the importer that recognises the format
@@ -15,7 +16,6 @@ TESTED_THROUGH: dict[str, tuple[str, str]] = {
     "fara_desktop.chats.imports.common": ("tests/integration/chats/test_hostile_imports.py", "import"),
     "fara_desktop.chats.imports.lm_studio": ("tests/unit/chats/test_imports.py", "LM Studio"),
     "fara_desktop.chats.imports.open_webui": ("tests/unit/chats/test_imports.py", "Open WebUI"),
-    "fara_desktop.chats.prompt_wait": ("tests/integration/ui/test_read_ahead.py", "wait_hint"),
     "fara_desktop.chats.tree": ("tests/unit/chats/test_branches.py", "switch_version"),
     # the command line: run as a person runs it, in a child process
     "fara_desktop.cli.arguments": ("tests/integration/cli/test_commands.py", "--help"),

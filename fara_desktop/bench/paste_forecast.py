@@ -90,7 +90,7 @@ def paste_forecast(model: Path, params: LoadParams, paste_tokens: int, loaded: b
         for round_number in range(rounds):
             speed = PromptSpeed(info.expected_prompt_tok_per_s, info.prompt_span_tokens)
             mark = len(events.seen)  # the model's last reply, on the quiet machine: the speed the window knows
-            worker.generate([SYSTEM, ChatMessage("user", paste[:1500] + f" ({round_number})")],
+            worker.generate([SYSTEM, ChatMessage("user", f"({round_number}) " + paste[:1500])],
                             SamplingParams(temperature=0.0, max_tokens=2), 1000 + round_number)  # fmt: skip
             speed.observe(events.wait(lambda e: isinstance(e, Finished), mark)[1].stats)
             hogs = busy_processes(os.cpu_count() or 2) if loaded else []
@@ -121,4 +121,5 @@ def paste_forecast(model: Path, params: LoadParams, paste_tokens: int, loaded: b
             statistics.median(reply_ratios) if reply_ratios else None
         ),
         f"paste_read_ahead_tok_per_s_{label}": statistics.median(speeds) if speeds else None,
+        f"paste_forecast_rounds_{label}": [round(r, 3) for r in now_ratios],
     }

@@ -17,25 +17,35 @@ Tokenize = Callable[[bytes], list[int]]  # bytes → tokens, control tokens pars
 
 
 def in_own_tokens(tokens: Sequence[int], state: Sequence[int], spell: Spell, tokenize: Tokenize) -> list[int] | None:
-    """``tokens`` spelled with ``state``'s tokens for the text ``state`` stands for, the rest tokenized; None when
-    ``state`` already is a prefix of ``tokens``, is not the start of its text, or the rest would not spell the
-    same text (a tokenizer that adds a space before a fragment)."""
+    """``tokens`` spelled with ``state``'s tokens as far as they spell the start of its text (all of them after a
+    reply; up to the question a Branch or an Edit changes), the rest tokenized; None when that reuses no more
+    than the tokens already shared, or the rest would not spell the same text (a tokenizer that adds a space
+    before a fragment)."""
     shared = common_prefix(tokens, state)
     if shared >= len(state) or shared >= len(tokens):
         return None  # a prefix already (or the prompt ends inside the state: a Regenerate cuts back)
-    ours, theirs = spell(tokens[shared:]), spell(state[shared:])
-    if len(theirs) >= len(ours) or not ours.startswith(theirs):
+    ours = spell(tokens[shared:])
+    end, spelled = shared, 0  # the state's tokens that spell the start of ``ours``, and their bytes
+    while end < len(state):
+        piece = spell(state[end : end + 1])
+        if not ours.startswith(piece, spelled) or spelled + len(piece) >= len(ours):
+            break
+        end, spelled = end + 1, spelled + len(piece)
+    if end == shared:
         return None
-    respelled = [*state, *tokenize(ours[len(theirs) :])]
+    respelled = [*state[:end], *tokenize(ours[spelled:])]
     return respelled if spell(respelled[shared:]) == ours else None
 
 
 def longest_in_own_tokens(
     tokens: Sequence[int], states: Sequence[Sequence[int]], spell: Spell, tokenize: Tokenize
 ) -> list[int] | None:
-    """The respelling with the longest state that the prompt's text starts with (None: none of them)."""
-    for state in sorted(states, key=len, reverse=True):
+    """The respelling that keeps the most of a state's tokens (None: none keeps more than is shared already)."""
+    best: tuple[int, list[int]] | None = None
+    for state in states:
         respelled = in_own_tokens(tokens, state, spell, tokenize)
         if respelled is not None:
-            return respelled
-    return None
+            kept = common_prefix(respelled, state)
+            if best is None or kept > best[0]:
+                best = (kept, respelled)
+    return best[1] if best is not None else None

@@ -57,6 +57,21 @@ def test_quick_benchmark_prints_every_headline_figure(fara_home, smollm2_path):
     assert data["resume_restore_ratio"] < 1 and data["resume_restored_tokens_read"] <= 1
     assert data["typeahead_ttft_ratio"] < 1  # the paste was read while the question was typed
     assert len(data["app_vs_raw_round_ratios"]) == 2
+    # after a restart, only the new message is read: the chat came back with the tokens the model wrote
+    assert data["restart_tokens_reread"] == 0 and data["restart_tokens_read"] < 30
+    assert data["edit_after_reply_tokens_read"] < 30 and data["branch_after_reply_tokens_read"] < 30
+
+
+def test_a_long_pastes_wait_is_said_then_set_against_the_first_word_after_enter(smollm2_path, monkeypatch):
+    """The section's path (the figures themselves: `fara-desktop bench --section typeahead` at 1.7B, quiet and
+    loaded, in docs/performance.md): the wait the box says while the paste is read, then Enter at that moment."""
+    from fara_desktop.bench import paste_forecast as section
+    from fara_desktop.planning.params import LoadParams
+
+    monkeypatch.setattr(section, "FORECAST_AFTER_S", 0.0)  # judged as soon as the read-ahead has measured
+    figures = section.paste_forecast(smollm2_path, LoadParams(n_ctx=4096, n_threads=2, prefault=False), 2400, False, 1)
+    assert figures["paste_read_ahead_tok_per_s_quiet"] > 0
+    assert figures["paste_forecast_over_measured_quiet"] > 0 and len(figures["paste_forecast_rounds_quiet"]) == 1
 
 
 def test_one_section_runs_alone_and_a_second_run_is_compared_with_the_first(fara_home, smollm2_path):

@@ -31,10 +31,17 @@ def test_the_prompt_keeps_the_tokens_the_model_wrote_and_tokenizes_only_the_rest
     assert spell(respelled) == spell(prompt)
 
 
-def test_nothing_changes_where_the_state_is_a_prefix_or_not_the_prompts_start():
+def test_nothing_changes_where_the_state_is_a_prefix_or_shares_no_more_text():
     assert in_own_tokens([1, 5, 7, 8], [1, 5], spell, tokenize) is None  # a prefix already
     assert in_own_tokens([1, 5], [1, 5, 7], spell, tokenize) is None  # the prompt ends inside the state
-    assert in_own_tokens([1, 2, 3, 8], [1, 5, 7], spell, tokenize) is None  # another text (an Edit)
+    assert in_own_tokens([1, 7, 8], [1, 5, 7], spell, tokenize) is None  # " now" is not " chat now": an Edit
+
+
+def test_a_branch_keeps_the_state_as_far_as_its_text_goes():
+    state = [1, 5, 6, 7, 8]  # " chat" "chat" " now" <end>: then the question the Branch changes
+    prompt = [1, 2, 3, 4, 9, 8]  # " ch" "atch" "at" "\n" <end>: the same reply, then another text
+    respelled = in_own_tokens(prompt, state, spell, tokenize)
+    assert respelled == [1, 5, 6, 9, 8] and spell(respelled) == spell(prompt)
 
 
 def test_a_tokenizer_that_would_spell_the_rest_otherwise_is_not_trusted():
@@ -47,4 +54,4 @@ def test_a_tokenizer_that_would_spell_the_rest_otherwise_is_not_trusted():
 def test_the_longest_state_the_prompt_starts_with_wins():
     prompt = [1, 2, 3, 4, 7, 8, 9]
     assert longest_in_own_tokens(prompt, [[1, 5, 6], [1, 5, 6, 7], [1, 2, 2]], spell, tokenize) == [1, 5, 6, 7, 8, 9]
-    assert longest_in_own_tokens(prompt, [[1, 2, 2]], spell, tokenize) is None
+    assert longest_in_own_tokens(prompt, [[1, 2, 2], [1, 2, 3, 4]], spell, tokenize) is None
