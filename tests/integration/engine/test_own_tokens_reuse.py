@@ -63,5 +63,26 @@ def test_a_follow_up_and_a_restart_read_only_the_new_message(tmp_path: Path, smo
         restarted = reply(again, chat, CONTINUE)
         new_message = len(again.prepare(chat, 64).detail.tokens) - len(again.prepare(chat[:-1], 64).detail.tokens)
         assert restarted.stats.prompt_tokens_evaluated <= new_message + 8, "the restart read the chat again"
+        llm = again._llm
+        assert llm is not None
+        prompt = llm.input_ids[: restarted.stats.prompt_tokens].tolist()  # the tokens it read, the model's own in it
+        continued = llm.input_ids[restarted.stats.prompt_tokens : llm.n_tokens].tolist()
     finally:
         again.unload()
+    assert continued == fresh_read(model, prompt, len(continued)), "the respelled prompt continues otherwise"
+
+
+def fresh_read(model: Path, prompt: list[int], count: int) -> list[int]:
+    """The greedy continuation of ``prompt`` read whole by llama-cpp-python, from nothing."""
+    from llama_cpp import Llama
+
+    llm = Llama(str(model), n_ctx=PARAMS.n_ctx, n_threads=2, verbose=False)
+    try:
+        tokens = []
+        for token in llm.generate(prompt, temp=0.0, top_k=1, repeat_penalty=1.0):
+            tokens.append(token)
+            if len(tokens) == count:
+                return tokens
+        return tokens
+    finally:
+        llm.close()
