@@ -40,12 +40,13 @@ def in_own_tokens(tokens: Sequence[int], state: Sequence[int], spell: Spell, tok
 def longest_in_own_tokens(
     tokens: Sequence[int], states: Sequence[Sequence[int]], spell: Spell, tokenize: Tokenize
 ) -> list[int] | None:
-    """The respelling that keeps the most of a state's tokens (None: none keeps more than is shared already)."""
-    best: tuple[int, list[int]] | None = None
+    """The respelling that keeps the most of a state's tokens; None when none keeps more than the prompt as it is
+    already shares with one of them (the context a follow-up continues must not lose to another chat's spelling)."""
+    best: tuple[int, list[int] | None] = (max((common_prefix(tokens, s) for s in states), default=0), None)
     for state in states:
         respelled = in_own_tokens(tokens, state, spell, tokenize)
         if respelled is not None:
             kept = common_prefix(respelled, state)
-            if best is None or kept > best[0]:
+            if kept > best[0]:
                 best = (kept, respelled)
-    return best[1] if best is not None else None
+    return best[1]

@@ -55,3 +55,13 @@ def test_the_longest_state_the_prompt_starts_with_wins():
     prompt = [1, 2, 3, 4, 7, 8, 9]
     assert longest_in_own_tokens(prompt, [[1, 5, 6], [1, 5, 6, 7], [1, 2, 2]], spell, tokenize) == [1, 5, 6, 7, 8, 9]
     assert longest_in_own_tokens(prompt, [[1, 2, 2], [1, 2, 3, 4]], spell, tokenize) is None
+
+
+def test_a_state_the_prompt_already_continues_is_not_spelled_away():
+    """The context holds the prompt's start as it is (a follow-up); another chat spells a shorter part of it
+    otherwise: respelling with that one would make the context useless."""
+    prompt = [1, 5, 6, 7, 8, 9]
+    context = [1, 5, 6, 7]  # the prompt's own start: 4 tokens kept as they are
+    other = [1, 2, 3, 4]  # " ch" "atch" "at": the same text, 4 tokens of another spelling... kept 4, not more
+    assert longest_in_own_tokens(prompt, [context, other], spell, tokenize) is None
+    assert longest_in_own_tokens(prompt, [other], spell, tokenize) is not None
