@@ -58,6 +58,7 @@ class ChatSession:
         self.conversation_id: int | None = None
         self.system_prompt = system_prompt
         self.thinking = True  # the per-chat switch for models whose template can turn reasoning off
+        self.default_thinking = True  # where a new chat's switch starts: where the model's template starts
         self.collections: tuple[str, ...] = ()  # the document collections this chat searches
         self.tools: tuple[str, ...] = ()  # the tools this chat offers its model ("server/tool")
         self.rounds: list[ToolRound] = []  # the reply being written: its tool calls so far
@@ -79,7 +80,7 @@ class ChatSession:
             self.end_reply(None, "stopped")
         self.conversation_id = None
         self.system_prompt = self.default_system_prompt
-        self.thinking = True
+        self.thinking = self.default_thinking
         self.collections = ()
         self.tools = ()
         self.messages = []
@@ -124,6 +125,13 @@ class ChatSession:
         self.tools = tuple(keys)
         if self.conversation_id is not None:
             self.store.set_tools(self.conversation_id, self.tools)
+
+    def start_thinking_at(self, default: bool) -> None:
+        """A model whose template starts thinking (or not) was loaded: new chats, and this one if it has no
+        message yet, start there; a chat with messages keeps its own switch."""
+        self.default_thinking = default
+        if self.conversation_id is None:
+            self.thinking = default
 
     def set_thinking(self, thinking: bool) -> None:
         self.thinking = thinking

@@ -60,6 +60,7 @@ class ChatFormatter(Protocol):
 
     name: str
     thinking_switch: bool  # the template can turn the model's reasoning off (``enable_thinking``)
+    thinking_default: bool  # where that switch starts when nobody sets it (the template's own default)
     tool_family: ToolCallFamily | None  # None: the template declares no tools (the model is not offered any)
 
     def render(
@@ -209,6 +210,7 @@ class JinjaChatFormatter:
         self._source = template
         self._string_arguments = False  # the template joins a call's arguments to text (Functionary 3.2)
         self.tool_family = self._probe_tool_family()
+        self.thinking_default = self._probe_thinking_default() if self.thinking_switch else True
 
     def _message(self, message: ChatMessage) -> dict[str, Any]:
         """A turn as Hugging Face passes it. The answer is the content; an earlier reply's reasoning goes only in
@@ -247,6 +249,22 @@ class JinjaChatFormatter:
             enable_thinking=False,
             datetime=_dt.datetime.now().strftime("%b %d %Y %H:%M:%S"),
         )
+
+    def _probe_thinking_default(self) -> bool:
+        """Whether the template thinks when nobody says (Qwen3.5 0.8B/2B and Gemma 4 do not; 4B and SmolLM3 do):
+        the prompt rendered without ``enable_thinking`` is the one rendered with it false, and not with it true."""
+        question = self._env.checked([self._message(ChatMessage("user", "Probe?"))])
+
+        def rendered(**switch: bool) -> str | None:
+            try:
+                return self._env.render_bounded(self._template, RenderBudget(), messages=question,
+                                                add_generation_prompt=True, bos_token=self._bos, eos_token=self._eos,
+                                                **switch)  # fmt: skip
+            except Exception:
+                return None
+
+        unsaid = rendered()
+        return not (unsaid is not None and unsaid == rendered(enable_thinking=False) != rendered(enable_thinking=True))
 
     def _probe_tool_family(self) -> ToolCallFamily | None:
         """Whether the template declares tools and how its model writes a call: a call rendered by the template
@@ -404,6 +422,7 @@ class GemmaTurnFormatter:
 
     name = "gemma turns (fallback)"
     thinking_switch = False
+    thinking_default = True
     tool_family: ToolCallFamily | None = None
 
     def render(
@@ -438,6 +457,7 @@ class TranscriptFormatter:
     name = "plain transcript (fallback)"
     _titles: ClassVar[dict[str, str]] = {"system": "System", "user": "User", "assistant": "Assistant"}
     thinking_switch = False
+    thinking_default = True
     tool_family: ToolCallFamily | None = None
 
     def render(

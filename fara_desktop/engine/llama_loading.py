@@ -119,6 +119,7 @@ def open_model(
         load_seconds=time.perf_counter() - started,
         file_bytes=path.stat().st_size,
         thinking_switch=formatter.thinking_switch,
+        thinking_default=formatter.thinking_default,
         tool_calls=formatter.tool_family.name if formatter.tool_family else "",
         expected_prompt_tok_per_s=expected_prompt_speed(header, threads_batch),
         prompt_span_tokens=prompt_span(header),

@@ -155,6 +155,7 @@ class ModelInfo:
     load_seconds: float
     file_bytes: int
     thinking_switch: bool = False  # the template honours ``enable_thinking`` (Qwen3 and others)
+    thinking_default: bool = True  # where the template starts when nobody sets it (Qwen3.5 0.8B/2B: off)
     tool_calls: str = ""  # how its template has it write tool calls (the family's name); "": it cannot call tools
     expected_prompt_tok_per_s: float = 0.0  # predicted from its size and the threads, until a reply measures it
     prompt_span_tokens: float = 0.0  # where a prompt token costs twice one at the start (0: unknown; ``tuning``)

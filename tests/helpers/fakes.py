@@ -31,6 +31,7 @@ class FakeBackend:
         self.thinking: list[bool] = []  # the chat's thinking switch, per request
         self.samplings: list[SamplingParams] = []  # the sampling of each request
         self.thinking_switch = False  # what the fake model's template supports
+        self.thinking_default = True  # where that template starts thinking when nobody says
         self.prompt_batches = 0  # report reading a long prompt in this many batches of 512 tokens
         self.finish = "stop"  # how a reply that is not stopped ends ("repetition": the loop detector ended it)
         self.load_steps = 0  # report loading in this many steps, each waiting for ``load_gate`` when set
@@ -77,6 +78,7 @@ class FakeBackend:
             0.01,
             1,
             thinking_switch=self.thinking_switch,
+            thinking_default=self.thinking_default,
             expected_prompt_tok_per_s=self.prompt_speed,
             tool_calls=self.tool_family.name if self.tool_family else "",
             vision="mmproj-fake.gguf" if Path(path).name.startswith("seeing") else "",  # a model that sees

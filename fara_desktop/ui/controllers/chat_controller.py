@@ -528,6 +528,7 @@ class ChatController(QObject):
         if event.info.vision and self._unseen:
             self.screen.withdraw_notice(self._unseen)
         self.screen.chat_view.empty_state.set_privacy(event.info.server)
+        self.session.start_thinking_at(event.info.thinking_default)
         self.sync_thinking_switch()
         self.screen.set_status(f"Ready · {event.info.name} loaded in {event.info.load_seconds:.1f} s")
         self.modelLoaded.emit(event.info)

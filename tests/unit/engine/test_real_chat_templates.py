@@ -102,3 +102,27 @@ def test_the_thinking_switch_reaches_templates_that_have_one():
     llama = JinjaChatFormatter((FIXTURES / "chat_templates" / "meta-llama-Llama-3.1-8B-Instruct.jinja").read_text(),
                                "", "")  # fmt: skip
     assert not llama.thinking_switch
+
+
+QWEN35_SMALL_BRANCH = ("{%- if enable_thinking is defined and enable_thinking is true %}\n        {{- '<think>\\n' }}\n"
+                       "    {%- else %}\n        {{- '<think>\\n\\n</think>\\n\\n' }}\n    {%- endif %}")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("template", "starts_thinking"),
+    [("Qwen3.5-4B.jinja", True), ("qwen3.5-small", False), ("HuggingFaceTB-SmolLM3-3B.jinja", True),
+     ("Qwen-Qwen3-0.6B.jinja", True), ("google-gemma-4-31B-it.jinja", False)],
+)  # fmt: skip
+def test_where_a_template_starts_thinking(template, starts_thinking):
+    """Issue 54: the Think switch starts where the model's template starts. Qwen3.5 0.8B and 2B ship the 4B's
+    template with the branch turned round (thinking only when asked); Gemma 4 thinks only when asked too."""
+    if template == "qwen3.5-small":
+        source = (FIXTURES / "chat_templates" / "Qwen3.5-4B.jinja").read_text()
+        start = source.index("{%- if enable_thinking is defined and enable_thinking is false %}")
+        end = source.index("{%- endif %}", start) + len("{%- endif %}")
+        source = source[:start] + QWEN35_SMALL_BRANCH + source[end:]
+    else:
+        source = (FIXTURES / "chat_templates" / template).read_text()
+    formatter = JinjaChatFormatter(source, "", "")
+    assert formatter.thinking_switch
+    assert formatter.thinking_default is starts_thinking

@@ -160,6 +160,28 @@ def test_the_think_switch_shows_for_models_that_have_it_and_is_kept_per_chat(win
     assert not win.thinking_box.isChecked()
 
 
+def test_the_think_switch_starts_where_the_model_s_template_starts(window, qtbot):
+    """Issue 54: Qwen3.5 0.8B's template answers directly unless asked to think; a new chat's switch starts off
+    with it, a chat whose switch was set keeps its own, and the first message is sent as the switch shows."""
+    backend = FakeBackend(words=["Sure"])
+    backend.thinking_switch, backend.thinking_default = True, False
+    win = window(backend)
+    assert win.thinking_box.isVisibleTo(win) and not win.thinking_box.isChecked()
+    ask(qtbot, win, "Quick one")
+    assert backend.thinking[-1] is False
+    chat = win.session.conversation_id
+    win.new_chat()
+    assert not win.thinking_box.isChecked()
+    win.thinking_box.setChecked(True)
+    ask(qtbot, win, "Take your time")
+    assert backend.thinking[-1] is True
+    thoughtful = win.session.conversation_id
+    win.open_conversation(chat)
+    assert not win.thinking_box.isChecked()
+    win.open_conversation(thoughtful)
+    assert win.thinking_box.isChecked()
+
+
 def test_importing_a_chatgpt_export_from_the_window_opens_the_chats(window, qtbot, tmp_path, monkeypatch):
     import json
 
