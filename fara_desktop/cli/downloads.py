@@ -15,7 +15,9 @@ from fara_desktop.models.hub import (
     configured_endpoint,
     host_of,
     is_configured_hub,
+    list_gguf_files,
     parse_model_reference,
+    pick_projector,
     resolve_remote_file,
 )
 from fara_desktop.models.metadata import metadata_from_header
@@ -56,6 +58,9 @@ def catalog_report(paths: AppPaths, as_json: bool = False) -> int:
             current = option.entry.id
             print(f"\n{option.entry.name}  ({option.entry.repo}, {option.entry.license})")
             print(f"  {option.entry.description}")
+            if option.entry.projector:
+                print(f"  sees pictures: its projector {option.entry.projector} comes with the download")
+            print(f"  sources: {', '.join(option.entry.sources)}")
         star = "★" if option.recommended else " "
         installed = "  [installed]" if option.installed else ""
         print(
@@ -132,6 +137,20 @@ def download_command(reference: str, filename: str | None, quant: str | None, al
         print(file=sys.stderr)
     print(f"verified sha256; saved as {path}", file=sys.stderr)
     print(catalog_check(remote.repo_id, path), file=sys.stderr)
+    entry = next((e for e in load_catalog() if e.repo.lower() == remote.repo_id.lower()), None)
+    if entry is not None and entry.projector:
+        try:
+            files = list_gguf_files(remote.repo_id, remote.commit, ref.endpoint)  # the same commit: one folder
+            projector = Downloader(pick_projector(remote.repo_id, files, entry.projector, remote.filename),
+                                   on_progress=show).run()  # fmt: skip
+        except KeyboardInterrupt:
+            print("\ninterrupted: run the same command again to fetch its projector", file=sys.stderr)
+            return 130
+        except (DownloadError, OSError) as exc:
+            print(printable(f"\nfara-desktop download: the model is in place, its projector is not: {exc}"),
+                  file=sys.stderr)  # fmt: skip
+            return 1
+        print(f"\nverified sha256; its projector {projector.name} is beside it: it can see pictures", file=sys.stderr)
     print(path)
     return 0
 

@@ -63,7 +63,8 @@ class CatalogEntry:
     kv_layers: int | None = None
     recurrent_state_bytes: int = 0
     reasoning: str | None = None  # "switch": the template turns thinking on and off; "always"
-    vision: bool = False  # a vision projector exists (read when beside the model; downloads do not fetch it yet)
+    vision: bool = False  # a vision projector exists
+    projector: str | None = None  # its file in ``repo``: downloaded with the model, into the model's own folder
     tools: bool = False  # its chat template declares tools in a call format this app reads
     released: int | None = None
     sources: tuple[str, ...] = ()
@@ -171,6 +172,7 @@ def _entry(raw: Mapping[str, Any], quant_table: Mapping[str, Any]) -> CatalogEnt
             recurrent_state_bytes=int(raw.get("recurrent_state_bytes", 0)),
             reasoning=str(raw["reasoning"]) if raw.get("reasoning") else None,
             vision=bool(raw.get("vision", False)),
+            projector=str(raw["projector"]) if raw.get("projector") else None,
             tools=raw.get("tools") is True,
             released=int(raw["released"]) if raw.get("released") else None,
             sources=tuple(str(source) for source in raw.get("sources", ())),

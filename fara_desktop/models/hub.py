@@ -322,7 +322,34 @@ def resolve_remote_file(
 ) -> RemoteFile:
     """Pick one GGUF from the listing: the named file; else the one with the quantization tag (catalog names can
     drift); else the only one. Split models (``-00001-of-0000N``) are not offered here."""
-    files = list_gguf_files(repo_id, revision, endpoint)
+    return pick_remote_file(repo_id, list_gguf_files(repo_id, revision, endpoint), filename, quant)
+
+
+def resolve_with_projector(
+    repo_id: str, filename: str, quant: str, projector: str | None, endpoint: str | None = None, model: bool = True
+) -> list[RemoteFile]:
+    """The model and, for a model that sees, its vision projector — both from one listing, so both come from the
+    same commit and land in the same snapshot folder (the model's own: a repository per model), where discovery
+    pairs them. A projector the listing does not name exactly is the repository's only ``mmproj`` file, if any.
+    ``model`` False: the projector alone (for a model already installed)."""
+    files = list_gguf_files(repo_id, None, endpoint)
+    wanted = [pick_remote_file(repo_id, files, filename, quant)] if model else []
+    return [*wanted, pick_projector(repo_id, files, projector, filename)] if projector else wanted
+
+
+def pick_projector(repo_id: str, files: list[RemoteFile], projector: str, model_name: str) -> RemoteFile:
+    """The named projector of a listing, else its only ``mmproj`` file."""
+    named = [r for r in files if r.filename.lower() == projector.lower()]
+    projectors = named or [r for r in files if Path(r.filename).name.lower().startswith("mmproj")]
+    if len(projectors) != 1:
+        offered = ", ".join(r.filename for r in projectors) or "none"
+        raise RemoteNotFoundError(f"{repo_id} has no {projector} to let {model_name} see pictures (projectors: "
+                                  f"{offered})")  # fmt: skip
+    return projectors[0]
+
+
+def pick_remote_file(repo_id: str, files: list[RemoteFile], filename: str | None, quant: str | None) -> RemoteFile:
+    """One GGUF of a listing: the named file; else the one with the quantization tag; else the only one."""
     if filename:
         for remote in files:
             if remote.filename == filename or remote.filename.lower() == filename.lower():

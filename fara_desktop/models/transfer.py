@@ -107,6 +107,7 @@ class Downloader:
         cache_dir: Path | None = None,
         on_progress: Callable[[Progress], None] | None = None,
         timeout_s: float = 30.0,
+        publish_as: Path | None = None,
     ) -> None:
         from huggingface_hub.file_download import repo_folder_name
 
@@ -125,6 +126,8 @@ class Downloader:
         self.target = self.repo_dir / "snapshots" / remote.commit / remote.filename
         if not self.target.resolve().is_relative_to(self.repo_dir.resolve()):
             raise DownloadError(f"refusing to download {remote.filename[:80]!r}: it would land outside the cache")
+        if publish_as is not None:  # beside a model installed elsewhere, named after it (two sizes' projectors
+            self.target = publish_as  # share a name on the hub and would otherwise land on one file)
         self.on_progress = on_progress
         self.timeout_s = timeout_s
         self._stop = threading.Event()

@@ -33,6 +33,8 @@ class CatalogOption:
     recommended: bool
     cost: CostHere
     differences: tuple[str, ...] = ()  # where the installed file's header says otherwise than the catalog
+    lacks_projector: bool = False  # installed, sees pictures, but no projector was found beside it
+
 
     @property
     def memory_bytes(self) -> int:
@@ -74,6 +76,9 @@ class CatalogOption:
             },
             "installed": str(self.installed) if self.installed else None,
             "header_differences": list(self.differences),
+            "projector": self.entry.projector,
+            "sources": list(self.entry.sources),
+            "lacks_projector": self.lacks_projector,
             "recommended": self.recommended,
             "why": architecture_reasons(self.entry.metadata(self.quant)),
         }
@@ -99,9 +104,12 @@ def assess_catalog(
     facts: MachineFacts | None = None,
     previous: str | None = None,
     installed_metadata: Mapping[str, ModelMetadata] | None = None,
+    installed_projectors: Iterable[str] = (),
 ) -> CatalogAssessment:
     """Judge each option as the model chooser would judge the file; the recommendation is the best quality that
-    fits comfortably with a useful context at a usable speed (the same ranking as for models on disk)."""
+    fits comfortably with a useful context at a usable speed (the same ranking as for models on disk).
+    ``installed_projectors``: the installed models (paths) that a projector beside them lets see."""
+    seeing = set(installed_projectors)
     pairs = [(entry, quant) for entry in entries for quant in entry.quants]
     metas = {option_key(entry, quant): entry.metadata(quant) for entry, quant in pairs}
     facts = facts or MachineFacts(None, 1, available, total, bandwidth)
@@ -133,6 +141,7 @@ def assess_catalog(
                 best is not None and rec.path == best.path,
                 costs[option_key(entry, quant)],
                 tuple(entry.header_differences(read)) if read is not None else (),
+                bool(installed and entry.projector and str(installed) not in seeing),
             )
         )
     chosen = next((option for option in options if option.recommended), None)
@@ -153,7 +162,7 @@ def assess_catalog_here(models_dir: Path, cache_dir: Path, extra_folders: Iterab
     read = {model.path: model.metadata for model in scan.usable if model.metadata}
     assessment = assess_catalog(
         load_catalog(), memory.available, memory.total, speed, installed, facts, cache.recommended(profile, "catalog"),
-        read,
+        read, [model.path for model in scan.usable if model.projector],
     )
     cache.set_recommended(profile, "catalog", assessment.recommended.key if assessment.recommended else None)
     return assessment

@@ -41,6 +41,7 @@ from fara_desktop.models.hub import (
     list_gguf_files,
     parse_model_reference,
     resolve_remote_file,
+    resolve_with_projector,
     search_hub,
 )
 from fara_desktop.planning.catalog_fit import CatalogAssessment, CatalogOption
@@ -92,7 +93,7 @@ def entry_tags(entry: CatalogEntry) -> str:
     if entry.reasoning:
         tags.append("thinks first" if entry.reasoning == "always" else "thinking on/off")
     if entry.vision:
-        tags.append("sees pictures (with its mmproj file beside it)")
+        tags.append("sees pictures")
     if entry.released:
         tags.append(str(entry.released))
     return "".join(f" · {tag}" for tag in tags)
@@ -265,22 +266,44 @@ class GetModelsDialog(QDialog):
             item.setToolTip(0, plain_tooltip(differs))
         item.setToolTip(2, plain_tooltip("\n".join([here, *why, verdict.message, *verdict.suggestions])))
         item.setToolTip(3, plain_tooltip(here))
-        if option.installed:
+        if option.lacks_projector:
+            button = QPushButton("Get its projector")
+            button.setToolTip(plain_tooltip(f"Installed, but without the file that lets it see pictures: "
+                                            f"{option.entry.repo} · {option.entry.projector}"))  # fmt: skip
+            button.clicked.connect(lambda _=False, o=option: self.download_projector(o))
+        elif option.installed:
             button = QPushButton("Installed ✓")
             button.setEnabled(False)
         else:
             button = QPushButton("Download")
-            button.setToolTip(plain_tooltip(f"{option.entry.repo} · {option.quant.file_name}"))
+            files = f"{option.quant.file_name} and its projector {option.entry.projector} (the file that lets it " \
+                "see pictures)" if option.entry.projector else option.quant.file_name
+            button.setToolTip(plain_tooltip(f"{option.entry.repo} · {files}"))
             button.clicked.connect(lambda _=False, o=option: self.download_option(o))
         button.setObjectName(f"download:{option.key}")
         self.tree.setItemWidget(item, 5, button)
 
     def download_option(self, option: CatalogOption) -> DownloadRow:
+        """The model, and for one that sees, its projector after it: one row, one folder (the repository's)."""
         entry, quant = option.entry, option.quant
         return self._download(
             f"{entry.name} {quant.quant}",
-            lambda: resolve_remote_file(entry.repo, quant.file_name, quant.quant, endpoint=self.endpoint),
+            lambda: resolve_with_projector(entry.repo, quant.file_name, quant.quant, entry.projector, self.endpoint),
         )
+
+    def download_projector(self, option: CatalogOption) -> DownloadRow:
+        """An installed model that sees gets its projector beside it, named after it (``mmproj-<model>.gguf``:
+        unsloth names every size's projector alike, and two sizes may share a folder)."""
+        entry, installed = option.entry, option.installed
+        assert installed is not None and entry.projector is not None
+        beside = installed.parent / f"mmproj-{installed.stem}.gguf"
+        quant = option.quant
+
+        def projector_only() -> list[RemoteFile]:
+            return resolve_with_projector(entry.repo, quant.file_name, quant.quant, entry.projector, self.endpoint,
+                                          model=False)  # fmt: skip
+
+        return self._download(f"{entry.name}: its projector", projector_only, beside)
 
     # ------------------------------------------------------------------ search and paste
 
@@ -424,9 +447,12 @@ class GetModelsDialog(QDialog):
         row.destroyed.connect(lambda _=None, r=row: self.rows.remove(r) if r in self.rows else None)
         return row
 
-    def _download(self, title: str, resolve: Callable[[], RemoteFile]) -> DownloadRow:
+    def _download(
+        self, title: str, resolve: Callable[[], RemoteFile | list[RemoteFile]], publish_as: Path | None = None
+    ) -> DownloadRow:
         row = self._new_row(title)
-        self._run(resolve, lambda remote: self._start(row, remote), lambda exc: row.fail_before_start(str(exc)))
+        self._run(resolve, lambda remotes: self._start(row, remotes, publish_as),
+                  lambda exc: row.fail_before_start(str(exc)))  # fmt: skip
         return row
 
     def download_remote(self, remote: RemoteFile) -> DownloadRow:
@@ -434,8 +460,13 @@ class GetModelsDialog(QDialog):
         self._start(row, remote)
         return row
 
-    def _start(self, row: DownloadRow, remote: RemoteFile) -> None:
-        row.attach(DownloadTask(remote, self.cache_dir, self))
+    def _start(self, row: DownloadRow, remotes: RemoteFile | list[RemoteFile], publish_as: Path | None = None) -> None:
+        try:
+            task = DownloadTask(remotes, self.cache_dir, self, publish_as)
+        except DownloadError as exc:  # a listing's name that would land outside the cache
+            row.fail_before_start(str(exc))
+            return
+        row.attach(task)
 
     def _use(self, path: Path) -> None:
         self.modelReady.emit(path)

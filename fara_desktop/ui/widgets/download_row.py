@@ -66,14 +66,16 @@ class DownloadRow(QFrame):
 
     def attach(self, task: DownloadTask) -> None:
         self.task = task
-        self.title.setText(f"{task.remote.repo_id} · {task.remote.filename} · from {host_of(task.remote.url)}")
+        files = " + ".join(r.filename for r in task.remotes)
+        self.title.setText(f"{task.remote.repo_id} · {files} · from {host_of(task.remote.url)}")
         task.progress.connect(self._on_progress)
         task.finished.connect(self._on_finished)
         task.failed.connect(self._on_failed)
-        already = task.downloader.partial_bytes()
+        already = task.partial_bytes()
+        what = f"{len(task.remotes)} files, each checked against its sha256" if len(task.remotes) > 1 else \
+            f"sha256 {task.remote.sha256[:12]}…"
         self.status.setText(
-            f"{format_size(task.remote.size)} · sha256 {task.remote.sha256[:12]}…"
-            + (f" · resuming after {format_size(already)}" if already else "")
+            f"{format_size(task.total)} · {what}" + (f" · resuming after {format_size(already)}" if already else "")
         )
         self.pause_button.setEnabled(True)
         task.start()
@@ -113,7 +115,12 @@ class DownloadRow(QFrame):
         self.path = path
         self.bar.setRange(0, 1000)
         self.bar.setValue(1000)
-        self.status.setText("Done: sha256 verified. Saved in the Hugging Face cache, where other apps find it too.")
+        several = self.task is not None and len(self.task.remotes) > 1
+        if self.task is not None and self.task.publish_as is not None:
+            self.status.setText(f"Done: sha256 verified. Saved beside {path.name}: it can see pictures now.")
+        else:
+            self.status.setText(f"Done: sha256 verified{' for both files' if several else ''}. Saved in the "
+                                "Hugging Face cache, where other apps find it too.")  # fmt: skip
         self.status.setToolTip(plain_tooltip(str(path)))
         self.pause_button.hide()
         self.cancel_button.setText("Dismiss")
@@ -126,7 +133,7 @@ class DownloadRow(QFrame):
                 self.pause_button.setText("Resume")
             return
         self._show_problem(str(error))
-        resumable = self.task is not None and self.task.downloader.partial_bytes() > 0
+        resumable = self.task is not None and self.task.partial_bytes() > 0
         self.pause_button.setText("Resume" if resumable else "Retry")
 
     def _show_problem(self, message: str) -> None:

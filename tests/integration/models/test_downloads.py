@@ -30,7 +30,7 @@ from fara_desktop.models.transfer import (
     NotEnoughDiskSpaceError,
 )
 from tests.conftest import wait_until
-from tests.helpers.gguf_factory import write_tiny_model
+from tests.helpers.gguf_factory import write_projector, write_tiny_model
 from tests.helpers.hub_server import COMMIT, HubServer
 from tests.helpers.threads import capture_errors
 
@@ -265,3 +265,32 @@ def test_catalog_command_lists_verdicts_and_one_recommendation(tmp_path):
     assert sum(option["recommended"] for option in data["options"]) == 1
     assert data["recommended"]["fit"]["verdict"] == "fits"
     assert {option["fit"]["verdict"] for option in data["options"]} <= {"fits", "tight", "too_big"}
+
+
+def test_catalog_command_names_the_new_models_with_their_sources(tmp_path):
+    """Issue 54: `fara-desktop catalog` lists Fara1.5 4B/9B with where their figures come from, and says that a
+    model that sees brings its projector."""
+    env = {**os.environ, "FARA_HOME": str(tmp_path / "f"), "HF_HUB_CACHE": str(tmp_path / "hf")}
+    result = fara("catalog", env=env)
+    assert result.returncode == 0, result.stderr
+    block = result.stdout.split("\nFara1.5 4B  (")[1].split("\n\n")[0]
+    assert "https://github.com/microsoft/fara" in block and "https://huggingface.co/bartowski/Fara1.5-4B-GGUF" in block
+    assert "mmproj-Fara1.5-4B-f16.gguf" in block
+    assert "\nFara1.5 9B  (" in result.stdout
+    data = json.loads(fara("catalog", "--json", env=env).stdout)
+    fara15 = next(o for o in data["options"] if o["id"] == "fara1.5-4b")
+    assert fara15["projector"] == "mmproj-Fara1.5-4B-f16.gguf" and fara15["sources"]
+
+
+def test_downloading_a_catalog_model_that_sees_brings_its_projector(hf_cache, model_bytes, tmp_path):
+    projector = write_projector(tmp_path / "mmproj.gguf").read_bytes()
+    with HubServer() as server:
+        server.add("unsloth/Qwen3.5-0.8B-GGUF", "Qwen3.5-0.8B-Q4_K_M.gguf", model_bytes)
+        server.add("unsloth/Qwen3.5-0.8B-GGUF", "mmproj-F16.gguf", projector)
+        env = {**os.environ, "HF_ENDPOINT": server.url, "HF_HUB_CACHE": str(hf_cache), "FARA_HOME": str(tmp_path / "f")}
+        result = fara("download", "unsloth/Qwen3.5-0.8B-GGUF", "--file", "Qwen3.5-0.8B-Q4_K_M.gguf", env=env)
+    assert result.returncode == 0, result.stderr
+    model = Path(result.stdout.strip())
+    assert model.read_bytes() == model_bytes
+    assert (model.parent / "mmproj-F16.gguf").read_bytes() == projector
+    assert "its projector mmproj-F16.gguf" in result.stderr

@@ -19,7 +19,7 @@ from fara_desktop.ui.dialogs.models_dialog import GetModelsDialog
 from fara_desktop.ui.main_window import MainWindow
 from fara_desktop.ui.theme import VERDICT_COLORS, apply_appearance
 from tests.helpers.fakes import FakeBackend
-from tests.helpers.gguf_factory import write_tiny_model
+from tests.helpers.gguf_factory import write_projector, write_tiny_model
 from tests.helpers.hub_server import HubServer
 
 REPO = "fara-tests/Tiny-Llama-GGUF"
@@ -229,3 +229,63 @@ def test_a_search_that_cannot_reach_the_hub_says_why_and_offers_retry(qtbot, hub
     qtbot.mouseClick(dialog.search_retry, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: dialog.results.count() == 1, timeout=10_000)
     assert not dialog.search_retry.isVisible()
+
+
+def _download_button(dialog: GetModelsDialog, key: str) -> QPushButton:
+    button = dialog.findChild(QPushButton, f"download:{key}")
+    assert button is not None, key
+    return button
+
+
+def test_two_qwen3_5_sizes_arrive_each_with_its_own_projector(qtbot, tmp_path):
+    """Issue 54, item 2: one click brings a model that sees and the file that makes it see, into the model's own
+    folder; unsloth names both sizes' projectors mmproj-F16.gguf, and neither overwrites the other."""
+    files = {}
+    with HubServer() as server:
+        for size, width in (("0.8B", 64), ("2B", 96)):
+            repo = f"unsloth/Qwen3.5-{size}-GGUF"
+            model = write_tiny_model(tmp_path / f"model-{size}.gguf", n_embd=width).read_bytes()
+            projector = write_projector(tmp_path / f"mmproj-{size}.gguf", text_embd=width).read_bytes()
+            server.add(repo, f"Qwen3.5-{size}-Q4_K_M.gguf", model)
+            server.add(repo, "mmproj-F16.gguf", projector)
+            files[size] = (repo, model, projector)
+        dialog = open_dialog(qtbot, laptop(16.0, 32.0), endpoint=server.url, cache_dir=tmp_path / "hf")
+        button = _download_button(dialog, "unsloth/Qwen3.5-0.8B-GGUF/Qwen3.5-0.8B-Q4_K_M.gguf")
+        assert "mmproj-F16.gguf" in button.toolTip()
+        button.click()
+        _download_button(dialog, "unsloth/Qwen3.5-2B-GGUF/Qwen3.5-2B-Q4_K_M.gguf").click()
+        rows = list(dialog.rows)
+        qtbot.waitUntil(lambda: all(r.path is not None for r in rows), timeout=30_000)
+    folders = set()
+    for row, size in zip(rows, ("0.8B", "2B"), strict=True):
+        repo, model, projector = files[size]
+        assert row.task.total == len(model) + len(projector)  # its size in the total
+        assert row.path.name == f"Qwen3.5-{size}-Q4_K_M.gguf" and row.path.read_bytes() == model
+        assert (row.path.parent / "mmproj-F16.gguf").read_bytes() == projector
+        assert "both files" in row.status.text() and "mmproj-F16.gguf" in row.title.text()
+        folders.add(row.path.parent)
+    assert len(folders) == 2
+
+
+def test_an_installed_model_that_sees_without_its_projector_offers_to_fetch_it(qtbot, tmp_path):
+    """A Qwen3.5 file the user already had (another app's folder) lacks its projector: the row offers it, and it
+    lands beside the model under the model's name, so a second size in the same folder keeps its own."""
+    folder = tmp_path / "Models"
+    folder.mkdir()
+    installed = write_tiny_model(folder / "Qwen3.5-2B-Q4_K_M.gguf", n_embd=96)
+    entries = [e for e in load_catalog() if e.id == "qwen3.5-2b"]
+    assess = lambda: assess_catalog(entries, 16 * GIB, 32 * GIB, 20e9, [installed])  # noqa: E731
+    projector = write_projector(tmp_path / "mmproj.gguf", text_embd=96).read_bytes()
+    with HubServer() as server:
+        server.add("unsloth/Qwen3.5-2B-GGUF", "mmproj-F16.gguf", projector)
+        dialog = open_dialog(qtbot, assess, endpoint=server.url, cache_dir=tmp_path / "hf")
+        button = _download_button(dialog, "unsloth/Qwen3.5-2B-GGUF/Qwen3.5-2B-Q4_K_M.gguf")
+        assert button.text() == "Get its projector" and button.isEnabled()
+        button.click()
+        row = dialog.rows[0]
+        qtbot.waitUntil(lambda: row.path is not None, timeout=30_000)
+    assert (folder / "mmproj-Qwen3.5-2B-Q4_K_M.gguf").read_bytes() == projector
+    assert row.path == installed  # "Use this model" loads the model, not its projector
+    assert "Saved beside Qwen3.5-2B-Q4_K_M.gguf" in row.status.text()
+    seeing = assess_catalog(entries, 16 * GIB, 32 * GIB, 20e9, [installed], installed_projectors=[str(installed)])
+    assert not any(o.lacks_projector for o in seeing.options)

@@ -166,3 +166,39 @@ def test_a_model_that_cannot_see_says_so_and_sends_nothing(qtbot, smollm2_path):
     assert win.composer.toPlainText() == "What is this?" and len(win.picture_tray.digests()) == 1
     assert not [w for w in win.chat_view.messages() if w.role == "user"]
     assert json.dumps(win.picture_tray.digests())  # still attached, for another model
+
+
+def test_a_model_that_sees_downloaded_in_one_click_reads_a_picture(qtbot, gemma3_path, tmp_path):
+    """Issue 54, item 2, end to end: Get models brings the model and its projector from a stand-in hub, "Use this
+    model" loads them together, and a pasted picture is read by it."""
+    from dataclasses import replace
+
+    from fara_desktop.models.catalog import CatalogQuant, load_catalog
+    from fara_desktop.planning.catalog_fit import assess_catalog
+    from fara_desktop.text.format import GIB
+    from tests.helpers.hub_server import HubServer
+
+    repo, name = "fara-tests/Tiny-Gemma-GGUF", "Tiny-Gemma-Q4_K_M.gguf"
+    model = gemma3_path.read_bytes()
+    projector = write_projector(tmp_path / "p.gguf", n_embd=128, n_ff=256, n_layer=2).read_bytes()
+    gemma = next(e for e in load_catalog() if e.id == "gemma-3-4b-it")
+    entry = replace(gemma, id="tiny-gemma", name="Tiny Gemma", repo=repo, projector="mmproj-F16.gguf",
+                    quants=(CatalogQuant("Q4_K_M", name, 4.85, len(model)),))  # fmt: skip
+    win = MainWindow(sampling=SamplingParams(temperature=0.0, max_tokens=8, stop_loops=False), backend=LlamaBackend())
+    qtbot.addWidget(win)
+    win.show()
+    with HubServer() as server:
+        server.add(repo, name, model)
+        server.add(repo, "mmproj-F16.gguf", projector)
+        dialog = win.open_models_dialog()
+        dialog.endpoint, dialog.cache_dir = server.url, tmp_path / "hf"
+        row = dialog.download_option(assess_catalog([entry], 16 * GIB, 32 * GIB, 20e9).options[0])
+        qtbot.waitUntil(lambda: row.path is not None, timeout=60_000)
+    assert (row.path.parent / "mmproj-F16.gguf").read_bytes() == projector
+    row.use_button.click()
+    qtbot.waitUntil(lambda: win.model_info is not None and str(win.model_info.path) == str(row.path), timeout=60_000)
+    assert win.model_info.vision == "mmproj-F16.gguf"
+    paste_picture(qtbot, win, png_bytes((40, 40, 220)))
+    qtbot.waitUntil(lambda: len(win.picture_tray.digests()) == 1, timeout=30_000)
+    cost = win.picture_tray.cost.text()
+    assert "to read here" in cost and "cannot see" not in cost, cost
