@@ -13,7 +13,7 @@ _.loops_section, _.prefix_section
 
 # Interfaces other code calls: llama.cpp's ctypes structs, sqlite3, lxml's parser target, urllib's handlers,
 # uvicorn's server, Jinja's sandbox, QTextDocument's resource loader.
-_.type_k, _.type_v, _.flash_attn_type, _.no_perf, _.progress_callback
+_.type_k, _.type_v, _.flash_attn_type, _.no_perf, _.progress_callback, _.lazy_mode
 _.row_factory
 attrib, _.comment
 _.http_open, _.https_open

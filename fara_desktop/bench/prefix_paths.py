@@ -139,6 +139,21 @@ class PrefixPaths:
         later_still = [*asked, ChatMessage("assistant", "a dog"), ChatMessage("user", "hi")]
         yield self.check("restored from disk", later_still, 1)
 
+    def thinking_follow_up(self) -> tuple[PathResult, int] | None:
+        """A follow-up to a reply whose reasoning the template drops from the next prompt (Qwen3.5's, most
+        reasoning templates'): the path, and the tokens past the point where the prompts part — the last answer
+        without its reasoning and the new words. None when this model's template opens no reasoning."""
+        asked = [ChatMessage("system", SHARED_START), ChatMessage("user", "the cat and the dog")]
+        first = self.tested.prepare(asked, 64)
+        if first.reasoning.opened is None:
+            return None
+        self.check("a thinking reply", asked, 3, reuse=False)
+        follow = [*asked, ChatMessage("assistant", "the cat", reasoning=self.last.text), ChatMessage("user", "the mat")]
+        tokens = self.tested.prepare(follow, 64).detail.tokens
+        shared = next((i for i, (a, b) in enumerate(zip(first.detail.tokens, tokens, strict=False)) if a != b),
+                      len(first.detail.tokens))  # fmt: skip
+        return self.check("its follow-up (reasoning dropped)", follow, 3), len(tokens) - shared
+
 
 def split_stable(backend: LlamaBackend, messages: list[ChatMessage]) -> bool:
     """Whether this model's greedy continuation survives reading the same prompt in three batches instead of one,
@@ -170,6 +185,7 @@ def prefix_paths(model: Path, params: LoadParams) -> dict[str, Any]:
         paths = PrefixPaths(model, params, KVDiskStore(Path(folder), budget_bytes=1 << 40))
         try:
             results = list(paths.walk())
+            thinking = paths.thinking_follow_up()
             stable = split_stable(paths.reference, [ChatMessage("system", SHARED_START), ChatMessage("user", "hi")])
         finally:
             paths.close()
@@ -179,4 +195,7 @@ def prefix_paths(model: Path, params: LoadParams) -> dict[str, Any]:
         "prefix_paths_figures_true": all(r.read == r.reported for r in results),
         "prefix_paths_reused": all(r.read < r.prompt_tokens / 2 for r in results if r.expect_reuse),
         "prefix_paths": {r.path: {"same": r.same, "read": r.read, "prompt": r.prompt_tokens} for r in results},
+        # goal ≤ 1.2: the follow-up reads the last answer and the new words, not the chat (None: no reasoning)
+        "thinking_followup_read_over_new": round(thinking[0].read / thinking[1], 3) if thinking else None,
+        "thinking_followup_same_tokens": thinking[0].same if thinking else None,
     }

@@ -33,7 +33,7 @@ from fara_desktop.engine.ggml_types import GGML_TYPE_IDS
 from fara_desktop.engine.kv_disk import KVDiskStore
 from fara_desktop.engine.kv_states import KVStateCache
 from fara_desktop.engine.llama_loading import fits_beside, open_model, state_identity
-from fara_desktop.engine.llama_prompt import LlamaPrompt, llama_prompt, prompt_reporter
+from fara_desktop.engine.llama_prompt import LlamaPrompt, llama_prompt, prompt_reporter, reasoning_tail
 from fara_desktop.engine.llama_state import start_prefault
 from fara_desktop.engine.llama_tokens import (
     PIECE_BUFFER,
@@ -265,7 +265,7 @@ class LlamaBackend:
             vision = self._vision.tokenize(rendered.text, pictures, rendered.add_bos)
             return LlamaPrompt(vision.tokens, rendered, vision)
         tokens = llm.tokenize(rendered.text.encode("utf-8"), add_bos=rendered.add_bos, special=True)
-        return LlamaPrompt(tokens, rendered)
+        return LlamaPrompt(tokens, rendered, reasoning_tail=reasoning_tail(llm, rendered, tokens))
 
     def _quiet(self, messages: Sequence[ChatMessage]) -> list[ChatMessage]:
         """The template's own markers become control tokens; the same text inside a message stays text."""
@@ -509,12 +509,15 @@ class LlamaBackend:
             grammar=grammar,
         )
         try:
-            if split:
+            if split:  # the state is kept where the reasoning opens (the next prompt parts there), else at the end
+                keep = len(tokens) - max(1, detail.reasoning_tail if vision is None else 0)
                 if vision is not None:
-                    self._read_prompt(llm, vision, tokens, reused, len(tokens) - 1)
-                elif reused < len(tokens) - 1:
-                    llm.eval(tokens[reused:-1])
+                    self._read_prompt(llm, vision, tokens, reused, keep)
+                elif reused < keep:
+                    llm.eval(tokens[reused:keep])
                 self._states.checkpoint(llm, self._states.owner)
+                if llm.n_tokens < len(tokens) - 1:
+                    llm.eval(tokens[llm.n_tokens : -1])
             for token in generator:
                 if first_token_at is None:
                     first_token_at = time.perf_counter()

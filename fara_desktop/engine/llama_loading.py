@@ -18,6 +18,7 @@ from fara_desktop.engine.types import ModelInfo
 from fara_desktop.machine.hardware import physical_cores, this_cpu_features, usable_cores
 from fara_desktop.machine.llama_build import load_ggml_cpu_library, route_llama_logs_to_logging
 from fara_desktop.machine.llama_internals import load_progress
+from fara_desktop.models.architecture import LAZY_TABLES
 from fara_desktop.models.gguf_file import GGUFHeader
 from fara_desktop.models.load_record import LoadRecord
 from fara_desktop.models.metadata import header_display_name, metadata_from_header
@@ -70,7 +71,8 @@ def open_model(
     stopped: list[bool] = []
     record = load_record.loading(path) if load_record is not None else contextlib.nullcontext()
     try:
-        with record, load_progress(on_progress, stopped):
+        lazy = any(t.name in LAZY_TABLES for t in header.tensors)
+        with record, load_progress(on_progress, stopped, lazy_tables=lazy):
             llm = Llama(
                 model_path=str(path),
                 n_ctx=n_ctx,

@@ -24,6 +24,10 @@ class LlamaPrompt:
     tokens: list[int]
     rendered: RenderedPrompt
     vision: VisionPrompt | None = None  # the prompt carries pictures: where they sit, and mtmd's chunks
+    # The prompt's last tokens that open the reply's reasoning (``<think>\n``; 0: none). Qwen3.5's template, as
+    # most reasoning ones, renders this reply without them in the next prompt, which parts from the context there:
+    # a model that cannot cut back keeps its state there (``reasoning_tail``).
+    reasoning_tail: int = 0
 
     @property
     def cells(self) -> int:
@@ -42,6 +46,17 @@ def llama_prompt(
         tuple(messages), dropped, rendered.note, rendered.reasoning, read, rendered.tool_family,
         tools if rendered.tool_family else None,
     )  # fmt: skip
+
+
+def reasoning_tail(llm: Llama, rendered: RenderedPrompt, tokens: list[int]) -> int:
+    """How many of ``tokens`` open the reply's reasoning at the prompt's end (0 when it opens none, or when the
+    text before the opening marker does not tokenize to the prompt's own first tokens)."""
+    opened = rendered.reasoning.opened if rendered.reasoning else None
+    if opened is None:
+        return 0
+    head = rendered.text[: rendered.text.rstrip().rfind(opened.open)]
+    before = llm.tokenize(head.encode("utf-8"), add_bos=rendered.add_bos, special=True)
+    return len(tokens) - len(before) if 0 < len(before) < len(tokens) and tokens[: len(before)] == before else 0
 
 
 def prompt_reporter(llm: Llama, reused: int, total: int, on_progress: Callable[[int, int], None]) -> Callable[[], None]:

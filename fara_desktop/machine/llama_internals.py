@@ -11,7 +11,8 @@ llama-cpp-python offers no public API for these things we need; an upgrade may m
   sampling from stale logits.
 
 - ``llama_cpp.llama_cpp.llama_model_default_params``, swapped while a load runs (``load_progress``): ``Llama``
-  does not expose llama.cpp's load-progress callback, and takes its model parameters from that function.
+  does not expose llama.cpp's load-progress callback nor its ``lazy_mode``, and takes its model parameters from
+  that function.
 - ``Llama.n_tokens`` and ``Llama.input_ids`` written (``hold_tokens``, ``cut_context``): after a state restored
   into the context, or to make the next ``eval`` drop the cells past a position.
 - ``Llama.generate``'s prefix matching, mirrored (``reused_prefix``) to know before a reply what it will reuse.
@@ -98,15 +99,19 @@ def _compact_repetition(
 # ---------------------------------------------------------------- the load-progress callback
 
 @contextmanager
-def load_progress(report: Callable[[float], bool] | None, stopped: list[bool]) -> Iterator[None]:
+def load_progress(
+    report: Callable[[float], bool] | None, stopped: list[bool], lazy_tables: bool = False
+) -> Iterator[None]:
     """While the block runs, ``report(fraction)`` is called as llama.cpp loads on this thread; when it returns
     False the load is aborted and ``stopped`` gets an entry (so the caller can tell a stop from a failure).
 
     ``Llama.__init__`` takes its model parameters from ``llama_model_default_params()`` and passes them straight to
     ``llama_model_load_from_file``; while a load runs, that function is wrapped so the parameters made *on the
     loading thread* carry a progress callback (another thread loading an embedding model at the same moment gets
-    the plain defaults)."""
-    if report is None:
+    the plain defaults). ``lazy_tables``: the tables the architecture marks for it stay on disk and are read a row
+    at a time (``LLAMA_LAZY_MODE_ON``; llama.cpp's default does so only above 4 GiB). Gemma 4 E2B's per-layer
+    embeddings (1.8 GiB at real shape): 3.6 → 1.8 GiB resident, generation not slower (16.8 → 18.9 tok/s here)."""
+    if report is None and not lazy_tables:
         yield
         return
     import llama_cpp.llama_cpp as raw
@@ -115,7 +120,7 @@ def load_progress(report: Callable[[float], bool] | None, stopped: list[bool]) -
 
     def on_progress(fraction: float, _user_data: Any) -> bool:
         try:
-            keep_going = bool(report(float(fraction)))
+            keep_going = report is None or bool(report(float(fraction)))
         except Exception:  # a callback must never raise into C
             log.exception("The load progress callback failed")
             keep_going = True
@@ -123,14 +128,17 @@ def load_progress(report: Callable[[float], bool] | None, stopped: list[bool]) -
             stopped.append(True)
         return keep_going
 
-    callback = raw.llama_progress_callback(on_progress)
+    callback = raw.llama_progress_callback(on_progress) if report is not None else None
     with _patch_lock:
         original = raw.llama_model_default_params
 
         def with_progress() -> Any:
             params = original()
             if threading.get_ident() == owner:
-                params.progress_callback = callback
+                if callback is not None:
+                    params.progress_callback = callback
+                if lazy_tables:
+                    params.lazy_mode = raw.LLAMA_LAZY_MODE_ON
             return params
 
         raw.llama_model_default_params = with_progress

@@ -34,6 +34,14 @@ ZERO_KV_HEADS_HYBRIDS = frozenset({"granitehybrid", "lfm2", "lfm2moe", "nemotron
 # Recurrent states are kept in f32 (llama.cpp's type_r and type_s).
 STATE_BYTES_PER_VALUE = 4
 _EXPERT_TENSOR = re.compile(r"\.ffn_[a-z_]*_exps\.")
+# Tables a token reads one row of, which this app has llama.cpp keep on disk (``TENSOR_READ_LAZY`` in gemma4.cpp;
+# ``load_progress`` in ``machine/llama_internals.py``): Gemma 4's per-layer embeddings, most of an E-model's file.
+LAZY_TABLES = frozenset({"per_layer_token_embd.weight"})
+# Architectures whose loader makes the tied output (``token_embd`` as the output layer) before the embeddings: the
+# two are then separate tensors and the table is in memory twice (gemma4.cpp; measured at E2B's shape: 847 + 861
+# MiB of weights for 1,400 in the file, the other 308 its Q6_K embeddings). Where the embeddings come first
+# (llama, gemma3, ...) llama.cpp finds them and shares one copy.
+OUTPUT_FIRST = frozenset({"gemma4"})
 _MAX = 1 << 24
 
 
@@ -50,6 +58,12 @@ class ArchitectureFacts:
     recurrent_state_bytes: int = 0  # per sequence, all recurrent layers
     rewindable: bool = True  # the context can be cut back to any prefix (False: recurrent state)
     note: str | None = None  # what could not be read, said where the estimate is shown
+    lazy_bytes: int = 0  # tables kept on disk and read a row per token (``LAZY_TABLES``)
+    duplicated_bytes: int = 0  # a tied output table loaded a second time (``OUTPUT_FIRST``)
+    # Values one token keeps in the KV cache, summed over the layers that keep one, where heads differ by layer
+    # (Gemma 4: 512-wide global layers, 256-wide windowed ones); None: uniform heads (the metadata's own)
+    kv_values_full: int | None = None
+    kv_values_swa: int | None = None
 
 
 def _ints(value: object, length: int) -> list[int] | None:
@@ -108,10 +122,11 @@ def tensor_bytes(ggml_type: int, shape: Sequence[int]) -> int | None:
     return math.prod(shape) // elements * size
 
 
-def _expert_fractions(header: GGUFHeader, used: int, experts: int) -> tuple[float, float]:
+def _touched_fractions(header: GGUFHeader, used: int, experts: int) -> tuple[float, float]:
     """The share of weight bytes and of parameters one token reads: every tensor, except that of each expert
-    tensor only ``used / experts`` (the experts it is routed to). Counted from the tensor directory, so experts'
-    widths, shared experts (``*_shexp``, always read) and leading dense layers are exactly as the file has them."""
+    tensor only ``used / experts`` (the experts it is routed to) and of a lazy table one row (nothing, counted).
+    From the tensor directory, so experts' widths, shared experts (``*_shexp``, always read) and leading dense
+    layers are exactly as the file has them."""
     total_bytes = active_bytes = 0.0
     total_params = active_params = 0.0
     share = used / experts if experts else 1.0
@@ -120,7 +135,7 @@ def _expert_fractions(header: GGUFHeader, used: int, experts: int) -> tuple[floa
         if size is None:
             return 1.0, 1.0  # a type we cannot size: claim nothing
         count = math.prod(tensor.shape)
-        weight = share if _EXPERT_TENSOR.search(tensor.name) else 1.0
+        weight = 0.0 if tensor.name in LAZY_TABLES else share if _EXPERT_TENSOR.search(tensor.name) else 1.0
         total_bytes += size
         active_bytes += size * weight
         total_params += count
@@ -130,13 +145,46 @@ def _expert_fractions(header: GGUFHeader, used: int, experts: int) -> tuple[floa
     return active_bytes / total_bytes, active_params / total_params
 
 
+def _lazy_bytes(header: GGUFHeader) -> int:
+    return sum(tensor_bytes(t.ggml_type, t.shape) or 0 for t in header.tensors if t.name in LAZY_TABLES)
+
+
+def _duplicated_bytes(header: GGUFHeader) -> int:
+    names = {t.name: t for t in header.tensors}
+    if header.architecture not in OUTPUT_FIRST or "output.weight" in names or "token_embd.weight" not in names:
+        return 0
+    table = names["token_embd.weight"]
+    return tensor_bytes(table.ggml_type, table.shape) or 0
+
+
+def _per_layer_kv_values(header: GGUFHeader, kv_layers: int) -> tuple[int, int] | None:
+    """(global, windowed) KV values per token for a model whose windowed layers have heads of their own width
+    (``attention.key_length_swa`` and a ``sliding_window_pattern``); None for any other. V as llama.cpp keeps it
+    without flash attention (the app's f16 cache): every layer's padded to the widest (``n_embd_v_gqa_max``)."""
+    n_layer = header.arch_int("block_count", 1, _MAX) or 0
+    swa_k = header.arch_int("attention.key_length_swa", 1, _MAX)
+    pattern = _ints(header.arch_value("attention.sliding_window_pattern"), n_layer)
+    heads = _ints(header.arch_value("attention.head_count_kv"), n_layer)
+    full_k = header.arch_int("attention.key_length", 1, _MAX)
+    if not (swa_k and pattern and heads and full_k):
+        return None
+    swa_v = header.arch_int("attention.value_length_swa", 1, _MAX) or swa_k
+    full_v = header.arch_int("attention.value_length", 1, _MAX) or full_k
+    layers = list(zip(heads[:kv_layers], pattern, strict=False))
+    v_max = max(h * (swa_v if windowed else full_v) for h, windowed in layers)
+    full = sum(h * full_k + v_max for h, windowed in layers if not windowed)
+    swa = sum(h * swa_k + v_max for h, windowed in layers if windowed)
+    return full, swa
+
+
 def architecture_facts(header: GGUFHeader) -> ArchitectureFacts:
     n_layer = header.arch_int("block_count", 1, _MAX) or 0
     experts = header.arch_int("expert_count", 0, _MAX) or 0
     used = header.arch_int("expert_used_count", 0, _MAX) or 0
     if experts and not 0 < used <= experts:
         used = experts  # a count we cannot trust: assume every expert is read
-    byte_share, param_share = _expert_fractions(header, used, experts) if experts else (1.0, 1.0)
+    lazy = _lazy_bytes(header)
+    byte_share, param_share = _touched_fractions(header, used, experts) if experts or lazy else (1.0, 1.0)
     flags = recurrent_layer_flags(header, n_layer) if n_layer else []
     note = None
     arch = header.architecture
@@ -148,14 +196,22 @@ def architecture_facts(header: GGUFHeader) -> ArchitectureFacts:
         recurrent_count = sum(flags)
         kv_layers = n_layer - recurrent_count
     per_layer = recurrent_values_per_layer(header) if recurrent_count else 0
+    # llama.cpp's n_layer_kv_from_start: the last ``shared_kv_layers`` reuse earlier layers' KV (Gemma 3n, 4)
+    shared = header.arch_int("attention.shared_kv_layers", 0, n_layer) or 0
+    kv_holding = n_layer - shared if shared and not recurrent else None
+    by_layer = _per_layer_kv_values(header, kv_holding or n_layer)
     return ArchitectureFacts(
         n_expert=experts,
         n_expert_used=used,
         active_fraction=byte_share,
         active_parameter_fraction=param_share,
-        kv_layers=kv_layers if recurrent else None,
+        kv_layers=kv_layers if recurrent else kv_holding,
         recurrent_layers=recurrent_count,
         recurrent_state_bytes=recurrent_count * per_layer * STATE_BYTES_PER_VALUE,
         rewindable=not recurrent,
         note=note,
+        lazy_bytes=lazy,
+        duplicated_bytes=_duplicated_bytes(header),
+        kv_values_full=by_layer[0] if by_layer else None,
+        kv_values_swa=by_layer[1] if by_layer else None,
     )

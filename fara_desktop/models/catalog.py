@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fara_desktop.models.architecture import OUTPUT_FIRST
 from fara_desktop.models.metadata import ModelMetadata
 from fara_desktop.text.format import format_parameters
 
@@ -68,6 +69,17 @@ class CatalogEntry:
     tools: bool = False  # its chat template declares tools in a call format this app reads
     released: int | None = None
     sources: tuple[str, ...] = ()
+    # Gemma 4's E-models: per-layer inputs (a table read a row per word, kept on disk), the last layers reusing
+    # earlier layers' KV, every ``global_every``-th layer global with heads ``global_head_dim`` wide
+    per_layer_input: int = 0
+    shared_kv_layers: int = 0
+    global_every: int = 0
+    global_head_dim: int = 0
+
+    @property
+    def kv_holding_layers(self) -> int:
+        """The layers that keep a KV cache: the attending ones of a hybrid, all but those reusing others' KV."""
+        return self.kv_layers if self.kv_layers is not None else self.n_layer - self.shared_kv_layers
 
     def quant(self, name: str) -> CatalogQuant:
         for quant in self.quants:
@@ -81,8 +93,13 @@ class CatalogEntry:
 
     def metadata(self, quant: CatalogQuant) -> ModelMetadata:
         """The facts the tuning model needs, as if the file were already here."""
-        active = min(1.0, (self.active_parameters or self.parameters) / self.parameters) if self.parameters else 1.0
+        lazy = self.n_vocab * self.per_layer_input * self.n_layer  # parameters a word reads one row of
+        used = (self.active_parameters or self.parameters) - lazy
+        active = min(1.0, used / self.parameters) if self.parameters else 1.0
         recurrent_layers = self.n_layer - self.kv_layers if self.kv_layers is not None else 0
+        per_parameter = quant.estimated_bytes / self.parameters if self.parameters else 0.0
+        tied_again = self.n_vocab * self.n_embd if self.architecture in OUTPUT_FIRST else 0
+        full_kv, swa_kv = self._kv_values()
         return ModelMetadata(
             path=option_key(self, quant),
             name=self.name,
@@ -109,11 +126,27 @@ class CatalogEntry:
             n_expert_used=self.n_expert_used,
             active_fraction=active,
             active_parameter_fraction=active,
-            kv_layers=self.kv_layers,
+            kv_layers=self.kv_layers if self.kv_layers is not None or not self.shared_kv_layers
+            else self.kv_holding_layers,
             recurrent_layers=recurrent_layers,
             recurrent_state_bytes=self.recurrent_state_bytes,
             rewindable=recurrent_layers == 0,
+            lazy_weights_bytes=int(lazy * per_parameter),
+            duplicated_weights_bytes=int(tied_again * per_parameter),
+            kv_values_full=full_kv,
+            kv_values_swa=swa_kv,
         )
+
+    def _kv_values(self) -> tuple[int | None, int | None]:
+        """(global, windowed) KV values per word where the layers' heads differ in width, as the file's header
+        would give them (``architecture._per_layer_kv_values``: V padded to the widest); (None, None) else."""
+        if not self.global_head_dim:
+            return None, None
+        layers = self.kv_holding_layers
+        globals_ = sum(1 for i in range(layers) if (i + 1) % self.global_every == 0) if self.global_every else 0
+        v_max = self.n_head_kv * self.global_head_dim
+        return (globals_ * (self.n_head_kv * self.global_head_dim + v_max),
+                (layers - globals_) * (self.n_head_kv * self.head_dim + v_max))  # fmt: skip
 
     def header_differences(self, meta: ModelMetadata) -> list[str]:
         """Where the file's own header says otherwise than this entry (the figures shown before the download):
@@ -123,7 +156,7 @@ class CatalogEntry:
                  ("width", self.n_embd, meta.n_embd), ("experts", self.n_expert, meta.n_expert),
                  ("experts used per word", self.n_expert_used, meta.n_expert_used)]  # fmt: skip
         if self.kv_layers is not None or meta.kv_layers is not None:
-            pairs.append(("layers with a KV cache", self.kv_layers or self.n_layer, meta.kv_layers or meta.n_layer))
+            pairs.append(("layers with a KV cache", self.kv_holding_layers, meta.kv_layers or meta.n_layer))
         for what, listed, read in pairs:
             if listed != read:
                 found.append(f"{what}: {read} in the file, {listed} in the catalog")
@@ -176,6 +209,10 @@ def _entry(raw: Mapping[str, Any], quant_table: Mapping[str, Any]) -> CatalogEnt
             tools=raw.get("tools") is True,
             released=int(raw["released"]) if raw.get("released") else None,
             sources=tuple(str(source) for source in raw.get("sources", ())),
+            per_layer_input=int(raw.get("per_layer_input", 0)),
+            shared_kv_layers=int(raw.get("shared_kv_layers", 0)),
+            global_every=int(raw.get("global_every", 0)),
+            global_head_dim=int(raw.get("global_head_dim", 0)),
         )
     except KeyError as exc:
         raise CatalogError(f"catalog entry {raw.get('id', '?')!r}: missing {exc}") from exc

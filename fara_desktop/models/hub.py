@@ -340,7 +340,7 @@ def resolve_with_projector(
 def pick_projector(repo_id: str, files: list[RemoteFile], projector: str, model_name: str) -> RemoteFile:
     """The named projector of a listing, else its only ``mmproj`` file."""
     named = [r for r in files if r.filename.lower() == projector.lower()]
-    projectors = named or [r for r in files if Path(r.filename).name.lower().startswith("mmproj")]
+    projectors = named or [r for r in files if "mmproj" in Path(r.filename).name.lower()]
     if len(projectors) != 1:
         offered = ", ".join(r.filename for r in projectors) or "none"
         raise RemoteNotFoundError(f"{repo_id} has no {projector} to let {model_name} see pictures (projectors: "

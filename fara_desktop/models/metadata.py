@@ -27,7 +27,7 @@ FILE_TYPES = {
     37: "TQ2_0", 38: "MXFP4_MOE",
 }  # fmt: skip
 _INSTRUCT_HINTS = re.compile(r"instruct|chat|\bit\b|-it[-.]|assistant|\brl\b", re.IGNORECASE)
-CACHE_VERSION = 8  # 8: experts and recurrent layers (architecture); 7: one display name per model (naming)
+CACHE_VERSION = 9  # 9: lazy tables, per-layer KV widths; 8: experts and recurrent layers; 7: one display name
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,10 @@ class ModelMetadata:
     recurrent_state_bytes: int = 0  # per sequence: what the recurrent layers keep, whatever the context
     rewindable: bool = True  # its context can be cut back to a prefix (not so with recurrent state)
     architecture_note: str | None = None
+    lazy_weights_bytes: int = 0  # tables kept on disk, a row read per token (Gemma 4's per-layer embeddings)
+    duplicated_weights_bytes: int = 0  # a tied output table llama.cpp loads a second time (Gemma 4)
+    kv_values_full: int | None = None  # KV values per token over the layers that keep one, where widths differ
+    kv_values_swa: int | None = None  # by layer (Gemma 4): the global layers', the windowed layers'
 
     @property
     def bits_per_weight(self) -> float:
@@ -77,8 +81,15 @@ class ModelMetadata:
 
     @property
     def active_weights_bytes(self) -> int:
-        """Bytes of weights a generated token reads: all but the experts it is not routed to."""
+        """Bytes of weights a generated token reads: all but the experts it is not routed to and the rows of a
+        lazy table it does not need."""
         return int(self.weights_bytes * self.active_fraction)
+
+    @property
+    def resident_weights_bytes(self) -> int:
+        """Bytes of weights in memory once loaded: all but the lazy tables, which stay on disk, and a duplicated
+        table twice."""
+        return self.weights_bytes - self.lazy_weights_bytes + self.duplicated_weights_bytes
 
     @property
     def active_parameters(self) -> int:
@@ -172,6 +183,10 @@ def metadata_from_header(
         recurrent_state_bytes=facts.recurrent_state_bytes,
         rewindable=facts.rewindable,
         architecture_note=facts.note,
+        lazy_weights_bytes=facts.lazy_bytes,
+        duplicated_weights_bytes=facts.duplicated_bytes,
+        kv_values_full=facts.kv_values_full,
+        kv_values_swa=facts.kv_values_swa,
     )
 
 

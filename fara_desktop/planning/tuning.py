@@ -66,6 +66,9 @@ def kv_cache_bytes(
     """``2 × layers × kv_heads × head_dim × n_ctx × bytes``; sliding-window layers hold window + ubatch cells
     unless ``swa_full`` (the engine keeps them full-size so the prompt prefix can be reused across turns). Only
     the layers that attend hold one: a hybrid's recurrent layers keep a fixed state instead (``recurrent``)."""
+    if meta.kv_values_full is not None:  # widths that differ by layer (Gemma 4), summed from the file
+        swa_cells = n_ctx if swa_full else min(n_ctx, (meta.sliding_window or n_ctx) + n_ubatch)
+        return int(KV_TYPES[kv_type] * (meta.kv_values_full * n_ctx + (meta.kv_values_swa or 0) * swa_cells))
     layers = meta.kv_layers if meta.kv_layers is not None else meta.n_layer or 0
     per_token_layer = (meta.n_head_kv or 0) * ((meta.head_dim_k or 0) + (meta.head_dim_v or 0)) * KV_TYPES[kv_type]
     swa = 0 if swa_full else swa_layers(meta)
@@ -106,7 +109,7 @@ def estimate_memory(
     compute = ubatch * 4 * (8 * n_embd + 3 * n_ff) + ubatch * ubatch * n_head * 4
     overhead = 8 * MIB + 220 * (meta.n_vocab or 32000)
     return MemoryEstimate(
-        weights=meta.weights_bytes * (2 if mapped_and_repacked else 1),
+        weights=meta.resident_weights_bytes * (2 if mapped_and_repacked else 1),
         kv_cache=kv_cache_bytes(meta, n_ctx, kv_type, swa_full, n_ubatch),
         compute=compute,
         overhead=overhead,
@@ -377,6 +380,12 @@ def architecture_reasons(meta: ModelMetadata) -> list[str]:
         reasons.append(
             f"{attending} of its {meta.n_layer} layers keep a KV cache that grows with the chat, "
             f"{meta.recurrent_layers} a fixed {format_size(meta.recurrent_state_bytes)} state"
+        )
+    if meta.lazy_weights_bytes:
+        reasons.append(
+            f"reads about {format_size(meta.active_weights_bytes)} per word and keeps "
+            f"{format_size(meta.resident_weights_bytes)} in memory: its per-layer embeddings "
+            f"({format_size(meta.lazy_weights_bytes)} of the file) stay on disk, a row read for each word"
         )
     if meta.architecture_note:
         reasons.append(meta.architecture_note)

@@ -47,6 +47,14 @@ class Shape:
     ssm_state: int = 0
     ssm_groups: int = 0
     ssm_heads: int = 0
+    # Gemma 4's E-models: per-layer embeddings (a table of ``per_layer`` values per layer and token, read a row at
+    # a time), the last ``shared_kv`` layers reusing earlier layers' KV, every ``global_every``-th layer global
+    # with ``global_head_dim`` heads, and double-wide feed-forwards in the shared layers (E2B)
+    per_layer: int = 0
+    shared_kv: int = 0
+    global_every: int = 0
+    global_head_dim: int = 0
+    double_wide: bool = False
 
     @property
     def dim(self) -> int:
@@ -54,6 +62,16 @@ class Shape:
 
     def attends(self, layer: int) -> bool:
         return self.attention_layers is None or layer in self.attention_layers
+
+    def is_global(self, layer: int) -> bool:
+        return bool(self.global_every) and (layer + 1) % self.global_every == 0
+
+    def layer_dim(self, layer: int) -> int:
+        return self.global_head_dim if self.is_global(layer) else self.dim
+
+    def layer_ff(self, layer: int) -> int:
+        wide = self.double_wide and layer >= self.n_layer - self.shared_kv
+        return 2 * self.n_ff if wide else self.n_ff
 
 
 SHAPES = {
@@ -81,10 +99,17 @@ SHAPES = {
     "qwen35-2b-like": Shape("Gated delta-net 24x2048 shape (qwen35 layout)", "qwen35", 2048, 24, 8, 2, 6144, 262144,
                             10000000.0, True, 256, attention_layers=tuple(range(3, 24, 4)), ssm_inner=2048,
                             ssm_state=128, ssm_groups=16, ssm_heads=16),
+    # Gemma 4 E2B and E4B (their config.json: 35 × 1536 and 42 × 2560, 8 heads of 256 (512 in the global layers,
+    # every fifth / sixth), 1 / 2 KV heads, a window of 512, per-layer inputs of 256, the last 20 / 18 layers
+    # reusing KV; E2B's shared layers have double-wide feed-forwards)
+    "gemma4-e2b": Shape("Gemma-4-E2B shape", "gemma4", 1536, 35, 8, 1, 6144, 131072, 1000000.0, True, 256, 512,
+                        per_layer=256, shared_kv=20, global_every=5, global_head_dim=512, double_wide=True),
+    "gemma4-e4b": Shape("Gemma-4-E4B shape", "gemma4", 2560, 42, 8, 2, 10240, 131072, 1000000.0, True, 256, 512,
+                        per_layer=256, shared_kv=18, global_every=6, global_head_dim=512),
 }
 # whose tokenizer each architecture takes
 DONORS = {"llama": "smollm2", "qwen2": "smollm2", "gemma3": "gemma3", "qwen3moe": "smollm2", "lfm2": "smollm2",
-          "granitehybrid": "smollm2", "qwen35": "smollm2"}
+          "granitehybrid": "smollm2", "qwen35": "smollm2", "gemma4": "gemma3"}
 
 
 def cache_dir() -> Path:
@@ -172,15 +197,34 @@ def _layer_tensors(shape: Shape, i: int) -> list[tuple[str, tuple[int, ...], str
     return tensors
 
 
-def write_shape_q8(shape: Shape, donor: Path, path: Path, seed: int = 0) -> Path:
-    rng = np.random.default_rng(seed)
-    writer = gguf.GGUFWriter(str(path), shape.architecture)
+def _gemma4_layer(shape: Shape, i: int) -> list[tuple[str, tuple[int, ...], str]]:
+    """A Gemma 4 layer (llama.cpp's ``gemma4.cpp``): a layer that reuses earlier KV has no K and V of its own."""
+    blk, d, dim, ff = f"blk.{i}", shape.n_embd, shape.layer_dim(i), shape.layer_ff(i)
+    q, kv = shape.n_head * dim, shape.n_head_kv * dim
+    tensors: list[tuple[str, tuple[int, ...], str]] = [
+        (f"{blk}.attn_norm.weight", (d,), "ones"), (f"{blk}.attn_q.weight", (q, d), "q8"),
+        (f"{blk}.attn_output.weight", (d, q), "q8"), (f"{blk}.attn_q_norm.weight", (dim,), "ones"),
+        (f"{blk}.post_attention_norm.weight", (d,), "ones"), (f"{blk}.ffn_norm.weight", (d,), "ones"),
+        (f"{blk}.ffn_gate.weight", (ff, d), "q8"), (f"{blk}.ffn_up.weight", (ff, d), "q8"),
+        (f"{blk}.ffn_down.weight", (d, ff), "q8"), (f"{blk}.post_ffw_norm.weight", (d,), "ones"),
+        (f"{blk}.inp_gate.weight", (shape.per_layer, d), "q8"), (f"{blk}.proj.weight", (d, shape.per_layer), "q8"),
+        (f"{blk}.post_norm.weight", (d,), "ones"),
+    ]  # fmt: skip
+    if i < shape.n_layer - shape.shared_kv:
+        tensors += [(f"{blk}.attn_k.weight", (kv, d), "q8"), (f"{blk}.attn_v.weight", (kv, d), "q8"),
+                    (f"{blk}.attn_k_norm.weight", (dim,), "ones")]  # fmt: skip
+    return tensors
+
+
+def write_shape_keys(writer: gguf.GGUFWriter, shape: Shape) -> None:
+    """The architecture's keys of ``shape``, as a converted file of the real model has them."""
     arch = shape.architecture
     writer.add_name(shape.name)
     writer.add_context_length(shape.context_length)
     writer.add_embedding_length(shape.n_embd)
     writer.add_block_count(shape.n_layer)
-    writer.add_feed_forward_length(shape.n_ff)
+    writer.add_feed_forward_length([shape.layer_ff(i) for i in range(shape.n_layer)] if shape.double_wide
+                                   else shape.n_ff)  # fmt: skip
     writer.add_head_count(shape.n_head)
     if shape.attention_layers is not None and arch != "qwen35":  # a layer with no KV heads is a recurrent one
         writer.add_head_count_kv([shape.n_head_kv if shape.attends(i) else 0 for i in range(shape.n_layer)])
@@ -189,7 +233,18 @@ def write_shape_q8(shape: Shape, donor: Path, path: Path, seed: int = 0) -> Path
     writer.add_layer_norm_rms_eps(1e-5)
     writer.add_rope_freq_base(shape.rope_base)
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_Q8_0)
-    if shape.head_dim:
+    if shape.global_head_dim:  # Gemma 4: key_length is the global layers', *_swa the others'
+        writer.add_key_length(shape.global_head_dim)
+        writer.add_value_length(shape.global_head_dim)
+        for key, value in (("attention.key_length_swa", shape.dim), ("attention.value_length_swa", shape.dim),
+                           ("attention.shared_kv_layers", shape.shared_kv),
+                           ("embedding_length_per_layer_input", shape.per_layer),
+                           ("rope.dimension_count", shape.global_head_dim), ("rope.dimension_count_swa", shape.dim)):
+            writer.add_uint32(f"{arch}.{key}", value)  # fmt: skip
+        writer.add_float32(f"{arch}.rope.freq_base_swa", 10000.0)
+        writer.add_array(f"{arch}.attention.sliding_window_pattern",
+                         [not shape.is_global(i) for i in range(shape.n_layer)])  # fmt: skip
+    elif shape.head_dim:
         writer.add_key_length(shape.head_dim)
         writer.add_value_length(shape.head_dim)
     if shape.sliding_window:
@@ -210,13 +265,26 @@ def write_shape_q8(shape: Shape, donor: Path, path: Path, seed: int = 0) -> Path
     if arch == "qwen35":
         writer.add_uint32(f"{arch}.full_attention_interval", 4)
         writer.add_rope_dimension_sections([11, 11, 10, 0])
+
+
+def write_shape_q8(shape: Shape, donor: Path, path: Path, seed: int = 0) -> Path:
+    rng = np.random.default_rng(seed)
+    writer = gguf.GGUFWriter(str(path), shape.architecture)
+    arch = shape.architecture
+    write_shape_keys(writer, shape)
     n_vocab = _copy_tokenizer(writer, donor)
     tensors = [("token_embd.weight", (n_vocab, shape.n_embd), "q8")]
     tensors.append(("token_embd_norm.weight" if arch == "lfm2" else "output_norm.weight", (shape.n_embd,), "ones"))
     if not shape.tied_embeddings:
         tensors.append(("output.weight", (n_vocab, shape.n_embd), "q8"))
+    if shape.per_layer:
+        table = shape.per_layer * shape.n_layer
+        tensors += [("per_layer_token_embd.weight", (n_vocab, table), "q8"),
+                    ("per_layer_model_proj.weight", (table, shape.n_embd), "q8"),
+                    ("per_layer_proj_norm.weight", (shape.per_layer,), "ones"),
+                    ("rope_freqs.weight", (shape.global_head_dim // 2,), "rope")]  # fmt: skip
     for i in range(shape.n_layer):
-        tensors += _layer_tensors(shape, i)
+        tensors += _gemma4_layer(shape, i) if arch == "gemma4" else _layer_tensors(shape, i)
     q8 = gguf.GGMLQuantizationType.Q8_0
     for name, dims, kind in tensors:
         if kind == "q8":
@@ -235,6 +303,10 @@ def write_shape_q8(shape: Shape, donor: Path, path: Path, seed: int = 0) -> Path
             writer.write_tensor_data(_q8_0(rng, math.prod(outer), cols).reshape(*outer, -1))
         elif kind == "router":  # a random router spreads tokens over the experts as a trained one
             writer.write_tensor_data(rng.standard_normal(dims).astype(np.float32))
+        elif kind == "rope":  # Gemma 4's global layers rotate a quarter of each head; the rest is left as it is
+            rotated = shape.global_head_dim // 8
+            values = [1.0] * rotated + [1e30] * (dims[0] - rotated)
+            writer.write_tensor_data(np.array(values, dtype=np.float32))
         elif kind == "conv":
             writer.write_tensor_data((rng.standard_normal(dims) * 0.1).astype(np.float32))
         else:

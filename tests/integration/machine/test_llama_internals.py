@@ -68,6 +68,27 @@ def test_the_load_progress_swap_still_reaches_llama_cpp(smollm2_path):
     assert seen and seen[-1] == pytest.approx(1.0), "Llama no longer builds its parameters from the function we wrap"
 
 
+def test_lazy_tables_are_asked_of_llama_cpp_on_the_loading_thread_only():
+    """Gemma 4's per-layer embeddings stay on disk only when the parameters ``Llama`` takes carry
+    ``LLAMA_LAZY_MODE_ON`` (llama.cpp's default keeps tables under 4 GiB in memory); another thread loading at the
+    same moment (the embedder) gets llama.cpp's defaults."""
+    import threading
+
+    import llama_cpp.llama_cpp as raw
+
+    from fara_desktop.machine.llama_internals import load_progress
+
+    default = raw.llama_model_default_params().lazy_mode
+    other: list[int] = []
+    with load_progress(None, [], lazy_tables=True):
+        here = raw.llama_model_default_params().lazy_mode
+        thread = threading.Thread(target=lambda: other.append(raw.llama_model_default_params().lazy_mode))
+        thread.start()
+        thread.join()
+    assert (here, other, raw.llama_model_default_params().lazy_mode) == (raw.LLAMA_LAZY_MODE_ON, [default], default)
+    assert default != raw.LLAMA_LAZY_MODE_ON
+
+
 @pytest.mark.real_model
 def test_the_prefix_generate_reuses_is_the_one_we_mirror_and_writing_n_tokens_cuts_the_context(smollm2_path):
     """``reused_prefix`` mirrors ``Llama.generate``'s prefix matching (counted at ``Llama.eval``), and

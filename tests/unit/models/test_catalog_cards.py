@@ -70,6 +70,15 @@ CARDS = {
                    "built on Qwen3.5 (its shapes and positions); screenshots in, a thought and an action out"),
     "fara1.5-9b": (262_144, 248_320, "qwen35", None, True,
                    "github.com/microsoft/fara (README, 2026-07-22): built on Qwen3.5-9B"),
+    "gemma-4-e2b-it": (131_072, 262_144, "gemma4", "switch", True,
+                       "huggingface.co/google/gemma-4-E2B-it config.json: max_position_embeddings 131072, "
+                       "vocab_size 262144; its template thinks only when enable_thinking is set"),
+    "gemma-4-e4b-it": (131_072, 262_144, "gemma4", "switch", True,
+                       "huggingface.co/google/gemma-4-E4B-it config.json: max_position_embeddings 131072, "
+                       "vocab_size 262144"),
+    "ministral-3-3b-instruct": (262_144, 131_072, "mistral3", None, True,
+                                "huggingface.co/mistralai/Ministral-3-3B-Instruct-2512: 256k context window, vision, "
+                                "instruct (the Reasoning variant is a separate model); vocabulary 131,072"),
 }
 
 # id: the projector's file in the entry's repository (downloaded with the model), where it is named
@@ -82,6 +91,10 @@ PROJECTORS = {
     "fara1.5-4b": ("mmproj-Fara1.5-4B-f16.gguf", "huggingface.co/bartowski/Fara1.5-4B-GGUF"),
     "fara1.5-9b": ("mmproj-Fara1.5-9B-f16.gguf", "huggingface.co/bartowski/Fara1.5-9B-GGUF"),
     "gemma-3-4b-it": ("mmproj-google_gemma-3-4b-it-f16.gguf", "huggingface.co/bartowski/google_gemma-3-4b-it-GGUF"),
+    "gemma-4-e2b-it": ("mmproj-F16.gguf", "huggingface.co/unsloth/gemma-4-E2B-it-GGUF"),
+    "gemma-4-e4b-it": ("mmproj-F16.gguf", "huggingface.co/unsloth/gemma-4-E4B-it-GGUF"),
+    "ministral-3-3b-instruct": ("Ministral-3-3B-Instruct-2512-BF16-mmproj.gguf",
+                                "huggingface.co/mistralai/Ministral-3-3B-Instruct-2512-GGUF"),
 }
 
 
@@ -116,3 +129,32 @@ def test_the_description_says_where_thinking_starts(entry_id):
                 "smollm3-3b": "thinks before it answers unless told not to",
                 "lfm2.5-8b-a1b": "always reasons"}[entry_id]  # fmt: skip
     assert expected in description
+
+
+@pytest.mark.parametrize(("entry_id", "shape"), [("gemma-4-e2b-it", "gemma4-e2b"), ("gemma-4-e4b-it", "gemma4-e4b")])
+def test_gemma_4_is_judged_before_the_download_as_its_file_will_be(entry_id, shape, tmp_path):
+    """The catalog's figures for Gemma 4 (what a word touches, what the cache keeps) are those the file's own
+    header gives, read from a file with the keys of its config.json: 2.3B of E2B's 4.6B parameters at work."""
+    import gguf
+
+    from fara_desktop.models.gguf_file import read_gguf_header
+    from fara_desktop.models.metadata import metadata_from_header
+    from tests.helpers.real_shapes import SHAPES, write_shape_keys
+
+    path = tmp_path / "keys.gguf"
+    writer = gguf.GGUFWriter(str(path), "gemma4")
+    write_shape_keys(writer, SHAPES[shape])
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    writer.close()
+    read = metadata_from_header(read_gguf_header(path))
+    entry = next(e for e in load_catalog() if e.id == entry_id)
+    meta = entry.metadata(entry.quant("Q4_K_M"))
+    assert (meta.kv_layers, meta.kv_values_full, meta.kv_values_swa) == (read.kv_layers, read.kv_values_full,
+                                                                          read.kv_values_swa)  # fmt: skip
+    assert entry.header_differences(read) == []
+    assert (meta.recurrent_layers, meta.rewindable) == (0, True)
+    at_work = {"gemma-4-e2b-it": 2_279_759_360, "gemma-4-e4b-it": 4_644_441_344}[entry_id]  # the real shapes'
+    assert meta.active_parameters == pytest.approx(at_work, rel=0.001)
+    assert meta.resident_weights_bytes < 0.75 * meta.weights_bytes  # the per-layer table stays on disk
