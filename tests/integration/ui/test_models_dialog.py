@@ -80,12 +80,13 @@ def test_catalog_shows_every_option_with_a_verdict_and_one_recommendation(qtbot)
 
 def test_a_laptop_is_offered_a_2026_mixture_of_experts_and_told_why_it_is_fast(qtbot):
     """Issue 41: on a 16 GB laptop a mixture of experts that is faster than the dense models of its size and fits
-    is recommended, the reason in words, and the catalog says what each model is."""
+    is recommended, the reason in words (on hover: the label itself says size, speed and quality, issue 54), and
+    the catalog says what each model is."""
     dialog = open_dialog(qtbot, lambda: assess_catalog(load_catalog(), 11 * GIB, 16 * GIB, 30e9))
     chosen = dialog.assessment.recommended
     assert chosen.entry.n_expert > 0 and chosen.entry.released and chosen.entry.released >= 2025
-    text = dialog.recommendation.text()
-    assert chosen.entry.name in text and "per word" in text and "are used for each" in text
+    text, why = dialog.recommendation.text(), html.unescape(dialog.recommendation.toolTip())
+    assert chosen.entry.name in text and "per word" in why and "are used for each" in why
     titles = [dialog.tree.topLevelItem(i).text(0) for i in range(dialog.tree.topLevelItemCount())]
     assert any("mixture of experts" in t and "hybrid" in t for t in titles)  # Granite 4.0 H Tiny, LFM2.5 8B-A1B
     assert any(t.startswith("Fara-7B") for t in titles)
@@ -289,3 +290,16 @@ def test_an_installed_model_that_sees_without_its_projector_offers_to_fetch_it(q
     assert "Saved beside Qwen3.5-2B-Q4_K_M.gguf" in row.status.text()
     seeing = assess_catalog(entries, 16 * GIB, 32 * GIB, 20e9, [installed], installed_projectors=[str(installed)])
     assert not any(o.lacks_projector for o in seeing.options)
+
+
+def test_the_pick_says_its_trade_off_and_offers_the_faster_file_beside_it(qtbot, tmp_path):
+    """Issue 54, item 6: the pick in download size, speed here and quality, and its faster, smaller file one
+    click away in the same place."""
+    dialog = open_dialog(qtbot, lambda: assess_catalog(load_catalog(), 20 * GIB, 24 * GIB, 20e9),
+                         cache_dir=tmp_path / "hf", endpoint="http://127.0.0.1:9")  # fmt: skip
+    text = dialog.recommendation.text()
+    assert "Granite 4.0 H Tiny Q8_0" in text and "to download" in text and "near the original quality" in text
+    assert "Faster and smaller: Q4_K_M" in text and "per word" not in text
+    assert dialog.faster_button.isVisibleTo(dialog) and "Q4_K_M" in dialog.faster_button.text()
+    dialog.faster_button.click()
+    assert dialog.rows[0].title.text() == "Granite 4.0 H Tiny Q4_K_M"  # its row, until the listing says more

@@ -48,4 +48,7 @@ def test_a_download_is_suggested_only_when_far_more_capable_than_the_best_model_
     assert text is not None and text.startswith(f"Worth downloading for this computer: {pick.entry.name} (")
     assert "at 50\u00a0Mbit\u2060/\u2060s" in text and "tok/s here" in text  # never broken as "Mbit/ s" (issue 53)
     assert download_suggestion(assessment, [pick.entry.metadata(pick.quant)]) is None  # as good a model is here
+    slow = assess_catalog(catalog, 20 * GIB, 24 * GIB, 20e9)  # Granite 4.0 H Tiny's Q8_0 at ~10 tok/s (issue 54)
+    said = download_suggestion(slow, [tiny.metadata(tiny.quants[0])])
+    assert said is not None and "Its Q4_K_M file is smaller and faster: 3.92 GiB" in said
     assert download_suggestion(None, []) is None
