@@ -38,6 +38,8 @@ class DownloadTask(QObject):
         super().__init__(parent)
         self.remotes = (remotes,) if isinstance(remotes, RemoteFile) else tuple(remotes)
         self.remote = self.remotes[0]
+        if publish_as is not None and len(self.remotes) != 1:
+            raise ValueError("only one file can be published beside a model")
         self.downloaders = [Downloader(r, cache_dir, self._report, publish_as=publish_as) for r in self.remotes]
         self.downloader = self.downloaders[0]  # the one transferring now
         self.total = sum(r.size for r in self.remotes)
