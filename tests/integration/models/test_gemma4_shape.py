@@ -63,3 +63,21 @@ def test_the_real_llama_cpp_loads_the_layout_and_the_model_answers(tiny_gemma4, 
         assert result.stats.completion_tokens == 6
     finally:
         backend.close()
+
+
+def test_every_path_that_keeps_a_prefix_continues_as_a_fresh_read_of_the_same_tokens(tmp_path, smollm2_path,
+                                                                                       monkeypatch):
+    """A new architecture's kept contexts (Regenerate, Edit, Branch, a chat in RAM, the read-ahead, the local API,
+    a restart) continue exactly as a fresh read: Gemma 4's layers that reuse earlier layers' KV and its windowed
+    cache included. The prompts are compared token for token, so the model's own spelling of earlier replies
+    (``own_tokens``, which a fresh read of the stored text would tokenize otherwise) is left out here."""
+    from dataclasses import replace
+
+    from fara_desktop.bench.prefix_paths import prefix_paths
+
+    monkeypatch.setattr("fara_desktop.engine.llama_backend.longest_in_own_tokens", lambda *_args: None)
+    model = write_shape_q8(replace(TINY, sliding_window=128), smollm2_path, tmp_path / "gemma4-window-128.gguf")
+    figures = prefix_paths(model, LoadParams(n_ctx=2048, n_threads=2, prefault=False))
+    assert figures["prefix_paths_batch_split_stable"], "the control: this model's continuation depends on batches"
+    assert figures["prefix_paths_same_tokens"], figures["prefix_paths"]
+    assert figures["prefix_paths_figures_true"]
