@@ -33,6 +33,18 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["QT_QPA_PLATFORM"] = "xcb" if xcb_works else "offscreen"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def kernel_path(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Every model this suite loads goes through the app's kernel choice, the suite's own ``Llama``s included: the
+    check runs once (child processes), its record is shared with the app processes the tests start, and the path
+    is applied to this process before any test loads a model (on a Xeon whose AMX kernels fault, the first real
+    model test killed the whole run)."""
+    from fara_desktop.machine.kernels import CACHE_VARIABLE, ensure_kernel_path
+
+    os.environ[CACHE_VARIABLE] = str(tmp_path_factory.mktemp("kernels") / "kernels.json")
+    return ensure_kernel_path()
+
+
 @pytest.fixture(autouse=True)
 def fara_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "fara-home"

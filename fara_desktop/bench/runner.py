@@ -52,9 +52,9 @@ class RawEngine:
     def __init__(self, model: Path, n_ctx: int, **kwargs: Any) -> None:
         from llama_cpp import Llama
 
-        from fara_desktop.machine.llama_build import load_ggml_cpu_library
+        from fara_desktop.machine.kernels import prepare_llama_load
 
-        load_ggml_cpu_library()
+        prepare_llama_load(None, int(kwargs.get("n_threads") or 2))
         self.llm = Llama(model_path=str(model), n_ctx=n_ctx, verbose=False, **kwargs)
         text = PROMPT_TEXT * 40
         self.tokens = self.llm.tokenize(text.encode(), add_bos=True)

@@ -26,7 +26,7 @@ import numpy as np
 
 from fara_desktop.engine.errors import ModelLoadError
 from fara_desktop.machine.hardware import physical_cores, usable_cores
-from fara_desktop.machine.llama_build import load_ggml_cpu_library
+from fara_desktop.machine.kernels import prepare_llama_load
 from fara_desktop.machine.priority import lower_this_threads_priority
 from fara_desktop.models.gguf_checks import check_loadable
 from fara_desktop.models.gguf_file import read_gguf_header
@@ -184,7 +184,7 @@ class Embedder:
 
         # A portable build (the frozen app's) has no CPU backend until one is loaded: without this, an embedder
         # loaded before any chat model (``docs index``, the API's /v1/embeddings) failed in the frozen app only.
-        load_ggml_cpu_library()
+        prepare_llama_load(None, self._threads)
         try:
             return Llama(
                 model_path=str(self.path), embedding=True, n_ctx=MAX_TOKENS, n_batch=MAX_TOKENS,

@@ -16,7 +16,8 @@ from fara_desktop.engine.kv_disk import StateIdentity
 from fara_desktop.engine.llama_state import is_rewindable, start_prefault
 from fara_desktop.engine.types import ModelInfo
 from fara_desktop.machine.hardware import physical_cores, this_cpu_features, usable_cores
-from fara_desktop.machine.llama_build import load_ggml_cpu_library, route_llama_logs_to_logging
+from fara_desktop.machine.kernels import first_batch, first_batch_needed, prepare_llama_load
+from fara_desktop.machine.llama_build import route_llama_logs_to_logging
 from fara_desktop.machine.llama_internals import load_progress
 from fara_desktop.models.architecture import LAZY_TABLES
 from fara_desktop.models.gguf_file import GGUFHeader
@@ -28,6 +29,7 @@ from fara_desktop.planning.tuning import (
     expected_prompt_tokens_per_second,
     fit_verdict,
     prompt_slowdown_span,
+    size_class,
 )
 from fara_desktop.text.untrusted import one_line
 from fara_desktop.vocabulary.errors import FaraError
@@ -52,10 +54,10 @@ def open_model(
     from llama_cpp import Llama
 
     route_llama_logs_to_logging()
-    load_ggml_cpu_library()
     trained = header.arch_int("context_length", 1, 1 << 24) or 0
     n_ctx = params.context_for(trained)
     threads = params.n_threads or default_threads(physical_cores(), usable_cores())
+    kernels = prepare_llama_load(size_class_of(header), threads)
     threads_batch = params.n_threads_batch or threads
     kv_type = GGML_TYPE_IDS[params.kv_type]
     # a picture is decoded in one batch (Gemma 3's attends to itself both ways): room for a large one
@@ -95,6 +97,9 @@ def open_model(
             f"({header.architecture}) is not supported by this llama.cpp build, or there is not enough "
             f"memory ({exc})."
         ) from exc
+    if first_batch_needed(kernels.path):
+        with first_batch(kernels.path):
+            first_multi_token_decode(llm)
     meta = llm.metadata
     architecture = one_line(meta.get("general.architecture", "unknown"), 64)
     try:
@@ -126,6 +131,8 @@ def open_model(
         expected_prompt_tok_per_s=expected_prompt_speed(header, threads_batch),
         prompt_span_tokens=prompt_span(header),
         rewindable=is_rewindable(llm),
+        kernel_path=kernels.path.key,
+        kernel_reason=kernels.reason,
     )
     return llm, formatter, info, params
 
@@ -138,7 +145,24 @@ def expected_prompt_speed(header: GGUFHeader, threads: int) -> float:
         return 0.0
 
 
+def size_class_of(header: GGUFHeader) -> str | None:
+    """The model-size class kernel speeds are measured for (None: the header says too little)."""
+    try:
+        return size_class(metadata_from_header(header))
+    except FaraError:
+        return None
 
+
+def first_multi_token_decode(llm: Llama) -> None:
+    """Two tokens decoded in one batch, then forgotten: where a kernel path that faults on this machine faults
+    (llama.cpp's AMX matmul: every batch of two or more tokens), before any chat depends on it."""
+    import llama_cpp
+
+    token = max(llm.token_bos(), 0)
+    llm.eval([token, token])
+    llm.reset()
+    llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(llm.ctx), True)
+    llama_cpp.llama_perf_context_reset(llm.ctx)
 
 
 def prompt_span(header: GGUFHeader) -> float:

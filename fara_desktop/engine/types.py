@@ -165,6 +165,8 @@ class ModelInfo:
     vision_problem: str = ""  # why the projector paired with it was not loaded ("" when none was, or it was)
     picture_tokens: int = 0  # the tokens a picture of the preferred size takes in its context
     picture_seconds: float = 0.0  # the seconds to encode one picture here (forecast; 0: unknown)
+    kernel_path: str = ""  # the kernel path it was loaded on (``machine/kernel_paths``); "": not this computer's
+    kernel_reason: str = ""  # why that path, in words
 
     @property
     def remote(self) -> bool:

@@ -98,6 +98,7 @@ def _compact_repetition(
 
 # ---------------------------------------------------------------- the load-progress callback
 
+
 @contextmanager
 def load_progress(
     report: Callable[[float], bool] | None, stopped: list[bool], lazy_tables: bool = False
@@ -149,6 +150,7 @@ def load_progress(
 
 
 # ---------------------------------------------------------------- the tokens a context holds
+
 
 def hold_tokens(llm: Llama, tokens: Sequence[int]) -> None:
     """Say that the context holds exactly ``tokens`` (a state was just restored into it)."""

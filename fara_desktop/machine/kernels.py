@@ -1,0 +1,242 @@
+"""This process's kernel path: proven once per (llama.cpp build, CPU) in child processes, chosen by measured speed
+per model-size class, applied before llama.cpp loads anything here.
+
+``ensure_kernel_path`` is called before every model load (the chat model, the embedder, the benchmark, the test
+suite's own loads). The first call in a process reads the record (``KernelCache``), runs the check where the build
+or the CPU is new (seconds: ``kernel_check``), takes note of a path that killed the app on its first batch last
+time, refuses AMX to the process where llama.cpp's default path failed and AMX can be refused, and applies the
+choice. Later calls only switch extra buffers on or off for the next load (per model-size class, as measured).
+
+``first_batch`` surrounds the first multi-token decode on a path in use: a process that dies there by a fatal
+signal leaves a record that drops the path at the next start (the machine's fault; the model is not blamed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from fara_desktop.files.atomic import write_text_atomically
+from fara_desktop.files.fatal_log import died_by_fatal_signal, fatal_log_in_use
+from fara_desktop.files.paths import app_paths
+from fara_desktop.machine.amx_refusal import amx_refused, refuse_amx
+from fara_desktop.machine.kernel_check import (
+    KernelCache,
+    KernelChoice,
+    PathVerdict,
+    build_identity,
+    check_paths,
+    choose_path,
+    cpu_identity,
+    default_check_folder,
+    identity_key,
+)
+from fara_desktop.machine.kernel_paths import DEFAULT, NO_AMX, KernelPath, available_paths, use_path
+from fara_desktop.machine.llama_build import load_ggml_cpu_library
+
+log = logging.getLogger(__name__)
+
+CACHE_VARIABLE = "FARA_KERNEL_CACHE"  # where the record lives, when not in the app's cache folder (the test suite)
+FIRST_BATCH_FILE = "kernel-first-batch.json"
+
+
+@dataclass
+class _Process:
+    """What this process knows: the machine's record, its identity and the paths here."""
+
+    cache: KernelCache
+    key: str
+    system_info: str
+    paths: tuple[KernelPath, ...]
+    verdicts: dict[str, PathVerdict]
+    checked_now: bool
+
+
+_lock = threading.RLock()
+_state: list[_Process] = []
+_settings: dict[str, str | None] = {"pinned": None, "cache_file": None}
+_last_choice: list[KernelChoice] = []
+
+
+def configure_kernels(cache_file: Path | None = None, pinned: str | None = None) -> None:
+    """Where the record lives and the path the user pinned in Settings (None: chosen here)."""
+    with _lock:
+        if cache_file is not None:
+            _settings["cache_file"] = str(cache_file)
+        _settings["pinned"] = pinned
+
+
+def kernel_cache_file() -> Path:
+    configured = os.environ.get(CACHE_VARIABLE) or _settings["cache_file"]
+    return Path(configured) if configured else app_paths().cache / "kernels.json"
+
+
+def ensure_kernel_path(size_class: str | None = None, threads: int = 2) -> KernelChoice:
+    """The path for the next load (checked and applied; see the module's docstring). Never raises: where nothing
+    can be known, llama.cpp's own choice stands."""
+    with _lock:
+        try:
+            process = _process(threads)
+        except Exception:  # no llama.cpp, a broken cache folder: never a reason not to load
+            log.exception("The kernel check could not run; llama.cpp chooses its own kernels")
+            return KernelChoice(DEFAULT, "not checked (the check could not run)", {}, {})
+        speeds = process.cache.speeds(process.key, size_class) if size_class else {}
+        choice = choose_path(
+            process.paths,
+            process.verdicts,
+            process.cache.dropped(process.key),
+            speeds,
+            process.system_info,
+            _settings["pinned"],
+        )
+        effective = use_path(choice.path)
+        if effective is not choice.path:
+            choice = KernelChoice(
+                effective,
+                f"{choice.reason} (AMX stays refused until the app restarts)",
+                choice.verdicts,
+                choice.speeds,
+                choice.pinned,
+            )
+        _last_choice[:] = [choice]
+        return choice
+
+
+def prepare_llama_load(size_class: str | None = None, threads: int = 2) -> KernelChoice:
+    """Before llama.cpp loads a model in this process: its CPU library registered and the kernel path applied."""
+    load_ggml_cpu_library()
+    return ensure_kernel_path(size_class, threads)
+
+
+def last_choice() -> KernelChoice | None:
+    """The choice of this process's last load (None: nothing loaded yet)."""
+    return _last_choice[0] if _last_choice else None
+
+
+def kernel_record_key() -> str | None:
+    return _state[0].key if _state else None
+
+
+def _process(threads: int) -> _Process:
+    if _state:
+        return _state[0]
+    import llama_cpp
+
+    load_ggml_cpu_library()
+    system_info = llama_cpp.llama_print_system_info().decode(errors="replace")
+    paths = available_paths(system_info)
+    build, cpu = build_identity(system_info), cpu_identity()
+    key = identity_key(build, cpu)
+    file = kernel_cache_file()
+    cache = KernelCache(file)
+    _collect_first_batch_death(cache, key, file.parent)
+    verdicts = cache.verdicts(key)
+    checked_now = False
+    if verdicts is None or set(verdicts) != {p.key for p in paths}:
+        if len(paths) == 1:
+            verdicts = {paths[0].key: PathVerdict(paths[0].key, True, "the only path of this build")}
+        else:
+            started = time.perf_counter()
+            verdicts = check_paths(paths, default_check_folder(file.parent), threads)
+            log.info(
+                "Kernel check: %s in %.1f s", {k: v.usable for k, v in verdicts.items()}, time.perf_counter() - started
+            )
+        cache.set_verdicts(key, verdicts, build, cpu)
+        checked_now = True
+    default_ok = verdicts.get(DEFAULT.key, PathVerdict(DEFAULT.key, False)).usable
+    if (not default_ok or DEFAULT.key in cache.dropped(key)) and NO_AMX in paths:
+        # Before the first load: ggml lists its AMX buffers once per process, and a later load with extra
+        # buffers must never find them there.
+        refuse_amx()
+    _state.append(_Process(cache, key, system_info, paths, verdicts, checked_now))
+    return _state[0]
+
+
+def system_info_here() -> str:
+    return _state[0].system_info if _state else ""
+
+
+def verdicts_here() -> dict[str, PathVerdict]:
+    return dict(_state[0].verdicts) if _state else {}
+
+
+def amx_refused_here() -> bool:
+    return amx_refused()
+
+
+# ---------------------------------------------------------------- the first batch on a path
+
+
+def first_batch_needed(path: KernelPath) -> bool:
+    """Whether no process has yet decoded a batch on ``path`` here (its first is then recorded)."""
+    if not _state:
+        return False
+    proven = _state[0].cache.proven(_state[0].key)
+    return path.key not in proven
+
+
+@contextlib.contextmanager
+def first_batch(path: KernelPath) -> Iterator[None]:
+    """Surround the first multi-token decode on ``path``: recorded on disk before, removed and the path marked
+    proven after; a process that dies in between leaves the record (see ``_collect_first_batch_death``)."""
+    if not _state:
+        yield
+        return
+    process = _state[0]
+    record = kernel_cache_file().parent / FIRST_BATCH_FILE
+    entry = {
+        "key": process.key,
+        "path": path.key,
+        "pid": os.getpid(),
+        "fatal_log": fatal_log_in_use(),
+        "when": time.time(),
+    }
+    try:
+        record.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        write_text_atomically(record, json.dumps(entry))
+    except OSError as exc:
+        log.warning("Could not record the first batch on %s: %s", path.key, exc)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            record.unlink()
+    process.cache.set_proven(process.key, path.key)
+
+
+def _collect_first_batch_death(cache: KernelCache, key: str, folder: Path) -> None:
+    record = folder / FIRST_BATCH_FILE
+    try:
+        entry = json.loads(record.read_text(encoding="utf-8")[:100_000])
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError, RecursionError):
+        entry = None
+    if isinstance(entry, dict) and isinstance(entry.get("pid"), int) and entry["pid"] != os.getpid():
+        if _alive(entry["pid"]):
+            return  # another process of ours (``serve`` beside the window) is in its first batch right now
+        path, fatal = entry.get("path"), entry.get("fatal_log")
+        crashed = died_by_fatal_signal(fatal if isinstance(fatal, str) else "")
+        if entry.get("key") == key and isinstance(path, str) and crashed:
+            day = time.strftime("%Y-%m-%d %H:%M", time.localtime(float(entry.get("when") or 0)))
+            cache.drop(key, path, f"the app died on its first batch on this path ({day})")
+            log.warning("Kernel path %s killed the app on its first batch: it is not used again here", path)
+    with contextlib.suppress(OSError):
+        record.unlink()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
