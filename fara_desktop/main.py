@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from fara_desktop.cli.arguments import build_parser
+from fara_desktop.files.fatal_log import enable_fatal_log, sweep_fatal_logs
 from fara_desktop.files.paths import app_paths
 from fara_desktop.system.logs import configure_logging
 
@@ -34,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
         )  # fmt: skip
     paths = app_paths().ensure()
     log_file = configure_logging(paths.logs)
+    # A record left by a load or a first batch then tells a crash (a fatal signal, written here) from a stop
+    enable_fatal_log(paths.logs)
+    sweep_fatal_logs(paths.logs)
     if args.command == "smoke":
         from fara_desktop.ui.smoke import run_smoke
 

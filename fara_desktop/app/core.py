@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from fara_desktop.app.chat_turns import ChatTurns, TurnView
 from fara_desktop.app.embedding import EmbedderService
 from fara_desktop.app.jobs import Jobs, Stage
+from fara_desktop.app.kernel_speeds import KernelSpeeds
 from fara_desktop.app.picture_intake import RequestPictureFiles, sweep_left_temp_files
 from fara_desktop.app.picture_ledger import PictureLedger
 from fara_desktop.chats.session import ChatSession
@@ -50,6 +51,7 @@ class EngineCore:
         self.api_keys = ApiKeyStore(paths.config)
         # every background job, and the order they are stopped in at quitting (``app.jobs``)
         self.jobs = Jobs()
+        self.kernel_speeds = KernelSpeeds(self.jobs)  # measured on a loaded model, in child processes
         self.embedding = embedding or EmbedderService()
         self.jobs.service("the embedding model", Stage.EMBEDDER, self.embedding.close)
         # the local API's pictures, kept while their request runs (created on first use: a folder of the cache)
@@ -71,6 +73,7 @@ class EngineCore:
         """Replies and loads cancelled, the engine's thread ended (a chat's reading kept on disk first, the model
         freed)."""
         worker.cancel()
+        worker.cancel_load()  # a model half loaded is not waited for
         if not worker.shutdown(timeout):
             log.warning("The inference thread did not end within %s s", timeout)
 

@@ -11,6 +11,8 @@ import psutil
 
 from fara_desktop.files.paths import AppPaths
 from fara_desktop.machine.hardware import detect_hardware
+from fara_desktop.machine.kernel_check import PathVerdict
+from fara_desktop.machine.kernels import ensure_kernel_path
 from fara_desktop.machine.llama_build import weights_are_repacked
 from fara_desktop.machine.measurements import MachineCache
 from fara_desktop.models.discovery import scan_models
@@ -36,6 +38,12 @@ def hardware_report(paths: AppPaths, as_json: bool = False) -> int:
     cache = MachineCache.of_app(paths)
     data = profile.to_json()
     data["memory_read_bandwidth_gb_s"] = round(bandwidth(profile, cache) / 1e9, 1)
+    kernels = ensure_kernel_path(None, profile.usable_cores)  # checked in child processes the first time
+    data["kernels"] = {
+        "path": kernels.path.key,
+        "reason": kernels.reason,
+        "paths": {key: verdict.as_json() for key, verdict in kernels.verdicts.items()},
+    }
     if as_json:
         print(json.dumps(data, indent=2))  # JSON escapes control characters itself
         return 0
@@ -60,6 +68,8 @@ def hardware_report(paths: AppPaths, as_json: bool = False) -> int:
             else "compiled into the library (native build)"
         ),
     ]
+    lines.append(f"Kernel path    {kernels.reason}")
+    lines += [f"  {key:<13}{_verdict_text(verdict)}" for key, verdict in kernels.verdicts.items()]
     if profile.avx512_missing:
         lines.append(
             f"Note           partial AVX-512 (missing {', '.join(profile.avx512_missing)}): AVX2 kernels are used"
@@ -68,6 +78,14 @@ def hardware_report(paths: AppPaths, as_json: bool = False) -> int:
     lines += [f"(probe)        {note}" for note in profile.probe_notes]
     say("\n".join(lines))
     return 0
+
+
+def _verdict_text(verdict: PathVerdict) -> str:
+    if not verdict.usable:
+        return f"unusable here: {verdict.reason}"
+    if verdict.difference:
+        return f"correct here (logits within {verdict.difference:.1%} of the plain kernels')"
+    return "correct here" + (f" ({verdict.reason})" if verdict.reason else "")
 
 
 def models_report(paths: AppPaths, as_json: bool = False) -> int:

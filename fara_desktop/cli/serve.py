@@ -19,9 +19,17 @@ from types import FrameType
 from fara_desktop.app.core import EngineCore
 from fara_desktop.app.embedding import EmbedderService, embedding_model_in
 from fara_desktop.app.model_loading import ModelLoading
-from fara_desktop.engine.types import Event, ModelInfo, ModelLoaded, ModelLoadFailed, ThreadsCalibrated
+from fara_desktop.engine.types import (
+    CalibrationFailed,
+    Event,
+    ModelInfo,
+    ModelLoaded,
+    ModelLoadFailed,
+    ThreadsCalibrated,
+)
 from fara_desktop.files.paths import AppPaths
 from fara_desktop.files.regular import read_regular_text
+from fara_desktop.machine.kernel_check import KernelChoice
 from fara_desktop.serving.local_api import ApiServer, LocalApi
 from fara_desktop.serving.principals import split_keys
 from fara_desktop.settings import load_settings
@@ -56,6 +64,10 @@ def serve_key(paths: AppPaths, given: str | None, key_file: Path | None, env: Ma
     return env.get(KEY_ENV) or ApiKeyStore(paths.config).get(LOCAL_API)
 
 
+class StoppedBeforeServing(Exception):
+    """SIGTERM or SIGINT arrived while ``serve`` was still planning or loading."""
+
+
 def run_serve(
     paths: AppPaths, model: Path | None, host: str, port: int, api_key: str | None, key_file: Path | None = None
 ) -> int:
@@ -64,6 +76,27 @@ def run_serve(
     except FaraError as exc:
         print(printable(f"fara-desktop serve: {exc}"), file=sys.stderr)
         return 1
+
+    def stop_early(_signal: int, _frame: FrameType | None) -> None:
+        raise StoppedBeforeServing
+
+    # From the first moment: a stop while the model loads ends serve cleanly (the load stopped, the engine
+    # closed), with no traceback, and is nobody's fault (the crash record is for fatal signals).
+    signal.signal(signal.SIGTERM, stop_early)
+    signal.signal(signal.SIGINT, stop_early)
+    started: list[EngineCore] = []
+    try:
+        return _serve(paths, model, host, port, key, started)
+    except StoppedBeforeServing:
+        for core in started:
+            core.close()  # the load stopped, the engine's thread ended
+        print("fara-desktop serve: stopped before it served", file=sys.stderr)
+        return 0
+
+
+def _serve(
+    paths: AppPaths, model: Path | None, host: str, port: int, key: str | None, started: list[EngineCore]
+) -> int:
     settings = load_settings(paths.config).settings
     loading = ModelLoading(paths)  # the window's loop: plan, load, then measure the threads once
     prepared = loading.prepare(model, [Path(f) for f in settings.extra_model_folders], settings.inference.apply,
@@ -82,12 +115,20 @@ def run_serve(
         return 1
     # The embedding model the scan found serves /v1/embeddings; a failure to load it is the request's 500.
     core = EngineCore(paths, settings, embedding=EmbedderService(embedding_model_in(plan), strict=True))
+    started.append(core)
     events: queue.Queue[Event] = queue.Queue()
+
+    def kernels_measured(choice: KernelChoice) -> None:  # on the measuring thread
+        print(printable(f"kernels measured: {choice.reason} (taken at the next start)"), flush=True)
 
     def on_event(event: Event) -> None:  # on the inference thread
         if isinstance(event, ThreadsCalibrated):
             loading.calibrated(event)
             print(f"{format_count(event.best, 'thread')} measured fastest for this model", flush=True)
+        if isinstance(event, (ThreadsCalibrated, CalibrationFailed)):
+            info_now = core.worker.loaded_model
+            if info_now is not None:
+                core.kernel_speeds.measure_after(info_now, kernels_measured)
         events.put(event)
 
     worker = core.start_engine(on_event)
@@ -105,6 +146,8 @@ def run_serve(
     candidates = loading.calibration_after(info, settings.inference.n_threads)
     if candidates is not None:  # measured while the first requests are answered: it gives way to them
         worker.calibrate_threads(candidates)
+    else:
+        core.kernel_speeds.measure_after(info, kernels_measured)
     api = LocalApi(worker, lambda: info, settings.sampling.params, key,
                    allowed_origins=settings.local_api.allowed_origins, embedder=core.embedding.get,
                    pictures=core.request_picture_files)  # fmt: skip
@@ -127,6 +170,8 @@ def run_serve(
         printable(f"serving {info.name} ({info.n_ctx:,}-token context, {format_count(info.n_threads, 'thread')})"),
         flush=True,
     )
+    if info.kernel_reason:
+        print(printable(f"kernels: {info.kernel_reason}"), flush=True)
     try:
         server.run()
     finally:

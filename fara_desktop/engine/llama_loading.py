@@ -57,7 +57,8 @@ def open_model(
     trained = header.arch_int("context_length", 1, 1 << 24) or 0
     n_ctx = params.context_for(trained)
     threads = params.n_threads or default_threads(physical_cores(), usable_cores())
-    kernels = prepare_llama_load(size_class_of(header), threads)
+    size = size_class_of(header)
+    kernels = prepare_llama_load(size, threads)
     threads_batch = params.n_threads_batch or threads
     kv_type = GGML_TYPE_IDS[params.kv_type]
     # a picture is decoded in one batch (Gemma 3's attends to itself both ways): room for a large one
@@ -133,6 +134,7 @@ def open_model(
         rewindable=is_rewindable(llm),
         kernel_path=kernels.path.key,
         kernel_reason=kernels.reason,
+        size_class=size or "",
     )
     return llm, formatter, info, params
 

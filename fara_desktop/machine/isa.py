@@ -104,6 +104,10 @@ def compare(cpu: list[str], build: dict[str, bool]) -> list[CapabilityGap]:
         return []  # the build could not be probed: nothing to say
     gaps = []
     for feature, build_name in BUILD_NAMES.items():
+        if feature == "AMX_INT8":
+            # llama.cpp's AMX matmul faults on some Xeons (llama.cpp #20824): a native build is the one that
+            # crashes there, so a build without AMX is never a gap to fix.
+            continue
         if feature in cpu and not build.get(build_name, False):
             gaps.append(
                 CapabilityGap(

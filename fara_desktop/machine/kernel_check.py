@@ -12,6 +12,7 @@ median kept per model-size class; a round taken while other programs used the pr
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -110,28 +111,42 @@ def identity_key(build: str, cpu: str) -> str:
 # ---------------------------------------------------------------- the child processes
 
 
-def run_child(request: ProbeRequest, timeout: float) -> tuple[str, Any]:
-    """``("done", value)``, ``("failed", text)``, ``("died", signal name)`` or ``("hung", seconds)``."""
+def run_child(
+    request: ProbeRequest, timeout: float, should_stop: Callable[[], bool] | None = None
+) -> tuple[str, Any]:
+    """``("done", value)``, ``("failed", text)``, ``("died", signal name)``, ``("hung", seconds)`` or
+    ``("stopped", "")`` (``should_stop`` said so: the child is killed at once)."""
     context = multiprocessing.get_context("spawn")  # never fork a process that holds a model and threads
     parent_end, child_end = context.Pipe(duplex=False)
     process = context.Process(target=child_main, args=(child_end, request), name="fara-kernel-check", daemon=True)
     process.start()
     child_end.close()
+    deadline = time.monotonic() + timeout
+    kind: str = "hung"
+    value: Any = timeout
     try:
-        if not parent_end.poll(timeout):
-            return "hung", timeout
-        try:
-            kind, value = parent_end.recv()
-        except (EOFError, OSError):
-            kind, value = "died", ""
+        while time.monotonic() < deadline:
+            if should_stop is not None and should_stop():
+                kind, value = "stopped", ""
+                break
+            if parent_end.poll(min(0.2, max(0.0, deadline - time.monotonic()))):
+                try:
+                    kind, value = parent_end.recv()
+                except (EOFError, OSError):
+                    kind, value = "died", ""
+                break
     finally:
         parent_end.close()
+        if kind in ("hung", "stopped"):
+            process.kill()
         process.join(5.0)
         if process.is_alive():
             process.kill()
         process.join()
         code = process.exitcode
         process.close()
+    if kind in ("hung", "stopped"):
+        return kind, value
     if kind == "died" or (code is not None and code < 0):
         return "died", _signal_name(-code if code is not None and code < 0 else 0)
     return str(kind), value
@@ -207,31 +222,74 @@ def _difference(rows: dict[str, list[list[float]]], reference: dict[str, list[li
     return worst
 
 
+BUSY_CORES = 0.25  # other programs using more than this share of one core make a sample unreliable
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Each path's median speeds, and whether they had to be taken while the machine was busy."""
+
+    speeds: dict[str, PathSpeed]
+    busy: bool
+    samples_discarded: int
+
+
 def measure_paths(
     paths: Sequence[KernelPath],
     model: Path,
     threads: int,
     rounds: int = 3,
     should_stop: Callable[[], bool] | None = None,
-) -> dict[str, PathSpeed]:
+    busy_cores: Callable[[Callable[[], tuple[str, Any]]], tuple[tuple[str, Any], float]] | None = None,
+) -> Measurement:
     """Each path's median prompt and reply speed on ``model``: one child per path and round, interleaved (the
-    machine's speed drifts within minutes; interleaving spreads the drift over every path)."""
+    machine's speed drifts within minutes; interleaving spreads the drift over every path). A sample taken while
+    other programs (the app's own replies included) used the processor is taken again, up to twice per round;
+    after that it counts, and the measurement is marked busy (kept until the next chance to measure)."""
+    timed = busy_cores or other_programs_busy
     samples: dict[str, list[tuple[float, float]]] = {p.key: [] for p in paths}
+    busy, discarded = False, 0
     for _ in range(rounds):
         for path in paths:
-            if should_stop is not None and should_stop():
-                break
             request = ProbeRequest("measure", path.key, path.extra_buffers, path.refuse_amx, threads, model=str(model))
-            kind, value = run_child(request, MEASURE_SECONDS)
-            if kind == "done" and isinstance(value, dict):
+            for attempt in range(3):
+                if should_stop is not None and should_stop():
+                    return Measurement(_medians(samples), busy, discarded)
+                (kind, value), others = timed(functools.partial(run_child, request, MEASURE_SECONDS, should_stop))
+                if kind != "done" or not isinstance(value, dict):
+                    log.warning("Measuring kernel path %s failed: %s %s", path.key, kind, str(value)[:200])
+                    break
+                if others > BUSY_CORES and attempt < 2:
+                    discarded += 1
+                    continue
+                busy = busy or others > BUSY_CORES
                 samples[path.key].append((float(value["prompt"]), float(value["reply"])))
-            else:
-                log.warning("Measuring kernel path %s failed: %s %s", path.key, kind, str(value)[:200])
+                break
+    return Measurement(_medians(samples), busy, discarded)
+
+
+def _medians(samples: dict[str, list[tuple[float, float]]]) -> dict[str, PathSpeed]:
     return {
         key: PathSpeed(statistics.median(s[0] for s in got), statistics.median(s[1] for s in got))
         for key, got in samples.items()
         if got
     }
+
+
+def other_programs_busy(run: Callable[[], tuple[str, Any]]) -> tuple[tuple[str, Any], float]:
+    """``run()`` and the cores other programs kept busy meanwhile (the whole machine's busy time less what the
+    measuring child itself used, which it reports as ``cpu_seconds``)."""
+    import psutil
+
+    def busy_seconds() -> float:
+        times = psutil.cpu_times()
+        return float(sum(times)) - float(times.idle) - float(getattr(times, "iowait", 0.0))
+
+    before, started = busy_seconds(), time.perf_counter()
+    answer = run()
+    wall = max(time.perf_counter() - started, 1e-3)
+    own = answer[1].get("cpu_seconds", 0.0) if answer[0] == "done" and isinstance(answer[1], dict) else 0.0
+    return answer, max(0.0, busy_seconds() - before - float(own)) / wall
 
 
 # ---------------------------------------------------------------- what is kept

@@ -202,7 +202,12 @@ def _measure(request: ProbeRequest, fault: str) -> dict[str, float]:
         for i in range(request.reply_tokens):
             decode(request.prompt_tokens + i, 1)
         reply_seconds = time.perf_counter() - started
-        return {"prompt": request.prompt_tokens / prompt_seconds, "reply": request.reply_tokens / reply_seconds}
+        own = os.times()
+        return {
+            "prompt": request.prompt_tokens / prompt_seconds,
+            "reply": request.reply_tokens / reply_seconds,
+            "cpu_seconds": own.user + own.system,
+        }
     finally:
         llama_cpp.llama_batch_free(batch)
         if ctx:

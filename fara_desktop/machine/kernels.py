@@ -30,6 +30,7 @@ from fara_desktop.machine.amx_refusal import amx_refused, refuse_amx
 from fara_desktop.machine.kernel_check import (
     KernelCache,
     KernelChoice,
+    Measurement,
     PathVerdict,
     build_identity,
     check_paths,
@@ -157,6 +158,41 @@ def _process(threads: int) -> _Process:
         refuse_amx()
     _state.append(_Process(cache, key, system_info, paths, verdicts, checked_now))
     return _state[0]
+
+
+def paths_to_measure(size_class: str) -> list[KernelPath]:
+    """The usable paths whose speeds are not known for ``size_class`` here (or were measured while the machine
+    was busy); empty when there is nothing to choose between."""
+    with _lock:
+        if not _state:
+            return []
+        process = _state[0]
+        dropped = process.cache.dropped(process.key)
+        usable = [p for p in process.paths if process.verdicts.get(p.key, PathVerdict(p.key, False)).usable]
+        usable = [p for p in usable if p.key not in dropped and not (p is DEFAULT and amx_refused())]
+        if len(usable) < 2:
+            return []
+        known = process.cache.speeds(process.key, size_class)
+        if all(p.key in known for p in usable) and not process.cache.speeds_provisional(process.key, size_class):
+            return []
+        return usable
+
+
+def keep_speeds(size_class: str, measurement: Measurement) -> KernelChoice | None:
+    """Keep a measurement for ``size_class``; the choice it makes for the next load of that size."""
+    with _lock:
+        if not _state or not measurement.speeds:
+            return None
+        process = _state[0]
+        process.cache.set_speeds(process.key, size_class, measurement.speeds, measurement.busy)
+        return choose_path(
+            process.paths,
+            process.verdicts,
+            process.cache.dropped(process.key),
+            measurement.speeds,
+            process.system_info,
+            _settings["pinned"],
+        )
 
 
 def system_info_here() -> str:

@@ -3,9 +3,11 @@
 llama.cpp can abort the whole process on a file it cannot handle (``GGML_ASSERT``): no exception reaches Python,
 and a model chosen once is loaded at every start. So before llama.cpp opens a file, the file is recorded on disk
 (``loading.json``), and the record is removed when llama.cpp returns, whether it loaded the model or refused it.
-A start that finds a record left by a process that is gone knows that file stopped the app: it moves it to the
-list of crashed models (``crashed-models.json``), which discovery shows as unusable with the reason, and the
-planner never loads. A file that changes (re-downloaded: another size or time) is tried again.
+A start that finds a record left by a process that is gone, and that died by a fatal signal (its fatal-signal log,
+``files/fatal_log``, is written; a process stopped by SIGTERM or Ctrl+C leaves it empty and is nobody's fault),
+knows that file stopped the app: it moves it to the list of crashed models (``crashed-models.json``), which
+discovery shows as unusable with the reason, and the planner never loads. A file that changes (re-downloaded:
+another size or time) is tried again.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from fara_desktop.files.atomic import write_text_atomically
+from fara_desktop.files.fatal_log import died_by_fatal_signal, fatal_log_in_use
 from fara_desktop.text.untrusted import one_line
 
 log = logging.getLogger(__name__)
@@ -90,8 +93,14 @@ class LoadRecord:
     def _begin(self, path: Path) -> None:
         try:
             stat = path.stat()
-            entry = {"path": str(path), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "when": time.time(),
-                     "pid": os.getpid()}  # fmt: skip
+            entry = {
+                "path": str(path),
+                "size": stat.st_size,
+                "mtime_ns": stat.st_mtime_ns,
+                "when": time.time(),
+                "pid": os.getpid(),
+                "fatal_log": fatal_log_in_use(),
+            }
             self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
             write_text_atomically(self._loading, json.dumps(entry))
         except OSError as exc:
@@ -110,6 +119,11 @@ class LoadRecord:
             self._loading.unlink()
         crash = _crash_from(entry)
         if crash is None:
+            return []
+        fatal_log = entry.get("fatal_log") if isinstance(entry, dict) else None
+        if not died_by_fatal_signal(fatal_log if isinstance(fatal_log, str) else ""):
+            # SIGTERM at logout, a Ctrl+C, `systemctl stop`: the load was interrupted, the file did nothing wrong
+            log.info("The last load of %s was interrupted (the app was stopped)", one_line(Path(crash.path).name))
             return []
         log.warning("The last load of %s never finished: llama.cpp stopped the app", one_line(Path(crash.path).name))
         earlier = [c for c in self.crashed() if c.path != crash.path][-(_MAX_CRASHED - 1) :]

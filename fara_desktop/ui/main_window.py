@@ -119,6 +119,7 @@ class MainWindow(QMainWindow):
         self._build()
         self.chat = ChatController(self, self.core, self.bridge, sampling or self.settings.sampling.params())
         self.startup = StartupController(self, self.bridge)
+        self.startup.measure_kernels = self.core.kernel_speeds.measure_after
         self.startup.planStarted.connect(self.chat.plan_started)
         self.startup.planSettled.connect(self.chat.plan_settled)
         self.startup.loadRequested.connect(self.chat.load_model)

@@ -67,6 +67,8 @@ class StartupController(QObject):
         self._background: set[BackgroundCall] = set()
         self._explicit = False  # the user just picked a file: it wins over a server model chosen before
         self.remote_choice: Callable[[], RemoteModel | None] = lambda: None  # the server model chosen in Settings
+        # the kernel paths measured on a loaded model (the core's job), once its thread count is known
+        self.measure_kernels: Callable[[ModelInfo], object] = lambda _info: None
 
     @property
     def plan(self) -> StartupPlan | None:
@@ -173,6 +175,13 @@ class StartupController(QObject):
         if candidates is not None:
             self.bridge.calibrate_threads(candidates)
             self.screen.hardware_panel.note_threads("measuring the fastest count (a question goes first)")
+        else:
+            self.measure_kernels(info)  # after the threads: two measurements at once would spoil both
+
+    def _measure_kernels_now(self) -> None:
+        info = self.bridge.worker.loaded_model
+        if info is not None:
+            self.measure_kernels(info)
 
     # Engine events this controller owns (the window routes each type to one controller).
     ENGINE_EVENTS = (CalibrationPostponed, CalibrationFailed, ThreadsCalibrated)
@@ -184,8 +193,10 @@ class StartupController(QObject):
             reason = one_line(event.reason, 120)
             self.screen.hardware_panel.note_threads(f"not measured ({reason}; the default is kept)")
             self.screen.set_status("The thread count could not be measured; details are in the log")
+            self._measure_kernels_now()
         elif isinstance(event, ThreadsCalibrated):
             self.loading.calibrated(event)  # Settings' "auto (= N)" is the count measured, as the panel says
             n_threads = self.screen.settings.inference.n_threads
             self.screen.hardware_panel.show_calibration(event.tok_per_s, event.best, n_threads)
             self.screen.set_status(f"Ready · {format_count(event.best, 'thread')} measured fastest for this model")
+            self._measure_kernels_now()

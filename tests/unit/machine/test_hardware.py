@@ -71,9 +71,11 @@ def test_avx2_laptop_on_an_avx2_build_has_no_gap():
     assert compare(features_of("intel-avx2-laptop.txt"), parse_build_features(AVX2_BUILD)) == []
 
 
-def test_sapphire_rapids_misses_amx_and_avx_vnni_on_an_avx512_build():
+def test_sapphire_rapids_on_an_avx512_build_is_never_told_to_rebuild_for_amx():
+    """llama.cpp's AMX matmul faults on some Xeons: the native build the advice names is the one that crashes."""
     gaps = compare(features_of("intel-sapphire-rapids.txt"), parse_build_features(AVX512_BUILD))
-    assert {g.feature for g in gaps} == {"AVX_VNNI", "AMX_INT8"}
+    assert {g.feature for g in gaps} == {"AVX_VNNI"}
+    assert not any("AMX" in g.message for g in gaps)
 
 
 def test_arm_board_dotprod():

@@ -1,0 +1,69 @@
+"""After a model loads: the correct kernel paths' speeds measured on it, in the background, once per model size.
+
+Each path runs the user's own model in a child process (``machine/kernel_check.measure_paths``), interleaved
+with the others over three rounds; the medians are kept per model-size class and the next load of that size
+takes the fastest. The child reads the same file (its pages are shared) and, on a repacking path, copies the
+weights once more: it is measured only where memory has room for that copy. A sample taken while the machine was
+busy (a reply being written counts) is taken again; what stays busy is used and measured again at the next load.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+
+from fara_desktop.app.jobs import Jobs, Stage
+from fara_desktop.engine.types import ModelInfo
+from fara_desktop.machine.kernel_check import KernelChoice, measure_paths
+from fara_desktop.machine.kernels import keep_speeds, paths_to_measure
+
+log = logging.getLogger(__name__)
+
+ROOM_BESIDE = 512 * 1024 * 1024  # compute buffers and the child's own Python, beside the weights' copy
+
+
+class KernelSpeeds:
+    """Owns the measuring thread (``fara-kernel-speeds``) and its children: one measurement at a time, a job in
+    the registry (stage ENGINE) whose stop kills the child being measured."""
+
+    def __init__(self, jobs: Jobs) -> None:
+        self._jobs = jobs
+        self._lock = threading.Lock()
+        self._running: threading.Thread | None = None
+
+    def measure_after(self, info: ModelInfo, on_done: Callable[[KernelChoice], None] | None = None) -> bool:
+        """Start measuring the kernel paths on the model ``info`` describes, when its size has no measurement
+        here and memory has room; True when it started. ``on_done`` is called on the measuring thread."""
+        if info.remote or not info.size_class or not isinstance(info.path, Path):
+            return False
+        paths = paths_to_measure(info.size_class)
+        if not paths or psutil.virtual_memory().available < info.file_bytes * 1.25 + ROOM_BESIDE:
+            return False
+        with self._lock:
+            if self._running is not None and self._running.is_alive():
+                return False
+            stop = threading.Event()
+            job = self._jobs.begin("measuring the kernel paths", Stage.ENGINE, stop.set)
+            model, threads, size = info.path, info.n_threads_batch, info.size_class
+
+            def run() -> None:
+                try:
+                    measurement = measure_paths(paths, model, threads, should_stop=stop.is_set)
+                    if stop.is_set():
+                        return
+                    choice = keep_speeds(size, measurement)
+                    log.info("Kernel speeds for %s models: %s (busy: %s)", size, measurement.speeds, measurement.busy)
+                    if choice is not None and on_done is not None:
+                        on_done(choice)
+                except Exception:  # a measurement that fails leaves the choice as it was
+                    log.exception("Measuring the kernel paths failed")
+                finally:
+                    job.end()
+
+            self._running = threading.Thread(target=run, name="fara-kernel-speeds", daemon=True)
+            self._running.start()
+            return True
