@@ -8,12 +8,13 @@ _ = object()
 # Called by name: the benchmark runs the sections the command line names (getattr(f"{name}_section")).
 _.bandwidth_section, _.engine_section, _.app_section, _.memory_section
 _.startup_section, _.turns_section, _.cold_section, _.resume_section, _.typeahead_section, _.retrieval_section
-_.vision_section, _.api_section
+_.vision_section, _.api_section, _.kernels_section
 _.loops_section, _.prefix_section
 
 # Interfaces other code calls: llama.cpp's ctypes structs, sqlite3, lxml's parser target, urllib's handlers,
 # uvicorn's server, Jinja's sandbox, QTextDocument's resource loader.
 _.type_k, _.type_v, _.flash_attn_type, _.no_perf, _.progress_callback, _.lazy_mode
+_.use_extra_bufts, _.ftype, _.nthread
 _.row_factory
 attrib, _.comment
 _.http_open, _.https_open
@@ -45,3 +46,7 @@ settings_table
 _.LOAD_TRUNCATED_IMAGES, _.MAX_IMAGE_PIXELS
 # ctypes structures' fields, read by llama.cpp's mtmd (engine/vision.py).
 _.use_gpu, _.print_timings, _.warmup, _.text_len, _.parse_special, _.cb_eval
+
+# What the tests ask of this process's kernel path (tests/integration/machine/test_kernel_check.py,
+# tests/unit/machine/test_kernel_choice.py): the app applies the path and never needs to ask it back.
+amx_permission_request_refused, path_in_use

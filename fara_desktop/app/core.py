@@ -27,6 +27,7 @@ from fara_desktop.engine.kv_disk import KVDiskStore, budget_within, chat_state_s
 from fara_desktop.engine.worker import EventSink, InferenceWorker
 from fara_desktop.files.paths import AppPaths
 from fara_desktop.machine.hardware import on_battery_now
+from fara_desktop.machine.kernels import configure_kernels
 from fara_desktop.models.load_record import LoadRecord
 from fara_desktop.pictures.store import PictureStore
 from fara_desktop.settings import Settings, ToolSettings, save_settings
@@ -48,6 +49,7 @@ class EngineCore:
                  state_store: KVDiskStore | None = None, embedding: EmbedderService | None = None) -> None:  # fmt: skip
         self.paths = paths
         self.settings = settings
+        configure_kernels(pinned=settings.inference.kernel_path)  # before the first load: a path pinned in Settings
         self.api_keys = ApiKeyStore(paths.config)
         # every background job, and the order they are stopped in at quitting (``app.jobs``)
         self.jobs = Jobs()
@@ -165,6 +167,7 @@ class AppCore(EngineCore):
         """Keep ``settings`` (saved to disk) and apply what belongs to the core: the saved readings' budget, the
         tool servers. What the screen shows (sampling, appearance, the local API) follows the answer."""
         old, self.settings = self.settings, settings
+        configure_kernels(pinned=settings.inference.kernel_path)  # taken at the reload a changed value makes
         save_problem = self._save()
         if old.prompts.chat_states_gb != settings.prompts.chat_states_gb:
             wanted = int(max(0.0, settings.prompts.chat_states_gb) * (1 << 30))

@@ -15,7 +15,7 @@ from fara_desktop.planning.tuning import expected_prompt_tokens_per_second, expe
 
 SECTIONS = (
     "bandwidth", "engine", "app", "memory", "startup", "turns", "resume", "typeahead", "cold", "retrieval", "loops",
-    "prefix", "vision", "api",
+    "prefix", "vision", "api", "kernels",
 )  # fmt: skip
 SECTION_HELP = {
     "bandwidth": "the machine's memory read bandwidth, probed twice",
@@ -44,12 +44,15 @@ SECTION_HELP = {
     "vision": "pictures, for each mmproj*.gguf beside the model: encode time vs its forecast, encodings on a second "
     "question, a chat with a picture resumed from disk vs re-read, the projector's memory vs its estimate, and "
     "hostile pictures (a bomb, a truncated file, 10,000 GIF frames) through the sandbox",
+    "kernels": "each kernel path correct on this machine (checked in child processes), prompt and reply speed on "
+    "the model, one child per path and sample, interleaved, medians; the path chosen from them against the "
+    "fastest and against llama.cpp's default",
     "api": "the local API as a chat client uses it (fara-desktop serve, a key per app): a ~2,500-token "
     "conversation's follow-up vs its first request, and the tokens another key reused (must be 0)",
 }
 SLOW_AT_SIZE = frozenset({"turns", "cold"})  # not run by default when generation is predicted below 20 tok/s
 # slow, or not about the chat model's speed
-ONLY_WHEN_ASKED = frozenset({"cold", "retrieval", "loops", "prefix", "vision", "api"})
+ONLY_WHEN_ASKED = frozenset({"cold", "retrieval", "loops", "prefix", "vision", "api", "kernels"})
 BIG_MODEL_TOK_PER_S = 20.0
 
 

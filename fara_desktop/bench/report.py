@@ -20,6 +20,7 @@ from typing import Any
 
 from fara_desktop.bench.api_cache import api_cache
 from fara_desktop.bench.cold_probe import MODES as COLD_MODES
+from fara_desktop.bench.kernels import kernel_speeds
 from fara_desktop.bench.loops import loop_detection
 from fara_desktop.bench.paste_forecast import paste_forecast
 from fara_desktop.bench.plan import SECTION_HELP, SECTIONS, default_sections, plan_for
@@ -123,6 +124,7 @@ STAGE_TITLES = {
     "prefix": "every path that keeps part of a chat's context, against a fresh read",
     "vision": "pictures: encoding, reuse, resume, memory and hostile files",
     "api": "the local API's prompt cache: a client's follow-up vs its first request, and another key's reuse",
+    "kernels": "the kernel paths: each correct one's prompt and reply speed, interleaved in child processes",
 }
 
 
@@ -367,6 +369,12 @@ class Benchmark:
         self.close()
         tokens = min(2500, self.n_ctx - 512)
         self.out.update(api_cache(self.model, min(tokens, 600) if self.quick else tokens, 2 if self.plan.big else 3))
+
+    def kernels_section(self) -> None:
+        self.close()  # each path loads the model in a child of its own: nothing of ours beside it
+        prompt = min(512, max(64, self.plan.pp_tokens))
+        rounds = 3 if self.quick else 5
+        self.out.update(kernel_speeds(self.model, self.tuned.n_threads_batch, rounds, prompt, 32))
 
     def vision_section(self) -> None:
         self.close()

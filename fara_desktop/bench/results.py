@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from fara_desktop.bench.kernels import kernel_rows
 from fara_desktop.files.atomic import write_text_atomically
 from fara_desktop.files.paths import AppPaths
 from fara_desktop.files.regular import read_regular_text
@@ -130,6 +131,7 @@ def table(out: dict[str, Any]) -> str:
                 f"{out['api_followup_over_first']:.3f} (read {out['api_followup_read_tokens']:,.0f} tokens)"),
             row("local API: tokens another key reused", f"{out['api_cross_principal_reuse_tokens']}"),
         ]  # fmt: skip
+    rows += kernel_rows(out, row)
     rows += retrieval_rows(out.get("retrieval"))
     rows += vision_rows(out)
     return "\n".join(rows)

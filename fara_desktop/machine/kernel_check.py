@@ -40,6 +40,7 @@ MEASURE_SECONDS = 600.0
 # What a turn of the chat costs, to weigh prompt against reply speed: a message and its context read, a reply
 # written. The two phases can disagree (at 1.7B on a Xeon: plain kernels read prompts 1.37x faster, repacked ones
 # write 1.16x faster), so the choice is the path that makes such a turn shortest.
+SAME_SPEED = 0.97  # a path within 3 % of the fastest is as fast (the machines drift more than that)
 TURN_PROMPT_TOKENS = 512
 TURN_REPLY_TOKENS = 256
 MAX_CACHE_BYTES = 1 << 20
@@ -111,9 +112,7 @@ def identity_key(build: str, cpu: str) -> str:
 # ---------------------------------------------------------------- the child processes
 
 
-def run_child(
-    request: ProbeRequest, timeout: float, should_stop: Callable[[], bool] | None = None
-) -> tuple[str, Any]:
+def run_child(request: ProbeRequest, timeout: float, should_stop: Callable[[], bool] | None = None) -> tuple[str, Any]:
     """``("done", value)``, ``("failed", text)``, ``("died", signal name)``, ``("hung", seconds)`` or
     ``("stopped", "")`` (``should_stop`` said so: the child is killed at once)."""
     context = multiprocessing.get_context("spawn")  # never fork a process that holds a model and threads
@@ -240,6 +239,8 @@ def measure_paths(
     threads: int,
     rounds: int = 3,
     should_stop: Callable[[], bool] | None = None,
+    prompt_tokens: int = 128,
+    reply_tokens: int = 32,
     busy_cores: Callable[[Callable[[], tuple[str, Any]]], tuple[tuple[str, Any], float]] | None = None,
 ) -> Measurement:
     """Each path's median prompt and reply speed on ``model``: one child per path and round, interleaved (the
@@ -251,11 +252,22 @@ def measure_paths(
     busy, discarded = False, 0
     for _ in range(rounds):
         for path in paths:
-            request = ProbeRequest("measure", path.key, path.extra_buffers, path.refuse_amx, threads, model=str(model))
+            request = ProbeRequest(
+                "measure",
+                path.key,
+                path.extra_buffers,
+                path.refuse_amx,
+                threads,
+                model=str(model),
+                prompt_tokens=prompt_tokens,
+                reply_tokens=reply_tokens,
+            )
             for attempt in range(3):
                 if should_stop is not None and should_stop():
                     return Measurement(_medians(samples), busy, discarded)
                 (kind, value), others = timed(functools.partial(run_child, request, MEASURE_SECONDS, should_stop))
+                if kind == "stopped":
+                    return Measurement(_medians(samples), busy, discarded)
                 if kind != "done" or not isinstance(value, dict):
                     log.warning("Measuring kernel path %s failed: %s %s", path.key, kind, str(value)[:200])
                     break
@@ -439,6 +451,9 @@ def choose_path(
     measured = [p for p in usable if p.key in speeds]
     if len(measured) >= 2 or (measured and len(usable) == 1):
         best = min(measured, key=lambda p: speeds[p.key].turn_seconds)
+        preferred = measured[0]  # the nearest to llama.cpp's default: kept unless clearly slower
+        if speeds[preferred.key].turn_seconds <= speeds[best.key].turn_seconds / SAME_SPEED:
+            best = preferred
         default_speed = speeds.get(DEFAULT.key)
         comparison = ""
         if default_speed is not None and best is not DEFAULT:

@@ -53,6 +53,8 @@ class ProbeRequest:
 def child_main(conn: Connection, request: ProbeRequest) -> None:
     """The child's entry point (multiprocessing, spawn): one answer sent, then the process ends."""
     try:
+        with open(os.devnull, "w") as sink:  # ggml prints to stderr ("AMX is not ready to be used!"): not for the app's
+            os.dup2(sink.fileno(), 2)
         from fara_desktop.machine.llama_build import route_llama_logs_to_logging
 
         route_llama_logs_to_logging()  # llama.cpp's chatter stays out of the app's terminal

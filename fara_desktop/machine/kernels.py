@@ -19,7 +19,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +31,7 @@ from fara_desktop.machine.kernel_check import (
     KernelCache,
     KernelChoice,
     Measurement,
+    PathSpeed,
     PathVerdict,
     build_identity,
     check_paths,
@@ -63,7 +64,6 @@ class _Process:
 _lock = threading.RLock()
 _state: list[_Process] = []
 _settings: dict[str, str | None] = {"pinned": None, "cache_file": None}
-_last_choice: list[KernelChoice] = []
 
 
 def configure_kernels(cache_file: Path | None = None, pinned: str | None = None) -> None:
@@ -106,7 +106,6 @@ def ensure_kernel_path(size_class: str | None = None, threads: int = 2) -> Kerne
                 choice.speeds,
                 choice.pinned,
             )
-        _last_choice[:] = [choice]
         return choice
 
 
@@ -114,15 +113,6 @@ def prepare_llama_load(size_class: str | None = None, threads: int = 2) -> Kerne
     """Before llama.cpp loads a model in this process: its CPU library registered and the kernel path applied."""
     load_ggml_cpu_library()
     return ensure_kernel_path(size_class, threads)
-
-
-def last_choice() -> KernelChoice | None:
-    """The choice of this process's last load (None: nothing loaded yet)."""
-    return _last_choice[0] if _last_choice else None
-
-
-def kernel_record_key() -> str | None:
-    return _state[0].key if _state else None
 
 
 def _process(threads: int) -> _Process:
@@ -138,19 +128,7 @@ def _process(threads: int) -> _Process:
     file = kernel_cache_file()
     cache = KernelCache(file)
     _collect_first_batch_death(cache, key, file.parent)
-    verdicts = cache.verdicts(key)
-    checked_now = False
-    if verdicts is None or set(verdicts) != {p.key for p in paths}:
-        if len(paths) == 1:
-            verdicts = {paths[0].key: PathVerdict(paths[0].key, True, "the only path of this build")}
-        else:
-            started = time.perf_counter()
-            verdicts = check_paths(paths, default_check_folder(file.parent), threads)
-            log.info(
-                "Kernel check: %s in %.1f s", {k: v.usable for k, v in verdicts.items()}, time.perf_counter() - started
-            )
-        cache.set_verdicts(key, verdicts, build, cpu)
-        checked_now = True
+    verdicts, checked_now = verdicts_for(cache, key, build, cpu, paths, default_check_folder(file.parent), threads)
     default_ok = verdicts.get(DEFAULT.key, PathVerdict(DEFAULT.key, False)).usable
     if (not default_ok or DEFAULT.key in cache.dropped(key)) and NO_AMX in paths:
         # Before the first load: ggml lists its AMX buffers once per process, and a later load with extra
@@ -163,15 +141,11 @@ def _process(threads: int) -> _Process:
 def paths_to_measure(size_class: str) -> list[KernelPath]:
     """The usable paths whose speeds are not known for ``size_class`` here (or were measured while the machine
     was busy); empty when there is nothing to choose between."""
+    usable = usable_paths()
     with _lock:
-        if not _state:
+        if not _state or len(usable) < 2:
             return []
         process = _state[0]
-        dropped = process.cache.dropped(process.key)
-        usable = [p for p in process.paths if process.verdicts.get(p.key, PathVerdict(p.key, False)).usable]
-        usable = [p for p in usable if p.key not in dropped and not (p is DEFAULT and amx_refused())]
-        if len(usable) < 2:
-            return []
         known = process.cache.speeds(process.key, size_class)
         if all(p.key in known for p in usable) and not process.cache.speeds_provisional(process.key, size_class):
             return []
@@ -195,16 +169,62 @@ def keep_speeds(size_class: str, measurement: Measurement) -> KernelChoice | Non
         )
 
 
-def system_info_here() -> str:
-    return _state[0].system_info if _state else ""
+def usable_paths() -> list[KernelPath]:
+    """The paths this process may load on: passed the check, not dropped, and not AMX once it is refused."""
+    with _lock:
+        if not _state:
+            return []
+        process = _state[0]
+        dropped = process.cache.dropped(process.key)
+        return [
+            p
+            for p in process.paths
+            if process.verdicts.get(p.key, PathVerdict(p.key, False)).usable
+            and p.key not in dropped
+            and not (p is DEFAULT and amx_refused())
+        ]
 
 
-def verdicts_here() -> dict[str, PathVerdict]:
-    return dict(_state[0].verdicts) if _state else {}
+def choice_with(speeds: dict[str, PathSpeed]) -> KernelChoice | None:
+    """What this process would choose with these speeds (the pin aside)."""
+    with _lock:
+        if not _state:
+            return None
+        process = _state[0]
+        dropped = process.cache.dropped(process.key)
+        return choose_path(process.paths, process.verdicts, dropped, speeds, process.system_info)
 
 
-def amx_refused_here() -> bool:
-    return amx_refused()
+def known_verdicts() -> dict[str, PathVerdict]:
+    """Each path's verdict here, once this process has checked or read them (empty before its first load)."""
+    with _lock:
+        return dict(_state[0].verdicts) if _state else {}
+
+
+def verdicts_for(
+    cache: KernelCache,
+    key: str,
+    build: str,
+    cpu: str,
+    paths: tuple[KernelPath, ...],
+    folder: Path,
+    threads: int,
+    check: Callable[[Sequence[KernelPath], Path, int], dict[str, PathVerdict]] = check_paths,
+) -> tuple[dict[str, PathVerdict], bool]:
+    """The verdicts kept for (build, CPU) ``key``, or checked now (True) when there are none: a new build, a new
+    CPU, a new set of paths."""
+    verdicts = cache.verdicts(key)
+    if verdicts is not None and set(verdicts) == {p.key for p in paths}:
+        return verdicts, False
+    if len(paths) == 1:
+        verdicts = {paths[0].key: PathVerdict(paths[0].key, True, "the only path of this build")}
+    else:
+        started = time.perf_counter()
+        verdicts = check(paths, folder, threads)
+        usable = {k: v.usable for k, v in verdicts.items()}
+        log.info("Kernel check: %s in %.1f s", usable, time.perf_counter() - started)
+    cache.set_verdicts(key, verdicts, build, cpu)
+    return verdicts, True
 
 
 # ---------------------------------------------------------------- the first batch on a path

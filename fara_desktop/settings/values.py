@@ -12,7 +12,7 @@ from typing import Any
 
 from fara_desktop.planning.params import LoadParams, TunedParams
 from fara_desktop.planning.tuning import KV_TYPES
-from fara_desktop.settings.fields import THEMES, described
+from fara_desktop.settings.fields import KERNEL_PATHS, THEMES, described
 from fara_desktop.vocabulary.sampling import SamplingParams
 
 log = logging.getLogger(__name__)
@@ -31,6 +31,7 @@ class InferenceOverrides:
     flash_attn: bool | None = None
     use_mmap: bool | None = None
     use_mlock: bool | None = None
+    kernel_path: str | None = None
 
     def validated(self) -> InferenceOverrides:
         """Counts of 0 or less (or not numbers) mean auto; others are brought into their range (a context of 100
@@ -51,6 +52,7 @@ class InferenceOverrides:
             flash_attn=self.flash_attn if isinstance(self.flash_attn, bool) else None,
             use_mmap=self.use_mmap if isinstance(self.use_mmap, bool) else None,
             use_mlock=self.use_mlock if isinstance(self.use_mlock, bool) else None,
+            kernel_path=self.kernel_path if self.kernel_path in KERNEL_PATHS else None,
         )
 
     def apply(self, tuned: TunedParams) -> LoadParams:

@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QListWidget,
     QPushButton,
     QScrollArea,
-    QSpinBox,
     QStackedWidget,
     QTableWidget,
     QTableWidgetItem,
@@ -31,17 +30,17 @@ from fara_desktop.engine.kv_disk import KVDiskStore
 from fara_desktop.engine.remote_backend import NOT_SENT_TO_SERVERS
 from fara_desktop.models.discovery import DiscoveredModel
 from fara_desktop.models.naming import model_display_name
-from fara_desktop.planning.params import TunedParams
 from fara_desktop.planning.planner import StartupPlan
-from fara_desktop.planning.tuning import KV_TYPES, VERDICT_LABELS, verdict_kind
+from fara_desktop.planning.tuning import VERDICT_LABELS, verdict_kind
 from fara_desktop.serving.principals import ClientUse
-from fara_desktop.settings import THEMES, InferenceOverrides, RemoteChoice, SamplingSettings, Settings
+from fara_desktop.settings import THEMES, RemoteChoice, SamplingSettings, Settings
 from fara_desktop.settings.fields import described
 from fara_desktop.system.api_keys import ApiKeyStore
 from fara_desktop.text.format import format_count, format_size
 from fara_desktop.text.untrusted import one_line
 from fara_desktop.tools.mcp_hub import ServerState
 from fara_desktop.ui.dialogs.folder_models import FolderModels
+from fara_desktop.ui.dialogs.inference_page import InferencePage
 from fara_desktop.ui.dialogs.local_api_page import LocalApiPage
 from fara_desktop.ui.dialogs.prompts_page import PromptsPage
 from fara_desktop.ui.dialogs.servers_page import ServersPage
@@ -51,59 +50,6 @@ from fara_desktop.ui.widgets.focused_help import FocusedHelp
 from fara_desktop.ui.widgets.plain_text import plain_label, plain_tooltip
 from fara_desktop.ui.widgets.setting_fields import add_row, decimal_spin, show_value, spin_value, whole_spin
 from fara_desktop.ui.window_state import fit_to_screen
-
-
-def _auto_spin(key: str, name: str, tuned: int | None, value: int | None) -> QSpinBox:
-    """A spin box whose lowest value means "auto": it then shows the tuned value."""
-    spin = whole_spin(key, name, f"auto (= {tuned:,})" if tuned else "auto")
-    show_value(spin, key, value)
-    return spin
-
-
-def _tri_state(key: str, name: str, tuned: bool | None, value: bool | None) -> QComboBox:
-    combo = QComboBox()
-    combo.setObjectName(name)
-    item = described(key)
-    combo.setAccessibleName(item.label)
-    combo.setAccessibleDescription(item.help)
-    combo.setToolTip(plain_tooltip(item.help))
-    combo.addItem(f"auto (= {'on' if tuned else 'off'})", None)
-    combo.addItem("on", True)
-    combo.addItem("off", False)
-    combo.setCurrentIndex(0 if value is None else 1 if value else 2)
-    return combo
-
-
-def _with_auto_button(field: QSpinBox | QComboBox, label: str) -> QWidget:
-    """The field and an "Auto" button that gives the choice back to the tuning (a spin box went back to auto only
-    by stepping down to its lowest value); the button is enabled while the field holds an override."""
-    row = QWidget()
-    layout = QHBoxLayout(row)
-    layout.setContentsMargins(0, 0, 0, 0)
-    button = QPushButton("Auto")
-    button.setObjectName(f"{field.objectName()}Auto")
-    button.setAccessibleName(f"{label}: back to auto")
-    button.setToolTip("Use the value tuned for this machine and model")
-    button.setAutoDefault(False)
-    layout.addWidget(field, 1)
-    layout.addWidget(button, 0)
-    if isinstance(field, QSpinBox):
-        button.clicked.connect(lambda: field.setValue(field.minimum()))
-        field.valueChanged.connect(lambda value: button.setEnabled(value != field.minimum()))
-        button.setEnabled(field.value() != field.minimum())
-    else:
-        button.clicked.connect(lambda: field.setCurrentIndex(0))
-        field.currentIndexChanged.connect(lambda index: button.setEnabled(index != 0))
-        button.setEnabled(field.currentIndex() != 0)
-    return row
-
-
-# What the tuning's reasons are about, in the words of the page (not n_ctx, kv_type, n_threads_batch).
-TUNING_LABELS = {
-    "n_ctx": "Context length", "n_threads": "Generation threads", "n_threads_batch": "Prompt threads",
-    "n_batch": "Batch size", "n_ubatch": "Micro-batch size", "kv_type": "KV cache", "flash_attn": "Flash attention",
-    "use_mmap": "Memory-map weights", "use_mlock": "Lock weights in RAM",
-}  # fmt: skip
 
 
 def _scrolling(page: QWidget) -> QScrollArea:
@@ -419,52 +365,10 @@ class SettingsDialog(QDialog):
     # ------------------------------------------------------------------ inference page
 
     def _inference_page(self) -> QWidget:
-        tuned: TunedParams | None = self._plan.tuned if self._plan else None
-        chosen = self._settings.inference
-        page = QWidget()
-        form = QFormLayout(page)
-        self.ctx = _auto_spin("inference.n_ctx", "contextLength", tuned.n_ctx if tuned else None, chosen.n_ctx)
-        self.threads = _auto_spin(
-            "inference.n_threads", "threads", tuned.n_threads if tuned else None, chosen.n_threads
-        )
-        self.threads_batch = _auto_spin(
-            "inference.n_threads_batch", "promptThreads", tuned.n_threads_batch if tuned else None,
-            chosen.n_threads_batch,
-        )  # fmt: skip
-        self.batch = _auto_spin("inference.n_batch", "batchSize", tuned.n_batch if tuned else None, chosen.n_batch)
-        self.kv = QComboBox()
-        self.kv.setObjectName("kvCacheType")
-        kv_field = described("inference.kv_type")
-        self.kv.setAccessibleName(kv_field.label)
-        self.kv.setToolTip(plain_tooltip(kv_field.help))
-        self.kv.addItem(f"auto (= {tuned.kv_type if tuned else 'f16'})", None)
-        for name in KV_TYPES:
-            self.kv.addItem(name, name)
-        self.kv.setCurrentIndex(self.kv.findData(chosen.kv_type) if chosen.kv_type else 0)
-        self.flash = _tri_state(
-            "inference.flash_attn", "flashAttention", tuned.flash_attn if tuned else False, chosen.flash_attn
-        )
-        self.mmap = _tri_state("inference.use_mmap", "memoryMap", tuned.use_mmap if tuned else True, chosen.use_mmap)
-        self.mlock = _tri_state(
-            "inference.use_mlock", "lockInMemory", tuned.use_mlock if tuned else False, chosen.use_mlock
-        )
-        for key, field in (("n_ctx", self.ctx), ("n_threads", self.threads), ("n_threads_batch", self.threads_batch),
-                           ("n_batch", self.batch), ("kv_type", self.kv), ("flash_attn", self.flash),
-                           ("use_mmap", self.mmap), ("use_mlock", self.mlock)):  # fmt: skip
-            add_row(form, f"inference.{key}", _with_auto_button(field, field.accessibleName()))
-        note = plain_label(
-            "“auto” is tuned for this machine and model. Changes here reload the model when you press OK."
-        )
-        note.setObjectName("reloadNote")
-        note.setWordWrap(True)
-        form.addRow(note)
-        if tuned:
-            why = plain_label(
-                "\n".join(f"• {TUNING_LABELS.get(key, key)}: {reason}" for key, reason in tuned.reasons.items())
-            )
-            why.setObjectName("tuningReasons")
-            why.setWordWrap(True)
-            form.addRow(why)
+        page = InferencePage(self._plan.tuned if self._plan else None, self._settings.inference)
+        self.inference = page
+        self.ctx, self.threads, self.threads_batch, self.batch = page.ctx, page.threads, page.threads_batch, page.batch
+        self.kv, self.flash, self.mmap, self.mlock = page.kv, page.flash, page.mmap, page.mlock
         return page
 
     # ------------------------------------------------------------------ sampling page
@@ -557,16 +461,7 @@ class SettingsDialog(QDialog):
         return self.servers_page.choice
 
     def settings(self) -> Settings:
-        inference = InferenceOverrides(
-            n_ctx=spin_value(self.ctx, "inference.n_ctx"),
-            n_threads=spin_value(self.threads, "inference.n_threads"),
-            n_threads_batch=spin_value(self.threads_batch, "inference.n_threads_batch"),
-            n_batch=spin_value(self.batch, "inference.n_batch"),
-            kv_type=self.kv.currentData(),
-            flash_attn=self.flash.currentData(),
-            use_mmap=self.mmap.currentData(),
-            use_mlock=self.mlock.currentData(),
-        ).validated()
+        inference = self.inference.overrides()
         sampling = SamplingSettings(
             temperature=self.temperature.value(),
             top_p=self.top_p.value(),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -79,3 +80,49 @@ def test_damaged_records_are_ignored(tmp_path: Path, model: Path, content: bytes
     record = LoadRecord(folder)
     assert record.collect_crashes() == []
     assert record.crashed() == [] and record.crash_of(model) is None
+
+
+_LOADING_CHILD = """
+import sys
+from pathlib import Path
+from fara_desktop.files.fatal_log import enable_fatal_log
+from fara_desktop.models.load_record import LoadRecord
+home, model = Path(sys.argv[1]), Path(sys.argv[2])
+enable_fatal_log(home / "logs")  # as the app's entry point does
+with LoadRecord(home / "data").loading(model):
+    print("loading", flush=True)
+    sys.stdin.read()  # held inside the load until the parent signals
+"""
+
+
+def _die_while_loading(home: Path, model: Path, sig: int) -> int:
+    """A real process of the app's shape, stopped by ``sig`` in the middle of a load (the parent holds the load
+    open: no race)."""
+    child = subprocess.Popen([sys.executable, "-c", _LOADING_CHILD, str(home), str(model)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)  # fmt: skip
+    assert child.stdout is not None and child.stdout.readline().strip() == "loading"
+    child.send_signal(sig)
+    code = child.wait(30)
+    child.stdout.close()
+    if child.stdin is not None:
+        child.stdin.close()
+    return code
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_stop_during_a_load_is_nobodys_fault(tmp_path: Path, model: Path, sig: int):
+    """``systemctl stop``, Ctrl+C or a logout while the model loads: the next start loads it again."""
+    code = _die_while_loading(tmp_path, model, sig)
+    assert code != 0  # it did die in the load
+    record = LoadRecord(tmp_path / "data")
+    assert record.collect_crashes() == []
+    assert record.crash_of(model) is None
+    assert not (tmp_path / "data" / LOADING_FILE).exists()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGSEGV, signal.SIGABRT])
+def test_a_fatal_signal_during_a_load_is_the_files(tmp_path: Path, model: Path, sig: int):
+    assert _die_while_loading(tmp_path, model, sig) == -sig
+    record = LoadRecord(tmp_path / "data")
+    (crash,) = record.collect_crashes()
+    assert crash.path == str(model) and record.crash_of(model) is not None

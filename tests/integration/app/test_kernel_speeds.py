@@ -1,0 +1,66 @@
+"""The kernel paths measured on a loaded model, in the background, in child processes, once per model size."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from fara_desktop.app.jobs import Jobs
+from fara_desktop.app.kernel_speeds import KernelSpeeds
+from fara_desktop.engine.types import ModelInfo
+from fara_desktop.machine import kernels
+from fara_desktop.machine.kernel_check import KernelCache, KernelChoice
+
+pytestmark = pytest.mark.real_model
+
+
+@pytest.fixture
+def own_record(kernel_path, tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+    """This process's kernel record, copied: what the test measures does not change later tests' choices."""
+    if len(kernel_path.usable()) < 2:
+        pytest.skip("one usable kernel path here: nothing to measure between")
+    process = kernels._state[0]
+    copy = tmp_path / "kernels.json"
+    shutil.copy(process.cache.file, copy)
+    monkeypatch.setattr(process, "cache", KernelCache(copy))
+    return copy
+
+
+def _info(model: Path) -> ModelInfo:
+    return ModelInfo(model, "SmolLM2", "llama", 2048, 8192, 2, 2, "f16", False, "gguf template", 0.1,
+                     model.stat().st_size, size_class="tiny")  # fmt: skip
+
+
+def test_measured_once_per_size_and_kept_for_the_next_load(own_record, smollm2_path):  # type: ignore[no-untyped-def]
+    jobs = Jobs()
+    done: list[KernelChoice] = []
+    finished = threading.Event()
+    speeds = KernelSpeeds(jobs)
+    assert speeds.measure_after(_info(smollm2_path), lambda choice: (done.append(choice), finished.set()))
+    assert [job.name for job in jobs.running()] == ["measuring the kernel paths"]
+    assert finished.wait(300)
+    (entry,) = json.loads(own_record.read_text()).values()
+    measured = entry["speeds"]["tiny"]["tok_per_s"]
+    assert len(measured) >= 2 and all(v["prompt"] > 0 and v["reply"] > 0 for v in measured.values())
+    assert done[0].path.key in measured
+    assert kernels.ensure_kernel_path("tiny").path is done[0].path  # the next load of this size takes it
+    if not entry["speeds"]["tiny"]["busy"]:
+        assert not speeds.measure_after(_info(smollm2_path))  # known: not measured again
+
+
+def test_quitting_stops_the_measurement_and_its_child(own_record, smollm2_path):  # type: ignore[no-untyped-def]
+    import psutil
+
+    before = {c.pid for c in psutil.Process().children(recursive=True)}
+    jobs = Jobs()
+    assert KernelSpeeds(jobs).measure_after(_info(smollm2_path))
+    late = jobs.stop_all(timeout=20)
+    assert late == []
+    left = [c for c in psutil.Process().children(recursive=True) if c.pid not in before and c.is_running()]
+    assert not [c for c in left if c.status() != psutil.STATUS_ZOMBIE]
+    (entry,) = json.loads(own_record.read_text()).values()
+    assert "tiny" not in entry.get("speeds", {})  # a stopped measurement keeps nothing half-measured
