@@ -6,6 +6,7 @@ here, and that each entry is true (the file exists and uses the word)."""
 TESTED_THROUGH: dict[str, tuple[str, str]] = {
     # the core: its embedder service is the documents' and serve's
     # the benchmark's child processes and tables: run by the bench's own test
+    "fara_desktop.bench.kernels": ("tests/integration/bench/test_bench.py", '"kernels"'),
     "fara_desktop.bench.cold_probe": ("tests/integration/bench/test_bench.py", "cold"),
     "fara_desktop.bench.loops": ("tests/integration/bench/test_bench.py", "loop"),
     "fara_desktop.bench.restart": ("tests/integration/bench/test_bench.py", "restart_tokens_reread"),
@@ -26,6 +27,9 @@ TESTED_THROUGH: dict[str, tuple[str, str]] = {
     # documents: extraction runs in the sandbox child, the pipeline behind indexing
     "fara_desktop.documents.pipeline": ("tests/unit/ui/test_documents_ui.py", "index_folder"),
     # the llama.cpp adapter's parts: through the backend with the real library
+    "fara_desktop.engine.thread_calibration": ("tests/integration/planning/test_calibration.py", "calibrate_threads"),
+    "fara_desktop.machine.busy": ("tests/integration/planning/test_calibration.py", "busy"),
+    "fara_desktop.ui.dialogs.inference_page": ("tests/unit/ui/test_settings_pages.py", "kernelPath"),
     "fara_desktop.engine.llama_prompt": ("tests/integration/pictures/test_mrope_pictures.py", "cells"),
     "fara_desktop.engine.llama_state": ("tests/integration/engine/test_kv_on_disk.py", "snapshot"),
     "fara_desktop.engine.llama_tokens": ("tests/integration/serving/test_local_api.py", "logprobs"),

@@ -83,9 +83,9 @@ class Backend(Protocol):
 
     def calibrate_threads(
         self, candidates: Sequence[int], tokens: int = 48, should_yield: Callable[[], bool] | None = None
-    ) -> dict[int, float]:
-        """Generation tok/s per thread count; raises ``CalibrationYieldedError`` (the model as it was) as soon as
-        ``should_yield()`` says a reply is waiting."""
+    ) -> tuple[dict[int, float], bool]:
+        """Generation tok/s per thread count, and whether other programs used the processor meanwhile; raises
+        ``CalibrationYieldedError`` (the model as it was) as soon as ``should_yield()`` says a reply is waiting."""
         ...
 
     def prepare(

@@ -21,7 +21,6 @@ from fara_desktop.engine.chat_format import ChatFormatter, RenderedPrompt
 from fara_desktop.engine.context_states import ContextStates
 from fara_desktop.engine.control_tokens import ControlTokenText
 from fara_desktop.engine.errors import (
-    CalibrationYieldedError,
     GenerationError,
     ModelFileNotFoundError,
     ModelLoadError,
@@ -47,6 +46,7 @@ from fara_desktop.engine.llama_tokens import (
 from fara_desktop.engine.own_tokens import longest_in_own_tokens
 from fara_desktop.engine.repetition import LoopDetector
 from fara_desktop.engine.text_stream import TextStream
+from fara_desktop.engine.thread_calibration import measure_threads
 from fara_desktop.engine.types import ModelInfo, ModelSource, RemoteModel, TokenLogprob
 from fara_desktop.engine.vision import EncodingStopped, VisionModel, VisionPrompt, marked, open_vision, placed_pictures
 from fara_desktop.machine.llama_internals import cut_context
@@ -167,36 +167,24 @@ class LlamaBackend:
 
     def calibrate_threads(
         self, candidates: Sequence[int], tokens: int = 48, should_yield: Callable[[], bool] | None = None
-    ) -> dict[int, float]:
-        """Generation tok/s at each thread count (greedy, from an empty cache); the fastest stays in use. Checked
-        at every token: when ``should_yield()`` (a reply waits), the thread count in use is put back and
-        ``CalibrationYieldedError`` raised, so the first question never waits behind a measurement."""
+    ) -> tuple[dict[int, float], bool]:
+        """Generation tok/s at each thread count and whether other programs were busy meanwhile
+        (``engine/thread_calibration``); the fastest stays in use."""
         import llama_cpp
 
         llm, _, info = self._require()
         self._states.set_aside(llm)  # the chat in the context is kept: calibrating empties it
-        prompt = llm.tokenize(b"Write a short story about a lighthouse keeper.", add_bos=True)
-        results: dict[int, float] = {}
-        for threads in candidates:
-            llama_cpp.llama_set_n_threads(llm.ctx, threads, info.n_threads_batch)
+
+        def restore() -> None:
+            llama_cpp.llama_set_n_threads(llm.ctx, info.n_threads, info.n_threads_batch)
             llm.reset()
-            count, first = 0, 0.0
-            for _token in llm.generate(prompt, temp=0.0):
-                if should_yield is not None and should_yield():
-                    llama_cpp.llama_set_n_threads(llm.ctx, info.n_threads, info.n_threads_batch)
-                    llm.reset()
-                    raise CalibrationYieldedError("a reply is waiting")
-                count += 1
-                if count == 1:
-                    first = time.perf_counter()  # time generation only, not the prompt
-                if count > tokens:
-                    break
-            results[threads] = (count - 1) / (time.perf_counter() - first)
+
+        results, busy = measure_threads(llm, candidates, tokens, info.n_threads_batch, should_yield, restore)
         best = max(results, key=lambda t: results[t])
         llama_cpp.llama_set_n_threads(llm.ctx, best, info.n_threads_batch)
         llm.reset()
         self._info = replace(info, n_threads=best)
-        return results
+        return results, busy
 
     def close(self) -> None:
         self.unload()

@@ -263,7 +263,7 @@ class RemoteBackend:
 
     def calibrate_threads(
         self, candidates: Sequence[int], tokens: int = 48, should_yield: Callable[[], bool] | None = None
-    ) -> dict[int, float]:
+    ) -> tuple[dict[int, float], bool]:
         # Never asked (the worker does not calibrate a server's model); said plainly rather than faked.
         raise GenerationError("A server's model runs on the server's threads: there is nothing to measure here.")
 

@@ -49,7 +49,7 @@ class RoutedBackend:
 
     def calibrate_threads(
         self, candidates: Sequence[int], tokens: int = 48, should_yield: Callable[[], bool] | None = None
-    ) -> dict[int, float]:
+    ) -> tuple[dict[int, float], bool]:
         return self._active.calibrate_threads(candidates, tokens, should_yield)
 
     def prepare(

@@ -244,6 +244,7 @@ class ThreadsCalibrated:
     path: ModelSource
     tok_per_s: dict[int, float]
     best: int
+    busy: bool = False  # other programs used the processor meanwhile: used now, measured again at the next start
 
 
 @dataclass(frozen=True)

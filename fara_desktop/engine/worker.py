@@ -389,7 +389,7 @@ class InferenceWorker:
         if info is None or info.remote:  # a server's threads are the server's business: nothing to measure here
             return CalibrationFailed("no model on this computer is loaded to measure")
         try:
-            results = self._backend.calibrate_threads(command.candidates, command.tokens, self._reply_waiting)
+            results, busy = self._backend.calibrate_threads(command.candidates, command.tokens, self._reply_waiting)
         except CalibrationYieldedError:
             self._commands.put(command)  # measured again after the replies that were waiting
             return CalibrationPostponed()
@@ -398,7 +398,7 @@ class InferenceWorker:
             return CalibrationFailed(str(exc))
         if not results:
             return CalibrationFailed("no thread count could be measured")
-        return ThreadsCalibrated(info.path, results, max(results, key=lambda t: results[t]))
+        return ThreadsCalibrated(info.path, results, max(results, key=lambda t: results[t]), busy)
 
     def _reply_waiting(self) -> bool:
         """A calibration gives way: a reply waits, or the app is closing (it must not wait for a measurement)."""

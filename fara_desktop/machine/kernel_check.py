@@ -29,6 +29,7 @@ from typing import Any
 
 from fara_desktop.files.atomic import save_cache_file
 from fara_desktop.files.regular import read_regular_text
+from fara_desktop.machine.busy import BUSY_CORES, OtherProgramsMeter
 from fara_desktop.machine.kernel_paths import BY_KEY, DEFAULT, NO_AMX, PLAIN, KernelPath, describe
 from fara_desktop.machine.kernel_probe import ProbeRequest, child_main
 
@@ -221,9 +222,6 @@ def _difference(rows: dict[str, list[list[float]]], reference: dict[str, list[li
     return worst
 
 
-BUSY_CORES = 0.25  # other programs using more than this share of one core make a sample unreliable
-
-
 @dataclass(frozen=True)
 class Measurement:
     """Each path's median speeds, and whether they had to be taken while the machine was busy."""
@@ -289,19 +287,12 @@ def _medians(samples: dict[str, list[tuple[float, float]]]) -> dict[str, PathSpe
 
 
 def other_programs_busy(run: Callable[[], tuple[str, Any]]) -> tuple[tuple[str, Any], float]:
-    """``run()`` and the cores other programs kept busy meanwhile (the whole machine's busy time less what the
-    measuring child itself used, which it reports as ``cpu_seconds``)."""
-    import psutil
-
-    def busy_seconds() -> float:
-        times = psutil.cpu_times()
-        return float(sum(times)) - float(times.idle) - float(getattr(times, "iowait", 0.0))
-
-    before, started = busy_seconds(), time.perf_counter()
+    """``run()`` and the cores other programs kept busy meanwhile (the measuring child's own time, which it
+    reports as ``cpu_seconds``, is ours)."""
+    meter = OtherProgramsMeter()
     answer = run()
-    wall = max(time.perf_counter() - started, 1e-3)
     own = answer[1].get("cpu_seconds", 0.0) if answer[0] == "done" and isinstance(answer[1], dict) else 0.0
-    return answer, max(0.0, busy_seconds() - before - float(own)) / wall
+    return answer, meter.cores(float(own))
 
 
 # ---------------------------------------------------------------- what is kept

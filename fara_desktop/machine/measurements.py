@@ -55,7 +55,9 @@ class MachineCache:
         best = entry.get("best") if isinstance(entry, dict) else None
         return best if isinstance(best, int) and not isinstance(best, bool) and 1 <= best <= 1024 else None
 
-    def set_threads(self, hardware: HardwareProfile, size_class: str, results: dict[int, float], best: int) -> None:
+    def set_threads(
+        self, hardware: HardwareProfile, size_class: str, results: dict[int, float], best: int, busy: bool = False
+    ) -> None:
         machine = self._machine(hardware)
         if not isinstance(machine.get("threads"), dict):
             machine["threads"] = {}
@@ -63,8 +65,32 @@ class MachineCache:
             "best": best,
             "tok_per_s": {str(k): round(v, 2) for k, v in results.items()},
             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "busy": busy,
         }
         self.save()
+
+    def threads_provisional(self, hardware: HardwareProfile, size_class: str) -> bool:
+        """Measured while other programs used the processor, or disputed by the speeds seen in use since: used,
+        and measured again at the next chance."""
+        threads = self._machine(hardware).get("threads")
+        entry = threads.get(size_class) if isinstance(threads, dict) else None
+        return isinstance(entry, dict) and entry.get("busy") is True
+
+    def calibrated_speed(self, hardware: HardwareProfile, size_class: str, count: int) -> float | None:
+        """The generation tok/s the calibration measured at ``count`` threads (None: not measured)."""
+        threads = self._machine(hardware).get("threads")
+        entry = threads.get(size_class) if isinstance(threads, dict) else None
+        speeds = entry.get("tok_per_s") if isinstance(entry, dict) else None
+        value = speeds.get(str(count)) if isinstance(speeds, dict) else None
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
+
+    def dispute_threads(self, hardware: HardwareProfile, size_class: str) -> None:
+        """The speeds seen in use disagree with the calibration: measure again at the next chance."""
+        threads = self._machine(hardware).get("threads")
+        entry = threads.get(size_class) if isinstance(threads, dict) else None
+        if isinstance(entry, dict):
+            entry["busy"] = True
+            self.save()
 
     def bandwidth(self, hardware: HardwareProfile) -> float | None:
         value = self._machine(hardware).get("bandwidth_bytes_per_s")

@@ -140,8 +140,9 @@ def plan_startup(
         chosen = next(m for m in usable if m.path == best.path)
         reason = f"best of the models you have: {best.reason}"
     tuned = tuned_for(chosen.metadata, hardware, cache) if chosen is not None and chosen.metadata else None
+    size = size_class(chosen.metadata) if chosen is not None and chosen.metadata else ""
     needs_calibration = bool(
-        tuned and chosen and chosen.metadata and cache.threads(hardware, size_class(chosen.metadata)) is None
+        tuned and size and (cache.threads(hardware, size) is None or cache.threads_provisional(hardware, size))
     )
     return StartupPlan(hardware, scan, chosen, best, ranked, tuned, reason, needs_calibration, costs, crashed_now)
 
@@ -242,11 +243,14 @@ def projector_shape_of(path: str) -> ProjectorShape | None:
         return None
 
 
-def remember_calibration(paths: AppPaths, plan: StartupPlan, tok_per_s: dict[int, float], best: int) -> None:
-    """Keep a thread calibration for this machine and the plan's model-size class (the next start skips it)."""
+def remember_calibration(
+    paths: AppPaths, plan: StartupPlan, tok_per_s: dict[int, float], best: int, busy: bool = False
+) -> None:
+    """Keep a thread calibration for this machine and the plan's model-size class (the next start skips it,
+    unless it was measured while other programs were busy)."""
     if plan.model is not None and plan.model.metadata is not None:
         cache = MachineCache.of_app(paths)
-        cache.set_threads(plan.hardware, size_class(plan.model.metadata), tok_per_s, best)
+        cache.set_threads(plan.hardware, size_class(plan.model.metadata), tok_per_s, best, busy)
 
 
 @dataclass(frozen=True)

@@ -95,8 +95,8 @@ class FakeBackend:
     def close(self) -> None:
         self.unload()
 
-    def calibrate_threads(self, candidates, tokens: int = 48, should_yield=None) -> dict[int, float]:
-        return {t: 10.0 * t for t in candidates}
+    def calibrate_threads(self, candidates, tokens: int = 48, should_yield=None) -> tuple[dict[int, float], bool]:
+        return {t: 10.0 * t for t in candidates}, False
 
     def prepare(
         self,

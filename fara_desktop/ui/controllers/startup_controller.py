@@ -18,6 +18,7 @@ from fara_desktop.engine.types import (
     CalibrationFailed,
     CalibrationPostponed,
     Event,
+    Finished,
     ModelInfo,
     RemoteModel,
     ThreadsCalibrated,
@@ -177,6 +178,17 @@ class StartupController(QObject):
             self.screen.hardware_panel.note_threads("measuring the fastest count (a question goes first)")
         else:
             self.measure_kernels(info)  # after the threads: two measurements at once would spoil both
+
+    def reply_finished(self, event: Finished) -> None:
+        """A reply's speed: replies clearly faster than the thread calibration said mean it was measured while the
+        machine was busy; it is measured again (a question still goes first)."""
+        info = self.bridge.worker.loaded_model
+        if info is None:
+            return
+        candidates = self.loading.speed_seen(info, event.stats.gen_tok_per_s, event.stats.completion_tokens)
+        if candidates is not None:
+            self.bridge.calibrate_threads(candidates)
+            self.screen.hardware_panel.note_threads("measuring again: replies ran faster than the last measurement")
 
     def _measure_kernels_now(self) -> None:
         info = self.bridge.worker.loaded_model

@@ -136,3 +136,24 @@ def test_the_api_section_measures_a_follow_up_and_another_keys_reuse(fara_home, 
     saved = json.loads(max((fara_home / "data" / "benchmarks").glob("*.json")).read_text(encoding="utf-8"))
     assert saved["api_cross_principal_reuse_tokens"] == 0
     assert 0 < saved["api_followup_read_tokens"] < 40 < saved["api_first_prompt_tokens"]
+
+
+def test_the_kernels_section_measures_each_correct_path_and_says_which_it_chooses(fara_home, smollm2_path):
+    """Each path the check found correct is measured (interleaved child processes); the chosen one is among them
+    (its speed against the fastest is the bench's to print: on a shared machine the suite asserts counts)."""
+    from fara_desktop.machine.kernels import usable_paths
+
+    env = {**os.environ, "FARA_HOME": str(fara_home)}
+    result = subprocess.run([sys.executable, "-m", "fara_desktop", "bench", "--quick", "--section", "kernels"],
+                            capture_output=True, text=True, timeout=900, env=env)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    saved = json.loads(max((fara_home / "data" / "benchmarks").glob("*.json")).read_text(encoding="utf-8"))
+    kernels = saved["kernels"]
+    usable = {p.key for p in usable_paths()}
+    assert {k for k, v in kernels["verdicts"].items() if v["usable"]} >= usable
+    if len(usable) < 2:
+        assert "skipped" in kernels
+        return
+    assert set(kernels["tok_per_s"]) == usable and kernels["chosen"] in usable
+    assert kernels["rounds"] == 3 and all(v["prompt"] > 0 and v["reply"] > 0 for v in kernels["tok_per_s"].values())
+    assert "kernel path chosen" in result.stdout

@@ -60,7 +60,7 @@ def test_thread_calibration_measures_each_count_and_keeps_the_best(smollm2_path)
     backend.load(smollm2_path, LoadParams(n_ctx=1024, n_threads=1, prefault=False))
     library_default = max(multiprocessing.cpu_count() // 2, 1)  # llama-cpp-python's own default for n_threads
     candidates = sorted({1, 2, library_default})
-    results = backend.calibrate_threads(candidates, tokens=64)
+    results, _busy = backend.calibrate_threads(candidates, tokens=64)
     best = max(results, key=lambda t: results[t])
     assert set(results) == set(candidates) and all(v > 1 for v in results.values())
     assert backend.info is not None and backend.info.n_threads == best
@@ -88,3 +88,18 @@ def test_header_reader_is_much_faster_than_gguf_reader(smollm2_path, gemma3_path
             f"({theirs / fast:.0f}× slower)"
         )
         assert fast < theirs / 5
+
+
+def test_a_thread_calibration_beside_a_busy_program_says_so(smollm2_path):
+    """Another program holding a core while the counts are measured (the shared host that kept 1 thread for good):
+    the calibration says the machine was busy, so it is not kept for ever."""
+    backend = LlamaBackend()
+    backend.load(smollm2_path, LoadParams(n_ctx=1024, n_threads=1, prefault=False))
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        results, busy = backend.calibrate_threads([1, 2], tokens=32)
+    finally:
+        spinner.kill()
+        spinner.wait()
+        backend.close()
+    assert set(results) == {1, 2} and busy

@@ -33,3 +33,36 @@ def test_threads_are_measured_once_for_a_model_here_unless_pinned_or_a_servers(f
     assert MachineCache.of_app(paths).threads(plan.hardware, size_class(plan.model.metadata)) is not None
     assert loading.recalibration(loaded=True) == candidates and loading.recalibration(loaded=False) is None
     assert isinstance(prepared.decision.params, LoadParams)
+
+
+def _adopted(smollm2_path):  # type: ignore[no-untyped-def]
+    paths = app_paths().ensure()
+    loading = ModelLoading(paths)
+    loading.adopt(loading.prepare(smollm2_path, [], lambda tuned: tuned.load_params()))
+    return paths, loading
+
+
+def test_a_calibration_taken_while_the_machine_was_busy_is_measured_again_at_the_next_start(fara_home, smollm2_path):
+    _, loading = _adopted(smollm2_path)
+    loading.calibrated(ThreadsCalibrated(smollm2_path, {1: 26.0, 2: 4.0}, 1, busy=True))
+    assert loading.plan.tuned.n_threads == 1  # used meanwhile
+    _, next_start = _adopted(smollm2_path)
+    assert next_start.plan.needs_calibration  # not kept for ever
+    next_start.calibrated(ThreadsCalibrated(smollm2_path, {1: 26.0, 2: 40.0}, 2))
+    _, after = _adopted(smollm2_path)
+    assert not after.plan.needs_calibration and after.plan.tuned.n_threads == 2
+
+
+def test_replies_clearly_faster_than_the_calibration_dispute_it(fara_home, smollm2_path):
+    _, loading = _adopted(smollm2_path)
+    loading.calibrated(ThreadsCalibrated(smollm2_path, {1: 30.0, 2: 20.0}, 1))  # quiet, as far as it knew
+    info = ModelInfo(smollm2_path, "SmolLM2", "llama", 2048, 8192, 1, 2, "f16", False, "gguf template", 0.5, 1)
+    assert loading.speed_seen(info, 80.0, 10) is None  # a short reply says little
+    assert loading.speed_seen(info, 33.0, 200) is None  # within what a measurement drifts
+    assert loading.speed_seen(info, 80.0, 200) is None  # once may be chance
+    assert loading.speed_seen(info, 31.0, 200) is None  # the count starts again
+    assert loading.speed_seen(info, 80.0, 200) is None
+    candidates = loading.speed_seen(info, 80.0, 200)
+    assert candidates and 1 in candidates
+    _, next_start = _adopted(smollm2_path)
+    assert next_start.plan.needs_calibration  # and if the window quits before it measures, the next start does

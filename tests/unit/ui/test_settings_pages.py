@@ -230,3 +230,21 @@ def test_the_sampling_page_says_what_the_field_being_edited_does(qtbot, fara_hom
     dialog.temperature.setFocus()
     qtbot.waitUntil(lambda: help_line.text().startswith(described("sampling.temperature").label), timeout=2000)
     dialog.reject()
+
+
+def test_a_kernel_path_that_failed_the_check_cannot_be_pinned(qtbot, tmp_path):
+    from PySide6.QtWidgets import QComboBox
+
+    from fara_desktop.machine.kernels import known_verdicts
+
+    dialog = open_dialog(qtbot, tmp_path)
+    combo = dialog.pages.findChild(QComboBox, "kernelPath")
+    assert combo is not None and combo.currentData() is None  # auto
+    model = combo.model()
+    for key, verdict in known_verdicts().items():
+        index = combo.findData(key)
+        assert model.item(index).isEnabled() is verdict.usable
+        if not verdict.usable:
+            assert "unusable here" in combo.itemText(index) and verdict.reason in combo.itemData(index, 3)
+    combo.setCurrentIndex(combo.findData("plain"))
+    assert dialog.settings().inference.kernel_path == "plain"
