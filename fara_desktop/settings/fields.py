@@ -72,9 +72,9 @@ FIELDS: tuple[SettingField, ...] = (
     SettingField("inference.flash_attn", "Flash attention", "A faster way to compute attention; it is also what "
                  "lets the KV cache be stored in less memory.", auto="auto"),
     SettingField("inference.kernel_path", "Kernel path", "How llama.cpp multiplies the weights on this CPU. auto "
-                 "uses the fastest path proven correct here (each is checked in a separate process first); default is "
-                 "llama.cpp's own choice, no-amx the same without AMX, plain without repacked weights. A path that "
-                 "failed the check is never used.", choices=KERNEL_PATHS, auto="auto"),
+                 "takes the fastest path proven correct here; default is llama.cpp's own, no-amx the same without "
+                 "AMX, plain without repacked weights. A path that failed the check cannot be chosen.",
+                 choices=KERNEL_PATHS, auto="auto"),
     SettingField("inference.use_mmap", "Memory-map weights", "Read the model file as it is needed instead of "
                  "copying it into memory first: starts sooner, and apps using the same file share it.", auto="auto"),
     SettingField("inference.use_mlock", "Lock weights in RAM", "Keep the model in memory even when the computer "
