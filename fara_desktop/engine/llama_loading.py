@@ -134,6 +134,7 @@ def open_model(
         rewindable=is_rewindable(llm),
         kernel_path=kernels.path.key,
         kernel_reason=kernels.reason,
+        kernel_summary=kernels.summary,
         size_class=size or "",
     )
     return llm, formatter, info, params

@@ -167,6 +167,7 @@ class ModelInfo:
     picture_seconds: float = 0.0  # the seconds to encode one picture here (forecast; 0: unknown)
     kernel_path: str = ""  # the kernel path it was loaded on (``machine/kernel_paths``); "": not this computer's
     kernel_reason: str = ""  # why that path, in words
+    kernel_summary: str = ""  # the path and why in a few words (the hardware panel's line)
     size_class: str = ""  # the model-size class its kernel and thread speeds are kept for ("": unknown)
 
     @property

@@ -413,6 +413,7 @@ class KernelChoice:
     verdicts: dict[str, PathVerdict]
     speeds: dict[str, PathSpeed]
     pinned: bool = False
+    summary: str = ""  # a few words for the panel's line ("plain kernels, no repacking · measured fastest")
 
     def usable(self) -> list[str]:
         return [k for k, v in self.verdicts.items() if v.usable]
@@ -432,12 +433,15 @@ def choose_path(
     failed = {k: v.reason for k, v in verdicts.items() if not v.usable}
     failed.update(dropped)
     why_not_default = _why_not_default(failed, system_info)
+    amx_note = " · AMX crashes here" if why_not_default.startswith("AMX") else ""
     if pinned is not None and any(p.key == pinned for p in usable):
         path = BY_KEY[pinned]
-        return KernelChoice(path, f"{describe(path, system_info)}: chosen in Settings", verdicts, speeds, True)
+        title = describe(path, system_info)
+        return KernelChoice(path, f"{title}: chosen in Settings", verdicts, speeds, True, f"{title} · yours")
     if not usable:
         return KernelChoice(
-            PLAIN, "no kernel path passed the check on this machine: the plain kernels", verdicts, speeds
+            PLAIN, "no kernel path passed the check on this machine: the plain kernels", verdicts, speeds,
+            summary=f"{PLAIN.title} · none passed the check",
         )
     measured = [p for p in usable if p.key in speeds]
     if len(measured) >= 2 or (measured and len(usable) == 1):
@@ -457,10 +461,13 @@ def choose_path(
             prompt_ratio = speeds[best.key].prompt / speeds[other.key].prompt
             reply_ratio = speeds[best.key].reply / speeds[other.key].reply
             comparison = f" — prompts {prompt_ratio:.2f}×, replies {reply_ratio:.2f}× {describe(other, system_info)}"
-        reason = f"{describe(best, system_info)}: measured fastest here{comparison}"
-        return KernelChoice(best, f"{why_not_default}{reason}", verdicts, speeds)
+        title = describe(best, system_info)
+        reason = f"{title}: measured fastest here{comparison}"
+        summary = f"{title} · measured fastest{amx_note}"
+        return KernelChoice(best, f"{why_not_default}{reason}", verdicts, speeds, summary=summary)
     path = usable[0]
-    return KernelChoice(path, f"{why_not_default}{describe(path, system_info)}", verdicts, speeds)
+    title = describe(path, system_info)
+    return KernelChoice(path, f"{why_not_default}{title}", verdicts, speeds, summary=f"{title}{amx_note}")
 
 
 def _why_not_default(failed: dict[str, str], system_info: str) -> str:

@@ -105,6 +105,7 @@ def ensure_kernel_path(size_class: str | None = None, threads: int = 2) -> Kerne
                 choice.verdicts,
                 choice.speeds,
                 choice.pinned,
+                choice.summary,
             )
         return choice
 

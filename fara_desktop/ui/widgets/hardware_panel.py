@@ -242,12 +242,8 @@ class HardwarePanel(QFrame):
             "KV cache", tuned_text(info.kv_type, mine.kv_type) + (" · flash attn" if info.flash_attn else "")
         )
         self.set_value("Batch", tuned_text(self._tuned.n_batch if self._tuned else 512, mine.n_batch))
-        self.show_kernels(info.kernel_path, info.kernel_reason)
-
-    def show_kernels(self, path: str, reason: str) -> None:
-        """The kernel path the model runs on and why: the reason's first clause here, all of it as the tooltip."""
-        self.set_value("Kernels", reason.split(" — ")[0] if reason else (path or "—"))
-        self._values["Kernels"].setToolTip(plain_tooltip(reason))
+        self.set_value("Kernels", info.kernel_summary or info.kernel_path or "—")
+        self._values["Kernels"].setToolTip(plain_tooltip(info.kernel_reason))
 
     def show_calibration(self, tok_per_s: dict[int, float], best: int, user_threads: int | None) -> None:
         measured = ", ".join(f"{format_count(t, 'thread')} {v:.0f} tok/s" for t, v in sorted(tok_per_s.items()))
