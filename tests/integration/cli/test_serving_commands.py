@@ -384,3 +384,34 @@ def test_sigterm_ends_serve_at_once_with_pictures_being_decoded(fara_home, gemma
         assert 503 in answers, answers  # the requests under way were ended, not waited for
     finally:
         end(process)
+
+
+@pytest.mark.real_model
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_stopping_serve_before_it_serves_ends_it_cleanly_and_blames_nobody(fara_home, smollm2_path, sig, tmp_path):
+    """Ctrl+C (or ``systemctl stop``) while ``serve`` is still getting its model ready: no traceback, the engine
+    closed, exit 0; and the next start loads the model (a stop is not the model's fault). Held open without a race:
+    a new kernel record makes it check the kernels (child processes, seconds) before its load, and the check's
+    folder appearing is the moment to stop it."""
+    record = tmp_path / "kernels" / "kernels.json"
+    env = {**os.environ, "FARA_HOME": str(fara_home), "PYTHONUNBUFFERED": "1", "FARA_KERNEL_CACHE": str(record)}
+    command = [sys.executable, "-m", "fara_desktop", "serve", "--port", "0", "--model", str(smollm2_path)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        wait_until(lambda: (record.parent / "kernel-check").is_dir() or process.poll() is not None, 120,
+                   "serve to start checking the kernels")  # fmt: skip
+        process.send_signal(sig)
+        out, err = process.communicate(timeout=60)
+    finally:
+        end(process)
+    assert process.returncode == 0, err[-3000:]
+    assert "Traceback" not in err and "stopped before it served" in err
+    assert not out.startswith("http")  # it never served
+    again = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        address = again.stdout.readline().strip()  # type: ignore[union-attr]
+        assert address.startswith("http://127.0.0.1:"), again.stderr.read()[-3000:]  # type: ignore[union-attr]
+    finally:
+        again.send_signal(signal.SIGTERM)
+        again.wait(60)
+        end(again)
