@@ -19,7 +19,7 @@ import psutil
 from fara_desktop.app.jobs import Jobs, Stage
 from fara_desktop.engine.types import ModelInfo
 from fara_desktop.machine.kernel_check import KernelChoice, measure_paths
-from fara_desktop.machine.kernels import keep_speeds, paths_to_measure
+from fara_desktop.machine.kernels import keep_speeds, paths_to_measure, reply_speed_seen
 
 log = logging.getLogger(__name__)
 
@@ -30,10 +30,20 @@ class KernelSpeeds:
     """Owns the measuring thread (``fara-kernel-speeds``) and its children: one measurement at a time, a job in
     the registry (stage ENGINE) whose stop kills the child being measured."""
 
-    def __init__(self, jobs: Jobs) -> None:
+    def __init__(self, jobs: Jobs, rounds: int = 3) -> None:
         self._jobs = jobs
+        self._rounds = rounds
         self._lock = threading.Lock()
         self._running: threading.Thread | None = None
+
+    def reply_seen(self, info: ModelInfo, tok_per_s: float, tokens: int) -> bool:
+        """A reply's speed on the model ``info`` describes: replies clearly faster than the kernel measurement said
+        (twice in a row) make it measure again now; True when it started."""
+        if info.remote or not info.size_class or not info.kernel_path:
+            return False
+        if not reply_speed_seen(info.size_class, info.kernel_path, tok_per_s, tokens):
+            return False
+        return self.measure_after(info)
 
     def measure_after(self, info: ModelInfo, on_done: Callable[[KernelChoice], None] | None = None) -> bool:
         """Start measuring the kernel paths on the model ``info`` describes, when its size has no measurement
@@ -52,7 +62,7 @@ class KernelSpeeds:
 
             def run() -> None:
                 try:
-                    measurement = measure_paths(paths, model, threads, should_stop=stop.is_set)
+                    measurement = measure_paths(paths, model, threads, self._rounds, should_stop=stop.is_set)
                     if stop.is_set():
                         return
                     choice = keep_speeds(size, measurement)

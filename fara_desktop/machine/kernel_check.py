@@ -386,6 +386,14 @@ class KernelCache:
         entry = value.get(size_class) if isinstance(value, dict) else None
         return bool(entry.get("busy")) if isinstance(entry, dict) else False
 
+    def dispute_speeds(self, key: str, size_class: str) -> None:
+        """The speeds seen in use disagree with the measurement: measured again at the next chance."""
+        value = self._entry(key).get("speeds")
+        entry = value.get(size_class) if isinstance(value, dict) else None
+        if isinstance(entry, dict):
+            entry["busy"] = True
+            self.save()
+
     def set_speeds(self, key: str, size_class: str, speeds: dict[str, PathSpeed], busy: bool) -> None:
         entry = self._entry(key)
         if not isinstance(entry.get("speeds"), dict):

@@ -153,6 +153,31 @@ def paths_to_measure(size_class: str) -> list[KernelPath]:
         return usable
 
 
+DISPUTE_RATIO = 1.5  # replies this much faster than the measurement said: it was taken while the machine was busy
+DISPUTES_NEEDED = 2
+DISPUTE_MIN_TOKENS = 32
+_disputes: dict[str, int] = {}
+
+
+def reply_speed_seen(size_class: str, path_key: str, tok_per_s: float, tokens: int) -> bool:
+    """A reply's generation speed on ``path_key``: True when replies ran clearly faster than the measurement of
+    that path said, twice in a row (the measurement is then provisional: measured again)."""
+    with _lock:
+        if not _state or tokens < DISPUTE_MIN_TOKENS:
+            return False
+        process = _state[0]
+        measured = process.cache.speeds(process.key, size_class).get(path_key)
+        if measured is None:
+            return False
+        count = _disputes.get(size_class, 0) + 1 if tok_per_s > DISPUTE_RATIO * measured.reply else 0
+        _disputes[size_class] = count
+        if count < DISPUTES_NEEDED:
+            return False
+        _disputes[size_class] = 0
+        process.cache.dispute_speeds(process.key, size_class)
+        return True
+
+
 def keep_speeds(size_class: str, measurement: Measurement) -> KernelChoice | None:
     """Keep a measurement for ``size_class``; the choice it makes for the next load of that size."""
     with _lock:

@@ -120,6 +120,7 @@ class MainWindow(QMainWindow):
         self.chat = ChatController(self, self.core, self.bridge, sampling or self.settings.sampling.params())
         self.startup = StartupController(self, self.bridge)
         self.startup.measure_kernels = self.core.kernel_speeds.measure_after
+        self.startup.kernel_speed_seen = self.core.kernel_speeds.reply_seen
         self.chat.replyFinished.connect(self.startup.reply_finished)
         self.startup.planStarted.connect(self.chat.plan_started)
         self.startup.planSettled.connect(self.chat.plan_settled)

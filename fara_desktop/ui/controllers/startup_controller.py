@@ -70,6 +70,7 @@ class StartupController(QObject):
         self.remote_choice: Callable[[], RemoteModel | None] = lambda: None  # the server model chosen in Settings
         # the kernel paths measured on a loaded model (the core's job), once its thread count is known
         self.measure_kernels: Callable[[ModelInfo], object] = lambda _info: None
+        self.kernel_speed_seen: Callable[[ModelInfo, float, int], object] = lambda _info, _speed, _tokens: None
 
     @property
     def plan(self) -> StartupPlan | None:
@@ -185,6 +186,7 @@ class StartupController(QObject):
         info = self.bridge.worker.loaded_model
         if info is None:
             return
+        self.kernel_speed_seen(info, event.stats.gen_tok_per_s, event.stats.completion_tokens)
         candidates = self.loading.speed_seen(info, event.stats.gen_tok_per_s, event.stats.completion_tokens)
         if candidates is not None:
             self.bridge.calibrate_threads(candidates)
