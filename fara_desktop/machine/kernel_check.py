@@ -455,8 +455,10 @@ def choose_path(
     if len(measured) >= 2 or (measured and len(usable) == 1):
         best = min(measured, key=lambda p: speeds[p.key].turn_seconds)
         preferred = measured[0]  # the nearest to llama.cpp's default: kept unless clearly slower
-        if speeds[preferred.key].turn_seconds <= speeds[best.key].turn_seconds / SAME_SPEED:
+        verdict = "measured fastest here"
+        if preferred is not best and speeds[preferred.key].turn_seconds <= speeds[best.key].turn_seconds / SAME_SPEED:
             best = preferred
+            verdict = "measured as fast as the fastest here (a chat turn within 3 %)"
         default_speed = speeds.get(DEFAULT.key)
         comparison = ""
         if default_speed is not None and best is not DEFAULT:
@@ -470,8 +472,8 @@ def choose_path(
             reply_ratio = speeds[best.key].reply / speeds[other.key].reply
             comparison = f" — prompts {prompt_ratio:.2f}×, replies {reply_ratio:.2f}× {describe(other, system_info)}"
         title = describe(best, system_info)
-        reason = f"{title}: measured fastest here{comparison}"
-        summary = f"{title} · measured fastest{amx_note}"
+        reason = f"{title}: {verdict}{comparison}"
+        summary = f"{title} · measured{amx_note}"
         return KernelChoice(best, f"{why_not_default}{reason}", verdicts, speeds, summary=summary)
     path = usable[0]
     title = describe(path, system_info)

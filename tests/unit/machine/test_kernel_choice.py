@@ -33,7 +33,8 @@ def test_the_fastest_measured_path_by_a_whole_turn_and_its_ratio_to_the_default(
 
 def test_a_path_within_three_percent_of_the_fastest_keeps_the_default():
     speeds = {"default": PathSpeed(100.0, 20.0), "no-amx": PathSpeed(101.0, 20.2), "plain": PathSpeed(99.0, 20.0)}
-    assert choose_path(PATHS, OK, {}, speeds, AMX_BUILD).path is DEFAULT
+    choice = choose_path(PATHS, OK, {}, speeds, AMX_BUILD)
+    assert choice.path is DEFAULT and "as fast as the fastest here (a chat turn within 3 %)" in choice.reason
 
 
 def test_dropped_and_unusable_paths_are_never_chosen_even_when_pinned_or_fastest():
