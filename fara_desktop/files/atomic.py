@@ -55,3 +55,16 @@ def save_cache_file(path: Path, data: Any) -> bool:
         log.warning("cache %s not saved: %s", path, exc)
         return False
     return True
+
+
+def read_cache_file(path: Path, max_bytes: int, what: str) -> dict[str, Any]:
+    """A cache's JSON object; anything else (missing, unreadable, too large, not an object) reads as empty: a
+    cache is only a speed-up, and a file on disk is untrusted like any other."""
+    from fara_desktop.files.regular import read_regular_text
+
+    try:
+        data = json.loads(read_regular_text(path, max_bytes)) if path.is_file() else {}
+    except (OSError, ValueError, RecursionError) as exc:
+        log.warning("Ignoring the unreadable %s %s: %s", what, path, type(exc).__name__)
+        return {}
+    return data if isinstance(data, dict) else {}

@@ -69,11 +69,14 @@ def sweep_fatal_logs(folder: Path, older_than: float = 86_400.0) -> None:
             if not match or int(match.group(1)) == os.getpid():
                 continue
             with contextlib.suppress(OSError):
-                if now - path.stat().st_mtime > older_than and not _alive(int(match.group(1))):
+                if now - path.stat().st_mtime > older_than and not process_alive(int(match.group(1))):
                     path.unlink()
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process of that number runs (somebody else's counts: its number is taken)."""
+    if pid <= 0:
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import logging
 import math
 import multiprocessing
@@ -27,8 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fara_desktop.files.atomic import save_cache_file
-from fara_desktop.files.regular import read_regular_text
+from fara_desktop.files.atomic import read_cache_file, save_cache_file
 from fara_desktop.machine.busy import BUSY_CORES, OtherProgramsMeter
 from fara_desktop.machine.kernel_paths import BY_KEY, DEFAULT, NO_AMX, PLAIN, KernelPath, describe
 from fara_desktop.machine.kernel_probe import ProbeRequest, child_main
@@ -304,12 +302,7 @@ class KernelCache:
 
     def __init__(self, file: Path) -> None:
         self.file = file
-        self._data: dict[str, Any] = {}
-        try:
-            data = json.loads(read_regular_text(file, MAX_CACHE_BYTES)) if file.is_file() else {}
-            self._data = data if isinstance(data, dict) else {}
-        except (OSError, ValueError, RecursionError) as exc:
-            log.warning("Ignoring the unreadable kernel record %s: %s", file, type(exc).__name__)
+        self._data: dict[str, Any] = read_cache_file(file, MAX_CACHE_BYTES, "kernel record")
 
     def _entry(self, key: str) -> dict[str, Any]:
         entry = self._data.get(key)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fara_desktop.files.atomic import write_text_atomically
-from fara_desktop.files.fatal_log import died_by_fatal_signal, fatal_log_in_use
+from fara_desktop.files.fatal_log import died_by_fatal_signal, fatal_log_in_use, process_alive
 from fara_desktop.files.paths import app_paths
 from fara_desktop.machine.amx_refusal import amx_refused, refuse_amx
 from fara_desktop.machine.kernel_check import (
@@ -302,7 +302,7 @@ def _collect_first_batch_death(cache: KernelCache, key: str, folder: Path) -> No
     except (OSError, ValueError, RecursionError):
         entry = None
     if isinstance(entry, dict) and isinstance(entry.get("pid"), int) and entry["pid"] != os.getpid():
-        if _alive(entry["pid"]):
+        if process_alive(entry["pid"]):
             return  # another process of ours (``serve`` beside the window) is in its first batch right now
         path, fatal = entry.get("path"), entry.get("fatal_log")
         crashed = died_by_fatal_signal(fatal if isinstance(fatal, str) else "")
@@ -313,12 +313,3 @@ def _collect_first_batch_death(cache: KernelCache, key: str, folder: Path) -> No
     with contextlib.suppress(OSError):
         record.unlink()
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from pathlib import Path
 from typing import Any
 
-from fara_desktop.files.atomic import save_cache_file
+from fara_desktop.files.atomic import read_cache_file, save_cache_file
 from fara_desktop.files.paths import AppPaths
-from fara_desktop.files.regular import read_regular_text
 from fara_desktop.machine.hardware import HardwareProfile
 
 log = logging.getLogger(__name__)
@@ -35,12 +33,7 @@ class MachineCache:
 
     def __init__(self, file: Path) -> None:
         self.file = file
-        self._data: dict[str, Any] = {}
-        try:
-            data = json.loads(read_regular_text(file, MAX_CACHE_BYTES)) if file.is_file() else {}
-            self._data = data if isinstance(data, dict) else {}
-        except (OSError, ValueError, RecursionError) as exc:
-            log.warning("Ignoring the unreadable machine cache %s: %s", file, type(exc).__name__)
+        self._data: dict[str, Any] = read_cache_file(file, MAX_CACHE_BYTES, "machine cache")
 
     def _machine(self, hardware: HardwareProfile) -> dict[str, Any]:
         machine = self._data.get(machine_key(hardware))

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from fara_desktop.files.atomic import write_text_atomically
-from fara_desktop.files.fatal_log import died_by_fatal_signal, fatal_log_in_use
+from fara_desktop.files.fatal_log import died_by_fatal_signal, fatal_log_in_use, process_alive
 from fara_desktop.text.untrusted import one_line
 
 log = logging.getLogger(__name__)
@@ -58,17 +58,6 @@ class CrashedLoad:
             "the file may be damaged or need a newer llama.cpp: replace or delete it"
         )
 
-
-def _process_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # somebody else's process has that number now
-        return True
-    return True
 
 
 class LoadRecord:
@@ -113,7 +102,7 @@ class LoadRecord:
         if entry is None:
             return []
         pid = entry.get("pid") if isinstance(entry, dict) else None
-        if isinstance(pid, int) and pid != os.getpid() and _process_alive(pid):
+        if isinstance(pid, int) and pid != os.getpid() and process_alive(pid):
             return []  # another process of ours (a `serve` beside the window) is loading right now
         with contextlib.suppress(OSError):
             self._loading.unlink()
