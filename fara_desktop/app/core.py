@@ -53,7 +53,8 @@ class EngineCore:
         self.api_keys = ApiKeyStore(paths.config)
         # every background job, and the order they are stopped in at quitting (``app.jobs``)
         self.jobs = Jobs()
-        self.kernel_speeds = KernelSpeeds(self.jobs)  # measured on a loaded model, in child processes
+        # measured on a loaded model, in child processes, giving way to the user's replies
+        self.kernel_speeds = KernelSpeeds(self.jobs, engine_busy=self._engine_busy)
         self.embedding = embedding or EmbedderService()
         self.jobs.service("the embedding model", Stage.EMBEDDER, self.embedding.close)
         # the local API's pictures, kept while their request runs (created on first use: a folder of the cache)
@@ -70,6 +71,9 @@ class EngineCore:
         worker = self._worker = InferenceWorker(on_event, self._backend, LoadRecord(self.paths.data), self._state_store)
         self.jobs.service("the inference thread", Stage.ENGINE, lambda: self._end_engine(worker))
         return worker.start()
+
+    def _engine_busy(self) -> bool:
+        return self._worker is not None and self._worker.busy()
 
     def _end_engine(self, worker: InferenceWorker, timeout: float = 10.0) -> None:
         """Replies and loads cancelled, the engine's thread ended (a chat's reading kept on disk first, the model

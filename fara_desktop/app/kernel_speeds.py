@@ -4,7 +4,8 @@ Each path runs the user's own model in a child process (``machine/kernel_check.m
 with the others over three rounds; the medians are kept per model-size class and the next load of that size
 takes the fastest. The child reads the same file (its pages are shared) and, on a repacking path, copies the
 weights once more: it is measured only where memory has room for that copy. A sample taken while the machine was
-busy (a reply being written counts) is taken again; what stays busy is used and measured again at the next load.
+busy is taken again; what stays busy is used and measured again at the next load. It gives way to the user: while
+a reply or a read-ahead is queued or running no child runs (one running is stopped and its sample taken again).
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ class KernelSpeeds:
     """Owns the measuring thread (``fara-kernel-speeds``) and its children: one measurement at a time, a job in
     the registry (stage ENGINE) whose stop kills the child being measured."""
 
-    def __init__(self, jobs: Jobs, rounds: int = 3) -> None:
+    def __init__(self, jobs: Jobs, rounds: int = 3, engine_busy: Callable[[], bool] | None = None) -> None:
         self._jobs = jobs
         self._rounds = rounds
+        self._engine_busy = engine_busy  # a reply, a read-ahead: the measurement gives way to it
         self._lock = threading.Lock()
         self._running: threading.Thread | None = None
 
@@ -62,7 +64,9 @@ class KernelSpeeds:
 
             def run() -> None:
                 try:
-                    measurement = measure_paths(paths, model, threads, self._rounds, should_stop=stop.is_set)
+                    measurement = measure_paths(
+                        paths, model, threads, self._rounds, should_stop=stop.is_set, should_yield=self._engine_busy
+                    )
                     if stop.is_set():
                         return
                     choice = keep_speeds(size, measurement)

@@ -139,6 +139,7 @@ class InferenceWorker:
         self._ahead_cancel_below = 0  # every read-ahead with a smaller id stops
         self._aheads_waiting = 0  # ReadAhead commands queued and not yet taken
         self._unsaved: int | None = None  # the chat whose state changed since it was last kept
+        self._working = False  # a reply, a read-ahead, a load or a calibration is being handled
 
     # ------------------------------------------------------------------ public, any thread
 
@@ -267,6 +268,12 @@ class InferenceWorker:
             self._thread.join(timeout)
         return not self._thread.is_alive()
 
+    def busy(self) -> bool:
+        """Whether the user waits on the engine now (a reply or read-ahead queued or running, a model loading or
+        being measured): background measurements give way (``app/kernel_speeds``)."""
+        with self._lock:
+            return self._working or self._replies_waiting > 0 or self._aheads_waiting > 0
+
     def is_cancelled(self, request_id: int) -> bool:
         if self._stopping or request_id in self._cancelled:
             return True
@@ -316,6 +323,8 @@ class InferenceWorker:
             elif isinstance(command, ReadAhead):
                 with self._lock:
                     self._aheads_waiting -= 1
+            with self._lock:
+                self._working = isinstance(command, (Generate, ReadAhead, CalibrateThreads, LoadModel))
             try:
                 final = self._handle(command)
             except Exception:  # the thread must survive anything, and the command still ends with its event
@@ -323,6 +332,8 @@ class InferenceWorker:
                 log.exception("Unexpected error in the inference thread while handling %s", describe(command))
                 final = self._failure_event(command, "Something went wrong inside the engine; details are in the "
                                             "log file.")  # fmt: skip
+            with self._lock:
+                self._working = False
             try:
                 self._emit(final)  # the one place a command's final event is sent: exactly one per command
             except Exception:  # a sink that fails (its window gone) must not end the thread

@@ -20,6 +20,7 @@ import multiprocessing
 import platform
 import signal
 import statistics
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -235,6 +236,7 @@ def measure_paths(
     threads: int,
     rounds: int = 3,
     should_stop: Callable[[], bool] | None = None,
+    should_yield: Callable[[], bool] | None = None,
     prompt_tokens: int = 128,
     reply_tokens: int = 32,
     busy_cores: Callable[[Callable[[], tuple[str, Any]]], tuple[tuple[str, Any], float]] | None = None,
@@ -242,7 +244,9 @@ def measure_paths(
     """Each path's median prompt and reply speed on ``model``: one child per path and round, interleaved (the
     machine's speed drifts within minutes; interleaving spreads the drift over every path). A sample taken while
     other programs (the app's own replies included) used the processor is taken again, up to twice per round;
-    after that it counts, and the measurement is marked busy (kept until the next chance to measure)."""
+    after that it counts, and the measurement is marked busy (kept until the next chance to measure). While
+    ``should_yield()`` (the user waits on the engine) no child runs: one running is stopped, its sample taken
+    again afterwards."""
     timed = busy_cores or other_programs_busy
     samples: dict[str, list[tuple[float, float]]] = {p.key: [] for p in paths}
     busy, discarded = False, 0
@@ -258,22 +262,41 @@ def measure_paths(
                 prompt_tokens=prompt_tokens,
                 reply_tokens=reply_tokens,
             )
-            for attempt in range(3):
-                if should_stop is not None and should_stop():
+            attempt = 0
+            while attempt < 3:
+                if not _wait_while(should_yield, should_stop):
                     return Measurement(_medians(samples), busy, discarded)
-                (kind, value), others = timed(functools.partial(run_child, request, MEASURE_SECONDS, should_stop))
-                if kind == "stopped":
+                interrupt = functools.partial(_either, should_stop, should_yield)
+                (kind, value), others = timed(functools.partial(run_child, request, MEASURE_SECONDS, interrupt))
+                if kind == "stopped" and should_stop is not None and should_stop():
                     return Measurement(_medians(samples), busy, discarded)
+                if kind == "stopped":  # the user asked something: this sample is taken again afterwards
+                    continue
+                attempt += 1
                 if kind != "done" or not isinstance(value, dict):
                     log.warning("Measuring kernel path %s failed: %s %s", path.key, kind, str(value)[:200])
                     break
-                if others > BUSY_CORES and attempt < 2:
+                if others > BUSY_CORES and attempt < 3:
                     discarded += 1
                     continue
                 busy = busy or others > BUSY_CORES
                 samples[path.key].append((float(value["prompt"]), float(value["reply"])))
                 break
     return Measurement(_medians(samples), busy, discarded)
+
+
+def _either(first: Callable[[], bool] | None, second: Callable[[], bool] | None) -> bool:
+    return bool((first is not None and first()) or (second is not None and second()))
+
+
+def _wait_while(busy: Callable[[], bool] | None, should_stop: Callable[[], bool] | None) -> bool:
+    """Wait while ``busy()`` (the user waits on the engine); False when stopped meanwhile."""
+    pause = threading.Event()
+    while busy is not None and busy():
+        if should_stop is not None and should_stop():
+            return False
+        pause.wait(0.2)
+    return not (should_stop is not None and should_stop())
 
 
 def _medians(samples: dict[str, list[tuple[float, float]]]) -> dict[str, PathSpeed]:

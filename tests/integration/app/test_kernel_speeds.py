@@ -82,3 +82,35 @@ def test_replies_clearly_faster_than_the_measurement_make_it_measure_again(own_r
     assert speeds.reply_seen(info, 80.0, 200)  # twice: the measurement was taken on a busy machine
     assert [job.name for job in jobs.running()] == ["measuring the kernel paths"]
     assert jobs.stop_all(timeout=20) == []
+
+
+def test_the_measurement_gives_way_while_the_user_waits_on_the_engine(own_record, smollm2_path, monkeypatch):  # type: ignore[no-untyped-def]
+    """No child runs beside a reply or a read-ahead: the user's question has the processor."""
+    from fara_desktop.machine import kernel_check
+    from tests.conftest import wait_until
+
+    started: list[str] = []
+    real_run_child = kernel_check.run_child
+
+    def counted(request, timeout, should_stop=None):  # type: ignore[no-untyped-def]
+        started.append(request.path_key)
+        return real_run_child(request, timeout, should_stop)
+
+    monkeypatch.setattr(kernel_check, "run_child", counted)
+    replying = threading.Event()
+    replying.set()
+    asked: list[int] = []
+
+    def engine_busy() -> bool:
+        asked.append(1)
+        return replying.is_set()
+
+    jobs = Jobs()
+    finished = threading.Event()
+    speeds = KernelSpeeds(jobs, rounds=1, engine_busy=engine_busy)
+    assert speeds.measure_after(_info(smollm2_path), lambda _choice: finished.set())
+    wait_until(lambda: len(asked) >= 10, 60, "the measurement to ask whether the engine is busy")
+    assert started == []  # nothing measured while a reply runs
+    replying.clear()
+    assert finished.wait(600)
+    assert len(started) >= 2
