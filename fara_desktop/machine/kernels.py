@@ -249,6 +249,10 @@ def verdicts_for(
         verdicts = check(paths, folder, threads)
         usable = {k: v.usable for k, v in verdicts.items()}
         log.info("Kernel check: %s in %.1f s", usable, time.perf_counter() - started)
+        if not any(usable.values()):
+            # Nothing passed, not even the plain kernels: the check itself could not run (a full disk for its
+            # models, no way to start a process). Used now, never kept: the next start checks again.
+            return verdicts, True
     cache.set_verdicts(key, verdicts, build, cpu)
     return verdicts, True
 

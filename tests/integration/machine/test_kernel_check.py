@@ -171,3 +171,19 @@ def test_a_death_on_the_first_batch_drops_that_path_not_the_model(kernel_path, t
     assert code == 0 and after_crash != first  # the machine's fault: that path is dropped, another is used
     (entry,) = json.loads(cache.read_text()).values()
     assert entry["dropped"][first].startswith("the app died on its first batch")
+
+
+def test_a_check_that_could_not_run_at_all_is_not_kept(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Every path failing at once (the check's models could not be written: a full disk) says nothing about the
+    kernels: it is used for this start and checked again at the next."""
+    paths = tuple(available_paths("CPU : AVX2 = 1 | REPACK = 1 |"))
+    checks: list[int] = []
+
+    def nothing_runs(paths_, folder, threads):  # type: ignore[no-untyped-def]
+        checks.append(1)
+        return {p.key: PathVerdict(p.key, False, "the check failed (OSError: No space left on device)") for p in paths_}
+
+    for _ in range(2):
+        verdicts, _ = verdicts_for(KernelCache(tmp_path / "k.json"), "key", "b", "c", paths, tmp_path, 2, nothing_runs)
+        assert not any(v.usable for v in verdicts.values())
+    assert len(checks) == 2
