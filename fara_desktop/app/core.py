@@ -38,6 +38,7 @@ from fara_desktop.tools.tool_box import ToolBox
 from fara_desktop.vocabulary.sampling import SamplingParams
 
 log = logging.getLogger(__name__)
+QUIET_BEFORE_MEASURING_S = 20.0
 
 
 class EngineCore:
@@ -73,7 +74,9 @@ class EngineCore:
         return worker.start()
 
     def _engine_busy(self) -> bool:
-        return self._worker is not None and self._worker.busy()
+        """Kernel speeds are measured once the engine has been quiet a while: never beside a reply, a read-ahead
+        or the user's next question typed right after one."""
+        return self._worker is not None and self._worker.quiet_seconds() < QUIET_BEFORE_MEASURING_S
 
     def _end_engine(self, worker: InferenceWorker, timeout: float = 10.0) -> None:
         """Replies and loads cancelled, the engine's thread ended (a chat's reading kept on disk first, the model

@@ -140,6 +140,7 @@ class InferenceWorker:
         self._aheads_waiting = 0  # ReadAhead commands queued and not yet taken
         self._unsaved: int | None = None  # the chat whose state changed since it was last kept
         self._working = False  # a reply, a read-ahead, a load or a calibration is being handled
+        self._last_active = time.monotonic()  # when the engine last ended such a command
 
     # ------------------------------------------------------------------ public, any thread
 
@@ -274,6 +275,13 @@ class InferenceWorker:
         with self._lock:
             return self._working or self._replies_waiting > 0 or self._aheads_waiting > 0
 
+    def quiet_seconds(self) -> float:
+        """How long the engine has had nothing to do (0 while it works or something waits)."""
+        with self._lock:
+            if self._working or self._replies_waiting > 0 or self._aheads_waiting > 0:
+                return 0.0
+            return time.monotonic() - self._last_active
+
     def is_cancelled(self, request_id: int) -> bool:
         if self._stopping or request_id in self._cancelled:
             return True
@@ -334,6 +342,7 @@ class InferenceWorker:
                                             "log file.")  # fmt: skip
             with self._lock:
                 self._working = False
+                self._last_active = time.monotonic()
             try:
                 self._emit(final)  # the one place a command's final event is sent: exactly one per command
             except Exception:  # a sink that fails (its window gone) must not end the thread

@@ -22,13 +22,13 @@ class SlowCalibration(FakeBackend):
         self.release = threading.Event()
         self.calls = 0
 
-    def calibrate_threads(self, candidates, tokens: int = 48, should_yield=None) -> dict[int, float]:
+    def calibrate_threads(self, candidates, tokens: int = 48, should_yield=None) -> tuple[dict[int, float], bool]:
         self.calls += 1
         self.started.set()
         while not self.release.wait(0.005):  # one "token" of measuring per turn
             if should_yield is not None and should_yield():
                 raise CalibrationYieldedError("a reply is waiting")
-        return {t: 10.0 * t for t in candidates}
+        return {t: 10.0 * t for t in candidates}, False
 
 
 def test_a_question_sent_during_the_calibration_is_answered_first(event_log):

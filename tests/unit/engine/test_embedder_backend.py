@@ -12,8 +12,9 @@ from tests.helpers.gguf_factory import write_bert_embedder
 
 
 def test_the_cpu_backend_is_loaded_before_the_embedder(tmp_path, monkeypatch):
+    """(and the kernel path applied: ``prepare_llama_load`` does both)"""
     order: list[str] = []
-    monkeypatch.setattr(embedder_module, "load_ggml_cpu_library", lambda: order.append("backend"))
+    monkeypatch.setattr(embedder_module, "prepare_llama_load", lambda *_args: order.append("backend"))
 
     class Refusing:
         def __init__(self, **_kwargs: object) -> None:
