@@ -162,20 +162,28 @@ _disputes: dict[str, int] = {}
 def reply_speed_seen(size_class: str, path_key: str, tok_per_s: float, tokens: int) -> bool:
     """A reply's generation speed on ``path_key``: True when replies ran clearly faster than the measurement of
     that path said, twice in a row (the measurement is then provisional: measured again)."""
-    with _lock:
-        if not _state or tokens < DISPUTE_MIN_TOKENS:
-            return False
-        process = _state[0]
-        measured = process.cache.speeds(process.key, size_class).get(path_key)
-        if measured is None:
-            return False
-        count = _disputes.get(size_class, 0) + 1 if tok_per_s > DISPUTE_RATIO * measured.reply else 0
-        _disputes[size_class] = count
-        if count < DISPUTES_NEEDED:
-            return False
-        _disputes[size_class] = 0
-        process.cache.dispute_speeds(process.key, size_class)
-        return True
+    if not _lock.acquire(blocking=False):  # called on the GUI thread: never waits for a check under way
+        return False
+    try:
+        return _reply_speed_seen(size_class, path_key, tok_per_s, tokens)
+    finally:
+        _lock.release()
+
+
+def _reply_speed_seen(size_class: str, path_key: str, tok_per_s: float, tokens: int) -> bool:
+    if not _state or tokens < DISPUTE_MIN_TOKENS:
+        return False
+    process = _state[0]
+    measured = process.cache.speeds(process.key, size_class).get(path_key)
+    if measured is None:
+        return False
+    count = _disputes.get(size_class, 0) + 1 if tok_per_s > DISPUTE_RATIO * measured.reply else 0
+    _disputes[size_class] = count
+    if count < DISPUTES_NEEDED:
+        return False
+    _disputes[size_class] = 0
+    process.cache.dispute_speeds(process.key, size_class)
+    return True
 
 
 def keep_speeds(size_class: str, measurement: Measurement) -> KernelChoice | None:
@@ -223,8 +231,12 @@ def choice_with(speeds: dict[str, PathSpeed]) -> KernelChoice | None:
 
 def known_verdicts() -> dict[str, PathVerdict]:
     """Each path's verdict here, once this process has checked or read them (empty before its first load)."""
-    with _lock:
+    if not _lock.acquire(blocking=False):  # the check runs now (seconds): the GUI thread never waits for it
+        return {}
+    try:
         return dict(_state[0].verdicts) if _state else {}
+    finally:
+        _lock.release()
 
 
 def verdicts_for(

@@ -187,3 +187,29 @@ def test_a_check_that_could_not_run_at_all_is_not_kept(tmp_path) -> None:  # typ
         verdicts, _ = verdicts_for(KernelCache(tmp_path / "k.json"), "key", "b", "c", paths, tmp_path, 2, nothing_runs)
         assert not any(v.usable for v in verdicts.values())
     assert len(checks) == 2
+
+
+def test_the_gui_threads_questions_never_wait_for_a_check_under_way(kernel_path) -> None:  # type: ignore[no-untyped-def]
+    """The first check runs for seconds under the module's lock (on the inference thread); Settings asking for the
+    verdicts and a finished reply's speed must not freeze the window meanwhile."""
+    import threading
+
+    from fara_desktop.machine import kernels
+
+    holding, release = threading.Event(), threading.Event()
+
+    def check_under_way() -> None:
+        with kernels._lock:
+            holding.set()
+            release.wait(30)
+
+    other = threading.Thread(target=check_under_way)
+    other.start()
+    try:
+        assert holding.wait(10)
+        assert kernels.known_verdicts() == {}  # at once: nothing known yet, as far as the dialog can tell
+        assert kernels.reply_speed_seen("tiny", "plain", 1e6, 500) is False
+    finally:
+        release.set()
+        other.join(10)
+    assert kernels.known_verdicts() == kernel_path.verdicts
