@@ -78,13 +78,12 @@ class EngineCore:
         or the user's next question typed right after one."""
         return self._worker is not None and self._worker.quiet_seconds() < QUIET_BEFORE_MEASURING_S
 
-    def _end_engine(self, worker: InferenceWorker, timeout: float = 10.0) -> None:
+    def _end_engine(self, worker: InferenceWorker, timeout: float = 30.0) -> bool:
         """Replies and loads cancelled, the engine's thread ended (a chat's reading kept on disk first, the model
-        freed)."""
+        freed); False when the thread still runs (inside llama.cpp: the quit names it late)."""
         worker.cancel()
         worker.cancel_load()  # a model half loaded is not waited for
-        if not worker.shutdown(timeout):
-            log.warning("The inference thread did not end within %s s", timeout)
+        return worker.shutdown(timeout)
 
     @property
     def worker(self) -> InferenceWorker:
@@ -92,10 +91,10 @@ class EngineCore:
             raise RuntimeError("the engine has not been started")
         return self._worker
 
-    def close(self, timeout: float = 30.0) -> None:
+    def close(self, timeout: float = 30.0) -> list[str]:
         """Every job stopped, stage after stage (``app.jobs``): what takes work in, what feeds the engine, the tool
-        servers, the engine, the embedder."""
-        self.jobs.stop_all(timeout)
+        servers, the engine, the embedder; within ``timeout`` in all. Returns the jobs that had not ended."""
+        return self.jobs.stop_all(timeout)
 
 
 @dataclass(frozen=True)
@@ -126,6 +125,7 @@ class AppCore(EngineCore):
         opened = open_store(paths.data)
         self.store: ConversationStore = opened.store
         self.store_problem = opened.problem
+        self.interrupted_chat = opened.interrupted_chat  # shown first: its reply ended with the app last time
         # the user's pictures: deleted by the ledger alone, never against a stand-in database (it knows no message)
         self.pictures = PictureLedger(PictureStore(paths.data / "pictures"),
                                       self.store.pictures_in_use if self.store_problem is None else None)  # fmt: skip
@@ -234,14 +234,15 @@ class AppCore(EngineCore):
 
     # ------------------------------------------------------------------ shutting down
 
-    def close(self, timeout: float = 30.0, save_pending_reply: Callable[[], None] = lambda: None) -> None:
+    def close(self, timeout: float = 30.0, save_pending_reply: Callable[[], None] = lambda: None) -> list[str]:
         """Every job stopped in its stage's order (a reply waiting on a tool call is stopped before the tool servers,
         the engine keeps a chat's reading on disk and frees the model), then ``save_pending_reply`` (the screen
-        saves a reply that was still being drawn), and the chats last."""
-        super().close(timeout)
+        saves a reply that was still being drawn), and the chats last. Returns the jobs that had not ended."""
+        late = super().close(timeout)
         save_pending_reply()
         self.session.close()
         self.store.close()
+        return late
 
 
 def tools_bound_to_definitions(settings: Settings) -> Settings:

@@ -21,7 +21,10 @@ ENDED_EARLY = {
     "repetition": "Stopped: it began repeating itself",
     "length": "Stopped at the token limit",
     "context": "Stopped: the context window is full",
+    # not the engine's: the store's, for a reply the app never finished (killed, crashed, a power cut)
+    "interrupted": "Interrupted: the app ended before this reply did",
 }
+INTERRUPTED_EMPTY = "Interrupted before any of it was saved: Regenerate writes it again"
 
 
 @dataclass(frozen=True)

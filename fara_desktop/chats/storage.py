@@ -27,6 +27,7 @@ from fara_desktop.chats.records import (
     finite_time,
     message_from_row,
     names_from_json,
+    stats_from_json,
 )
 from fara_desktop.chats.schema import MIGRATIONS, NEXT_CONVERSATION_ID, SCHEMA_VERSION
 from fara_desktop.chats.tool_rounds import ToolRound, rounds_json
@@ -256,15 +257,35 @@ class ConversationStore:
             cursor = db.execute(
                 """INSERT INTO messages (conversation_id, position, role, content, status, model, created_at,
                    updated_at, parent_id, pictures) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                (conversation_id, position, role, content, status, model, now, now, parent_id,
-                 json.dumps(list(pictures))),
+                (
+                    conversation_id,
+                    position,
+                    role,
+                    content,
+                    status,
+                    model,
+                    now,
+                    now,
+                    parent_id,
+                    json.dumps(list(pictures)),
+                ),
             )
             message_id = int(cursor.lastrowid or 0)
             db.execute(
                 "UPDATE conversations SET updated_at = ?, leaf_id = ? WHERE id = ?", (now, message_id, conversation_id)
             )
         return StoredMessage(
-            message_id, conversation_id, position, role, content, status, model, None, now, now, parent_id,
+            message_id,
+            conversation_id,
+            position,
+            role,
+            content,
+            status,
+            model,
+            None,
+            now,
+            now,
+            parent_id,
             pictures=tuple(pictures),
         )
 
@@ -314,9 +335,23 @@ class ConversationStore:
         return used
 
     def mark_interrupted(self) -> int:
-        """Replies left 'streaming' by a crash or a kill become 'stopped' (their text is kept)."""
+        """Replies left 'streaming' by a crash, a kill or a power cut become 'stopped', marked as interrupted (shown
+        so under the reply, with what was saved of it; Regenerate redoes it)."""
         with self.transaction() as db:
-            return db.execute("UPDATE messages SET status = 'stopped' WHERE status = 'streaming'").rowcount
+            rows = db.execute("SELECT id, stats FROM messages WHERE status = 'streaming'").fetchall()
+            for message_id, raw in rows:
+                stats = {**(stats_from_json(raw) or {}), "ended_early": "interrupted"}
+                db.execute(
+                    "UPDATE messages SET status = 'stopped', stats = ? WHERE id = ?", (json.dumps(stats), message_id)
+                )
+            return len(rows)
+
+    def chat_being_written(self) -> int | None:
+        """The conversation whose reply was written last among those still marked 'streaming' (before
+        ``mark_interrupted``: the chat the app was writing in when it ended)."""
+        query = "SELECT conversation_id FROM messages WHERE status = 'streaming' ORDER BY updated_at DESC LIMIT 1"
+        row = self._db.execute(query).fetchone()
+        return int(row[0]) if row else None
 
     def source_id(self, conversation_id: int) -> str | None:
         """Where an imported conversation came from (its id in the other app), or None."""
@@ -346,6 +381,7 @@ class OpenedStore:
 
     store: ConversationStore
     problem: str | None
+    interrupted_chat: int | None = None  # the chat whose reply the app was writing when it ended last time
 
 
 def open_store(data_dir: Path) -> OpenedStore:
@@ -353,10 +389,11 @@ def open_store(data_dir: Path) -> OpenedStore:
     store in a private temporary folder — writable even when the whole data folder is read-only — and the reason."""
     try:
         store = ConversationStore(database_path(data_dir))
+        being_written = store.chat_being_written()
         interrupted = store.mark_interrupted()
     except StorageError as exc:
         fallback = Path(tempfile.mkdtemp(prefix="fara-chats-")) / "conversations.sqlite3"
         return OpenedStore(ConversationStore(fallback), str(exc))
     if interrupted:
         log.info("%d reply(ies) were interrupted last time; kept as stopped", interrupted)
-    return OpenedStore(store, None)
+    return OpenedStore(store, None, being_written)

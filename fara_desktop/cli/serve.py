@@ -34,12 +34,17 @@ from fara_desktop.serving.local_api import ApiServer, LocalApi
 from fara_desktop.serving.principals import split_keys
 from fara_desktop.settings import load_settings
 from fara_desktop.system.api_keys import LOCAL_API, ApiKeyStore
+from fara_desktop.system.process_end import end_child_processes, exit_now
 from fara_desktop.text.format import format_count
 from fara_desktop.text.untrusted import printable
 from fara_desktop.vocabulary.errors import FaraError
 
 KEY_ENV = "FARA_API_KEY"
 MAX_KEY_FILE_BYTES = 4096
+# SIGTERM to exit: a service manager waits, then kills. What is not done in this time (a picture being encoded
+# inside llama.cpp cannot be interrupted) is left to the process's end: requests have been answered 503 already,
+# nothing that must be kept is written by then.
+QUIT_LIMIT_S = 1.2
 
 
 def serve_key(paths: AppPaths, given: str | None, key_file: Path | None, env: Mapping[str, str]) -> str | None:
@@ -88,10 +93,18 @@ def run_serve(
     try:
         return _serve(paths, model, host, port, key, started)
     except StoppedBeforeServing:
-        for core in started:
-            core.close()  # the load stopped, the engine's thread ended
         print("fara-desktop serve: stopped before it served", file=sys.stderr)
-        return 0
+        return end_serving(started)
+
+
+def end_serving(started: list[EngineCore]) -> int:
+    """Every job stopped within the quit's limit (the load or the requests, the engine's thread); a child process
+    left is ended, and a thread still inside llama.cpp is not waited for: the process ends at once."""
+    late = [name for core in started for name in core.close(QUIT_LIMIT_S)]
+    end_child_processes(grace_s=0.3)
+    if late:
+        exit_now(0)
+    return 0
 
 
 def _serve(
@@ -176,5 +189,5 @@ def _serve(
         server.run()
     finally:
         server.stop(timeout=0)
-        core.close()
-    return 0
+        code = end_serving(started)
+    return code

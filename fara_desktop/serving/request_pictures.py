@@ -63,6 +63,8 @@ class RequestPictures:
         taker = self.taker
         if why is not None or taker is None:
             raise FaraError(why or "This server takes no pictures.")
+        if self._stopped:  # the decoders are gone: a request that came in as the server stopped
+            raise ServerStopping("The server is stopping.")
         flat = [data for message in chat.pictures for data in message]
         stop = threading.Event()
         self._stops.add(stop)
@@ -75,8 +77,10 @@ class RequestPictures:
             if self._stopped:
                 raise ServerStopping("The server is stopping.") from exc
             raise FaraError(f"A picture could not be read: it {exc}.") from exc
-        except asyncio.CancelledError:
-            if self._stopped:  # the pool was shut down under it, not this request cancelled
+        except (asyncio.CancelledError, RuntimeError):
+            # the pool was shut down under it (cancelled) or just before it (RuntimeError: "cannot schedule new
+            # futures after shutdown"), not this request cancelled
+            if self._stopped:
                 raise ServerStopping("The server is stopping.") from None
             raise
         finally:

@@ -150,19 +150,22 @@ class McpHub:
         """``start_call`` and wait (not on the GUI thread)."""
         return self.start_call(tool, arguments, timeout).result(timeout + 10)
 
-    def close(self, timeout: float = 15.0) -> None:
-        """Stop every server (each process is ended) and the hub's thread."""
+    def close(self, timeout: float = 15.0) -> bool:
+        """Stop every server (each process is ended) and the hub's thread; False when the thread still runs."""
         if self._loop is None:
-            return
+            return True
         none: list[concurrent.futures.Future[None]] = []
         tasks = self._on_loop(self._stop_all, none)
         concurrent.futures.wait(tasks, timeout=timeout)
         if self._loop is not None and self._thread is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout)
-            if not self._thread.is_alive():
+            ended = not self._thread.is_alive()
+            if ended:
                 self._loop.close()
             self._loop, self._thread = None, None
+            return ended
+        return True
 
     # ------------------------------------------------------------------ the hub's thread
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from fara_desktop import APP_ID, APP_NAME, __version__
 from fara_desktop.files.paths import app_paths
 from fara_desktop.settings import Settings, load_settings
+from fara_desktop.system.process_end import end_child_processes, exit_now
 from fara_desktop.ui.xcb_help import install_advice, missing_xcb_libraries
 
 if TYPE_CHECKING:
@@ -102,6 +103,7 @@ def run_gui(model: Path | None, log_file: Path, on_window: Callable[[MainWindow]
     app = create_application(loaded.settings)
     from fara_desktop.ui.crash_dialog import install_exception_dialog
     from fara_desktop.ui.main_window import MainWindow
+    from fara_desktop.ui.quit_signals import QuitSignals
     from fara_desktop.ui.single_instance import SingleInstance
 
     instance = SingleInstance(paths.data)
@@ -116,7 +118,9 @@ def run_gui(model: Path | None, log_file: Path, on_window: Callable[[MainWindow]
         )
         return 1
     install_exception_dialog(log_file)
+    quit_signals = QuitSignals()  # from before the window: a logout while it opens still quits cleanly
     window = MainWindow(paths=paths, settings=loaded.settings)
+    quit_signals.received.connect(lambda _name: end_session(app, window))
     instance.activationRequested.connect(window.bring_to_front)
     window.show()
     if loaded.notice:
@@ -125,6 +129,28 @@ def run_gui(model: Path | None, log_file: Path, on_window: Callable[[MainWindow]
         on_window(window)
     window.start_auto(model)
     try:
-        return app.exec()
+        code = app.exec()
     finally:
         instance.release()
+        quit_signals.close()
+    end_child_processes()  # none outlives the app (an owner that ran out of time could not end its own)
+    if window.late_jobs:  # threads still inside llama.cpp or a server: not waited for at the interpreter's exit
+        exit_now(code)
+    return code
+
+
+def end_session(app: QApplication, window: MainWindow) -> None:
+    """The session ends (SIGTERM, SIGHUP, SIGINT): the quit Ctrl+Q starts. A dialog open in its own event loop is
+    closed first, and the window once that loop has returned."""
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QDialog
+
+    for widget in app.topLevelWidgets():
+        if isinstance(widget, QDialog) and widget.isVisible():
+            widget.reject()
+
+    def close() -> None:
+        window.close()
+        app.quit()
+
+    QTimer.singleShot(0, close)

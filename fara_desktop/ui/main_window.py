@@ -89,6 +89,8 @@ log = logging.getLogger(__name__)
 # (the machine panel is hidden), at 800 px about 770 (the chat list is hidden too).
 HIDE_PANEL_BELOW = 1100
 HIDE_CHATS_BELOW = 800
+INTERRUPTED_NOTICE = ("The app ended last time while it wrote a reply: what was saved of it is shown. Regenerate "
+                      "(Ctrl+Shift+R) writes it again.")
 
 
 class MainWindow(QMainWindow):
@@ -110,6 +112,7 @@ class MainWindow(QMainWindow):
         self.paths = paths or app_paths().ensure()
         self.folders = FolderMemory(self.paths.config)  # where each file dialog opens
         self._closed = False
+        self.late_jobs: list[str] = []  # what had not ended when the quit's time was up
         self.models_dialog: GetModelsDialog | None = None
         # MCP servers run on the hub's own thread; it reports changes there, the window hears them on its own.
         self.core = AppCore(self.paths, settings or Settings(), backend, self.toolsChanged.emit,
@@ -160,6 +163,9 @@ class MainWindow(QMainWindow):
         self.toolsChanged.connect(self.chat.show_tools_choice)
         if self.core.tools_problem:
             self.show_notice(self.core.tools_problem, "error")
+        if self.core.interrupted_chat is not None:
+            self.conversations.open_conversation(self.core.interrupted_chat)
+            self.show_notice(INTERRUPTED_NOTICE)
         self._connect()
         self.bridge.engine_event.connect(self._on_engine_event)
         # The signals tests, the smoke check and the benchmark wait on.
@@ -588,6 +594,6 @@ class MainWindow(QMainWindow):
         self.bridge.engine_event.disconnect(self._on_engine_event)
         # Every job in its stage's order (``app.jobs``): the API and downloads, documents, imports and a reply's tool
         # calls (its round kept as stopped), the tool servers, the engine, the embedder.
-        self.core.close(save_pending_reply=self.chat.settle_pending_reply)
+        self.late_jobs = self.core.close(save_pending_reply=self.chat.settle_pending_reply)
         super().closeEvent(event)
 

@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QFrame, QPushButton, QScrollArea, QVBoxLayout, QWidget
 
 from fara_desktop.chats.draft import ReplyDraft
-from fara_desktop.chats.records import ENDED_EARLY, StoredMessage
+from fara_desktop.chats.records import ENDED_EARLY, INTERRUPTED_EMPTY, StoredMessage
 from fara_desktop.chats.tool_rounds import ToolRound
 from fara_desktop.models.packaged import DEFAULT_MODEL_HELP
 from fara_desktop.ui.widgets.message_widget import MessageWidget
@@ -51,9 +51,12 @@ def footer_for(message: StoredMessage) -> str:
     missing; the store only ever hands out numbers and an error text."""
     stats = message.stats or {}
     parts = []
-    if message.status == "stopped":
+    early = stats.get("ended_early")
+    if message.status == "stopped" and early == "interrupted":
+        parts.append(ENDED_EARLY[early] if message.content.strip() else INTERRUPTED_EMPTY)
+    elif message.status == "stopped":
         parts.append("Stopped")
-    elif isinstance(early := stats.get("ended_early"), str) and early in ENDED_EARLY:
+    elif isinstance(early, str) and early in ENDED_EARLY:
         parts.append(ENDED_EARLY[early])
     elif message.status == "failed":
         parts.append("Failed" + (f": {stats['error']}" if isinstance(stats.get("error"), str) else ""))

@@ -387,6 +387,101 @@ def test_sigterm_ends_serve_at_once_with_pictures_being_decoded(fara_home, gemma
 
 
 @pytest.mark.real_model
+@pytest.mark.slow
+def test_sigterm_ends_serve_within_two_seconds_under_a_flood_of_pictures(fara_home, gemma3_path, tmp_path):
+    """Issue 66: 16 requests of 8 pictures each, decoding and encoding; SIGTERM ends ``serve`` within 2 s, in 10
+    runs of 10 (it once took 5.5 s: the engine's thread was waited for inside a picture's encoding), and no process
+    of it is left (the sandbox's children included)."""
+    import contextlib
+    import shutil
+    import threading
+    import time
+
+    import httpx
+    import psutil
+
+    from tests.conftest import wait_until
+    from tests.helpers.gguf_factory import write_projector
+
+    folder = tmp_path / "models"
+    folder.mkdir()
+    model = folder / gemma3_path.name
+    shutil.copy(gemma3_path, model)
+    # a projector that takes a while a picture (SigLIP's width, 12 layers, Gemma 3's 896 px): every other signal
+    # comes while the engine's thread is inside llama.cpp, encoding one
+    write_projector(folder / "mmproj-gemma-3-270m-f16.gguf", n_embd=768, n_ff=3072, n_layer=12, n_head=12,
+                    image_size=896)  # fmt: skip
+    pictures = [picture_part(seed) for seed in range(8)]
+    body = {"max_tokens": 4, "messages": [{"role": "user", "content": [*pictures, {"type": "text", "text": "?"}]}]}
+    env = {**os.environ, "FARA_HOME": str(fara_home), "PYTHONUNBUFFERED": "1"}
+    waits: list[float] = []
+    errors = tmp_path / "stderr.txt"  # a file, not a pipe: llama.cpp's lines about each picture would fill one
+    for _run in range(10):
+        with open(errors, "w") as stderr:
+            process = subprocess.Popen([sys.executable, "-m", "fara_desktop", "serve", "--port", "0", "--model",
+                                        str(model)], stdout=subprocess.PIPE, stderr=stderr, text=True, env=env,
+                                       start_new_session=True)  # fmt: skip
+        try:
+            address = process.stdout.readline().strip()  # type: ignore[union-attr]
+            assert address.startswith("http://127.0.0.1:"), errors.read_text()[-2000:]
+
+            def ask(address: str = address) -> None:
+                with contextlib.suppress(httpx.HTTPError):  # the connection ended with the server
+                    httpx.post(f"{address}/chat/completions", json=body, timeout=120)
+
+            clients = [threading.Thread(target=ask) for _ in range(16)]
+            for client in clients:
+                client.start()
+            server = psutil.Process(process.pid)
+            wait_until(lambda server=server: bool(server.children()), 60, "a picture to be decoded in the sandbox")
+            if _run % 2:  # every other run: while the engine's thread is inside llama.cpp, encoding a picture
+                wait_until(lambda: "mtmd_group_mergeable_bitmaps" in errors.read_text(), 120, "a picture's encoding")
+                working = sum(server.cpu_times()[:2])
+                wait_until(lambda s=server, w=working: sum(s.cpu_times()[:2]) > w + 1.0, 120, "encoding under way")
+            sent = time.monotonic()
+            process.send_signal(signal.SIGTERM)
+            process.wait(30)
+            waits.append(time.monotonic() - sent)
+            for client in clients:
+                client.join(30)
+            assert process.returncode == 0, errors.read_text()[-2000:]
+            assert "Traceback" not in errors.read_text()  # a request that came in as it stopped: a 503, no traceback
+            wait_until(lambda pid=process.pid: not group_alive(pid), 10, "the server's processes to end")
+        finally:
+            end(process)
+    assert max(waits) <= 2.0, [round(w, 2) for w in waits]
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any process of the group ``pgid`` still runs (a zombie waiting for its parent is not running)."""
+    import psutil
+
+    for proc in psutil.process_iter(["status"]):
+        try:
+            if os.getpgid(proc.pid) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
+                return True
+        except (ProcessLookupError, psutil.Error):
+            continue
+    return False
+
+
+def picture_part(seed: int) -> dict[str, object]:
+    import base64
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    pixels = np.random.default_rng(seed).integers(0, 255, (480, 480, 3), dtype=np.uint8)
+    Image.fromarray(pixels).save(buffer, "PNG")
+    return {
+        "type": "image_url",
+        "image_url": {"url": "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()},
+    }
+
+
+@pytest.mark.real_model
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_stopping_serve_before_it_serves_ends_it_cleanly_and_blames_nobody(fara_home, smollm2_path, sig, tmp_path):
     """Ctrl+C (or ``systemctl stop``) while ``serve`` is still getting its model ready: no traceback, the engine

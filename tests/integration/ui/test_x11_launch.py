@@ -4,18 +4,14 @@ started again with the chat still there."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import sqlite3
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from fara_desktop.cli.desktop_entry import launch_command
 from tests.conftest import wait_until
+from tests.helpers.x11_app import launch, rows, screenshot, x11_app_env, xdotool
 
 pytestmark = [
     pytest.mark.real_model,
@@ -28,36 +24,7 @@ QUESTION = "What is the capital of France?"
 
 @pytest.fixture
 def x11_env(tmp_path: Path, smollm2_path: Path) -> dict[str, str]:
-    if os.environ.get("QT_QPA_PLATFORM") != "xcb" or not os.environ.get("DISPLAY"):
-        pytest.skip("needs the Xvfb screen pytest-xvfb starts (.ci/run installs Xvfb)")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("QT_", "FARA_"))}  # as the launcher starts it
-    return {**env, "HOME": str(tmp_path / "home"), "FARA_HOME": str(tmp_path / "fara")}
-
-
-def xdotool(*args: str, timeout: float = 60) -> str:
-    result = subprocess.run(["xdotool", *args], capture_output=True, text=True, timeout=timeout)
-    assert result.returncode == 0, result.stderr
-    return result.stdout.strip()
-
-
-def launch(env: dict[str, str], log: Path, command: list[str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
-    """Start the app as its launcher entry does (or with ``command``) and wait for its main window; returns the
-    process and window id."""
-    with open(log, "ab") as stderr:
-        process = subprocess.Popen(command or launch_command(), env=env, stderr=stderr)
-    window = xdotool("search", "--sync", "--onlyvisible", "--name", "^Fara Desktop$").splitlines()[0]
-    xdotool("windowfocus", "--sync", window)
-    return process, window
-
-
-def screenshot(path: Path, env: dict[str, str]) -> None:
-    """The whole X screen, grabbed by a Qt client of its own."""
-    code = (
-        "import sys; from PySide6.QtGui import QGuiApplication; app = QGuiApplication([]); "
-        "sys.exit(0 if QGuiApplication.primaryScreen().grabWindow(0).save(sys.argv[1]) else 1)"
-    )
-    subprocess.run([sys.executable, "-c", code, str(path)], env={**env, "QT_QPA_PLATFORM": "xcb"}, check=True,
-                   timeout=60)  # fmt: skip
+    return x11_app_env(tmp_path)
 
 
 def run_once(
@@ -73,13 +40,6 @@ def run_once(
     finally:
         if process.poll() is None:
             process.kill()
-
-
-def rows(database: Path, query: str) -> list[tuple[object, ...]]:
-    if not database.exists():
-        return []
-    with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
-        return db.execute(query).fetchall()
 
 
 def ask_and_wait(database: Path) -> None:

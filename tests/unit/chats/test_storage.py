@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 import stat
@@ -87,6 +88,33 @@ def test_interrupted_replies_become_stopped(store):
     assert store.mark_interrupted() == 1
     reply = store.messages(session.conversation_id)[1]
     assert (reply.content, reply.status) == ("Once upon a time", "stopped")
+    assert reply.stats == {"ended_early": "interrupted"}  # told apart from a reply the user stopped
+
+
+def test_an_interrupted_reply_says_so_with_what_was_saved_and_keeps_its_figures(store):
+    """Issue 66: a reply left "streaming" by a killed process is shown as interrupted at the next start."""
+    from fara_desktop.ui.widgets.chat_view import footer_for
+
+    session = ChatSession(store)
+    session.add_user_message("Tell me a story")
+    session.begin_reply(None)
+    # the process dies here, before any of the reply was saved
+    other = ChatSession(store)
+    other.add_user_message("And another")
+    other.begin_reply(None)
+    other.reply_text("Once")
+    other._last_save -= 2
+    other.reply_text(" upon")
+    store._db.execute("UPDATE messages SET stats = '{\"ttft_s\": 0.5}' WHERE id = ?", (other._reply.id,))
+    assert store.mark_interrupted() == 2
+    empty = store.messages(session.conversation_id)[1]
+    saved = store.messages(other.conversation_id)[1]
+    assert saved.stats == {"ttft_s": 0.5, "ended_early": "interrupted"}
+    assert footer_for(saved) == "Interrupted: the app ended before this reply did"
+    assert footer_for(empty).startswith("Interrupted before any of it was saved")
+    assert store.mark_interrupted() == 0
+    stopped_by_user = dataclasses.replace(saved, stats=None)
+    assert footer_for(stopped_by_user) == "Stopped"
 
 
 def test_replace_regenerate_and_prompt(store):

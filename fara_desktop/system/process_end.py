@@ -1,0 +1,56 @@
+"""The end of the app's process: no child process outlives it, and a quit that ran out of time ends at once.
+
+Children are the document reader's and pictures' sandboxes, the kernel check's measuring children and the MCP
+servers; their owners end them while quitting, and this is the last sweep for one an owner could not reach in time
+(a sandbox child kept reading for up to 30 s after a `kill -TERM`). multiprocessing's resource tracker is left alone:
+it ends by itself when this process does, and killing it first makes the interpreter's own exit complain.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+from typing import NoReturn
+
+import psutil
+
+log = logging.getLogger(__name__)
+
+
+def _is_resource_tracker(process: psutil.Process) -> bool:
+    try:
+        return any("resource_tracker" in part for part in process.cmdline())
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return False
+
+
+def end_child_processes(grace_s: float = 1.0) -> int:
+    """Terminate every child process still running (their children too), kill what is left after ``grace_s``;
+    returns how many there were."""
+    try:
+        children = [c for c in psutil.Process().children(recursive=True) if not _is_resource_tracker(c)]
+    except psutil.Error:
+        return 0
+    for child in children:
+        with contextlib.suppress(psutil.Error):
+            child.terminate()
+    _gone, alive = psutil.wait_procs(children, timeout=grace_s)
+    for child in alive:
+        with contextlib.suppress(psutil.Error):
+            child.kill()
+    psutil.wait_procs(alive, timeout=grace_s)
+    if children:
+        log.info("%d child process(es) were still running at the end and were ended", len(children))
+    return len(children)
+
+
+def exit_now(code: int) -> NoReturn:
+    """End the process without waiting for threads still running (inside llama.cpp, say): the logs and standard
+    streams are flushed first. For a quit that ran out of its time only; everything that must be saved is saved."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
