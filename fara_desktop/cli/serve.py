@@ -31,7 +31,7 @@ from fara_desktop.files.paths import AppPaths
 from fara_desktop.files.regular import read_regular_text
 from fara_desktop.machine.kernel_check import KernelChoice
 from fara_desktop.serving.local_api import ApiServer, LocalApi
-from fara_desktop.serving.principals import split_keys
+from fara_desktop.serving.principals import checked_keys, split_keys
 from fara_desktop.settings import load_settings
 from fara_desktop.system.api_keys import LOCAL_API, ApiKeyStore
 from fara_desktop.system.process_end import end_child_processes, exit_now
@@ -48,25 +48,32 @@ QUIT_LIMIT_S = 1.2
 
 
 def serve_key(paths: AppPaths, given: str | None, key_file: Path | None, env: Mapping[str, str]) -> str | None:
-    """The keys clients must send, one per app (``serving.principals``): from ``--api-key`` (with a warning), a file
-    (a key per line), ``FARA_API_KEY`` (separated by commas), or the keychain (the window's local API keys).
-    Raises ``FaraError`` when the file cannot be read or holds no key."""
+    """The keys clients must send, one per app and one per line (``serving.principals``: a key is never split at a
+    space or a comma): from ``--api-key`` (one key, with a warning), a file (a key per line), ``FARA_API_KEY`` (a
+    key per line), or the keychain (the window's local API keys). Raises ``FaraError`` when the file cannot be read
+    or holds no key, or a key cannot be one (too short, not ASCII: the reason, never the key)."""
     if given:
         print(
             "fara-desktop serve: --api-key is visible to every user of this computer in the process list; "
             f"prefer --api-key-file or {KEY_ENV}.",
             file=sys.stderr,
         )
-        return given
-    if key_file is not None:
+        keys = given.strip()
+    elif key_file is not None:
         try:
-            key = read_regular_text(key_file, MAX_KEY_FILE_BYTES).strip()
+            text = read_regular_text(key_file, MAX_KEY_FILE_BYTES)
         except (OSError, ValueError) as exc:
             raise FaraError(f"cannot read the API key file {key_file.name}: {exc}") from exc
-        if not split_keys(key):
+        if not split_keys(text):
             raise FaraError(f"the API key file {key_file.name} holds no key (one key per line)")
-        return "\n".join(split_keys(key))
-    return env.get(KEY_ENV) or ApiKeyStore(paths.config).get(LOCAL_API)
+        keys = "\n".join(split_keys(text))
+    else:
+        stored = env.get(KEY_ENV) or ApiKeyStore(paths.config).get(LOCAL_API)
+        if not split_keys(stored):
+            return None
+        keys = "\n".join(split_keys(stored))
+    checked_keys(keys)
+    return keys
 
 
 class StoppedBeforeServing(Exception):

@@ -62,7 +62,7 @@ from fara_desktop.serving.openai_format import (
     tool_calls_body,
     usage,
 )
-from fara_desktop.serving.principals import Principals
+from fara_desktop.serving.principals import Principals, split_keys
 from fara_desktop.serving.request_pictures import PictureTaker, RequestPictures, ServerStopping
 from fara_desktop.vocabulary.errors import FaraError
 from fara_desktop.vocabulary.pictures import AttachedPicture
@@ -167,8 +167,8 @@ class LocalApi:
     the servers (by the name the user gave them) whose models the API may relay to when the chat uses one; none by
     default, so a page or program on this computer cannot spend the user's paid key. ``allowed_hosts`` is set by
     ``ApiServer`` once it knows its port (None: any, when the API listens on the network behind a key).
-    ``api_key``: the keys clients must send, one per app (separated by spaces, commas or lines; see
-    ``serving.principals``)."""
+    ``api_key``: the keys clients must send, one per app, one per line (``serving.principals``; ``ApiKeyError``
+    for one that cannot be a key)."""
 
     queue: RequestQueue
     model_info: Callable[[], ModelInfo | None]
@@ -412,6 +412,12 @@ class LocalApi:
         self._activity(-1)
         self._pictures_in.release(self._request_pictures.pop(request_id, ()))
 
+    def set_keys(self, keys: str | None) -> None:
+        """The keys Settings now holds, for the next request on: a key removed is refused at once, one added
+        accepted (``ApiKeyError`` leaves the keys as they were). The requests under way go on."""
+        self.principals = Principals(keys, earlier=self.principals)
+        self.api_key = keys
+
     def stop_everything(self) -> None:
         """The server is stopping: every request under way ends now (any thread; a signal handler too)."""
         self._pictures_in.stop()
@@ -562,6 +568,15 @@ class ApiServer:
         self._thread = threading.Thread(target=self.run, name="fara-local-api", daemon=True)
         self._thread.start()
         return self.address
+
+    def set_keys(self, keys: str | None) -> None:
+        """New keys for the running API (``LocalApi.set_keys``); listening beyond this computer, none is refused
+        (``ApiKeyRequired``) and the keys stay as they were."""
+        if self.host not in LOCAL_HOSTS and not split_keys(keys):
+            raise ApiKeyRequired(
+                f"Listening on {self.host} makes the model reachable from the network: set an API key."
+            )
+        self.api.set_keys(keys)
 
     def run(self) -> None:
         """Serve on the calling thread until ``stop``."""

@@ -9,12 +9,13 @@ the key; the user sees it as "Key 2 (…9f3a)".
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
-import re
 import threading
 from dataclasses import dataclass
 
+from fara_desktop.vocabulary.errors import FaraError
 from fara_desktop.vocabulary.stats import GenerationStats
 
 LOCAL_CLIENTS = "local-clients"
@@ -32,24 +33,66 @@ class ClientUse:
     reused: int = 0
 
 
+MIN_KEY_LENGTH = 8  # "my", "x7Qp2": a key this short is guessed, and was a list split where it should not be
+
+
+class ApiKeyError(FaraError):
+    """A key the API cannot take (too short, or characters a client cannot send in a header)."""
+
+
 def split_keys(text: str | None) -> tuple[str, ...]:
-    """The keys the user gave, one per app: separated by spaces, commas or lines; each once."""
-    return tuple(dict.fromkeys(k for k in re.split(r"[\s,]+", text or "") if k))
+    """The keys the user gave, one per app: one per line (a list in Settings, a key file, ``FARA_API_KEY``), each
+    kept whole — spaces and commas are part of a key, as in "correct horse battery staple" — each once."""
+    return tuple(dict.fromkeys(line.strip() for line in (text or "").splitlines() if line.strip()))
+
+
+def key_problem(key: str) -> str | None:
+    """Why ``key`` cannot be an API key (None: it can)."""
+    if not key.isascii() or not key.isprintable():
+        return "holds characters other than ASCII letters, digits, spaces and punctuation (no client sends them)"
+    if len(key) < MIN_KEY_LENGTH:
+        return f"is {len(key)} characters long; an API key needs at least {MIN_KEY_LENGTH}"
+    return None
+
+
+def checked_keys(text: str | None) -> tuple[str, ...]:
+    """``split_keys``, each key checked: ``ApiKeyError`` names the first that cannot be one (by its place, never
+    by its text)."""
+    keys = split_keys(text)
+    for n, key in enumerate(keys, 1):
+        problem = key_problem(key)
+        if problem:
+            where = "The API key" if len(keys) == 1 else f"API key {n}"
+            raise ApiKeyError(f"{where} {problem}.")
+    return keys
+
+
+def key_label(n: int, key: str) -> str:
+    """How the user sees key ``n``: "Key 2 (…9f3a)", the end only for keys long enough to spare it."""
+    return f"Key {n} (…{key[-SHOWN_KEY_END:]})" if len(key) >= MIN_SHOWN_KEY_LENGTH else f"Key {n}"
 
 
 class Principals:
     """The API's principals and their use; ``record`` may be called from any thread."""
 
-    def __init__(self, keys: str | None) -> None:
-        self.keys = split_keys(keys)
+    def __init__(self, keys: str | None, earlier: Principals | None = None) -> None:
+        """``keys``: one per line (``ApiKeyError`` for one that cannot be a key: never an API left open instead);
+        ``earlier``: the principals these replace (Settings changed the keys), whose use is kept for the keys that
+        stay."""
+        self.keys = checked_keys(keys)
         self._ids = tuple("key-" + hashlib.sha256(key.encode()).hexdigest()[:16] for key in self.keys)
-        labels = [
-            f"Key {n} (…{key[-SHOWN_KEY_END:]})" if len(key) >= MIN_SHOWN_KEY_LENGTH else f"Key {n}"
-            for n, key in enumerate(self.keys, 1)
-        ]
+        labels = [key_label(n, key) for n, key in enumerate(self.keys, 1)]
         self._labels = dict(zip(self._ids, labels, strict=True)) or {LOCAL_CLIENTS: "Apps on this computer"}
         self._uses: dict[str, ClientUse] = {}
+        if earlier is not None:
+            for principal, use in earlier._copy_of_uses().items():
+                if principal in self._labels:
+                    self._uses[principal] = dataclasses.replace(use, label=self._labels[principal])
         self._lock = threading.Lock()
+
+    def _copy_of_uses(self) -> dict[str, ClientUse]:
+        with self._lock:
+            return {p: dataclasses.replace(u) for p, u in self._uses.items()}
 
     def of(self, authorization: str) -> str | None:
         """The principal an ``Authorization`` header names (None: no key matches; every key is compared, in

@@ -43,7 +43,6 @@ from fara_desktop.planning.catalog_fit import assess_catalog_here
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.planning.planner import StartupPlan
 from fara_desktop.settings import RemoteChoice, Settings
-from fara_desktop.system.api_keys import LOCAL_API
 from fara_desktop.ui.controllers.catalog_advice import CatalogAdvice
 from fara_desktop.ui.controllers.chat_controller import ChatController
 from fara_desktop.ui.controllers.chat_drafts import ChatDrafts
@@ -530,16 +529,7 @@ class MainWindow(QMainWindow):
         dialog.deleteLater()
 
     def _settings_accepted(self, dialog: SettingsDialog) -> None:
-        page = dialog.servers_page
-        try:
-            for name, key in page.key_changes.items():
-                self.api_keys.set(name, key)
-            api_key = dialog.local_api_page.api_key_change()
-            if api_key:
-                self.api_keys.set(LOCAL_API, api_key)
-        except Exception as exc:  # a keychain that refuses: say so, the rest of the settings still apply
-            log.warning("An API key could not be stored", exc_info=True)
-            self.show_notice(f"An API key could not be stored ({type(exc).__name__}: {exc}).", "error")
+        self.servers.store_keys(dialog.servers_page.key_changes, dialog.local_api_page)
         self.apply_settings(dialog.settings(), dialog.chosen_model(), dialog.chosen_remote())
 
     def apply_settings(

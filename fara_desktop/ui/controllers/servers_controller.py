@@ -7,7 +7,8 @@ turned on in Settings.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from PySide6.QtCore import QObject, Signal
@@ -22,8 +23,11 @@ from fara_desktop.serving.principals import ClientUse
 from fara_desktop.serving.request_pictures import PictureTaker
 from fara_desktop.settings import LocalApiSettings, RemoteChoice, Settings
 from fara_desktop.system.api_keys import LOCAL_API, ApiKeyStore
+from fara_desktop.ui.dialogs.local_api_page import LocalApiPage
 from fara_desktop.vocabulary.errors import FaraError
 from fara_desktop.vocabulary.sampling import SamplingParams
+
+log = logging.getLogger(__name__)
 
 
 class ServersScreen(Protocol):
@@ -94,27 +98,50 @@ class ServersController(QObject):
 
     # ------------------------------------------------------------------ local API
 
+    def store_keys(self, server_keys: Mapping[str, str | None], local_api: LocalApiPage) -> None:
+        """The keys edited in Settings go to the key store, never to the settings file: the servers' and the local
+        API's (one per line; a key still typed that cannot be one is said, not stored)."""
+        try:
+            for name, key in server_keys.items():
+                self.keys.set(name, key)
+            problem = local_api.pending_key_problem()
+            if problem:
+                self.screen.show_notice(problem, "error")
+            api_keys = local_api.api_key_change()
+            if api_keys is not None:
+                self.keys.set(LOCAL_API, api_keys or None)
+        except Exception as exc:  # a keychain that refuses: say so, the rest of the settings still apply
+            log.warning("An API key could not be stored", exc_info=True)
+            self.screen.show_notice(f"An API key could not be stored ({type(exc).__name__}: {exc}).", "error")
+
     def apply_api_settings(self, settings: LocalApiSettings) -> None:
         """Start, stop or move the local API as the settings say (nothing happens when they did not change)."""
+        keys = self.keys.get(LOCAL_API)
         if settings == self._api_settings and (self.api is not None) == settings.enabled:
+            if self.api is not None and keys != self.api.api.api_key:  # a key added, replaced or removed
+                try:
+                    self.api.set_keys(keys)
+                except FaraError as exc:
+                    self.stop_api()
+                    self.screen.show_notice(f"The local API was stopped: {exc}", "error")
             return
         self.stop_api()
         self._api_settings = settings
         if not settings.enabled:
             self._show_activity(0)
             return
-        api = LocalApi(
-            self.worker,
-            lambda: self.worker.loaded_model,
-            lambda: self.sampling,
-            self.keys.get(LOCAL_API),
-            on_activity=self.apiActivity.emit,
-            allowed_origins=settings.allowed_origins,
-            relay_servers=settings.relay_servers,
-            embedder=lambda: self.embedder_source(),
-            pictures=self.pictures,
-        )
         try:
+            api = LocalApi(
+                self.worker,
+                lambda: self.worker.loaded_model,
+                lambda: self.sampling,
+                keys,
+                on_activity=self.apiActivity.emit,
+                allowed_origins=settings.allowed_origins,
+                relay_servers=settings.relay_servers,
+                embedder=lambda: self.embedder_source(),
+                pictures=self.pictures,
+            )
             self.api = ApiServer(api, settings.host, settings.port)
         except FaraError as exc:
             self.screen.show_notice(f"The local API did not start: {exc}", "error")

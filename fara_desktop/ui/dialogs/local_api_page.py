@@ -8,13 +8,24 @@ computer together), what the API has read and what each client's kept conversati
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Sequence
 
-from PySide6.QtGui import QShowEvent
-from PySide6.QtWidgets import QCheckBox, QFormLayout, QLineEdit, QVBoxLayout, QWidget
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication, QShowEvent
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLineEdit,
+    QListWidget,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from fara_desktop.serving.local_api import LOCAL_HOSTS
-from fara_desktop.serving.principals import ClientUse
+from fara_desktop.serving.principals import ClientUse, key_label, key_problem, split_keys
 from fara_desktop.settings import LocalApiSettings
 from fara_desktop.system.api_keys import LOCAL_API, ApiKeyStore
 from fara_desktop.ui.widgets.plain_text import plain_label
@@ -47,14 +58,35 @@ class LocalApiPage(QWidget):
         self.api_host = QLineEdit(api.host)
         self.api_port = whole_spin("local_api.port", "apiPort")
         self.api_port.setValue(api.port)
+        self._stored = split_keys(keys.get(LOCAL_API))  # each kept whole: a key is never split at a space
+        self._keys = list(self._stored)
+        self.keys_list = QListWidget()
+        self.keys_list.setObjectName("apiKeys")
+        self.keys_list.setMaximumHeight(self.fontMetrics().height() * 5)
         self.api_key = QLineEdit()
         self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
-        self.api_key.setPlaceholderText("keys stored" if keys.get(LOCAL_API) else "needed beyond this computer")
+        self.api_key.setPlaceholderText("a key for one app, then Add (needed beyond this computer)")
         self.api_key.setToolTip(
-            "One key per app, separated by spaces. Each key's requests reuse only what that key sent before (a "
-            "follow-up reads only its new words); with no key, the apps on this computer share one prompt cache. "
-            "Your own chats never share theirs with any app."
+            "One key per app. Each key's requests reuse only what that key sent before (a follow-up reads only its "
+            "new words); with no key, the apps on this computer share one prompt cache. Your own chats never share "
+            "theirs with any app."
         )
+        self.api_key.returnPressed.connect(self.add_typed_key)
+        self.add_key_button = QPushButton("Add")
+        self.add_key_button.clicked.connect(self.add_typed_key)
+        self.make_key_button = QPushButton("Make a key")
+        self.make_key_button.setToolTip("A new random key, copied to the clipboard for the app you give it to")
+        self.make_key_button.clicked.connect(self.make_key)
+        self.remove_key_button = QPushButton("Remove")
+        self.remove_key_button.clicked.connect(self.remove_selected_key)
+        self.key_note = plain_label()
+        self.key_note.setObjectName("apiKeyNote")
+        self.key_note.setWordWrap(True)
+        self.key_note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        key_row = QHBoxLayout()
+        for widget in (self.api_key, self.add_key_button, self.make_key_button, self.remove_key_button):
+            key_row.addWidget(widget)
+        self._show_keys()
         self.api_origins = QLineEdit(", ".join(api.allowed_origins))
         self.api_origins.setPlaceholderText("none (web pages cannot use it)")
         self.api_origins.setToolTip(
@@ -75,7 +107,9 @@ class LocalApiPage(QWidget):
         form.addRow(self.api_enabled)
         form.addRow("Address", self.api_host)
         form.addRow("Port", self.api_port)
-        form.addRow("API keys", self.api_key)
+        form.addRow("API keys", self.keys_list)
+        form.addRow("", key_row)
+        form.addRow("", self.key_note)
         form.addRow("Web pages allowed", self.api_origins)
         form.addRow("May relay to servers", self.api_relay)
         layout.addLayout(form)
@@ -123,9 +157,56 @@ class LocalApiPage(QWidget):
             relay_servers=tuple(dict.fromkeys(n for n in relay if n in names)),
         )  # fmt: skip
 
+    def _show_keys(self) -> None:
+        self.keys_list.clear()
+        self.keys_list.addItems([key_label(n, key) for n, key in enumerate(self._keys, 1)] or ["no key"])
+        self.keys_list.setEnabled(bool(self._keys))
+        self.remove_key_button.setEnabled(bool(self._keys))
+
+    def add_typed_key(self) -> bool:
+        """The key in the field joins the list (whole, spaces and all); a key that cannot be one is refused with
+        the reason, and stays in the field to be corrected."""
+        key = self.api_key.text().strip()
+        if not key:
+            return True
+        problem = key_problem(key)
+        if problem:
+            self.key_note.setText(f"Not added: this key {problem}.")
+            return False
+        if key not in self._keys:
+            self._keys.append(key)
+        self.api_key.clear()
+        self.key_note.setText("")
+        self._show_keys()
+        return True
+
+    def make_key(self) -> str:
+        """A new random key for one app: added, copied to the clipboard and shown this once."""
+        key = "fara-" + secrets.token_urlsafe(24)
+        self._keys.append(key)
+        QGuiApplication.clipboard().setText(key)
+        self.key_note.setText(f"New key, copied to the clipboard (give it to one app; it is not shown again): {key}")
+        self._show_keys()
+        return key
+
+    def remove_selected_key(self) -> None:
+        row = self.keys_list.currentRow()
+        if self._keys and 0 <= row < len(self._keys):
+            del self._keys[row]
+            self.key_note.setText("")
+            self._show_keys()
+
+    def pending_key_problem(self) -> str | None:
+        """Why the key still in the field was not added (the dialog is being accepted with it)."""
+        key = self.api_key.text().strip()
+        problem = key_problem(key) if key else None
+        return f"The API key typed in Settings ▸ Local API was not added: it {problem}." if problem else None
+
     def api_key_change(self) -> str | None:
-        """A new key for the local API typed here, or None when the field was left empty (keep the stored one)."""
-        return self.api_key.text().strip() or None
+        """The local API's keys as edited here, one per line ("" for none), or None when they did not change; a
+        key still in the field is added when it can be one."""
+        self.add_typed_key()
+        return "\n".join(self._keys) if tuple(self._keys) != self._stored else None
 
 
 def client_line(use: ClientUse) -> str:

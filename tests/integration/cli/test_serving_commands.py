@@ -131,9 +131,10 @@ def test_serve_beyond_this_computer_without_a_key_is_refused(fara_home, smollm2_
     assert result.returncode == 1 and "API key" in result.stderr and "Traceback" not in result.stderr
 
 
-def _serve_with_key(env: dict[str, str], *args: str) -> tuple[int, str, list[int]]:
-    """Start serve, ask /models without, with a wrong and with the right key ("k3y"); returns exit code, stderr,
-    statuses."""
+def _serve_with_key(env: dict[str, str], *args: str, right: str, wrong: tuple[str, ...] = ("nope",)
+                    ) -> tuple[int, str, list[int]]:  # fmt: skip
+    """Start serve, ask /models without a key, with each ``wrong`` one and with the ``right`` one; returns exit
+    code, stderr, statuses."""
     import httpx
 
     process = subprocess.Popen(
@@ -144,7 +145,7 @@ def _serve_with_key(env: dict[str, str], *args: str) -> tuple[int, str, list[int
         address = process.stdout.readline().strip()  # type: ignore[union-attr]
         statuses = [
             httpx.get(f"{address}/models", headers=headers, timeout=30).status_code
-            for headers in ({}, {"authorization": "Bearer nope"}, {"authorization": "Bearer k3y"})
+            for headers in ({}, *({"authorization": f"Bearer {key}"} for key in (*wrong, right)))
         ]
         process.send_signal(signal.SIGTERM)
         code = process.wait(30)
@@ -155,16 +156,31 @@ def _serve_with_key(env: dict[str, str], *args: str) -> tuple[int, str, list[int
 
 @pytest.mark.real_model
 def test_serve_takes_its_key_from_the_environment_or_a_file_and_warns_about_argv(fara_home, smollm2_path, tmp_path):
+    """Issue 62, item 3: a key is never split at a comma or a space into keys each valid alone ("x7Qp2" was let in
+    by ``FARA_API_KEY='x7Qp2,zR9mK4vT8wL3nB6'``, "my" by a key file holding "my secret key")."""
     base = {**os.environ, "FARA_HOME": str(fara_home)}
     model = ("--model", str(smollm2_path))
-    code, stderr, statuses = _serve_with_key({**base, "FARA_API_KEY": "k3y"}, *model)
-    assert (code, statuses) == (0, [401, 401, 200]) and "process list" not in stderr
+    whole = "x7Qp2,zR9mK4vT8wL3nB6"
+    code, stderr, statuses = _serve_with_key({**base, "FARA_API_KEY": whole}, *model, right=whole,
+                                             wrong=("nope", "x7Qp2", "zR9mK4vT8wL3nB6"))  # fmt: skip
+    assert (code, statuses) == (0, [401, 401, 401, 401, 200]) and "process list" not in stderr
     key_file = tmp_path / "key.txt"
-    key_file.write_text("k3y\n", encoding="utf-8")
-    code, stderr, statuses = _serve_with_key(base, "--api-key-file", str(key_file), *model)
-    assert (code, statuses) == (0, [401, 401, 200])
-    code, stderr, statuses = _serve_with_key(base, "--api-key", "k3y", *model)
+    key_file.write_text("my secret key\nsk-second-app-key\n", encoding="utf-8")
+    code, stderr, statuses = _serve_with_key(base, "--api-key-file", str(key_file), *model, right="my secret key",
+                                             wrong=("my", "secret", "key"))  # fmt: skip
+    assert (code, statuses) == (0, [401, 401, 401, 401, 200])
+    phrase = "correct horse battery staple"
+    code, stderr, statuses = _serve_with_key(base, "--api-key", phrase, *model, right=phrase, wrong=("horse",))
     assert statuses == [401, 401, 200] and "visible to every user of this computer" in stderr
+
+
+@pytest.mark.parametrize("key", ["k3y", "clé-très-secrète"])
+def test_serve_refuses_a_key_too_short_or_not_ascii_with_the_reason(fara_home, key):
+    env = {**os.environ, "FARA_HOME": str(fara_home), "FARA_API_KEY": key}
+    result = subprocess.run([sys.executable, "-m", "fara_desktop", "serve", "--port", "0"], capture_output=True,
+                            text=True, env=env, timeout=120)  # fmt: skip
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert ("at least 8" if key == "k3y" else "ASCII") in result.stderr and key not in result.stderr
 
 
 @pytest.mark.real_model

@@ -109,12 +109,12 @@ def test_an_api_key_is_required_beyond_this_computer_and_checked(served):
     _server, worker, info = served
     with pytest.raises(ApiKeyRequired):
         ApiServer(LocalApi(worker, lambda: info), host="0.0.0.0")
-    guarded = ApiServer(LocalApi(worker, lambda: info, api_key="s3cret"))
+    guarded = ApiServer(LocalApi(worker, lambda: info, api_key="s3cret-key"))
     guarded.start()
     try:
         with pytest.raises(openai.AuthenticationError):
             client(guarded, "wrong").models.list()
-        assert client(guarded, "s3cret").models.list().data[0].id == model_id(info)
+        assert client(guarded, "s3cret-key").models.list().data[0].id == model_id(info)
     finally:
         guarded.stop()
 

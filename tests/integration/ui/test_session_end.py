@@ -69,7 +69,7 @@ def ask_and_catch_mid_reply(database: Path) -> tuple[int, str]:
     return wait_until(streaming_and_saved, 240, "the streaming reply to be saved in part")
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
 def test_the_session_ending_mid_reply_quits_as_ctrl_q_does(session_env, tmp_path, sig):
     database = Path(session_env["FARA_HOME"]) / "data" / "conversations.sqlite3"
     log = tmp_path / "stderr.txt"

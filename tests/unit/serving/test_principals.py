@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from fara_desktop.serving.principals import LOCAL_CLIENTS, Principals, split_keys
+import pytest
+
+from fara_desktop.serving.principals import LOCAL_CLIENTS, ApiKeyError, Principals, key_problem, split_keys
 from fara_desktop.vocabulary.stats import GenerationStats
 
 
@@ -16,7 +18,7 @@ def test_without_a_key_every_client_on_this_computer_is_one_principal():
 
 
 def test_each_key_is_a_principal_of_its_own_named_by_a_fingerprint_never_by_the_key():
-    principals = Principals("sk-editor-0123456789abcd,  sk-notes-xyz\nsk-editor-0123456789abcd")
+    principals = Principals("sk-editor-0123456789abcd\n  sk-notes-xyz\nsk-editor-0123456789abcd")
     assert principals.keys == ("sk-editor-0123456789abcd", "sk-notes-xyz")
     editor, notes = principals.of("Bearer sk-editor-0123456789abcd"), principals.of("Bearer sk-notes-xyz")
     assert editor and notes and editor != notes
@@ -30,6 +32,33 @@ def test_each_key_is_a_principal_of_its_own_named_by_a_fingerprint_never_by_the_
         ("Key 2", 1, 100, 0), ("Key 1 (…abcd)", 2, 20, 100)]  # fmt: skip
 
 
-def test_keys_are_split_on_spaces_commas_and_lines():
-    assert split_keys(" a, b\n\tc  a ") == ("a", "b", "c")
+def test_keys_are_one_per_line_each_kept_whole():
+    """Issue 62, item 3: "correct horse battery staple" was four keys, each valid alone."""
+    assert split_keys(" correct horse battery staple \r\nx7Qp2,zR9mK4vT8wL3nB6\n\n") == (
+        "correct horse battery staple", "x7Qp2,zR9mK4vT8wL3nB6")  # fmt: skip
     assert split_keys(None) == split_keys("") == ()
+    principals = Principals("correct horse battery staple")
+    assert principals.of("Bearer correct horse battery staple") is not None
+    assert [principals.of(f"Bearer {word}") for word in ("horse", "correct", "staple")] == [None, None, None]
+
+
+@pytest.mark.parametrize(("keys", "said"), [
+    ("my", "The API key is 2 characters long; an API key needs at least 8."),
+    ("sk-long-enough-1\nx7Qp2", "API key 2 is 5 characters long"),
+    ("clé-très-secrète", "ASCII"),
+    ("tab\tinside-key", "ASCII"),
+])  # fmt: skip
+def test_a_key_that_cannot_be_one_is_refused_with_the_reason_never_the_key(keys, said):
+    with pytest.raises(ApiKeyError, match=said) as refused:
+        Principals(keys)
+    assert all(key not in str(refused.value) for key in keys.splitlines())
+    assert key_problem("sk-long-enough-1") is None
+
+
+def test_new_keys_keep_the_use_of_the_keys_that_stay():
+    earlier = Principals("sk-editor-0123456789abcd\nsk-notes-0123456789")
+    earlier.record(earlier.of("Bearer sk-notes-0123456789") or "", stats(50, 50))
+    earlier.record(earlier.of("Bearer sk-editor-0123456789abcd") or "", stats(10, 10))
+    now = Principals("sk-notes-0123456789\nsk-new-0123456789", earlier=earlier)
+    assert [(u.label, u.requests) for u in now.uses()] == [("Key 1 (…6789)", 1)]
+    assert now.of("Bearer sk-editor-0123456789abcd") is None

@@ -216,7 +216,7 @@ def test_the_local_api_page_shows_what_each_key_read_and_reused(qtbot):
     from fara_desktop.system.api_keys import LOCAL_API
 
     win = window_with(FakeBackend(words=["one"]), qtbot)
-    win.api_keys.set(LOCAL_API, "sk-editor-0123456789ab sk-notes")
+    win.api_keys.set(LOCAL_API, "sk-editor-0123456789ab\nsk-notes")
     win.servers.apply_api_settings(LocalApiSettings(enabled=True, port=0))
     address = win.servers.api.address
     for key in ("sk-editor-0123456789ab", "sk-editor-0123456789ab", "sk-notes", "wrong"):
@@ -231,4 +231,56 @@ def test_the_local_api_page_shows_what_each_key_read_and_reused(qtbot):
     dialog = win.open_settings("Local API")
     assert "not running" in dialog.local_api_page.clients_note.text()
     dialog.reject()
+    win.close()
+
+
+def test_keys_changed_in_settings_apply_to_the_running_api_at_once(qtbot):
+    """Issue 61, item 2: a key added in Settings ▸ Local API got 401 and the one it replaced still 200 until a
+    restart (a leaked key kept working). Issue 62, item 3: keys are a list, each whole; a key that cannot be one is
+    refused with the reason and not stored."""
+    from PySide6.QtGui import QGuiApplication
+
+    from fara_desktop.system.api_keys import LOCAL_API
+
+    win = window_with(FakeBackend(words=["one"]), qtbot)
+    import socket
+
+    with socket.socket() as probe:  # a port the Settings page can show (0 is below its range)
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    win.api_keys.set(LOCAL_API, "sk-leaked-0123456789")
+    win.apply_settings(dataclasses.replace(win.settings, local_api=LocalApiSettings(enabled=True, port=port)), None)
+    address = win.servers.api.address
+
+    def status(key: str) -> int:
+        headers = {"authorization": f"Bearer {key}"}
+        return httpx.get(f"{address}/models", headers=headers, timeout=30).status_code
+
+    assert status("sk-leaked-0123456789") == 200
+    dialog = win.open_settings("Local API")
+    page = dialog.local_api_page
+    assert [page.keys_list.item(i).text() for i in range(page.keys_list.count())] == ["Key 1 (…6789)"]
+    page.keys_list.setCurrentRow(0)
+    page.remove_key_button.click()
+    page.api_key.setText("correct horse battery staple")
+    page.add_key_button.click()
+    page.make_key_button.click()
+    made = QGuiApplication.clipboard().text()
+    assert made.startswith("fara-") and len(made) >= 32 and made in page.key_note.text()
+    dialog.accept()
+    assert win.servers.api is not None and win.servers.api.address == address  # the same server, new keys
+    assert status("sk-leaked-0123456789") == 401
+    assert status("correct horse battery staple") == 200 and status(made) == 200
+    assert status("horse") == 401
+
+    dialog = win.open_settings("Local API")
+    page = dialog.local_api_page
+    page.api_key.setText("x7Qp2")
+    page.add_key_button.click()
+    assert "Not added: this key is 5 characters long" in page.key_note.text()
+    dialog.accept()
+    assert win.api_keys.get(LOCAL_API) == f"correct horse battery staple\n{made}"
+    assert status("x7Qp2") == 401
+    assert any("was not added" in text for text in win.notice_bar.texts()), win.notice_bar.texts()
+    win.servers.apply_api_settings(LocalApiSettings(enabled=False))
     win.close()
