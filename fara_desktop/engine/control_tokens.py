@@ -7,8 +7,11 @@ turn and open a fake system turn. Before rendering, every control token's text i
 space after its first character, which the tokenizer then reads as ordinary text. What is stored and shown is not
 changed; only the prompt's copy is.
 
-(User-defined tokens need no such care: llama.cpp matches them whatever ``special`` says; only control and unknown
-tokens depend on it.)
+User-defined tokens are matched by llama.cpp whatever ``special`` says. Most are markup and whitespace (Gemma's
+``<table>``, ``<td>``, runs of spaces) and stay as they are: text spells them so too. Those that are markers —
+Gemma 3's ``<start_of_image>``, ``[multimodal]``: not a tag of markup, not whitespace — are broken up as control
+tokens are: typed before a picture chat's state, ``<start_of_image>`` made the next prompt continue into the
+state's picture span.
 """
 
 from __future__ import annotations
@@ -21,6 +24,12 @@ if TYPE_CHECKING:
     from llama_cpp import Llama
 
 ZERO_WIDTH_SPACE = "\u200b"
+MARKUP_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9]*>")
+
+
+def is_marker(text: str) -> bool:
+    """A user-defined token that marks something for the model (``<start_of_image>``), not markup or spacing."""
+    return len(text) >= 2 and text.strip() == text and not text.isspace() and not MARKUP_TAG.fullmatch(text)
 
 
 class ControlTokenText:
@@ -45,8 +54,11 @@ class ControlTokenText:
         wanted = llama_cpp.LLAMA_TOKEN_ATTR_CONTROL | llama_cpp.LLAMA_TOKEN_ATTR_UNKNOWN
         texts = []
         for token in range(llama_cpp.llama_vocab_n_tokens(vocab)):
-            if llama_cpp.llama_vocab_get_attr(vocab, token) & wanted:
-                texts.append(llama_cpp.llama_vocab_get_text(vocab, token).decode("utf-8", errors="replace"))
+            attributes = llama_cpp.llama_vocab_get_attr(vocab, token)
+            if attributes & (wanted | llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED):
+                text = llama_cpp.llama_vocab_get_text(vocab, token).decode("utf-8", errors="replace")
+                if attributes & wanted or is_marker(text):
+                    texts.append(text)
         return cls(texts)
 
     def neutralize(self, text: str) -> str:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from fara_desktop.engine.chat_format import ForcedCall
 from fara_desktop.engine.json_grammar import check_with_llama, schema_gbnf
-from fara_desktop.engine.own_tokens import Spell, Tokenize
+from fara_desktop.engine.own_tokens import Spell, Tokenize, UnspellableTokenError
 from fara_desktop.engine.tool_grammar import forced_call_grammar
 from fara_desktop.engine.types import TokenLogprob
 from fara_desktop.vocabulary.tools import ToolOffer
@@ -71,9 +71,12 @@ def call_grammar(vocab: Any, forced: Sequence[ForcedCall], tools: ToolOffer | No
 
 
 def token_piece(vocab: Any, token: int, buffer: ctypes.Array[ctypes.c_char], special: bool = False) -> bytes:
-    """A token's bytes (part of a character, maybe), into ``buffer`` or a bigger one when it does not fit."""
+    """A token's bytes (part of a character, maybe), into ``buffer`` or a bigger one when it does not fit;
+    ``UnspellableTokenError`` for a number that is no token of ``vocab`` (llama.cpp would abort the process)."""
     import llama_cpp
 
+    if not 0 <= token < llama_cpp.llama_vocab_n_tokens(vocab):
+        raise UnspellableTokenError(f"{token} is not a token of this model")
     n = llama_cpp.llama_token_to_piece(vocab, token, buffer, PIECE_BUFFER, 0, special)
     if n < 0:  # piece longer than the buffer
         big = ctypes.create_string_buffer(-n)

@@ -13,6 +13,12 @@ from collections.abc import Callable, Sequence
 from fara_desktop.engine.kv_states import common_prefix
 
 Spell = Callable[[Sequence[int]], bytes]  # tokens → the bytes they stand for, control tokens as their text
+
+
+class UnspellableTokenError(ValueError):
+    """A kept state's token that is no token of the vocabulary: a picture's pseudo token (negative), or a state of
+    another model. llama.cpp aborts the process on one (``std::out_of_range``), so ``Spell`` refuses it first."""
+
 Tokenize = Callable[[bytes], list[int]]  # bytes → tokens, control tokens parsed, no start-of-text token added
 
 
@@ -27,7 +33,10 @@ def in_own_tokens(tokens: Sequence[int], state: Sequence[int], spell: Spell, tok
     ours = spell(tokens[shared:])
     end, spelled = shared, 0  # the state's tokens that spell the start of ``ours``, and their bytes
     while end < len(state):
-        piece = spell(state[end : end + 1])
+        try:
+            piece = spell(state[end : end + 1])
+        except UnspellableTokenError:  # a picture's span: the state's text ends here
+            break
         if not ours.startswith(piece, spelled) or spelled + len(piece) >= len(ours):
             break
         end, spelled = end + 1, spelled + len(piece)

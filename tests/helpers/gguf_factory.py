@@ -380,6 +380,35 @@ def write_qwen2vl_projector(
     return path
 
 
+def write_llava_projector(
+    path: Path, n_embd: int = 64, n_ff: int = 128, n_layer: int = 2, n_head: int = 4, image_size: int = 112,
+    patch_size: int = 14, text_embd: int = 640,
+) -> Path:
+    """A vision projector of llama.cpp's LLaVA layout (``clip.projector_type`` "mlp": a CLIP ViT with a class
+    embedding, two linear layers into the text model's width), random weights, that ``mtmd`` loads and runs beside a
+    text model ``text_embd`` wide. No token of the text model opens its pictures: a prompt's text meets a picture's
+    span directly. Real shape (LLaVA-1.5-7B): n_embd 1024, n_ff 4096, 24 layers, 16 heads, 336 px, text 4096."""
+    writer, weights, vector = _vision_encoder(
+        path, "Tiny LLaVA projector", "mlp", image_size, patch_size, n_embd, n_ff, n_layer, n_head, text_embd,
+        False, seed=3, mean_std=([0.48145466, 0.4578275, 0.40821073], [0.26862954, 0.26130258, 0.27577711]),
+    )  # fmt: skip
+    writer.add_tensor("v.patch_embd.weight", weights(n_embd, 3, patch_size, patch_size))
+    writer.add_tensor("v.class_embd", vector(n_embd))
+    writer.add_tensor("v.position_embd.weight", weights((image_size // patch_size) ** 2 + 1, n_embd))
+    writer.add_tensor("v.pre_ln.weight", vector(n_embd, one=True))
+    writer.add_tensor("v.pre_ln.bias", vector(n_embd))
+    _encoder_blocks(writer, weights, vector, n_layer, n_embd, n_ff)
+    writer.add_tensor("mm.0.weight", weights(text_embd, n_embd))
+    writer.add_tensor("mm.0.bias", vector(text_embd))
+    writer.add_tensor("mm.2.weight", weights(text_embd, text_embd))
+    writer.add_tensor("mm.2.bias", vector(text_embd))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
 Weights = Callable[..., np.ndarray]
 
 
