@@ -31,6 +31,8 @@ from fara_desktop.files.atomic import read_cache_file, save_cache_file
 from fara_desktop.machine.busy import BUSY_CORES, OtherProgramsMeter
 from fara_desktop.machine.kernel_paths import BY_KEY, DEFAULT, NO_AMX, PLAIN, KernelPath, describe
 from fara_desktop.machine.kernel_probe import ProbeRequest, child_main
+from fara_desktop.system.process_end import process_ending
+from fara_desktop.vocabulary.errors import FaraError
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +117,8 @@ def identity_key(build: str, cpu: str) -> str:
 def run_child(request: ProbeRequest, timeout: float, should_stop: Callable[[], bool] | None = None) -> tuple[str, Any]:
     """``("done", value)``, ``("failed", text)``, ``("died", signal name)``, ``("hung", seconds)`` or
     ``("stopped", "")`` (``should_stop`` said so: the child is killed at once)."""
+    if process_ending():  # a child started now would outlive the process, and die of its end
+        return "stopped", ""
     context = multiprocessing.get_context("spawn")  # never fork a process that holds a model and threads
     parent_end, child_end = context.Pipe(duplex=False)
     process = context.Process(target=child_main, args=(child_end, request), name="fara-kernel-check", daemon=True)
@@ -125,7 +129,7 @@ def run_child(request: ProbeRequest, timeout: float, should_stop: Callable[[], b
     value: Any = timeout
     try:
         while time.monotonic() < deadline:
-            if should_stop is not None and should_stop():
+            if (should_stop is not None and should_stop()) or process_ending():
                 kind, value = "stopped", ""
                 break
             if parent_end.poll(min(0.2, max(0.0, deadline - time.monotonic()))):
@@ -146,6 +150,8 @@ def run_child(request: ProbeRequest, timeout: float, should_stop: Callable[[], b
         process.close()
     if kind in ("hung", "stopped"):
         return kind, value
+    if process_ending():  # ended by the process's end (``end_child_processes``), not by the kernels it ran
+        return "stopped", ""
     if kind == "died" or (code is not None and code < 0):
         return "died", _signal_name(-code if code is not None and code < 0 else 0)
     return str(kind), value
@@ -165,7 +171,13 @@ def check_paths(paths: Sequence[KernelPath], folder: Path, threads: int) -> dict
         request = ProbeRequest("check", path.key, path.extra_buffers, path.refuse_amx, threads, folder=str(folder))
         answers[path.key] = run_child(request, CHECK_SECONDS)
         log.info("Kernel check of %s: %s", path.key, answers[path.key][0])
+        if answers[path.key][0] == "stopped":  # the process is ending: no verdict, none kept
+            raise KernelCheckStoppedError("the kernel check was stopped: the app is quitting")
     return verdicts_from(answers)
+
+
+class KernelCheckStoppedError(FaraError):
+    """The kernel check did not finish (the process is ending); it gives no verdict."""
 
 
 def verdicts_from(answers: dict[str, tuple[str, Any]]) -> dict[str, PathVerdict]:

@@ -12,11 +12,19 @@ import contextlib
 import logging
 import os
 import sys
+import threading
 from typing import NoReturn
 
 import psutil
 
 log = logging.getLogger(__name__)
+_ENDING = threading.Event()
+
+
+def process_ending() -> bool:
+    """Whether this process is ending (``end_child_processes`` has begun): no new child process is started, and a
+    child that dies now died of the ending, not of what it was doing (a kernel check records no verdict)."""
+    return _ENDING.is_set()
 
 
 def _is_resource_tracker(process: psutil.Process) -> bool:
@@ -28,7 +36,8 @@ def _is_resource_tracker(process: psutil.Process) -> bool:
 
 def end_child_processes(grace_s: float = 1.0) -> int:
     """Terminate every child process still running (their children too), kill what is left after ``grace_s``;
-    returns how many there were."""
+    returns how many there were. From here on the process is ending (``process_ending``)."""
+    _ENDING.set()
     try:
         children = [c for c in psutil.Process().children(recursive=True) if not _is_resource_tracker(c)]
     except psutil.Error:

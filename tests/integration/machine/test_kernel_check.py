@@ -213,3 +213,25 @@ def test_the_gui_threads_questions_never_wait_for_a_check_under_way(kernel_path)
         release.set()
         other.join(10)
     assert kernels.known_verdicts() == kernel_path.verdicts
+
+
+def test_once_the_process_is_ending_no_check_child_starts_and_no_verdict_is_given(tmp_path):
+    """A stop while ``serve`` checked its kernels: the process's last sweep ended the check's child, the check took
+    that for a path that died, started the next path's child (which outlived the process, printing a traceback) and
+    could keep a wrong verdict. In a process of its own (the sweep ends every child of the process it runs in)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, psutil\n"
+        "from fara_desktop.system.process_end import end_child_processes\n"
+        "from fara_desktop.machine.kernel_check import KernelCheckStoppedError, check_paths\n"
+        "from fara_desktop.machine.kernel_paths import DEFAULT, PLAIN\n"
+        "end_child_processes(0.1)\n"
+        "try:\n"
+        "    check_paths([DEFAULT, PLAIN], __import__('pathlib').Path(sys.argv[1]), 1)\n"
+        "except KernelCheckStoppedError:\n"
+        "    print('stopped', len(psutil.Process().children()))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "stopped 0", done.stderr[-2000:]
