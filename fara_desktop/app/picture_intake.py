@@ -51,17 +51,23 @@ class PictureIntake:
         self.store = store
 
     def take_file(
-        self, path: Path, keep_whole: bool = False, should_stop: Callable[[], bool] | None = None
+        self, path: Path, keep_whole: bool = False, should_stop: Callable[[], bool] | None = None,
+        sandbox: Sandbox | None = None,
     ) -> AttachedPicture:
         """``UnreadablePicture`` says why a file is refused (its message names no path: the caller adds the name);
-        ``SandboxStoppedError`` when ``should_stop`` said so while it was read."""
-        with Sandbox() as sandbox:
+        ``SandboxStoppedError`` when ``should_stop`` said so while it was read. ``sandbox``: one the caller reuses
+        for many pictures (an import's); else a child of its own."""
+        if sandbox is not None:
             picture = read_picture(path, sandbox, keep_whole, should_stop=should_stop)
+        else:
+            with Sandbox() as own:
+                picture = read_picture(path, own, keep_whole, should_stop=should_stop)
         digest = self.store.put(picture)
         return AttachedPicture(digest, self.store.path(digest))
 
     def take_bytes(
-        self, data: bytes, keep_whole: bool = False, should_stop: Callable[[], bool] | None = None
+        self, data: bytes, keep_whole: bool = False, should_stop: Callable[[], bool] | None = None,
+        sandbox: Sandbox | None = None,
     ) -> AttachedPicture:
         """A picture's encoded bytes (a pasted image, a data: URI), through a private file for the child to read."""
         if len(data) > MAX_FILE_BYTES:
@@ -70,21 +76,25 @@ class PictureIntake:
         try:
             with os.fdopen(handle, "wb") as file:
                 file.write(data)
-            return self.take_file(Path(name), keep_whole, should_stop)
+            return self.take_file(Path(name), keep_whole, should_stop, sandbox)
         finally:
             Path(name).unlink(missing_ok=True)
 
     def attached(self, digest: str) -> AttachedPicture:
         return AttachedPicture(digest, self.store.path(digest))
 
-    def take_imported(self, source: Path | bytes) -> str | None:
+    def take_imported(self, source: Path | bytes, sandbox: Sandbox | None = None) -> str | None:
         """A picture of an imported export: a file beside it (ours, named by its digest: the one here already when
-        the store has it) or another app's bytes; read in the sandbox like any stranger's; None when it cannot be."""
+        the store has it) or another app's bytes; read in ``sandbox`` (the import's one) like any stranger's; None
+        when it cannot be."""
         ours = isinstance(source, Path) and PICTURE_DIGEST.fullmatch(source.stem) is not None
         if isinstance(source, Path) and ours and self.store.path(source.stem).is_file():
+            self.store.touch(source.stem)  # taken in now: a window beside this import neither sweeps nor deletes it
             return source.stem
         try:
-            return (self.take_file(source) if isinstance(source, Path) else self.take_bytes(source)).digest
+            if isinstance(source, Path):
+                return self.take_file(source, sandbox=sandbox).digest
+            return self.take_bytes(source, sandbox=sandbox).digest
         except UnreadablePicture:
             return None
 

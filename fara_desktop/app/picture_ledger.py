@@ -19,6 +19,7 @@ from pathlib import Path
 
 from fara_desktop.app.picture_intake import PictureIntake
 from fara_desktop.pictures.store import PictureStore
+from fara_desktop.system.sandbox import Sandbox
 
 log = logging.getLogger(__name__)
 
@@ -62,9 +63,10 @@ class PictureLedger:
             self._imports += 1
             holder = f"import-{self._imports}"
         taken: set[str] = set()
+        sandbox = Sandbox()  # one child reads all the import's pictures, not a process each
 
         def take(source: Path | bytes) -> str | None:
-            digest = self.intake.take_imported(source)
+            digest = self.intake.take_imported(source, sandbox)
             if digest is not None:
                 taken.add(digest)
                 self.hold(holder, taken)
@@ -73,17 +75,20 @@ class PictureLedger:
         try:
             yield take
         finally:
+            sandbox.close()
             self.release(holder)
 
     def let_go(self, candidates: Iterable[str]) -> int:
-        """Delete those of ``candidates`` (a deleted chat's pictures) that no message shows and nobody holds; how
-        many were deleted."""
+        """Delete those of ``candidates`` (a deleted chat's pictures) that no message shows, nobody here holds, and
+        no other process took in within the grace (an import beside the window, whose messages are not written
+        yet: the next start's sweep decides on those); how many were deleted."""
         if self._in_use is None:
             return 0
         wanted = set(candidates)
         if not wanted:
             return 0
-        return self.store.remove(wanted - self._in_use() - self.held())
+        elsewhere = self.store.fresh_elsewhere(wanted, OTHER_PROCESS_GRACE_S)
+        return self.store.remove(wanted - self._in_use() - self.held() - elsewhere)
 
     def sweep(self, grace_s: float = OTHER_PROCESS_GRACE_S) -> int:
         """At start: delete every picture no message shows, nobody here holds, and no process wrote or took in

@@ -7,6 +7,7 @@ import binascii
 import json
 import os
 import re
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -100,7 +101,10 @@ def _copy_pictures(store: ConversationStore, conversation_id: int, folder: Path,
     return copied
 
 
-MAX_IMPORT_PICTURES = 200  # one import's pictures (each read in its own sandbox child: ~0.1 s, a second at most)
+# What one import may try, not what succeeds: 400 data: URIs that were no pictures ran 75 s and kept none, and the
+# largest file the reader takes holds ~1.78 M references. The import's pictures are read by one sandbox child.
+MAX_IMPORT_PICTURES = 200  # references tried
+MAX_IMPORT_PICTURE_SECONDS = 60.0  # spent reading them, in all
 
 
 def take_pictures_beside(
@@ -112,16 +116,19 @@ def take_pictures_beside(
     """The imported messages' pictures taken in by ``take`` (which reads a stranger's file or bytes in the sandbox
     and returns its digest here; None: it could not be read, and the message goes without it): ours from the
     export's ``pictures`` folder, other apps' from their data: URIs or the files beside their export. At most
-    ``MAX_IMPORT_PICTURES`` different pictures are read (the others are left out, the messages kept);
-    ``should_stop`` is asked before each: ``SandboxStoppedError`` when it says so."""
+    ``MAX_IMPORT_PICTURES`` different references are tried, for at most ``MAX_IMPORT_PICTURE_SECONDS`` in all,
+    whether or not they are pictures (the others are left out, the messages kept); ``should_stop`` is asked before
+    each: ``SandboxStoppedError`` when it says so."""
     taken: dict[str, str | None] = {}
+    deadline = time.monotonic() + MAX_IMPORT_PICTURE_SECONDS
 
     def resolved(reference: str) -> str | None:
         if reference not in taken:
             if should_stop is not None and should_stop():
                 raise SandboxStoppedError("the import was stopped")
-            read = sum(1 for digest in taken.values() if digest is not None)
-            taken[reference] = _take_reference(reference, folder, take) if read < MAX_IMPORT_PICTURES else None
+            tried = len(taken)
+            within = tried < MAX_IMPORT_PICTURES and time.monotonic() < deadline
+            taken[reference] = _take_reference(reference, folder, take) if within else None
         return taken[reference]
 
     def with_pictures(message: ImportedMessage) -> ImportedMessage:

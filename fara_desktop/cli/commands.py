@@ -29,11 +29,14 @@ def run_export(paths: AppPaths, out: Path, format_choice: str) -> int:
 
 def run_import(paths: AppPaths, files: list[Path]) -> int:
     """Each file is imported whole or refused whole; one refused file does not stop the others."""
+    from functools import partial
+
     from fara_desktop.app.picture_intake import PictureIntake
     from fara_desktop.chats.export import import_conversations
     from fara_desktop.chats.export_format import ImportRefusedError
     from fara_desktop.chats.storage import ConversationStore, StorageError, database_path
     from fara_desktop.pictures.store import PictureStore
+    from fara_desktop.system.sandbox import Sandbox
 
     try:
         store = ConversationStore(database_path(paths.data))
@@ -44,8 +47,10 @@ def run_import(paths: AppPaths, files: list[Path]) -> int:
     try:
         for file in files:
             try:
-                take = PictureIntake(PictureStore(paths.data / "pictures")).take_imported
-                result = import_conversations(store, file, take_picture=take)
+                intake = PictureIntake(PictureStore(paths.data / "pictures"))
+                with Sandbox() as sandbox:  # one child reads the file's pictures, not a process each
+                    take = partial(intake.take_imported, sandbox=sandbox)
+                    result = import_conversations(store, file, take_picture=take)
             except (ImportRefusedError, StorageError) as exc:
                 failed += 1
                 print(printable(f"fara-desktop import: {exc}"), file=sys.stderr)

@@ -23,6 +23,7 @@ class PictureStore:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
+        self._touched_here: dict[str, float] = {}  # each picture's time as this object last wrote or took it in
 
     def put(self, picture: Picture) -> str:
         """Keep ``picture`` (PNG, lossless) and return its digest; the same picture again is the same file."""
@@ -35,12 +36,34 @@ class PictureStore:
         digest = hashlib.sha256(data).hexdigest()
         target = self.path(digest)
         if target.is_file():
-            with contextlib.suppress(OSError):
-                os.utime(target)  # taken in again just now: as fresh as a new one (``digests(older_than)``)
+            self.touch(digest)  # taken in again just now: as fresh as a new one (``digests(older_than)``)
         else:
             self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
             write_bytes_atomically(target, data)
+            self._note_touched(digest)
         return digest
+
+    def touch(self, digest: str) -> None:
+        """Mark a picture as taken in just now (another process's sweep or deletion leaves it for a while)."""
+        with contextlib.suppress(OSError):
+            os.utime(self.path(digest))
+        self._note_touched(digest)
+
+    def _note_touched(self, digest: str) -> None:
+        with contextlib.suppress(OSError):
+            self._touched_here[digest] = self.path(digest).stat().st_mtime
+
+    def fresh_elsewhere(self, digests: Iterable[str], within_s: float) -> set[str]:
+        """Those of ``digests`` written or taken in within ``within_s`` by someone else than this object — another
+        process (``fara-desktop import`` beside the window) whose messages may not show them yet."""
+        since = time.time() - within_s
+        fresh = set()
+        for digest in digests:
+            with contextlib.suppress(OSError):
+                mtime = self.path(digest).stat().st_mtime
+                if mtime >= since and mtime > self._touched_here.get(digest, 0.0):
+                    fresh.add(digest)
+        return fresh
 
     def path(self, digest: str) -> Path:
         """Where a picture is kept; ``ValueError`` for anything that is not a digest (no path from a message can

@@ -191,6 +191,7 @@ class Sandbox:
         self._nice = nice
         self._process: Any = None
         self._conn: Connection | None = None
+        self.children_started = 0  # one reused for many files; another only after one that broke its budget
 
     def __enter__(self) -> Sandbox:
         return self
@@ -206,6 +207,7 @@ class Sandbox:
         parent_end, child_end = context.Pipe(duplex=True)
         process = context.Process(target=_serve, args=(child_end, self._nice), name="fara-reader", daemon=True)
         process.start()
+        self.children_started += 1
         child_end.close()
         self._process, self._conn = process, parent_end
         return process, parent_end

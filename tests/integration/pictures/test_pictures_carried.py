@@ -176,8 +176,99 @@ def test_a_chatgpt_file_id_names_its_own_file_only_and_an_import_reads_a_bounded
         taken.append(source)
         return intake.take_imported(source)
 
-    monkeypatch.setattr(export_module, "MAX_IMPORT_PICTURES", 2)
+    monkeypatch.setattr(export_module, "MAX_IMPORT_PICTURES", 3)  # references tried: file-Ab's (no file) counts
     result = import_conversations(store, export, take_picture=take)
     (message,) = store.messages(result.conversation_ids[0])
     assert [getattr(p, "name", p) for p in taken] == ["file-Own1-a.png", "file-Own2.png"]
     assert len(message.pictures) == 2 and message.content == "What are these?"
+
+
+def test_an_import_tries_a_bounded_number_of_references_in_one_sandbox_whether_or_not_they_decode(tmp_path):
+    """Issue 62, item 6: the cap counted pictures that decoded: 400 distinct data: URIs that are no pictures (a
+    27 KiB file) ran 75 s, a sandbox child each, and kept none. Now what is tried is bounded, and one child reads
+    them all; as a person runs it, ``fara-desktop import`` ends in seconds."""
+    import base64
+    import os
+    import subprocess
+    import sys
+
+    from fara_desktop.chats import export as export_module
+    from fara_desktop.system.sandbox import Sandbox
+
+    junk = [f"data:image/png;base64,{base64.b64encode(os.urandom(24)).decode()}" for _ in range(400)]
+    messages = {str(n): {"role": "user", "content": "Look", "timestamp": 1700000000 + n,
+                         **({"parentId": str(n - 1)} if n else {}),
+                         "files": [{"type": "image", "url": uri} for uri in junk[16 * n : 16 * n + 16]]}
+                for n in range(25)}  # fmt: skip
+    webui = [{"id": "w1", "title": "Not pictures", "chat": {"history": {"currentId": "24", "messages": messages}}}]
+    export = tmp_path / "webui.json"
+    export.write_text(json.dumps(webui))
+    store = ConversationStore(tmp_path / "chats.db")
+    intake = PictureIntake(PictureStore(tmp_path / "pictures"))
+    tried: list[object] = []
+    with Sandbox() as sandbox:
+
+        def take(source: object) -> str | None:
+            tried.append(source)
+            return intake.take_imported(source, sandbox)  # type: ignore[arg-type]
+
+        result = import_conversations(store, export, take_picture=take)
+        assert len(tried) == export_module.MAX_IMPORT_PICTURES  # not 400, and not until 200 had decoded
+        assert sandbox.children_started == 1  # one child for the file, not a process a reference
+    kept = store.messages(result.conversation_ids[0])
+    assert len(kept) == 25 and all(m.content == "Look" and m.pictures == () for m in kept)
+    store.close()
+    home = tmp_path / "home"
+    done = subprocess.run([sys.executable, "-m", "fara_desktop", "import", str(export)], capture_output=True,
+                          text=True, env={**os.environ, "FARA_HOME": str(home)}, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_a_picture_another_process_just_took_in_survives_a_chat_deleted_here(fara_home, tmp_path):
+    """Issue 61, item 7 and issue 62, item 7: ``fara-desktop import`` restoring a backup beside the window took in
+    a picture the window knew ("ours", by digest) without touching its file; the window, deleting a chat that
+    showed it, deleted it before the import's messages were written (121 pictures, 1 missing). The other process
+    here is a real one; it takes the picture in and exits before its messages would be written."""
+    import subprocess
+    import sys
+
+    from fara_desktop.app.core import AppCore
+    from fara_desktop.files.paths import app_paths
+    from fara_desktop.settings import Settings
+    from tests.helpers.fakes import FakeBackend
+
+    core = AppCore(app_paths().ensure(), Settings(), FakeBackend())
+    try:
+        with core.pictures.importing() as take:
+            backup = tmp_path / "backup"
+            (backup / "pictures").mkdir(parents=True)
+            (backup / "pictures" / "x.png").write_bytes(png_bytes((9, 99, 199)))
+            shared = take(backup / "pictures" / "x.png")
+        assert shared is not None
+        (backup / "pictures" / f"{shared}.png").write_bytes(core.pictures.path(shared).read_bytes())
+        core.session.add_user_message("A chat with the picture", pictures=(shared,))
+        chat = core.session.conversation_id
+        assert chat is not None
+        other = ("import sys; from pathlib import Path; from fara_desktop.app.picture_intake import PictureIntake; "
+                 "from fara_desktop.pictures.store import PictureStore; "
+                 "print(PictureIntake(PictureStore(Path(sys.argv[1]))).take_imported(Path(sys.argv[2])))")
+        done = subprocess.run([sys.executable, "-c", other, str(core.pictures.store.folder),
+                               str(backup / "pictures" / f"{shared}.png")], capture_output=True, text=True,
+                              timeout=60, check=True)  # fmt: skip
+        assert done.stdout.strip() == shared
+        core.delete_chat(chat)
+        assert core.pictures.path(shared).is_file()  # the other process's import still needs it
+        core.session.add_user_message("Mine alone", pictures=(core.pictures.store.put(png_bytes_picture()),))
+        mine = core.session.conversation_id
+        own = core.store.pictures_of(mine) if mine is not None else set()
+        core.delete_chat(mine)  # type: ignore[arg-type]
+        assert not any(core.pictures.path(d).is_file() for d in own)  # a chat's own picture still goes at once
+    finally:
+        core.close()
+
+
+def png_bytes_picture():  # type: ignore[no-untyped-def]
+    """A decoded picture of our own (what the store keeps), made here rather than read from a stranger."""
+    from fara_desktop.pictures.decode import Picture
+
+    return Picture(4, 3, bytes(range(36)))
