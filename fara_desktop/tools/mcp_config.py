@@ -10,6 +10,7 @@ with no permissions.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -143,7 +144,7 @@ def parse_mcp_servers(text: str) -> list[McpServerConfig]:
     if len(data) > MAX_SERVERS:
         raise McpConfigError(f"At most {MAX_SERVERS} servers can be configured.")
     servers = []
-    looks: dict[str, str] = {}  # each name as it looks (``_skeleton``): two servers must not look alike
+    looks: dict[str, str] = {}  # each name as it looks (``_skeletons``): two servers must not look alike
     for name, spec in data.items():
         if not SERVER_NAME.fullmatch(name):
             raise McpConfigError(f"The server name {name[:80]!r} must be 1 to 64 letters, digits, spaces, '.', '-'.")
@@ -151,10 +152,10 @@ def parse_mcp_servers(text: str) -> list[McpServerConfig]:
         if len(scripts) > 1:
             raise McpConfigError(f"The server name {name!r} mixes {' and '.join(sorted(scripts))} letters, which "
                                  "can look alike: write it in one script.")  # fmt: skip
-        twin = looks.get(_skeleton(name))
+        twin = next((looks[key] for key in _skeletons(name) if key in looks), None)
         if twin is not None:
             raise McpConfigError(f"The server name {name!r} looks like the server {twin!r}: give it another name.")
-        looks[_skeleton(name)] = name
+        looks.update(dict.fromkeys(_skeletons(name), name))
         servers.append(_server(name, spec))
     return servers
 
@@ -164,10 +165,36 @@ def _scripts(name: str) -> set[str]:
     return {unicodedata.name(c, "UNKNOWN").split(" ")[0] for c in name if c.isalpha()}
 
 
-# Letters of other scripts drawn like Latin ones (the common homoglyphs of Cyrillic and Greek)
-_LOOKALIKES = str.maketrans("аеіјорсухѕԁһӏԛԝαβεικνορτυχοΑΒΕΗΙΚΜΝΟΡΤΥΧΖ", "aeijopcyxsdhlqwabeikvoptuxoabehikmnoptyxz")
+@functools.cache
+def _look_of() -> dict[str, str]:
+    """Each character of Unicode's confusables (UTS #39's data, from ``confusable_homoglyphs``) mapped to one
+    character of all those it can be taken for: Cyrillic "М", Latin "M", fullwidth "Ｍ" and the mathematical
+    "𝐌" look alike, so all four map to the same one."""
+    from confusable_homoglyphs.confusables import confusables_data
+
+    parent: dict[str, str] = {}
+
+    def root(c: str) -> str:
+        while parent.setdefault(c, c) != c:
+            parent[c] = parent[parent[c]]
+            c = parent[c]
+        return c
+
+    for character, homoglyphs in confusables_data.items():
+        for homoglyph in homoglyphs:
+            a, b = root(character), root(homoglyph["c"])
+            if a != b:
+                parent[max(a, b)] = min(a, b)  # the lowest code point stands for the class: Latin where there is one
+    return {c: root(c) for c in parent if len(c) == 1}
 
 
-def _skeleton(name: str) -> str:
-    """How a name looks: compatibility forms folded, case ignored, lookalike letters taken as the Latin ones."""
-    return unicodedata.normalize("NFKC", name).casefold().translate(_LOOKALIKES)
+def _skeletons(name: str) -> set[str]:
+    """How a name looks (UTS #39's skeleton, closed over every confusable pair), compatibility forms folded and
+    case ignored — taken both ways, as letters are confused before or after their case: "МСР" (Cyrillic) and
+    "MCP", "ꓖꓲꓔ" (Lisu) and "GIT", "git" and "GIT" share one."""
+    looks = _look_of()
+
+    def look(text: str) -> str:
+        return "".join(looks.get(c, c) for c in unicodedata.normalize("NFKC", text))
+
+    return {look(look(name).casefold()), look(look(name.casefold()).casefold())}

@@ -88,6 +88,8 @@ class McpHub:
         self._tasks: dict[int, concurrent.futures.Future[None]] = {}
         self._serving: set[asyncio.Task[None]] = set()
         self._configs: dict[str, McpServerConfig] = {}
+        # the servers as the user listed them: an earlier one's tools keep their names when a later one's clash
+        self._listed: dict[str, McpServerConfig] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 
@@ -98,9 +100,14 @@ class McpHub:
             return dict(self._states)
 
     def tools(self) -> list[McpTool]:
-        """The ready servers' tools, with names unique for the model."""
+        """The ready servers' tools, with names unique for the model: where two clash, the server the user listed
+        earlier keeps the name (a stranger's server pasted later, listing a tool named as the user's own tool is
+        offered, gets the visible suffix)."""
         with self._lock:
-            listed = [t for s in self._states.values() if s.state == "ready" for t in s.tools]
+            order = {name: n for n, name in enumerate(self._listed)}
+            ready = [n for n, s in self._states.items() if s.state == "ready"]
+            ready.sort(key=lambda n: order.get(n, len(order)))
+            listed = [t for n in ready for t in self._states[n].tools]
         counts: dict[str, int] = {}
         for tool in listed:
             counts[tool.spec.name] = counts.get(tool.spec.name, 0) + 1
@@ -109,8 +116,7 @@ class McpHub:
         for tool in listed:
             name = tool.spec.name if counts[tool.spec.name] == 1 else _model_name(f"{tool.server}_{tool.name}")
             base, number = name, 2
-            while name in taken or (name != tool.spec.name and counts.get(name)):
-                # still the name of another tool (a server listing "files_read_file" itself): a visible suffix
+            while name in taken:  # the name of a tool of a server listed earlier: a visible suffix
                 name, number = _model_name(f"{base[:60]}_{number}"), number + 1
             taken.add(name)
             if name != tool.spec.name:
@@ -123,12 +129,21 @@ class McpHub:
         of one switched on is not): new ones start, turned-off, changed or removed ones stop."""
         switched_on = set(enabled)
         wanted = {s.name: s for s in servers if s.identity in switched_on}
+        with self._lock:
+            self._listed = dict(wanted)
         if wanted or self._loop is not None:
             self._on_loop(lambda: self._configure(wanted), None)
         with self._lock:
             for name in [n for n in self._states if n not in wanted]:
                 del self._states[name]
         self._on_change()
+
+    def runs(self, server: str) -> str:
+        """What a server runs, as the user listed it (its command line or address): the approval bar names a
+        server by it as well as by its name, which another server's can resemble."""
+        with self._lock:
+            config = self._listed.get(server)
+        return config.summary if config is not None else ""
 
     def restart(self, name: str) -> None:
         """Start a failed or stopped server again (the user's *Restart*)."""

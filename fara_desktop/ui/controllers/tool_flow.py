@@ -94,7 +94,7 @@ class ToolFlow(QObject):
             number = self._count - len(self._calls) + 1
             shown = readable_arguments(call.arguments)
             self._asked = (tool, shown)
-            self._approval.ask(tool.spec.name, tool.server, shown, number, self._count)
+            self._approval.ask(tool.spec.name, tool.server, shown, number, self._count, self.box.hub.runs(tool.server))
             self._set_status(f"Waiting for your decision: run {tool.spec.name}?")
 
     def decide(self, choice: str) -> None:

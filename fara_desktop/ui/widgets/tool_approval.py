@@ -62,11 +62,14 @@ class ToolApprovalBar(QFrame):
         layout.addLayout(buttons)
         self.hide()
 
-    def ask(self, tool: str, server: str, shown: str, number: int, count: int) -> None:
-        """``shown``: the arguments as ``readable_arguments`` writes them (what will be sent if allowed)."""
+    def ask(self, tool: str, server: str, shown: str, number: int, count: int, runs: str = "") -> None:
+        """``shown``: the arguments as ``readable_arguments`` writes them (what will be sent if allowed); ``runs``:
+        what the server runs (its command or address) — a name can resemble another server's, what it runs not."""
         of = f" (call {number} of {count})" if count > 1 else ""
+        what = f", which runs {one_line(runs, 100)}" if runs else ""
         self.question.setText(
-            f"The model wants to run {one_line(tool, 80)} (from {one_line(server, 80)}){of}. Allow it?"
+            f"The model wants to run {one_line(tool, 80)} (from the server {one_line(server, 80)}{what}){of}. "
+            "Allow it?"
         )
         self.arguments.setPlainText(shown)
         lines = min(shown.count("\n") + 1, 8)  # small for a small call; long ones scroll
