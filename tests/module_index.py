@@ -73,7 +73,6 @@ TESTED_THROUGH: dict[str, tuple[str, str]] = {
     "fara_desktop.ui.widgets.stay_open_menu": ("tests/unit/ui/test_documents_ui.py", "without_the_menu_closing"),
     "fara_desktop.ui.widgets.task_progress": ("tests/unit/ui/test_reasoning_and_branches.py", "task_progress"),
     "fara_desktop.ui.window_menus": ("tests/unit/ui/test_menu_names.py", "menuBar"),
-    "fara_desktop.ui.widgets.tool_approval": ("tests/integration/ui/test_tool_calls_in_chat.py", "tool_approval"),
     # pictures in the window: through the real window with the real library
     "fara_desktop.ui.controllers.pictures_controller": (
         "tests/integration/ui/test_pictures_in_chat.py", "win.pictures"

@@ -155,7 +155,7 @@ def parse_mcp_servers(text: str) -> list[McpServerConfig]:
         twin = next((looks[key] for key in _skeletons(name) if key in looks), None)
         if twin is not None:
             raise McpConfigError(f"The server name {name!r} looks like the server {twin!r}: give it another name.")
-        looks.update(dict.fromkeys(_skeletons(name), name))
+        looks.update({key: name for key in _skeletons(name)})
         servers.append(_server(name, spec))
     return servers
 
