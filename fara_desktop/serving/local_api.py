@@ -64,6 +64,7 @@ from fara_desktop.serving.openai_format import (
 )
 from fara_desktop.serving.principals import Principals, split_keys
 from fara_desktop.serving.request_pictures import PictureTaker, RequestPictures, ServerStopping
+from fara_desktop.system.socket_owner import connection_owner
 from fara_desktop.vocabulary.errors import FaraError
 from fara_desktop.vocabulary.pictures import AttachedPicture
 from fara_desktop.vocabulary.sampling import SamplingParams
@@ -430,7 +431,11 @@ class LocalApi:
 
     def _principal(self, request: Request) -> str | Response:
         """Who sent the request (``serving.principals``), or the 401 for a missing or wrong key."""
-        principal = self.principals.of(request.headers.get("authorization", ""))
+        owner = None
+        if not self.principals.keys and request.client is not None and request.scope.get("server"):
+            host, port = request.scope["server"]
+            owner = connection_owner((request.client.host, request.client.port), (host, int(port)))
+        principal = self.principals.of(request.headers.get("authorization", ""), owner)
         if principal is not None:
             return principal
         return JSONResponse(error_body("A valid API key is required.", "authentication_error"), status_code=401)

@@ -1,7 +1,9 @@
 """Who sends a local API request, and what each has read and reused.
 
 A principal is an API key — each key its own, so a key per app keeps each app's prompt cache apart — or, with no
-key set, the apps on this computer together (they are the same user's programs on 127.0.0.1). The engine keeps a
+key set, one user's programs on this computer together: another user's programs (the connection's owner, from the
+kernel's socket table) are a principal of their own, so they never learn from a cached prompt what this user's
+apps sent. The engine keeps a
 principal's conversations for its follow-ups and never lets one principal reuse another's prefix, state or
 picture embeddings (``engine.types.ApiClient``). The engine knows a principal by a fingerprint of its key, never by
 the key; the user sees it as "Key 2 (…9f3a)".
@@ -12,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import hmac
+import os
 import threading
 from dataclasses import dataclass
 
@@ -19,6 +22,7 @@ from fara_desktop.vocabulary.errors import FaraError
 from fara_desktop.vocabulary.stats import GenerationStats
 
 LOCAL_CLIENTS = "local-clients"
+OTHER_USER = "user-"  # with no key: the programs of another user of this computer, by user id
 SHOWN_KEY_END = 4  # characters of a key's end shown to tell keys apart, for keys long enough to spare them
 MIN_SHOWN_KEY_LENGTH = 16
 
@@ -94,11 +98,14 @@ class Principals:
         with self._lock:
             return {p: dataclasses.replace(u) for p, u in self._uses.items()}
 
-    def of(self, authorization: str) -> str | None:
+    def of(self, authorization: str, owner: int | None = None) -> str | None:
         """The principal an ``Authorization`` header names (None: no key matches; every key is compared, in
-        constant time, so the time does not say how near a guess came)."""
+        constant time, so the time does not say how near a guess came). With no key, ``owner`` (the user id of the
+        connection's other end, ``system.socket_owner``) keeps another user's programs apart from this user's."""
         if not self.keys:
-            return LOCAL_CLIENTS
+            if owner is None or owner == getattr(os, "getuid", lambda: owner)():
+                return LOCAL_CLIENTS
+            return f"{OTHER_USER}{owner}"
         found = None
         for key, principal in zip(self.keys, self._ids, strict=True):
             if hmac.compare_digest(authorization.encode(), f"Bearer {key}".encode()):
@@ -107,8 +114,11 @@ class Principals:
 
     def record(self, principal: str, stats: GenerationStats | None) -> None:
         """A request of ``principal`` ended (``stats``: what it read, when it got as far as reading)."""
+        label = self._labels.get(principal, principal)
+        if principal.startswith(OTHER_USER):
+            label = f"Programs of another user of this computer (user id {principal.removeprefix(OTHER_USER)})"
         with self._lock:
-            use = self._uses.setdefault(principal, ClientUse(self._labels.get(principal, principal)))
+            use = self._uses.setdefault(principal, ClientUse(label))
             use.requests += 1
             if stats is not None:
                 use.read += stats.prompt_tokens_evaluated

@@ -18,12 +18,14 @@ class ScriptedQueue:
         self.hold = threading.Event()
         self.cancelled: list[int] = []
         self.tools: list[Any] = []  # the tools offered with each request
+        self.conversations: list[Any] = []  # each request's conversation (an API client: its principal)
 
     def generate(self, messages: Any, sampling: SamplingParams | None = None, conversation: int | None = None,
                  thinking: bool = True, on_event: Callable[[Event], None] | None = None,
                  raw: bool = False, tools: Any = None) -> int:  # fmt: skip
         self.requests.append(messages)
         self.tools.append(tools)
+        self.conversations.append(conversation)
         request_id = len(self.requests)
         assert on_event is not None
 

@@ -47,7 +47,9 @@ class LocalApiPage(QWidget):
         layout = QVBoxLayout(self)
         intro = plain_label(
             "Other apps on this computer (editors, scripts, chat front-ends) can use the loaded model through an "
-            "OpenAI-compatible API. It runs only while this is switched on."
+            "OpenAI-compatible API. It runs only while this is switched on. Without keys, your apps share one "
+            "prompt cache (another user's programs never share it); give each app a key of its own (Make a key) "
+            "to keep your apps apart too."
         )
         intro.setWordWrap(True)
         layout.addWidget(intro)
