@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,6 +26,7 @@ log = logging.getLogger(__name__)
 
 # A picture this fresh may belong to another process's import still saving its messages: the sweep leaves it.
 OTHER_PROCESS_GRACE_S = 3600.0
+MTIME_SLACK_S = 2.0  # a file system's times are coarser than the clock (FAT: 2 s)
 
 
 class PictureLedger:
@@ -38,6 +40,8 @@ class PictureLedger:
         self._holders: dict[str, frozenset[str]] = {}
         self._lock = threading.Lock()
         self._imports = 0
+        self._readings: dict[int, float] = {}  # pictures being read for the tray: since when (``begin_reading``)
+        self._reading_numbers = 0
 
     def path(self, digest: str) -> Path:
         return self.store.path(digest)
@@ -78,6 +82,19 @@ class PictureLedger:
             sandbox.close()
             self.release(holder)
 
+    def begin_reading(self) -> int:
+        """Pictures are being read for the tray (a batch, on another thread): until ``end_reading`` — once the tray
+        holds them — none written or taken in since now is deleted (a chat deleted meanwhile took the picture the
+        batch had just read, and every later turn of the chat it was sent in failed)."""
+        with self._lock:
+            self._reading_numbers += 1
+            self._readings[self._reading_numbers] = time.time() - MTIME_SLACK_S
+            return self._reading_numbers
+
+    def end_reading(self, token: int) -> None:
+        with self._lock:
+            self._readings.pop(token, None)
+
     def let_go(self, candidates: Iterable[str]) -> int:
         """Delete those of ``candidates`` (a deleted chat's pictures) that no message shows, nobody here holds, and
         no other process took in within the grace (an import beside the window, whose messages are not written
@@ -88,7 +105,10 @@ class PictureLedger:
         if not wanted:
             return 0
         elsewhere = self.store.fresh_elsewhere(wanted, OTHER_PROCESS_GRACE_S)
-        return self.store.remove(wanted - self._in_use() - self.held() - elsewhere)
+        with self._lock:
+            reading_since = min(self._readings.values(), default=None)
+        being_read = self.store.written_since(wanted, reading_since) if reading_since is not None else set()
+        return self.store.remove(wanted - self._in_use() - self.held() - elsewhere - being_read)
 
     def sweep(self, grace_s: float = OTHER_PROCESS_GRACE_S) -> int:
         """At start: delete every picture no message shows, nobody here holds, and no process wrote or took in

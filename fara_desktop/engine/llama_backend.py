@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -44,6 +45,7 @@ from fara_desktop.engine.llama_tokens import (
     within,
 )
 from fara_desktop.engine.own_tokens import longest_in_own_tokens
+from fara_desktop.engine.projector_trial import trial_for
 from fara_desktop.engine.repetition import LoopDetector
 from fara_desktop.engine.text_stream import TextStream
 from fara_desktop.engine.thread_calibration import measure_threads
@@ -138,8 +140,10 @@ class LlamaBackend:
             self._control_text = ControlTokenText.of(llm)
             self._install_abort_callback()
             if params.projector:
-                self._vision, info = open_vision(llm, info, Path(params.projector), lambda: bool(self._should_abort()),
-                                                 self._load_record)  # fmt: skip
+                projector = Path(params.projector)
+                trial = partial(trial_for, Path(llm.model_path), projector, info.kernel_path, info.n_threads_batch)
+                self._vision, info = open_vision(llm, info, projector, lambda: bool(self._should_abort()),
+                                                 self._load_record, trial)  # fmt: skip
             self._info = info
             self._loaded_as = (info.path, params) if isinstance(info.path, Path) else None
             self._states.attach(state_identity(info), info.rewindable)

@@ -297,8 +297,9 @@ class VisionModel:
         mtmd.mtmd_bitmap_set_id(bitmap, digest.encode())
         return bitmap
 
-    def _probe_tokens(self) -> int:
-        """How many tokens a picture scaled to the preferred size makes with this projector."""
+    @contextlib.contextmanager
+    def _probe_chunks(self) -> Iterator[list[Any]]:
+        """A grey picture of the preferred size, tokenized: its image chunks (none when mtmd refuses it)."""
         import llama_cpp.mtmd_cpp as mtmd
 
         grey = bytes([128]) * (PROBE_SIDE * PROBE_SIDE * 3)
@@ -311,13 +312,31 @@ class VisionModel:
                 source.text, source.text_len, source.add_special, source.parse_special = (
                     marker, len(marker), False, True)
                 if mtmd.mtmd_tokenize(self._context, chunks, ctypes.byref(source), bitmaps.array(), 1):
-                    return 0
-                return sum(int(mtmd.mtmd_input_chunk_get_n_tokens(mtmd.mtmd_input_chunks_get(chunks, i)))
-                           for i in range(mtmd.mtmd_input_chunks_size(chunks))
-                           if mtmd.mtmd_input_chunk_get_type(mtmd.mtmd_input_chunks_get(chunks, i))
-                           == mtmd.MTMD_INPUT_CHUNK_TYPE_IMAGE)  # fmt: skip
+                    yield []
+                    return
+                every = (mtmd.mtmd_input_chunks_get(chunks, i) for i in range(mtmd.mtmd_input_chunks_size(chunks)))
+                yield [c for c in every if mtmd.mtmd_input_chunk_get_type(c) == mtmd.MTMD_INPUT_CHUNK_TYPE_IMAGE]
             finally:
                 mtmd.mtmd_input_chunks_free(chunks)
+
+    def _probe_tokens(self) -> int:
+        """How many tokens a picture scaled to the preferred size makes with this projector."""
+        import llama_cpp.mtmd_cpp as mtmd
+
+        with self._probe_chunks() as images:
+            return sum(int(mtmd.mtmd_input_chunk_get_n_tokens(chunk)) for chunk in images)
+
+    def encode_probe(self) -> None:
+        """Encode the grey picture (``engine.projector_trial``'s child: where a projector that cannot encode ends
+        a process that is not the app); ``PictureReadError`` when llama.cpp refuses it without ending."""
+        import llama_cpp.mtmd_cpp as mtmd
+
+        with self._probe_chunks() as images:
+            if not images:
+                raise PictureReadError("llama.cpp could not read a picture with this projector.")
+            for chunk in images:
+                if mtmd.mtmd_encode_chunk(self._context, chunk) != 0:
+                    raise PictureReadError("llama.cpp could not encode a picture with this projector.")
 
     # ------------------------------------------------------------------ reading
 
@@ -441,8 +460,14 @@ def with_slots(content: str, count: int) -> str:
     return PICTURE_SLOT * count + ("\n" if count else "") + content
 
 
+# A projector tried on a picture in a child process first (``engine.projector_trial``): (usable, why not), or None
+# when the trial was stopped
+Trial = Callable[[], "tuple[bool, str] | None"]
+
+
 def open_vision(
-    llm: Llama, info: ModelInfo, projector: Path, should_stop: Callable[[], bool], record: LoadRecord | None = None
+    llm: Llama, info: ModelInfo, projector: Path, should_stop: Callable[[], bool], record: LoadRecord | None = None,
+    trial: Trial = lambda: (True, ""),
 ) -> tuple[VisionModel | None, ModelInfo]:
     """The model's projector beside it (``should_stop``: asked while a picture is encoded); one that fails leaves
     the model usable for text, and says why. Its load and every encoding are kept in the crash ``record``: one that
@@ -451,6 +476,11 @@ def open_vision(
     if crash is not None:
         log.warning("The vision projector %s is not loaded: %s", one_line(projector.name), crash.reason)
         return None, replace(info, vision_problem=f"{one_line(projector.name, 120)}: {crash.reason}")
+    tried = trial()
+    if tried is None or not tried[0]:
+        why = tried[1] if tried is not None else "its trial was stopped"
+        log.warning("The vision projector %s is not loaded: %s", one_line(projector.name), why)
+        return None, replace(info, vision_problem=f"{one_line(projector.name, 120)}: {one_line(why, 300)}")
     guard: Callable[[], AbstractContextManager[None]] = (
         (lambda: record.loading(projector)) if record is not None else contextlib.nullcontext
     )

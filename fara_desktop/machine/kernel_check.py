@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -114,14 +115,21 @@ def identity_key(build: str, cpu: str) -> str:
 # ---------------------------------------------------------------- the child processes
 
 
-def run_child(request: ProbeRequest, timeout: float, should_stop: Callable[[], bool] | None = None) -> tuple[str, Any]:
-    """``("done", value)``, ``("failed", text)``, ``("died", signal name)``, ``("hung", seconds)`` or
-    ``("stopped", "")`` (``should_stop`` said so: the child is killed at once)."""
+def run_child(
+    request: Any,
+    timeout: float,
+    should_stop: Callable[[], bool] | None = None,
+    target: Callable[[Connection, Any], None] = child_main,
+    name: str = "fara-kernel-check",
+) -> tuple[str, Any]:
+    """``target(connection, request)`` in a spawned child of its own (a kernel check's by default): its answer
+    ``("done", value)`` or ``("failed", text)``, else ``("died", signal name)``, ``("hung", seconds)`` or
+    ``("stopped", "")`` (``should_stop`` said so, or the process is ending: the child is killed at once)."""
     if process_ending():  # a child started now would outlive the process, and die of its end
         return "stopped", ""
     context = multiprocessing.get_context("spawn")  # never fork a process that holds a model and threads
     parent_end, child_end = context.Pipe(duplex=False)
-    process = context.Process(target=child_main, args=(child_end, request), name="fara-kernel-check", daemon=True)
+    process = context.Process(target=target, args=(child_end, request), name=name, daemon=True)
     process.start()
     child_end.close()
     deadline = time.monotonic() + timeout

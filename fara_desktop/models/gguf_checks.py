@@ -134,7 +134,7 @@ PROJECTOR_TENSORS: dict[str, tuple[str, ...]] = {
     "gemma3": ("mm.input_projection.weight", "mm.soft_emb_norm.weight"),
     "mlp": ("mm.0.weight", "mm.2.weight"),
     "qwen2vl_merger": ("mm.0.weight", "mm.2.weight"),
-    "qwen25vl_merger": ("mm.0.weight", "mm.2.weight"),
+    "qwen2.5vl_merger": ("mm.0.weight", "mm.2.weight"),
 }
 
 

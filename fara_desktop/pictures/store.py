@@ -53,6 +53,15 @@ class PictureStore:
         with contextlib.suppress(OSError):
             self._touched_here[digest] = self.path(digest).stat().st_mtime
 
+    def written_since(self, digests: Iterable[str], since: float) -> set[str]:
+        """Those of ``digests`` written or taken in at ``since`` (a time) or later."""
+        found = set()
+        for digest in digests:
+            with contextlib.suppress(OSError):
+                if self.path(digest).stat().st_mtime >= since:
+                    found.add(digest)
+        return found
+
     def fresh_elsewhere(self, digests: Iterable[str], within_s: float) -> set[str]:
         """Those of ``digests`` written or taken in within ``within_s`` by someone else than this object — another
         process (``fara-desktop import`` beside the window) whose messages may not show them yet."""

@@ -53,6 +53,7 @@ class PicturesController(QObject):
         super().__init__(window)
         self.screen = screen
         self.intake = ledger.intake
+        self._ledger = ledger
         self._window = window
         self._info: ModelInfo | None = None
         self._seeing: list[str] = []  # models found here that can see pictures
@@ -82,6 +83,7 @@ class PicturesController(QObject):
             return
         self._reading += 1
         self.screen.set_status("Reading the picture…" if len(items) == 1 else f"Reading {len(items)} pictures…")
+        reading = self._ledger.begin_reading()  # kept from any chat's deletion until the tray holds them
 
         whole = self.screen.settings.prompts.pictures_whole
 
@@ -96,14 +98,14 @@ class PicturesController(QObject):
             return results
 
         call = BackgroundCall(read, self)
-        call.done.connect(self._read)
-        call.failed.connect(lambda exc: self._read([("The picture", exc)]))
+        call.done.connect(lambda results: self._read(results, reading))
+        call.failed.connect(lambda exc: self._read([("The picture", exc)], reading))
         for signal in (call.done, call.failed):
             signal.connect(lambda _result, c=call: self._calls.discard(c))
         self._calls.add(call)
         call.start()
 
-    def _read(self, results: list[AttachedPicture | tuple[str, Exception]]) -> None:
+    def _read(self, results: list[AttachedPicture | tuple[str, Exception]], reading: int) -> None:
         self._reading -= 1
         attached = 0
         for result in results:
@@ -113,6 +115,7 @@ class PicturesController(QObject):
             else:
                 name, exc = result
                 self.screen.show_notice(f"{name} was not attached: it {one_line(str(exc), 200)}.", "error")
+        self._ledger.end_reading(reading)  # the tray holds them now
         if not self._reading:
             self.screen.set_status(format_count(attached, "picture") + " attached" if attached
                                    else "The picture was not attached")  # fmt: skip

@@ -26,8 +26,18 @@ BASE = {"n_embd": 128, "n_ff": 256, "n_layer": 2, "n_head": 4}
 KEYS_OFF_BY_ONE = ["clip.vision.embedding_length", "clip.vision.attention.head_count", "clip.vision.block_count",
                    "clip.vision.feed_forward_length", "clip.vision.image_size", "clip.vision.patch_size",
                    "clip.vision.projection_dim"]  # fmt: skip
-TYPES = ["mlp", "qwen2vl_merger", "qwen25vl_merger", "idefics3", "pixtral", "llama4", "internvl", "lfm2", "kimivl",
-         "ultravox", "gemma3n", "qwen3vl_merger", "unknown-type"]  # fmt: skip
+# Every projector type llama-cpp-python 0.3.36's llama.cpp accepts (``PROJECTOR_TYPE_NAMES`` in its
+# vendor/llama.cpp/tools/mtmd/clip-impl.h), and names it does not: each over Gemma 3's tensors
+TYPES = [
+    "mlp", "ldp", "ldpv2", "resampler", "adapter", "qwen2vl_merger", "qwen2.5vl_merger", "qwen3vl_merger", "ling3vl",
+    "step3vl", "gemma3", "gemma3nv", "gemma3na", "gemma4v", "gemma4a", "gemma4uv", "gemma4ua", "phi4", "idefics3",
+    "pixtral", "ultravox", "internvl", "llama4", "qwen2a", "qwen3a", "glma", "qwen2.5o", "voxtral", "meralion",
+    "musicflamingo", "lfm2", "kimivl", "paddleocr", "lightonocr", "cogvlm", "janus_pro", "dots_ocr", "dots3note_v",
+    "dots3note_a", "deepseekocr", "deepseekocr2", "deepseek4v", "lfm2a", "glm4v", "glm5v", "youtuvl", "yasa2",
+    "kimik25", "nemotron_v2_vl", "exaone4_5", "hunyuanvl", "minicpmv4_6", "granite_speech", "mimovl", "minimax_m3",
+    "granite4_vision", "mimo_audio", "parakeet", "qwen3tts_spkenc", "qwen3tts_gen", "pockettts_spkenc",
+    "pockettts_gen", "qwen25vl_merger", "gemma3n", "unknown-type",
+]
 
 CHILD = """
 import sys
@@ -52,8 +62,10 @@ print("read the picture")
 """
 
 
-def rewrite(source: Path, target: Path, drop: str | None = None, key: str | None = None, value: object = None) -> Path:
-    """``source`` written again without the tensor ``drop``, or with the metadata ``key`` set to ``value``."""
+def rewrite(source: Path, target: Path, drop: str | None = None, key: str | None = None, value: object = None,
+            shrink: tuple[str, int] | None = None) -> Path:  # fmt: skip
+    """``source`` written again without the tensor ``drop``, with the metadata ``key`` set to ``value``, or with
+    the tensor ``shrink[0]`` half as long along its (numpy) axis ``shrink[1]``."""
     reader = gguf.GGUFReader(str(source))
     writer = gguf.GGUFWriter(str(target), "clip")
     for field in reader.fields.values():
@@ -78,6 +90,8 @@ def rewrite(source: Path, target: Path, drop: str | None = None, key: str | None
         if tensor.name == drop:
             continue
         data = np.array(tensor.data)
+        if shrink is not None and tensor.name == shrink[0]:
+            data = np.ascontiguousarray(np.take(data, range(data.shape[shrink[1]] // 2), axis=shrink[1]))
         writer.add_tensor(tensor.name, data, raw_dtype=tensor.tensor_type)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
@@ -114,8 +128,12 @@ def mutations() -> list[tuple[str, dict[str, object]]]:
     import tempfile
 
     with tempfile.TemporaryDirectory() as folder:
-        names = [t.name for t in read_gguf_header(write_projector(Path(folder) / "p.gguf", **BASE)).tensors]
+        tensors = read_gguf_header(write_projector(Path(folder) / "p.gguf", **BASE)).tensors
+    names = [t.name for t in tensors]
     cases += [(f"without {name}", {"drop": name}) for name in names]
+    # issue 62, item 2: a matrix of another shape passed the check and ended the process at the first picture
+    cases += [(f"{t.name} half as long on axis {axis}", {"shrink": (t.name, axis)})
+              for t in tensors if len(t.shape) == 2 for axis in (0, 1)]  # fmt: skip
     base_values = {"clip.vision.embedding_length": 128, "clip.vision.attention.head_count": 4,
                    "clip.vision.block_count": 2, "clip.vision.feed_forward_length": 256,
                    "clip.vision.image_size": 224, "clip.vision.patch_size": 14,
@@ -150,6 +168,8 @@ from fara_desktop.vocabulary.pictures import AttachedPicture
 from fara_desktop.vocabulary.sampling import SamplingParams
 
 model, projector, picture, data = map(Path, sys.argv[1:5])
+import fara_desktop.engine.llama_backend as llama_backend
+llama_backend.trial_for = lambda *_: (True, "")  # a crash the projector's trial did not foresee
 backend = LlamaBackend(LoadRecord(data))  # as the app loads: every load and encoding recorded
 backend.load(model, LoadParams(n_ctx=1024, projector=str(projector), prefault=False))
 prompt = backend.prepare([ChatMessage("user", "What is it?", pictures=(AttachedPicture("a" * 64, picture),))], 8)

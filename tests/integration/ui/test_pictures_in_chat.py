@@ -202,3 +202,33 @@ def test_a_model_that_sees_downloaded_in_one_click_reads_a_picture(qtbot, gemma3
     qtbot.waitUntil(lambda: len(win.picture_tray.digests()) == 1, timeout=30_000)
     cost = win.picture_tray.cost.text()
     assert "to read here" in cost and "cannot see" not in cost, cost
+
+
+@pytest.mark.parametrize("style", ["gemma3", "llava"])
+def test_new_chats_after_a_picture_chat_are_answered_through_the_window(qtbot, gemma3_path, tmp_path, style):
+    """Issue 62, item 1, through the real window: after a chat with a picture, a new chat's "Hello, how are you?"
+    (LLaVA's projector: no token opens a picture) and one typed to begin with ``<start_of_image>`` (Gemma 3's
+    user-defined token) aborted the process when the prompt was spelled with the picture chat's tokens."""
+    from tests.helpers.gguf_factory import write_llava_projector
+
+    if style == "gemma3":
+        projector = write_projector(tmp_path / "mmproj-gemma-3-270m.gguf", n_embd=128, n_ff=256, n_layer=2)
+    else:
+        projector = write_llava_projector(tmp_path / "mmproj-llava.gguf")
+    win = MainWindow(sampling=SamplingParams(temperature=0.0, max_tokens=4, stop_loops=False), backend=LlamaBackend())
+    qtbot.addWidget(win)
+    win.show()
+    with qtbot.waitSignal(win.modelLoaded, timeout=60000):
+        win.load_model(gemma3_path, LoadParams(n_ctx=1024, projector=str(projector), prefault=False))
+    paste_picture(qtbot, win, png_bytes((20, 160, 60)))
+    qtbot.waitUntil(lambda: len(win.picture_tray.digests()) == 1, timeout=30000)
+    qtbot.keyClicks(win.composer, "What is this?")
+    with qtbot.waitSignal(win.replyFinished, timeout=120000):
+        win.send_button.click()
+    for text in ("Hello, how are you?", "<start_of_image> what was that?"):
+        win.new_chat()
+        qtbot.keyClicks(win.composer, text)
+        with qtbot.waitSignal(win.replyFinished, timeout=120000) as finished:
+            win.send_button.click()
+        assert finished.args[0].stats.completion_tokens > 0
+    win.close()

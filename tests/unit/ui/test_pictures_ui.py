@@ -61,3 +61,38 @@ def test_the_tray_and_the_message_box_forecast_the_same_wait_for_a_picture(windo
     win.pictures.show_cost()
     cost = win.picture_tray.cost.text()
     assert "about 256 tokens" in cost and "about 9 s to read here" in cost
+
+
+def test_a_chat_deleted_while_a_picture_is_being_attached_keeps_that_picture(window, qtbot):
+    """Issue 61, item 4: the tray held a batch's pictures only once the whole batch was read; a chat deleted
+    meanwhile that showed the same picture deleted its file, and every later turn of the chat it was then sent in
+    failed ("A picture of this chat could not be read"). The read is held open here until the chat is deleted."""
+    import io
+    import threading
+
+    from PIL import Image
+
+    win = window()
+    buffer = io.BytesIO()
+    Image.new("RGB", (40, 30), (10, 200, 90)).save(buffer, format="PNG")
+    shown = win.pictures.intake.take_bytes(buffer.getvalue())
+    win.session.add_user_message("An older chat with the picture", pictures=(shown.digest,))
+    older = win.session.conversation_id
+    win.new_chat()
+    read, release = threading.Event(), threading.Event()
+    real = win.pictures.intake.take_bytes
+
+    def slow_take(data, whole=False, should_stop=None, sandbox=None):  # type: ignore[no-untyped-def]
+        taken = real(data, whole, should_stop, sandbox)
+        read.set()
+        release.wait(30)
+        return taken
+
+    win.pictures.intake.take_bytes = slow_take  # type: ignore[method-assign]
+    win.pictures.offer([buffer.getvalue()])
+    assert read.wait(30)  # read and kept in the store, not yet in the tray
+    win.delete_conversation(older, confirm=False)
+    release.set()
+    qtbot.waitUntil(lambda: win.picture_tray.digests() == (shown.digest,), timeout=30000)
+    assert shown.path.is_file()
+    win.close()
