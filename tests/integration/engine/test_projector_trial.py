@@ -9,7 +9,8 @@ import json
 import pytest
 
 from fara_desktop.engine import projector_trial
-from fara_desktop.engine.projector_trial import RECORD_FILE, projector_trial as trial
+from fara_desktop.engine.projector_trial import RECORD_FILE
+from fara_desktop.engine.projector_trial import projector_trial as trial
 from tests.helpers.gguf_factory import write_projector
 from tests.integration.pictures.test_projector_mutations import rewrite
 
