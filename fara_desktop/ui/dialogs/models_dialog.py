@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QSize, Qt, Signal
-from PySide6.QtGui import QColor, QFont
+from PySide6.QtGui import QColor, QFont, QKeyEvent
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -189,6 +189,14 @@ class GetModelsDialog(QDialog):
         self._run(assess, self.show_assessment, lambda exc: self.summary.setText(f"The catalog is unavailable: {exc}"))
 
     # ------------------------------------------------------------------ plumbing
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        """Enter in a search or repository box searches (the box's own ``returnPressed``) and nothing else: a
+        dialog's Enter also pressed its default button, the recommended model's Download (2.6 GiB)."""
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and isinstance(self.focusWidget(), QLineEdit):
+            event.accept()
+            return
+        super().keyPressEvent(event)
 
     def _run(self, fn: Callable[[], Any], done: Callable[[Any], None], failed: Callable[[Exception], None]) -> None:
         call = BackgroundCall(fn, self)

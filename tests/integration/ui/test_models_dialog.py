@@ -303,3 +303,26 @@ def test_the_pick_says_its_trade_off_and_offers_the_faster_file_beside_it(qtbot,
     assert dialog.faster_button.isVisibleTo(dialog) and "Q4_K_M" in dialog.faster_button.text()
     dialog.faster_button.click()
     assert dialog.rows[0].title.text() == "Granite 4.0 H Tiny Q4_K_M"  # its row, until the listing says more
+
+
+def test_enter_in_a_search_box_searches_and_never_starts_a_download(qtbot, hub):
+    """Issue 64, item 1: Enter in Get models' search box or repository box also pressed the dialog's default
+    button, the pick's "Download Q4_K_M instead" (gigabytes), offline and online alike."""
+    win = MainWindow(backend=FakeBackend())
+    qtbot.addWidget(win)
+    win.show()
+    dialog = win.open_models_dialog()
+    dialog.endpoint = hub.url
+    qtbot.waitUntil(lambda: dialog.assessment is not None, timeout=10_000)
+    dialog.paste_edit.setFocus()
+    qtbot.keyClicks(dialog.paste_edit, "no-such/repository")
+    dialog.paste_edit.clear()  # what the user typed, then thought better of: Enter on an empty box
+    qtbot.keyClick(dialog.paste_edit, Qt.Key.Key_Return)
+    dialog.tabs.setCurrentIndex(1)
+    dialog.search_edit.setFocus()
+    qtbot.keyClicks(dialog.search_edit, "tiny-llama")
+    qtbot.keyClick(dialog.search_edit, Qt.Key.Key_Enter)
+    qtbot.waitUntil(lambda: dialog.results.count() == 1, timeout=10_000)  # Enter searched
+    assert dialog.rows == [], "a download began"
+    assert dialog.isVisible()
+    win.close()
