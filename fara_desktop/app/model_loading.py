@@ -41,10 +41,11 @@ class ModelLoading:
 
     def prepare(
         self, preferred: Path | None, folders: list[Path], with_overrides: Callable[[TunedParams], LoadParams],
-        projectors: Mapping[str, str] | None = None,
+        projectors: Mapping[str, str] | None = None, avoid: Path | None = None,
     ) -> PreparedLoad:  # fmt: skip
-        """The start's plan and load decision (any thread; ``adopt`` makes it the one in use)."""
-        return prepare_load(self.paths, preferred, folders, with_overrides, projectors)
+        """The start's plan and load decision (any thread; ``adopt`` makes it the one in use); ``avoid``: a model
+        that just failed to load."""
+        return prepare_load(self.paths, preferred, folders, with_overrides, projectors, avoid)
 
     def adopt(self, prepared: PreparedLoad) -> None:
         self.plan = prepared.plan

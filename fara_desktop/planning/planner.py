@@ -95,15 +95,16 @@ def tuned_for(meta: ModelMetadata, hardware: HardwareProfile, cache: MachineCach
 
 
 def plan_startup(
-    paths: AppPaths, preferred: Path | None = None, extra_folders: list[Path] | None = None
+    paths: AppPaths, preferred: Path | None = None, extra_folders: list[Path] | None = None, avoid: Path | None = None
 ) -> StartupPlan:
+    """``avoid``: a model that just failed to load (the saved choice, at start): the best of the others instead."""
     hardware = detect_hardware()
     record = LoadRecord(paths.data)
     crashed_now = record.collect_crashes()  # a load that never finished: that file is not loaded again
     scan = without_crashed(scan_models(paths.models, paths.cache, extra_folders), record)
     cache = MachineCache.of_app(paths)
     memory = psutil.virtual_memory()
-    usable = scan.usable
+    usable = [m for m in scan.usable if avoid is None or Path(m.path) != avoid]
     speed = bandwidth(hardware, cache)
     facts = MachineFacts(hardware.physical_cores, hardware.usable_cores, memory.available, memory.total, speed,
                          weights_are_repacked(), cpu_features=tuple(hardware.cpu_features))  # fmt: skip
@@ -269,11 +270,12 @@ def prepare_load(
     extra_folders: list[Path],
     with_overrides: Callable[[TunedParams], LoadParams],
     projector_choices: Mapping[str, str] | None = None,
+    avoid: Path | None = None,
 ) -> PreparedLoad:
     """The one start-up flow, for the window (off its thread) and ``fara-desktop serve``: scan and plan, apply the
     user's overrides (``with_overrides``: the settings' ``InferenceOverrides.apply``), judge the load, and find
     the file. Slow (it probes the machine and reads every model's header); never on a GUI thread."""
-    plan = plan_startup(paths, preferred, extra_folders)
+    plan = plan_startup(paths, preferred, extra_folders, avoid)
     decision = decide_load(plan, with_overrides(plan.tuned) if plan.tuned else None, projector_choices)
     usable = plan.model is not None and decision.refusal is None
     return PreparedLoad(plan, decision, model_file(plan.model, paths) if usable and plan.model else None)

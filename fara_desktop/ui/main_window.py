@@ -129,6 +129,9 @@ class MainWindow(QMainWindow):
         self.startup.loadRequested.connect(self.chat.load_model)
         self.startup.modelRefused.connect(self.chat.refuse_model)
         self.chat.modelLoaded.connect(self.startup.calibrate_if_needed)
+        self.chat.modelLoaded.connect(self.startup.model_loaded)
+        self.chat.modelLoadFailed.connect(self.startup.model_load_failed)
+        self.startup.keep_choice = self._keep_model_choice
         self.startup.store_problem = self.core.store_problem
         self.conversations = ConversationsController(self, self, self.store, self.session, self.core.delete_chat,
                                                      self.core.jobs)  # fmt: skip
@@ -503,9 +506,12 @@ class MainWindow(QMainWindow):
         self.models_dialog.raise_()
         return self.models_dialog
 
+    def _keep_model_choice(self, path: Path) -> None:
+        self.core.apply_settings(dataclasses.replace(self.settings, model_path=str(path)))
+
     def use_model_file(self, path: Path) -> None:
-        """Load a model the user just opened or downloaded, and keep it as their choice for the next start."""
-        self.apply_settings(dataclasses.replace(self.settings, model_path=str(path)), str(path))
+        """Load a model the user just opened or downloaded; once loaded, it is their choice for the next start."""
+        self.startup.choose(path)
 
     def open_settings(self, page: str | None = None) -> SettingsDialog:
         info = self.chat.model_info
@@ -530,7 +536,8 @@ class MainWindow(QMainWindow):
 
     def _settings_accepted(self, dialog: SettingsDialog) -> None:
         self.servers.store_keys(dialog.servers_page.key_changes, dialog.local_api_page)
-        self.apply_settings(dialog.settings(), dialog.chosen_model(), dialog.chosen_remote())
+        settings = dataclasses.replace(dialog.settings(), model_path=self.settings.model_path)  # kept once loaded
+        self.apply_settings(settings, dialog.chosen_model(), dialog.chosen_remote())
 
     def apply_settings(
         self, settings: Settings, chosen_model: str | None, chosen_remote: RemoteChoice | None = None
@@ -552,8 +559,10 @@ class MainWindow(QMainWindow):
         if remote is not None:
             self.load_model(remote)
             return
-        if chosen_model is not None or applied.reload:
-            self.start_auto(Path(chosen_model) if chosen_model else None)
+        if chosen_model:
+            self.startup.choose(Path(chosen_model))
+        elif chosen_model is not None or applied.reload:
+            self.start_auto()
 
     # ------------------------------------------------------------------ engine events and closing
 

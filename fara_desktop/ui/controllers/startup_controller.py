@@ -67,6 +67,10 @@ class StartupController(QObject):
         self._generation = 0
         self._background: set[BackgroundCall] = set()
         self._explicit = False  # the user just picked a file: it wins over a server model chosen before
+        self._pending_choice: Path | None = None  # chosen by the user, kept once it has loaded
+        self._from_saved_choice = False  # this start loads the choice saved in the settings
+        self._requested: Path | None = None  # the file the plan asked the engine to load
+        self.keep_choice: Callable[[Path], None] = lambda _path: None  # the window saves the choice
         self.remote_choice: Callable[[], RemoteModel | None] = lambda: None  # the server model chosen in Settings
         # the kernel paths measured on a loaded model (the core's job), once its thread count is known
         self.measure_kernels: Callable[[ModelInfo], object] = lambda _info: None
@@ -90,20 +94,49 @@ class StartupController(QObject):
         self._background.add(call)
         call.start()
 
-    def start_auto(self, preferred: Path | None = None) -> None:
-        """Probe the machine, scan for models, pick and tune the best one, load it — all off the GUI thread."""
+    def choose(self, path: Path) -> None:
+        """A model the user chose (Model ▸ Open, Get models, Settings ▸ Model): loaded now, and kept as the choice
+        for the next start only once it has loaded (``keep_choice``) — one that fails leaves the choice as it was."""
+        self._pending_choice = path
+        self.start_auto(path)
+
+    def model_loaded(self, info: ModelInfo) -> None:
+        pending, self._pending_choice = self._pending_choice, None
+        if pending is not None and isinstance(info.path, Path) and info.path == pending:
+            self.keep_choice(pending)
+
+    def model_load_failed(self, message: str) -> None:
+        """A load failed: a choice just made is not kept; the saved choice failing at start gives way to the best
+        other model here, with which and why."""
+        failed, self._requested = self._requested, None
+        self._pending_choice = None
+        if not self._from_saved_choice or failed is None or self.bridge.worker.loaded_model is not None:
+            return
+        self._from_saved_choice = False
+        self.screen.show_notice(
+            f"{one_line(failed.name)}, your chosen model, could not be opened ({one_line(message.rstrip('.'), 300)}). "
+            "Starting with the best other model here; choose another in Settings ▸ Model.",
+            "error",
+        )
+        self.start_auto(avoid=failed)
+
+    def start_auto(self, preferred: Path | None = None, avoid: Path | None = None) -> None:
+        """Probe the machine, scan for models, pick and tune the best one, load it — all off the GUI thread;
+        ``avoid``: a model that just failed to load."""
         screen = self.screen
         screen.set_status("Looking at this machine and its models…")
         self._explicit = preferred is not None
         settings = screen.settings
-        preferred = preferred or (Path(settings.model_path) if settings.model_path else None)
+        saved = Path(settings.model_path) if settings.model_path and avoid is None else None
+        self._from_saved_choice = preferred is None and saved is not None
+        preferred = preferred or saved
         folders = [Path(f) for f in settings.extra_model_folders]
 
         overrides = settings.inference  # as they are now: a change in Settings starts a new plan
         projectors = dict(settings.projectors)
 
         def work() -> PreparedLoad:
-            return self.loading.prepare(preferred, folders, overrides.apply, projectors)
+            return self.loading.prepare(preferred, folders, overrides.apply, projectors, avoid)
 
         self.planStarted.emit()
         self._generation += 1
@@ -147,6 +180,7 @@ class StartupController(QObject):
                 screen.set_status("The chosen model does not fit in memory")
                 self.modelRefused.emit(refusal)
             else:
+                self._requested = prepared.file if isinstance(prepared.file, Path) else None
                 self.loadRequested.emit(prepared.file, decision.params, plan.model.display_name)
         self.planSettled.emit()  # a message typed while we were looking is sent now
         self.planReady.emit(plan)
