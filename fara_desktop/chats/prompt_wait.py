@@ -78,6 +78,8 @@ def wait_text(seconds: float) -> str:
 
 def wait_words(seconds: float) -> str:
     """A wait rounded as a person says it: ``about 0.4 s``, ``about 7 s``, ``about 25 s``, ``about 3 min``."""
+    if seconds < 0.1:
+        return "under a tenth of a second"  # "about 0.0 s" read as a broken figure
     if seconds < 1:
         return f"about {seconds:.1f} s"
     if seconds < 60:

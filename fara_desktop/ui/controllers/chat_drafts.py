@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from PySide6.QtGui import QTextCursor
+
 from fara_desktop.app.picture_ledger import PictureLedger
 from fara_desktop.ui.widgets.composer import Composer
 from fara_desktop.ui.widgets.picture_thumbnails import PictureTray
@@ -39,6 +41,7 @@ class ChatDrafts:
         text, pictures = self._drafts.pop(conversation, ("", ()))
         if text:
             self._composer.setPlainText(text)
+            self._composer.moveCursor(QTextCursor.MoveOperation.End)  # to go on where the user left off
         for digest, path in pictures:
             if path.is_file():
                 self._tray.add(digest, path)

@@ -108,8 +108,12 @@ class PicturesController(QObject):
     def _read(self, results: list[AttachedPicture | tuple[str, Exception]], reading: int) -> None:
         self._reading -= 1
         attached = 0
+        already = 0
         for result in results:
             if isinstance(result, AttachedPicture):
+                if result.digest in self.screen.picture_tray.digests():
+                    already += 1  # the same picture again: one is enough, and the user is told
+                    continue
                 self.screen.picture_tray.add(result.digest, result.path)
                 attached += 1
             else:
@@ -117,8 +121,10 @@ class PicturesController(QObject):
                 self.screen.show_notice(f"{name} was not attached: it {one_line(str(exc), 200)}.", "error")
         self._ledger.end_reading(reading)  # the tray holds them now
         if not self._reading:
-            self.screen.set_status(format_count(attached, "picture") + " attached" if attached
-                                   else "The picture was not attached")  # fmt: skip
+            in_tray = len(self.screen.picture_tray.digests())
+            same = " (the same picture was dropped again: it is attached once)" if already else ""
+            status = f"{format_count(in_tray, 'picture')} attached{same}" if in_tray else "The picture was not attached"
+            self.screen.set_status(status)
         if attached:
             self._changed()
 

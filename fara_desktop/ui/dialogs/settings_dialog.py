@@ -354,7 +354,10 @@ class SettingsDialog(QDialog):
 
     def _folder_models_found(self, folder: Path, models: list[DiscoveredModel]) -> None:
         self._fill_models()
-        self.status.setText(f"Found {format_count(len(models), 'model')} in {one_line(folder.name, 60)}")
+        chat = [m for m in models if not m.is_projector]
+        projectors = len(models) - len(chat)
+        beside = f" (and {format_count(projectors, 'vision projector')})" if projectors else ""
+        self.status.setText(f"Found {format_count(len(chat), 'model')}{beside} in {one_line(folder.name, 60)}")
 
     def _remove_folder(self) -> None:
         row = self.folder_list.currentRow()

@@ -96,3 +96,31 @@ def test_a_chat_deleted_while_a_picture_is_being_attached_keeps_that_picture(win
     qtbot.waitUntil(lambda: win.picture_tray.digests() == (shown.digest,), timeout=30000)
     assert shown.path.is_file()
     win.close()
+
+
+def test_small_words_of_the_tray_the_draft_and_the_forecast(window, qtbot, tmp_path):
+    """Issue 64, item 13: the status bar said "1 picture attached" with three in the tray; a picture dropped a
+    second time was ignored without a word; the caret went to the start of a restored draft; a tiny wait read
+    "about 0.0 s to read"."""
+    import io
+
+    from fara_desktop.chats.prompt_wait import wait_words
+
+    win = window(FakeBackend())
+    pngs = []
+    for colour in ((200, 0, 0), (0, 200, 0), (0, 0, 200)):
+        buffer = io.BytesIO()
+        Image.new("RGB", (32, 24), colour).save(buffer, format="PNG")
+        pngs.append(buffer.getvalue())
+    win.pictures.offer(pngs[:2])
+    qtbot.waitUntil(lambda: len(win.picture_tray.digests()) == 2, timeout=30_000)
+    win.pictures.offer([pngs[2], pngs[0]])  # one new, one attached already
+    qtbot.waitUntil(lambda: len(win.picture_tray.digests()) == 3, timeout=30_000)
+    qtbot.waitUntil(lambda: "3 pictures attached" in win.status_label.text(), timeout=5_000)
+    assert "attached once" in win.status_label.text()
+    win.composer.setPlainText("A draft to come back to")
+    first = win.session.conversation_id
+    win.new_chat()
+    win.conversations.open_conversation(first) if first is not None else win.drafts.enter(None)
+    assert win.composer.textCursor().position() == len("A draft to come back to")
+    assert wait_words(0.02) == "under a tenth of a second" and wait_words(0.4) == "about 0.4 s"
