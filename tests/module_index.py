@@ -39,7 +39,6 @@ TESTED_THROUGH: dict[str, tuple[str, str]] = {
     "fara_desktop.files.regular": ("tests/integration/documents/test_hostile_documents.py", "fifo"),
     "fara_desktop.models.architecture": ("tests/unit/models/test_architecture_facts.py", "recurrent_state_bytes"),
     "fara_desktop.serving.admission": ("tests/unit/serving/test_admission.py", "Host"),
-    "fara_desktop.settings.file": ("tests/unit/settings/test_settings.py", "load_settings"),
     "fara_desktop.system.logs": ("tests/integration/ui/test_window_stays_live.py", "logs"),
     "fara_desktop.text.untrusted": ("tests/integration/ui/test_tool_calls_in_chat.py", "202e"),
     # the window's parts: through the real window, offscreen or on X11

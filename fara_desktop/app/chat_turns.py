@@ -133,6 +133,8 @@ class ChatTurns:
         # batch is read, not only once a rate can be taken from its progress.
         self.prompt_speed: Callable[[], float] = lambda: 0.0
         self._no_tools_notice: str | None = None  # the notice last shown about a model that cannot call tools
+        self._asked_at: float | None = None  # when the user asked for the reply (monotonic)
+        self._first_word_s: float | None = None  # from then to the reply's first words
         self.api_requests = 0  # requests of other apps (local API) waiting or running in the same queue
         self._waiting_for_plan = False  # while True, a sent message waits (DEFERRED) for a model to be queued
         self._told_no_tools: set[int | None] = set()  # chats told their model cannot call tools
@@ -257,6 +259,7 @@ class ChatTurns:
         shown the user's message, the second makes the reply's bubble and starts llama.cpp. The window paints the
         message while no inference thread competes for the CPU, and answers input in between."""
         model = self.model_info.name if self.model_info else None
+        self._asked_at, self._first_word_s = time.monotonic(), None  # what the user waits: Enter to the first word
         prompt = self.session.prompt_messages()
         ready = self.prepared(prompt)
         if ready is not None:  # searched, and read ahead, while the question was typed
@@ -358,6 +361,8 @@ class ChatTurns:
 
     def _on_token_text(self, event: TokenText) -> None:
         if self.turn.owns(event.request_id):
+            if self._first_word_s is None and self._asked_at is not None:
+                self._first_word_s = time.monotonic() - self._asked_at
             self.session.reply_text(event.text, event.reasoning, event.thinking_s)
             self.view.reply_changed(event)
             if event.reasoning != self._reasoning_shown:
@@ -448,7 +453,8 @@ class ChatTurns:
             return False
         model = self.model_info.name if self.model_info else None
         shown = self.session.messages
-        final = self.session.end_reply(text, status, stats, model, error, reasoning)
+        waited, self._asked_at, self._first_word_s = self._first_word_s, None, None
+        final = self.session.end_reply(text, status, stats, model, error, reasoning, waited)
         self.view.reply_ended(ReplyEnd(final, text, status, stats, reasoning))
         if self.session.messages is not shown:  # a failed regenerate or edit: the earlier versions are back
             self.view.show_messages()

@@ -244,7 +244,9 @@ class ChatSession:
         model: str | None = None,
         error: str | None = None,
         reasoning: str | None = None,
+        waited_s: float | None = None,
     ) -> StoredMessage | None:
+        """``waited_s``: what the user waited, from asking to the reply's first words (kept with its figures)."""
         reply = self._reply
         if reply is None:
             return None
@@ -253,6 +255,8 @@ class ChatSession:
         stats_data: dict[str, Any] | None = asdict(stats) if stats else None
         if error:
             stats_data = {**(stats_data or {}), "error": error}
+        if waited_s is not None and stats_data is not None:
+            stats_data["waited_s"] = round(waited_s, 3)
         rounds, self.rounds = tuple(self.rounds), []
         self._reply, self.draft = None, ReplyDraft()
         restore, self._restore_leaf = self._restore_leaf, None

@@ -95,8 +95,9 @@ class StartupController(QObject):
         call.start()
 
     def choose(self, path: Path) -> None:
-        """A model the user chose (Model ▸ Open, Get models, Settings ▸ Model): loaded now, and kept as the choice
-        for the next start only once it has loaded (``keep_choice``) — one that fails leaves the choice as it was."""
+        """A model the user chose (by Model ▸ Open, in Get models or on the Model page of Settings): loaded now, and
+        kept as the choice for the next start only once it has loaded (``keep_choice``) — one that fails leaves the
+        choice as it was."""
         self._pending_choice = path
         self.start_auto(path)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QFrame, QPushButton, QScrollArea, QVBoxLayout, QWidget
@@ -64,10 +65,26 @@ def footer_for(message: StoredMessage) -> str:
     if all(isinstance(stats.get(k), (int, float)) for k in keys):
         context = f" · context {stats['context_used']:.0f}/{stats['n_ctx']:.0f}" if stats["n_ctx"] else ""
         parts.append(
-            f"{stats['completion_tokens']:.0f} tokens · {stats['gen_tok_per_s']:.1f} tok/s · first token "
-            f"{stats['ttft_s'] * 1000:.0f} ms{context}"
+            f"{stats['completion_tokens']:.0f} tokens · {stats['gen_tok_per_s']:.1f} tok/s · "
+            f"{first_words(stats)}{context}"
         )
+    reused = stats.get("prompt_tokens", 0) - stats.get("prompt_tokens_evaluated", 0)
+    if isinstance(reused, (int, float)) and reused >= RESUMED_WORTH_SAYING:
+        parts.append(f"resumed: {reused:,.0f} tokens not read again")
     return " · ".join(parts)
+
+
+RESUMED_WORTH_SAYING = 256  # tokens kept from before: below this, a follow-up's usual reuse, not worth a word
+
+
+def first_words(stats: dict[str, Any]) -> str:
+    """What the user waited for the first words (from Enter: reading the prompt, a model still loading), and the
+    model's own first token where it differs clearly ("first token 64 ms" under a 1.64 s wait read as a lie)."""
+    model_ms = stats["ttft_s"] * 1000
+    waited = stats.get("waited_s")
+    if not isinstance(waited, (int, float)) or waited * 1000 < model_ms + 250:
+        return f"first token {model_ms:.0f} ms"
+    return f"first words after {waited:.1f} s (the model's first token {model_ms:.0f} ms)"
 
 
 LOCAL_PRIVACY = "Everything runs on this computer. Nothing you type leaves it."

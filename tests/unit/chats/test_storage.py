@@ -235,3 +235,22 @@ def test_renaming_keeps_a_chats_place_and_a_search_says_where_it_matched(tmp_pat
     assert found.id == older and "aquamarine valve controls" in found.match and found.match.startswith("The")
     assert store.conversations("")[0].match == ""
     store.close()
+
+
+def test_under_a_reply_the_wait_the_user_had_and_what_was_not_read_again(store):
+    """Issue 64, items 5 and 7: "first token 64 ms" under a reply the user waited 1.64 s for; a chat resumed
+    after a restart (first word in 1.8 s, not 25.5 s) did not say why."""
+    from fara_desktop.ui.widgets.chat_view import footer_for
+
+    session = ChatSession(store)
+    session.add_user_message("Hello")
+    session.begin_reply(None)
+    stats = GenerationStats(3400, 86, 12, 0.064, 900.0, 20.0, 3412, 8192, 1.0)
+    final = session.end_reply("Hi", "complete", stats, waited_s=1.64)
+    again = store.messages(session.conversation_id)[1]
+    for message in (final, again):
+        footer = footer_for(message)  # type: ignore[arg-type]
+        assert "first words after 1.6 s (the model's first token 64 ms)" in footer, footer
+        assert "resumed: 3,314 tokens not read again" in footer
+    quick = dataclasses.replace(again, stats={**(again.stats or {}), "waited_s": 0.1, "prompt_tokens_evaluated": 3400})
+    assert "first token 64 ms" in footer_for(quick) and "resumed" not in footer_for(quick)

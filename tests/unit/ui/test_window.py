@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import threading
 from pathlib import Path
@@ -559,9 +560,12 @@ def test_a_model_opened_with_model_open_is_the_one_loaded_at_the_next_start(wind
     monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *_args: (str(chosen), ""))
     win = window()
     asked: list[Path | None] = []
-    win.start_auto = lambda preferred=None: asked.append(preferred)
+    win.startup.start_auto = lambda preferred=None, avoid=None: asked.append(preferred)
     win.choose_model_file()
     assert asked == [chosen]
+    assert load_settings(win.paths.config).settings.model_path is None  # issue 64, item 2: kept once it loaded
+    assert win.model_info is not None
+    win.startup.model_loaded(dataclasses.replace(win.model_info, path=chosen))
     assert win.settings.model_path == str(chosen)
     assert load_settings(win.paths.config).settings.model_path == str(chosen)  # kept for the next start
 
