@@ -233,7 +233,7 @@ class MainWindow(QMainWindow):
         self.panel_toggle = self._panel_toggle(
             "machineToggle", "Machine", "Show or hide the machine and model panel (Ctrl+Shift+H)"
         )
-        top = QHBoxLayout()
+        top = self.header = QHBoxLayout()  # window_menus adds the Settings button at its end
         top.setContentsMargins(18, 10, 18, 0)
         top.addWidget(self.chats_toggle)
         self.system_prompt_label = plain_label("System prompt:")

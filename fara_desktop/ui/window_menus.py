@@ -9,7 +9,7 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence, QShortcut
-from PySide6.QtWidgets import QMainWindow, QMenu, QMessageBox, QWidget
+from PySide6.QtWidgets import QMainWindow, QMenu, QMessageBox, QToolButton, QWidget
 
 from fara_desktop import APP_NAME, __version__
 from fara_desktop.text.untrusted import one_line
@@ -28,7 +28,8 @@ def _action(window: QMainWindow, menu: QMenu, text: str, slot: Callable[[], Any]
 
 
 def build_menus(window: Any) -> None:
-    """Chat, Message, View, Model and Help, wired to the window's controllers (``window``: the main window)."""
+    """Chat, Edit, Message, View, Model and Help, wired to the window's controllers (``window``: the main window),
+    and the header's Settings button."""
     bar = window.menuBar()
     add = partial(_action, window)
     chat = bar.addMenu("&Chat")
@@ -41,6 +42,8 @@ def build_menus(window: Any) -> None:
     add(chat, "&Import chats (Fara, ChatGPT, Open WebUI, LM Studio)…", conversations.import_chat)
     chat.addSeparator()
     add(chat, "&Quit", window.close, QKeySequence.StandardKey.Quit)
+    edit = bar.addMenu("&Edit")
+    add(edit, "&Preferences…", window.open_settings, QKeySequence("Ctrl+,"))
     message = bar.addMenu("M&essage")
     for text, action, keys in (
         ("&Copy the last message", "copy", "Ctrl+Shift+C"),
@@ -58,7 +61,15 @@ def build_menus(window: Any) -> None:
     add(model, "&Open a model file…", window.choose_model_file, QKeySequence.StandardKey.Open)
     add(model, "&Get models…", window.open_models_dialog, QKeySequence("Ctrl+Shift+M"))
     add(model, "&Measure the best thread count", window.startup.recalibrate)
-    add(model, "&Settings…", window.open_settings, QKeySequence("Ctrl+,"))
+    add(model, "&Settings…", window.open_settings)  # where it was: Edit ▸ Preferences… holds its key
+    settings_button = QToolButton()
+    settings_button.setObjectName("settingsButton")
+    settings_button.setText("Settings")
+    settings_button.setToolTip("Settings: models, speed, prompts, servers, tools, the local API (Ctrl+,)")
+    settings_button.setAccessibleName("Settings")
+    settings_button.clicked.connect(lambda: window.open_settings())
+    window.header.addWidget(settings_button)  # where desktop users look: in the window's header
+    window.settings_button = settings_button
     help_menu = bar.addMenu("&Help")
     add(help_menu, "&Keyboard shortcuts", window.show_shortcuts, QKeySequence(Qt.Key.Key_F1))
     add(help_menu, f"&About {APP_NAME}", window.show_about)

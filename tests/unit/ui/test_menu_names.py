@@ -39,3 +39,19 @@ def test_every_menu_and_settings_page_a_text_names_exists(window):
         if not any(item == choice or item.startswith(f"{choice} ") or choice.startswith(item) for choice in choices):
             wrong.append(f"{where}: {menu} ▸ {item}")
     assert wrong == []
+
+
+def test_settings_are_where_desktop_users_look(window, qtbot):
+    """Issue 64, item 12: Settings sat under the Model menu only. Edit ▸ Preferences… (Ctrl+,) and a button in the
+    window's header open it; the Model menu keeps its link."""
+    from PySide6.QtCore import Qt
+
+    win = window()
+    menus = {a.text().replace("&", ""): a.menu() for a in win.menuBar().actions()}
+    edit = {a.text().replace("&", ""): a for a in menus["Edit"].actions()}
+    assert edit["Preferences…"].shortcut().toString() == "Ctrl+,"
+    assert "Settings…" in [a.text().replace("&", "") for a in menus["Model"].actions()]
+    opened = []
+    win.open_settings = lambda page=None: opened.append(page)  # type: ignore[method-assign]
+    qtbot.mouseClick(win.settings_button, Qt.MouseButton.LeftButton)
+    assert opened == [None] and win.settings_button.isVisible()
