@@ -20,6 +20,7 @@ from fara_desktop.chats.session import ChatSession
 from fara_desktop.chats.storage import StorageError
 from fara_desktop.chats.tool_rounds import ToolRound
 from fara_desktop.chats.turn import PendingReply, Turn, TurnPhase
+from fara_desktop.engine.repetition import asks_for_repetition
 from fara_desktop.engine.types import (
     Cancelled,
     Event,
@@ -319,7 +320,9 @@ class ChatTurns:
         session = self.session
         prompt = self.turn.take_prompt()
         prompt = prompt if prompt is not None else session.prompt_messages()
-        return self.engine.generate(prompt, self.sampling, session.conversation_id, session.thinking,
+        asked = next((m.content for m in reversed(prompt) if m.role == "user"), "")
+        sampling = dataclasses.replace(self.sampling, stop_loops=False) if asks_for_repetition(asked) else self.sampling
+        return self.engine.generate(prompt, sampling, session.conversation_id, session.thinking,
                                     tools=self.tool_offer())  # fmt: skip
 
     # ------------------------------------------------------------------ tools

@@ -9,6 +9,8 @@ last few thousand characters, run every ``CHECK_EVERY`` characters of new text.
 
 from __future__ import annotations
 
+import re
+
 MIN_BLOCK = 40  # characters: shorter repeats are a list's rhythm, not a loop
 MAX_BLOCK = 1500  # a repeated block longer than this would cost 4,500+ characters before it is noticed
 REPEATS = 3
@@ -58,3 +60,17 @@ def repeated_period(text: str) -> int:
                 return period
         end = found
     return 0
+
+
+# A message that asks for repetition ("say this word four times", "repeat it 20 times", "over and over"): what it
+# asks for is not a loop.
+ASKED_REPETITION = re.compile(
+    r"\b(repeat\w*|over and over|again and again|(\d+|two|three|four|five|six|seven|eight|nine|ten|twelve|twenty|"
+    r"thirty|forty|fifty|hundred|thousand)\s+times)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_for_repetition(message: str) -> bool:
+    """Whether the user's message asks the reply to repeat something (the loop stop is then left off)."""
+    return ASKED_REPETITION.search(message[-4000:]) is not None

@@ -609,3 +609,18 @@ def test_a_reply_stopped_for_repeating_itself_says_so_under_it_and_after_a_reope
     assert reply.footer.text().startswith("Stopped: it began repeating itself")
     win.chat.show_session_messages()  # as the chat is shown again after a switch or a restart
     assert win.chat_view.messages()[-1].footer.text().startswith("Stopped: it began repeating itself")
+
+
+def test_repetition_the_user_asks_for_is_not_cut_as_a_loop(window, qtbot):
+    """Issue 64, item 10: the loop detector cut a reply the user had asked to repeat ("say this word four times")."""
+    from fara_desktop.engine.repetition import asks_for_repetition
+
+    backend = FakeBackend()
+    win = window(backend)
+    for text, stops in (("Say the word 'banana' four times.", False), ("Tell me about bananas.", True),
+                        ("Repeat after me: la la la", False), ("Write it 20 times", False)):  # fmt: skip
+        win.composer.setPlainText(text)
+        with qtbot.waitSignal(win.replyFinished, timeout=5000):
+            win.send_button.click()
+        assert backend.samplings[-1].stop_loops is stops, text
+    assert not asks_for_repetition("Times New Roman is a font")
