@@ -9,10 +9,11 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence, QShortcut
-from PySide6.QtWidgets import QMainWindow, QMenu, QMessageBox, QToolButton, QWidget
+from PySide6.QtWidgets import QApplication, QMainWindow, QMenu, QMessageBox, QToolButton, QWidget
 
 from fara_desktop import APP_NAME, __version__
 from fara_desktop.text.untrusted import one_line
+from fara_desktop.ui.dialogs.guide_dialog import GuideDialog
 from fara_desktop.ui.widgets.plain_text import plain_message_box
 from fara_desktop.ui.widgets.tool_approval import ToolApprovalBar
 
@@ -71,10 +72,34 @@ def build_menus(window: Any) -> None:
     window.header.addWidget(settings_button)  # where desktop users look: in the window's header
     window.settings_button = settings_button
     help_menu = bar.addMenu("&Help")
+    add(help_menu, "&User guide", lambda: open_guide(window, guide_section(window)), QKeySequence("Shift+F1"))
     add(help_menu, "&Keyboard shortcuts", window.show_shortcuts, QKeySequence(Qt.Key.Key_F1))
     add(help_menu, f"&About {APP_NAME}", window.show_about)
     escape = QShortcut(QKeySequence(Qt.Key.Key_Escape), window)
     escape.activated.connect(window.chat.escape)
+
+
+def guide_section(window: Any) -> str:
+    """The guide's section for what the user is looking at: a dialog open over the window, the documents panel,
+    a tool call waiting; else its beginning."""
+    from fara_desktop.ui.dialogs.settings_dialog import SettingsDialog
+
+    if any(isinstance(w, SettingsDialog) and w.isVisible() for w in window.findChildren(QWidget)):
+        return "Settings"
+    if window.tool_approval.isVisible():
+        return "Tools and MCP servers"
+    focused = QApplication.focusWidget()
+    if focused is not None and window.documents_panel.isAncestorOf(focused):
+        return "Chat with your documents"
+    return "What it does"
+
+
+def open_guide(window: Any, section: str) -> GuideDialog:
+    """Help ▸ User guide: the guide, offline and searchable, at ``section``."""
+    guide = GuideDialog(window, section)
+    guide.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    guide.show()
+    return guide
 
 
 def shortcuts_of(window: QMainWindow, approval: ToolApprovalBar) -> list[tuple[str, str]]:

@@ -40,6 +40,7 @@ from fara_desktop.text.format import format_count, format_size
 from fara_desktop.text.untrusted import one_line
 from fara_desktop.tools.mcp_hub import ServerState
 from fara_desktop.ui.dialogs.folder_models import FolderModels
+from fara_desktop.ui.dialogs.guide_dialog import GuideDialog
 from fara_desktop.ui.dialogs.inference_page import InferencePage
 from fara_desktop.ui.dialogs.local_api_page import LocalApiPage
 from fara_desktop.ui.dialogs.prompts_page import PromptsPage
@@ -123,9 +124,11 @@ class SettingsDialog(QDialog):
             self.pages.addWidget(page)
         self.nav.currentRowChanged.connect(self.pages.setCurrentIndex)
         self.nav.setCurrentRow(0)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+                                   | QDialogButtonBox.StandardButton.Help)  # fmt: skip
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
+        buttons.helpRequested.connect(self.open_guide)
         body = QHBoxLayout()
         body.addWidget(self.nav)
         body.addWidget(self.pages, 1)
@@ -454,6 +457,13 @@ class SettingsDialog(QDialog):
         return page
 
     # ------------------------------------------------------------------ result
+
+    def open_guide(self) -> GuideDialog:
+        """The user guide at its Settings section, beside the dialog."""
+        guide = GuideDialog(self, "Settings")
+        guide.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        guide.show()
+        return guide
 
     def chosen_model(self) -> str | None:
         return self._chosen
