@@ -358,14 +358,14 @@ class ChatSession:
         self.reload()
         return True
 
-    def branch_off(self, index: int) -> int:
-        """ "Branch from here": a new conversation with this branch up to the message at ``index``; returns its id."""
+    def branch_off(self, index: int, before: bool = False) -> int:
+        """ "Branch from here": a new conversation with this branch up to the message at ``index`` (``before``: up
+        to the one before it — a question branched to be asked again); returns its id."""
         assert self.conversation_id is not None and 0 <= index < len(self.messages)
         summary = self.store.conversation(self.conversation_id)
         base = summary.title if summary else "Chat"
-        return copy_branch(
-            self.store, self.conversation_id, [m.id for m in self.messages[: index + 1]], f"{base} (branch)"[:200]
-        )
+        kept = self.messages[: index if before else index + 1]
+        return copy_branch(self.store, self.conversation_id, [m.id for m in kept], f"{base} (branch)"[:200])
 
     def apply_trim(self, dropped: int) -> None:
         """The engine left out the ``dropped`` oldest messages it was sent; stop sending them."""

@@ -229,19 +229,28 @@ class ChatController(QObject):
             self.show_session_messages()
 
     def branch_off(self, widget: MessageWidget) -> None:
-        """ "Branch from here": a new chat with the conversation up to this message, opened at once."""
+        """ "Branch from here": a new chat with the conversation up to this message, opened at once. At one of the
+        user's own questions, the new chat stops before it and the question waits in the message box, with its
+        pictures, to be edited and sent (a branch that ended on an unanswered question had nothing to act on)."""
         ids = [m.id for m in self.session.messages]
         if self.turn.busy or widget.message_id not in ids:
             return
+        question = widget.role == "user"
         try:
-            branch = self.session.branch_off(ids.index(widget.message_id))
+            branch = self.session.branch_off(ids.index(widget.message_id), before=question)
         except StorageError as exc:
             self.screen.show_notice(f"The branch could not be saved: {exc}", "error")
             return
         self.branchCreated.emit(branch)
         summary = self.session.store.conversation(branch)
         title = one_line(summary.title, 80) if summary else "a new chat"
-        self.screen.set_status(f"Branched into “{title}”: the original chat is unchanged")
+        if question:
+            self.screen.composer.setPlainText(widget.text)
+            for path in widget.pictures.paths:
+                self.screen.picture_tray.add(path.stem, path)
+            self.screen.composer.setFocus()
+        again = ": your question is in the message box, to change and send" if question else ""
+        self.screen.set_status(f"Branched into “{title}”{again}; the original chat is unchanged")
 
     def _version_of(self, index: int) -> tuple[int, int]:
         place = self.session.place(index)

@@ -624,3 +624,28 @@ def test_repetition_the_user_asks_for_is_not_cut_as_a_loop(window, qtbot):
             win.send_button.click()
         assert backend.samplings[-1].stop_loops is stops, text
     assert not asks_for_repetition("Times New Roman is a font")
+
+
+def test_a_branch_at_ones_own_question_puts_it_in_the_message_box_to_ask_again(window, qtbot):
+    """Issue 64, item 4: a branch at the user's own message ended the new chat with the unanswered question and no
+    Regenerate (Ctrl+Shift+R then made a new version of the earlier reply and hid the question). Chosen: the new
+    chat stops before the question, which waits in the message box to be changed and sent."""
+    win = window()
+    for text in ("First question", "Second question"):
+        win.composer.setPlainText(text)
+        with qtbot.waitSignal(win.replyFinished, timeout=5000):
+            win.send_button.click()
+    original = win.session.conversation_id
+    second = [w for w in win.chat_view.messages() if w.role == "user"][1]
+    win.chat.branch_off(second)
+    assert win.session.conversation_id != original
+    assert [m.content for m in win.session.messages if m.role == "user"] == ["First question"]
+    assert win.composer.toPlainText() == "Second question" and "to change and send" in win.status_label.text()
+    win.composer.setPlainText("Second question, put otherwise")
+    with qtbot.waitSignal(win.replyFinished, timeout=5000):
+        win.send_button.click()
+    assert [m.role for m in win.session.messages] == ["user", "assistant", "user", "assistant"]
+    win.conversations.open_conversation(original)  # type: ignore[arg-type]
+    first = [w for w in win.chat_view.messages() if w.role == "user"][0]
+    win.chat.branch_off(first)
+    assert win.session.messages == [] and win.composer.toPlainText() == "First question"
