@@ -646,6 +646,6 @@ def test_a_branch_at_ones_own_question_puts_it_in_the_message_box_to_ask_again(w
         win.send_button.click()
     assert [m.role for m in win.session.messages] == ["user", "assistant", "user", "assistant"]
     win.conversations.open_conversation(original)  # type: ignore[arg-type]
-    first = [w for w in win.chat_view.messages() if w.role == "user"][0]
+    first = next(w for w in win.chat_view.messages() if w.role == "user")
     win.chat.branch_off(first)
     assert win.session.messages == [] and win.composer.toPlainText() == "First question"
