@@ -161,8 +161,10 @@ class LocalApiPage(QWidget):
 
     def _show_keys(self) -> None:
         self.keys_list.clear()
-        self.keys_list.addItems([key_label(n, key) for n, key in enumerate(self._keys, 1)] or ["no key"])
-        self.keys_list.setEnabled(bool(self._keys))
+        self.keys_list.addItems([key_label(n, key) for n, key in enumerate(self._keys, 1)])
+        if not self._keys:  # said in the list's own colours (a disabled list is too faint to read)
+            self.keys_list.addItem("No key: your apps on this computer use the API without one")
+            self.keys_list.item(0).setFlags(Qt.ItemFlag.ItemIsEnabled)
         self.remove_key_button.setEnabled(bool(self._keys))
 
     def add_typed_key(self) -> bool:
