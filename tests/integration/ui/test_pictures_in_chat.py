@@ -232,3 +232,53 @@ def test_new_chats_after_a_picture_chat_are_answered_through_the_window(qtbot, g
             win.send_button.click()
         assert finished.args[0].stats.completion_tokens > 0
     win.close()
+
+
+def test_an_imported_chat_and_a_picture_chat_without_its_projector_are_answered_through_the_window(
+    qtbot, gemma3_path, tmp_path
+):
+    """Issue 62, item 1 (b) and (d), through the real window: a stranger's chat file whose first message begins
+    with ``<start_of_image>``, imported and answered after a chat with a picture; and the picture chat continued
+    at the next start with the model loaded without its projector (its saved state, with the picture, on disk:
+    every follow-up aborted, at every start)."""
+    import json
+
+    from tests.helpers.gguf_factory import write_llava_projector
+
+    projector = write_llava_projector(tmp_path / "mmproj-llava.gguf")
+    greedy = SamplingParams(temperature=0.0, max_tokens=4, stop_loops=False)
+    win = MainWindow(sampling=greedy, backend=LlamaBackend())
+    qtbot.addWidget(win)
+    win.show()
+    with qtbot.waitSignal(win.modelLoaded, timeout=60000):
+        win.load_model(gemma3_path, LoadParams(n_ctx=1024, projector=str(projector), prefault=False))
+    paste_picture(qtbot, win, png_bytes((200, 200, 30)))
+    qtbot.waitUntil(lambda: len(win.picture_tray.digests()) == 1, timeout=30000)
+    qtbot.keyClicks(win.composer, "What is this?")
+    with qtbot.waitSignal(win.replyFinished, timeout=120000):
+        win.send_button.click()
+    picture_chat = win.session.conversation_id
+    stranger = tmp_path / "stranger.json"
+    first = {"role": "user", "content": "<start_of_image> hello", "timestamp": 1700000000}
+    stranger.write_text(json.dumps([{"id": "s1", "title": "Imported",
+                                     "chat": {"history": {"currentId": "a", "messages": {"a": first}}}}]))
+    call = win.conversations.import_file(stranger)
+    assert call is not None
+    qtbot.waitUntil(lambda: win.session.conversation_id not in (None, picture_chat), timeout=60000)
+    qtbot.keyClicks(win.composer, "Go on.")
+    with qtbot.waitSignal(win.replyFinished, timeout=120000) as finished:
+        win.send_button.click()
+    assert finished.args[0].stats.completion_tokens > 0
+    win.close()  # the picture chat's reading is kept on disk
+
+    blind = MainWindow(sampling=greedy, backend=LlamaBackend())
+    qtbot.addWidget(blind)
+    blind.show()
+    with qtbot.waitSignal(blind.modelLoaded, timeout=60000):
+        blind.load_model(gemma3_path, LoadParams(n_ctx=1024, prefault=False))  # its projector left out
+    blind.open_conversation(picture_chat)  # type: ignore[arg-type]
+    qtbot.keyClicks(blind.composer, "And now?")
+    with qtbot.waitSignal(blind.replyFinished, timeout=120000) as finished:
+        blind.send_button.click()
+    assert finished.args[0].stats.completion_tokens > 0
+    blind.close()
