@@ -10,6 +10,9 @@ from fara_desktop.text.format import format_size
 from fara_desktop.text.untrusted import one_line
 
 MAX_SUGGESTIONS = 3
+# The smallest offered to try tools with: below a billion parameters a model misformats its calls too often to
+# learn from (a choice, not measured here: no trained model of that size is reachable from this machine).
+SMALLEST_FOR_TOOLS = 1_000_000_000
 
 
 def cannot_call_tools(info: ModelInfo | None) -> bool:
@@ -18,8 +21,9 @@ def cannot_call_tools(info: ModelInfo | None) -> bool:
 
 
 def models_that_call_tools(assessment: CatalogAssessment | None, limit: int = MAX_SUGGESTIONS) -> list[str]:
-    """The catalog's models that call tools and fit here at a comfortable speed, largest first, one line each:
-    "Qwen3 4B Instruct 2507 (Q4_K_M, 2.5 GB download, about 11 tok/s here)"; already downloaded ones say so."""
+    """The catalog's models that call tools and fit here at a comfortable speed, one line each: "Qwen3 4B Instruct
+    2507 (Q4_K_M, 2.5 GB download, about 11 tok/s here)"; already downloaded ones say so. First the smallest worth
+    trying tools with (a newcomer's first download: the others were 3.9–11.3 GiB), then the largest."""
     if assessment is None:
         return []
     best: dict[str, tuple[int, str]] = {}
@@ -31,7 +35,10 @@ def models_that_call_tools(assessment: CatalogAssessment | None, limit: int = MA
         where = "downloaded" if option.installed else f"{format_size(option.quant.estimated_bytes)} download"
         best[entry.id] = (entry.parameters, f"{entry.name} ({option.quant.quant}, {where}, about "
                                             f"{option.expected_tok_per_s:.0f} tok/s here)")  # fmt: skip
-    return [line for _, line in sorted(best.values(), key=lambda item: -item[0])[:limit]]
+    small = sorted((v for v in best.values() if v[0] >= SMALLEST_FOR_TOOLS), key=lambda item: item[0])[:1]
+    large = [line for size, line in sorted(best.values(), key=lambda item: -item[0]) if (size, line) not in small]
+    first = [line[:-1] + "; the smallest to try tools with)" for _size, line in small]
+    return (first + large)[:limit]
 
 
 def no_tools_words(info: ModelInfo, suggestions: list[str]) -> str:

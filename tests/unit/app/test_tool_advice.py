@@ -52,3 +52,19 @@ def test_a_download_is_suggested_only_when_far_more_capable_than_the_best_model_
     said = download_suggestion(slow, [tiny.metadata(tiny.quants[0])])
     assert said is not None and "Its Q4_K_M file is smaller and faster: 3.92 GiB" in said
     assert download_suggestion(None, []) is None
+
+
+def test_the_smallest_model_worth_trying_tools_with_is_offered_first():
+    """Issue 64, item 8: the models offered for tools were 3.9–11.3 GiB; a newcomer gets the smallest catalog model
+    that calls tools (of a billion parameters or more) first, with its size and speed here."""
+    from fara_desktop.app.tool_advice import SMALLEST_FOR_TOOLS
+
+    assessment = assess_catalog(load_catalog(), 16 * GIB, 24 * GIB, 20e9)
+    lines = models_that_call_tools(assessment)
+    assert lines[0].endswith("; the smallest to try tools with)")
+    sizes = {o.entry.name: o.entry.parameters for o in assessment.options if o.entry.tools}
+    first = lines[0].split(" (", 1)[0]
+    fitting = [o for o in assessment.options if o.entry.tools and o.verdict.verdict == "fits"
+               and o.expected_tok_per_s >= 8 and o.entry.parameters >= SMALLEST_FOR_TOOLS]  # fmt: skip
+    assert sizes[first] == min(o.entry.parameters for o in fitting)
+    assert "download" in lines[0] and "tok/s here" in lines[0]
