@@ -148,6 +148,13 @@ def plan_startup(
     return StartupPlan(hardware, scan, chosen, best, ranked, tuned, reason, needs_calibration, costs, crashed_now)
 
 
+def rescanned(plan: StartupPlan, paths: AppPaths, extra_folders: list[Path] | None = None) -> StartupPlan:
+    """``plan`` with the models on disk found again (a download finished): the model in use and the tuning stay.
+    Slow (reads new files' headers): never on a GUI thread."""
+    scan = without_crashed(scan_models(paths.models, paths.cache, extra_folders), LoadRecord(paths.data))
+    return replace(plan, scan=scan)
+
+
 def without_crashed(scan: ScanResult, record: LoadRecord) -> ScanResult:
     """The scan with every model file that stopped the app while loading marked unusable, with the reason."""
     crashed = record.crashed()

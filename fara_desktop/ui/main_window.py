@@ -501,6 +501,7 @@ class MainWindow(QMainWindow):
             paths, folders = self.paths, [Path(f) for f in self.settings.extra_model_folders]
             self.models_dialog = GetModelsDialog(lambda: assess_catalog_here(paths.models, paths.cache, folders), self)
             self.models_dialog.modelReady.connect(self.use_model_file)
+            self.models_dialog.downloaded.connect(lambda _path: self.startup.rescan())
             self.core.jobs.service("downloads", Stage.INTAKE, self.models_dialog.pause_all)
         self.models_dialog.show()
         self.models_dialog.raise_()

@@ -24,7 +24,7 @@ from fara_desktop.engine.types import (
     ThreadsCalibrated,
 )
 from fara_desktop.files.paths import AppPaths
-from fara_desktop.planning.planner import PreparedLoad, StartupPlan
+from fara_desktop.planning.planner import PreparedLoad, StartupPlan, rescanned
 from fara_desktop.settings import Settings
 from fara_desktop.text.format import format_count
 from fara_desktop.text.untrusted import one_line
@@ -199,6 +199,19 @@ class StartupController(QObject):
     def _plan_failed(self, error: Exception) -> None:
         self.screen.show_notice(f"Could not examine this machine's models: {error}", "error")
         self.planSettled.emit()
+
+    def rescan(self) -> None:
+        """A download finished: the models found are read again, so Settings lists it as installed at once."""
+        plan, paths = self.loading.plan, self.screen.paths
+        if plan is None:
+            return
+        folders = [Path(f) for f in self.screen.settings.extra_model_folders]
+
+        def take(found: StartupPlan) -> None:
+            if self.loading.plan is plan:  # no newer plan meanwhile
+                self.loading.plan = found
+
+        self.run_in_background(lambda: rescanned(plan, paths, folders), take)
 
     def recalibrate(self) -> None:
         candidates = self.loading.recalibration(self.bridge.worker.loaded_model is not None)

@@ -102,6 +102,7 @@ class GetModelsDialog(QDialog):
     """The catalog with verdicts for this machine, hub search and paste, and the running downloads."""
 
     modelReady = Signal(object)  # Path of a verified download the user wants to use
+    downloaded = Signal(object)  # Path of a verified download: the models here changed
 
     def __init__(
         self,
@@ -116,6 +117,7 @@ class GetModelsDialog(QDialog):
         fit_to_screen(self, QSize(980, 680))
         self.endpoint = endpoint
         self.cache_dir = cache_dir
+        self._assess = assess
         self.assessment: CatalogAssessment | None = None
         self.recommended_item: QTreeWidgetItem | None = None
         self._calls: set[BackgroundCall] = set()
@@ -485,6 +487,12 @@ class GetModelsDialog(QDialog):
             row.fail_before_start(str(exc))
             return
         row.attach(task)
+        task.finished.connect(self._downloaded)
+
+    def _downloaded(self, path: Path) -> None:
+        """A download is verified: its model shows as installed here at once (and wherever models are listed)."""
+        self.downloaded.emit(path)
+        self._run(self._assess, self.show_assessment, lambda _exc: None)
 
     def _use(self, path: Path) -> None:
         self.modelReady.emit(path)

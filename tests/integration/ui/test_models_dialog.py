@@ -326,3 +326,28 @@ def test_enter_in_a_search_box_searches_and_never_starts_a_download(qtbot, hub):
     assert dialog.rows == [], "a download began"
     assert dialog.isVisible()
     win.close()
+
+
+def test_a_downloaded_model_is_listed_as_installed_without_a_restart(qtbot, hub, hf_cache):
+    """Issue 64, item 6: a downloaded model showed as installed, in Settings and in Get models, only after a
+    restart. Once its download is verified, the models here are read again and the catalog judged again."""
+    win = MainWindow(backend=FakeBackend())
+    qtbot.addWidget(win)
+    win.show()
+    with qtbot.waitSignal(win.modelLoaded, timeout=60_000):
+        win.start_auto()
+    dialog = win.open_models_dialog()
+    dialog.endpoint = hub.url
+    qtbot.waitUntil(lambda: dialog.assessment is not None, timeout=10_000)
+    judged = dialog.assessment
+    dialog.paste_edit.setText(f"{hub.url}/{REPO}/resolve/main/{FILE}")
+    qtbot.mouseClick(dialog.paste_button, Qt.MouseButton.LeftButton)
+    row = dialog.rows[0]
+    qtbot.waitUntil(lambda: row.use_button.isVisibleTo(row), timeout=30_000)
+    qtbot.waitUntil(lambda: any(Path(m.path).name == FILE for m in win.plan.scan.models), timeout=30_000)
+    qtbot.waitUntil(lambda: dialog.assessment is not judged, timeout=30_000)  # the catalog judged again
+    settings = win.open_settings("Model")
+    names = [settings.models.item(r, 1).text() for r in range(settings.models.rowCount())]
+    assert any("Tiny" in name for name in names), names
+    settings.reject()
+    win.close()
