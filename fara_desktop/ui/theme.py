@@ -35,6 +35,7 @@ def apply_appearance(app: QApplication, theme: str, font_size: int) -> str:
     used = resolve_theme(theme)
     light = asset_path("style.qss").read_text(encoding="utf-8")
     sheet = light if used == "light" else light + "\n" + asset_path("style-dark.qss").read_text(encoding="utf-8")
+    sheet = sheet.replace("@theme@", asset_path("theme").as_posix())  # the sheets' images, wherever the app is
     palette = dark_palette() if used == "dark" else app.style().standardPalette()
     palette.setColor(QPalette.ColorRole.Link, QColor("#8ab4ff" if used == "dark" else "#2f5fd8"))
     app.setPalette(palette)
