@@ -79,7 +79,3 @@ class GuideDialog(QDialog):
         bar = self.browser.verticalScrollBar()
         bar.setValue(bar.value() + self.browser.cursorRect().top())  # the heading at the top of the view
         return True
-
-    def section_at_top(self) -> str:
-        """The text of the block at the top of the view (what the reader sees first)."""
-        return self.browser.cursorForPosition(self.browser.viewport().rect().topLeft()).block().text()
