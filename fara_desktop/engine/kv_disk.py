@@ -484,6 +484,10 @@ class KVDiskWriter:
         while True:
             key = self._wake.get()
             if key is None:
+                with self._lock:
+                    if self._pending:  # handed over after ``close`` queued the end: written first, then the end
+                        self._wake.put(None)
+                        continue
                 return
             with self._lock:
                 item = self._pending.pop(key, None)

@@ -225,3 +225,31 @@ def test_the_seal_is_this_users_and_stays_across_starts(tmp_path: Path):
     assert KVDiskStore(tmp_path).load(path, IDENTITY) is not None  # the next start reads its own states
     KVDiskStore(tmp_path).forget()
     assert key.exists()  # deleting the readings keeps the key
+
+
+def test_a_state_handed_over_just_after_close_is_written_not_lost(tmp_path: Path):
+    """Issue 61, suspected: ``KVDiskWriter.put`` after ``close``. Confirmed: with the thread still writing when
+    ``close`` queued its end, a state handed over next was queued behind the end, never written, and
+    ``wait_idle`` never came true. Now the end waits behind what is still to be written."""
+    import threading
+
+    release, writing = threading.Event(), threading.Event()
+    store = KVDiskStore(tmp_path)
+    real_save = store.save
+
+    def slow_save(*args, **kwargs):  # type: ignore[no-untyped-def]
+        writing.set()
+        release.wait(10)
+        return real_save(*args, **kwargs)
+
+    store.save = slow_save  # type: ignore[method-assign]
+    writer = KVDiskWriter(store)
+    writer.put(1, IDENTITY, snapshot())
+    assert writing.wait(10)
+    writer.close(timeout=0)  # the thread is still inside the first write
+    writer.put(2, IDENTITY, snapshot(count=300))
+    release.set()
+    assert writer.wait_idle(10)
+    found = store.best_for(2, IDENTITY, range(400))
+    assert found is not None and len(found.tokens) == 300
+    writer.close()
