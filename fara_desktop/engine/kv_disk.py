@@ -193,6 +193,7 @@ class KVDiskStore:
         self.budget_bytes = budget_bytes
         self._lock = threading.Lock()  # deletions (the budget) against reads
         self._secret: bytes | None = None  # the seal's key (``seal``), read or made on first use
+        self._key_lock = threading.Lock()
         self.sweep_unfinished()
 
     def sweep_unfinished(self) -> int:
@@ -341,9 +342,10 @@ class KVDiskStore:
         return hmac.new(self._key(), named.encode() + tokens, hashlib.sha256).hexdigest()
 
     def _key(self) -> bytes:
-        if self._secret is None:
-            self._secret = _state_key(self.folder)
-        return self._secret
+        with self._key_lock:  # the inference and writer threads at once made two keys, one of them never kept
+            if self._secret is None:
+                self._secret = _state_key(self.folder)
+            return self._secret
 
     def _read_header(
         self, handle: BinaryIO, identity: StateIdentity, size: int

@@ -253,3 +253,34 @@ def test_a_state_handed_over_just_after_close_is_written_not_lost(tmp_path: Path
     found = store.best_for(2, IDENTITY, range(400))
     assert found is not None and len(found.tokens) == 300
     writer.close()
+
+
+def test_the_seals_key_made_by_two_threads_at_once_is_the_one_kept(tmp_path: Path, monkeypatch):
+    """Issue 61, suspected: ``KVDiskStore._key`` set lazily from two threads. Confirmed: the inference thread and the
+    writer each made a key; one was kept on disk and the other used, so the states sealed with it were refused at
+    the next start. Both threads now get the key the file keeps."""
+    import secrets
+    import threading
+
+    from fara_desktop.engine import kv_disk
+
+    inside = threading.Barrier(2, timeout=0.5)
+    real = secrets.token_bytes
+
+    def slow_token(n: int) -> bytes:
+        try:
+            inside.wait()  # both threads make a key at once (without the lock); with it, the second never gets here
+        except threading.BrokenBarrierError:
+            pass
+        return real(n)
+
+    monkeypatch.setattr(kv_disk.secrets, "token_bytes", slow_token)
+    store = KVDiskStore(tmp_path / "kv")
+    keys: list[bytes] = []
+    threads = [threading.Thread(target=lambda: keys.append(store._key())) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    kept = (tmp_path / "kv" / "state.key").read_bytes()
+    assert keys == [kept, kept]
