@@ -259,6 +259,7 @@ def test_the_seals_key_made_by_two_threads_at_once_is_the_one_kept(tmp_path: Pat
     """Issue 61, suspected: ``KVDiskStore._key`` set lazily from two threads. Confirmed: the inference thread and the
     writer each made a key; one was kept on disk and the other used, so the states sealed with it were refused at
     the next start. Both threads now get the key the file keeps."""
+    import contextlib
     import secrets
     import threading
 
@@ -268,10 +269,9 @@ def test_the_seals_key_made_by_two_threads_at_once_is_the_one_kept(tmp_path: Pat
     real = secrets.token_bytes
 
     def slow_token(n: int) -> bytes:
-        try:
-            inside.wait()  # both threads make a key at once (without the lock); with it, the second never gets here
-        except threading.BrokenBarrierError:
-            pass
+        # both threads make a key at once (without the lock); with it, the second never gets here
+        with contextlib.suppress(threading.BrokenBarrierError):
+            inside.wait()
         return real(n)
 
     monkeypatch.setattr(kv_disk.secrets, "token_bytes", slow_token)
