@@ -350,7 +350,8 @@ def test_serve_with_a_model_opened_from_its_own_folder_sees_with_the_projector_b
 def test_sigterm_ends_serve_at_once_with_pictures_being_decoded(fara_home, gemma3_path, tmp_path):
     """Issue 51, item 6: uvicorn takes SIGTERM for itself when it serves on the main thread, and waited for every
     request to finish (8 s for eight requests' pictures, 120 s under a flood). Now the requests under way end at once:
-    503 for those whose pictures were being decoded, and the process exits (measured: 0.4 s, against 8.3 s before)."""
+    503 for those whose pictures were being decoded, or the connection closed where the process ended first (a
+    client still uploading its pictures), and the process exits (measured: 0.4 s, against 8.3 s before)."""
     import base64
     import io
     import shutil
@@ -397,7 +398,9 @@ def test_sigterm_ends_serve_at_once_with_pictures_being_decoded(fara_home, gemma
         assert process.wait(30) == 0
         for client in clients:
             client.join(30)
-        assert 503 in answers, answers  # the requests under way were ended, not waited for
+        # the requests under way were ended, not waited for: a 503 where it reached the client before the
+        # process ended (issue 66: it ends within 2 s), else the connection closed mid-upload
+        assert answers and set(answers) <= {503, 0}, answers
     finally:
         end(process)
 
