@@ -149,11 +149,11 @@ def test_quit_signals_reach_the_event_loop_and_a_second_one_is_not_waited_for():
     would not run there): SIGTERM reaches ``received`` on the loop; the slot then stands for a quit that takes its
     time, and a second SIGTERM ends the process at once."""
     code = (
-        "import sys, time; from PySide6.QtWidgets import QApplication; app = QApplication([]); "
+        "import signal, sys; from PySide6.QtWidgets import QApplication; app = QApplication([]); "
         "from fara_desktop.ui.quit_signals import QuitSignals; q = QuitSignals()\n"
         "def quit_slowly(name):\n"
         "    print(name, flush=True)\n"
-        "    while True: time.sleep(0.05)\n"
+        "    while True: signal.pause()  # a quit that takes its time\n"
         "q.received.connect(quit_slowly); print('ready', flush=True); sys.exit(app.exec() + 3)"
     )
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}

@@ -15,9 +15,9 @@ from fara_desktop.system.process_end import end_child_processes
 APP = """
 import json, signal, subprocess, sys
 from fara_desktop.system.process_end import end_child_processes
-stubborn = ("import signal, subprocess, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-            "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)']); print('ready', flush=True); "
-            "time.sleep(120)")
+stubborn = ("import signal, subprocess, sys; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+            "subprocess.Popen([sys.executable, '-c', 'import signal; signal.pause()']); print('ready', flush=True); "
+            "signal.pause()")
 child = subprocess.Popen([sys.executable, "-c", stubborn], stdout=subprocess.PIPE, text=True)
 child.stdout.readline()
 import psutil
@@ -35,7 +35,7 @@ def test_every_child_and_grandchild_is_ended_even_one_that_ignores_sigterm():
 
 
 def test_the_sweep_is_the_apps_own_and_leaves_other_processes_alone():
-    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as neighbour:
+    with subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()"]) as neighbour:
         try:
             subprocess.run([sys.executable, "-c", APP], capture_output=True, timeout=60, check=True)
             assert neighbour.poll() is None  # a process that is not the app's child
