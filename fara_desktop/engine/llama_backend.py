@@ -142,8 +142,7 @@ class LlamaBackend:
             if params.projector:
                 projector = Path(params.projector)
                 trial = partial(trial_for, Path(llm.model_path), projector, info.kernel_path, info.n_threads_batch)
-                self._vision, info = open_vision(llm, info, projector, lambda: bool(self._should_abort()),
-                                                 self._load_record, trial)  # fmt: skip
+                self._vision, info = open_vision(llm, info, projector, self._stop_asked, self._load_record, trial)
             self._info = info
             self._loaded_as = (info.path, params) if isinstance(info.path, Path) else None
             self._states.attach(state_identity(info), info.rewindable)
@@ -399,6 +398,10 @@ class LlamaBackend:
         if not isinstance(prompt.detail, LlamaPrompt):
             raise GenerationError("This prompt was prepared for another model; prepare it again.")
         return prompt.detail.tokens
+
+    def _stop_asked(self) -> bool:
+        """Asked while a picture is encoded: the read being stopped (Esc, a newer command, quitting)."""
+        return bool(self._should_abort())
 
     def _vision_of(self, prompt: PreparedPrompt) -> VisionPrompt | None:
         vision = prompt.detail.vision if isinstance(prompt.detail, LlamaPrompt) else None

@@ -124,8 +124,8 @@ class SettingsDialog(QDialog):
             self.pages.addWidget(page)
         self.nav.currentRowChanged.connect(self.pages.setCurrentIndex)
         self.nav.setCurrentRow(0)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
-                                   | QDialogButtonBox.StandardButton.Help)  # fmt: skip
+        standard = QDialogButtonBox.StandardButton
+        buttons = QDialogButtonBox(standard.Ok | standard.Cancel | standard.Help)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         buttons.helpRequested.connect(self.open_guide)
