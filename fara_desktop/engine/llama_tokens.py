@@ -71,12 +71,11 @@ def call_grammar(vocab: Any, forced: Sequence[ForcedCall], tools: ToolOffer | No
 
 
 def token_piece(vocab: Any, token: int, buffer: ctypes.Array[ctypes.c_char], special: bool = False) -> bytes:
-    """A token's bytes (part of a character, maybe), into ``buffer`` or a bigger one when it does not fit;
-    ``UnspellableTokenError`` for a number that is no token of ``vocab`` (llama.cpp would abort the process)."""
+    """A token's bytes (part of a character, maybe), into ``buffer`` or a bigger one when it does not fit. ``token``
+    must be one of ``vocab``'s (llama.cpp aborts the process on another number): one the model sampled, or checked
+    first (``spelling``)."""
     import llama_cpp
 
-    if not 0 <= token < llama_cpp.llama_vocab_n_tokens(vocab):
-        raise UnspellableTokenError(f"{token} is not a token of this model")
     n = llama_cpp.llama_token_to_piece(vocab, token, buffer, PIECE_BUFFER, 0, special)
     if n < 0:  # piece longer than the buffer
         big = ctypes.create_string_buffer(-n)
@@ -92,8 +91,12 @@ def spelling(llm: Llama) -> tuple[Spell, Tokenize]:
 
     vocab = llama_cpp.llama_model_get_vocab(llm.model)
     buffer = ctypes.create_string_buffer(PIECE_BUFFER)
+    n_vocab = llama_cpp.llama_vocab_n_tokens(vocab)
 
     def spell(tokens: Sequence[int]) -> bytes:
+        # a kept state's numbers are not all tokens (a picture's are negative): refused before llama.cpp sees them
+        if any(not 0 <= token < n_vocab for token in tokens):
+            raise UnspellableTokenError("a kept state holds a number that is no token of this model")
         return b"".join(token_piece(vocab, token, buffer, True) for token in tokens)
 
     return spell, lambda text: llm.tokenize(text, add_bos=False, special=True)
