@@ -257,35 +257,15 @@ class ConversationStore:
             cursor = db.execute(
                 """INSERT INTO messages (conversation_id, position, role, content, status, model, created_at,
                    updated_at, parent_id, pictures) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                (
-                    conversation_id,
-                    position,
-                    role,
-                    content,
-                    status,
-                    model,
-                    now,
-                    now,
-                    parent_id,
-                    json.dumps(list(pictures)),
-                ),
+                (conversation_id, position, role, content, status, model, now, now, parent_id,
+                 json.dumps(list(pictures))),
             )
             message_id = int(cursor.lastrowid or 0)
             db.execute(
                 "UPDATE conversations SET updated_at = ?, leaf_id = ? WHERE id = ?", (now, message_id, conversation_id)
             )
         return StoredMessage(
-            message_id,
-            conversation_id,
-            position,
-            role,
-            content,
-            status,
-            model,
-            None,
-            now,
-            now,
-            parent_id,
+            message_id, conversation_id, position, role, content, status, model, None, now, now, parent_id,
             pictures=tuple(pictures),
         )
 

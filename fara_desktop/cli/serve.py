@@ -42,8 +42,8 @@ from fara_desktop.vocabulary.errors import FaraError
 KEY_ENV = "FARA_API_KEY"
 MAX_KEY_FILE_BYTES = 4096
 # SIGTERM to exit: a service manager waits, then kills. What is not done in this time (a picture being encoded
-# inside llama.cpp cannot be interrupted) is left to the process's end: requests have been answered 503 already,
-# nothing that must be kept is written by then.
+# inside llama.cpp cannot be interrupted) is left to the process's end: the requests under way have been ended (a
+# 503, or their connection closed where the process ends first), and nothing that must be kept is written by then.
 QUIT_LIMIT_S = 1.2
 
 
