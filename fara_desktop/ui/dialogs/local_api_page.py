@@ -67,7 +67,7 @@ class LocalApiPage(QWidget):
         self.keys_list.setMaximumHeight(self.fontMetrics().height() * 5)
         self.api_key = QLineEdit()
         self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
-        self.api_key.setPlaceholderText("a key for one app, then Add (needed beyond this computer)")
+        self.api_key.setPlaceholderText("a key for one app")
         self.api_key.setToolTip(
             "One key per app. Each key's requests reuse only what that key sent before (a follow-up reads only its "
             "new words); with no key, the apps on this computer share one prompt cache. Your own chats never share "
