@@ -12,10 +12,12 @@ from PySide6.QtWidgets import (
     QApplication,
     QCheckBox,
     QMenu,
+    QPushButton,
     QSpinBox,
     QStyle,
     QStyleOptionButton,
     QStyleOptionSpinBox,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -66,3 +68,40 @@ def test_arrows_indicators_and_disabled_items_are_seen(qtbot, theme, restore_app
     on = contrast(menu, menu.actionGeometry(enabled))
     off = contrast(menu, menu.actionGeometry(disabled))
     assert on >= 4.5 and off >= 1.5 and on / off >= 1.8, (theme, on, off)  # readable, and plainly not enabled
+
+
+def lowest_ink_row(widget: QWidget, text_far_from: float) -> int:
+    """The lowest row of ``widget``'s drawing (inside its 4-pixel frame) with a pixel of the text's luminance far
+    from the background's: where the text's descenders end."""
+    image = widget.grab().toImage()
+    rows = [
+        y
+        for y in range(4, image.height() - 4)
+        for x in range(6, image.width() - 6)
+        if abs(luminance(*image.pixelColor(x, y).getRgb()[:3]) - text_far_from) > 0.15
+    ]
+    return max(rows, default=-1)
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_the_focus_ring_keeps_the_underscores_and_descenders(qtbot, theme, restore_appearance):
+    """Issue 64, item 13: the focused "Download Q4_K_M instead" button lost its underscores: the focus ring's wider
+    border took the height of the text's line. A button's and a tool button's descenders stand focused as not."""
+    app = QApplication.instance()
+    apply_appearance(app, theme, 0)  # type: ignore[arg-type]
+    host = QWidget()
+    qtbot.addWidget(host)
+    layout = QVBoxLayout(host)
+    buttons = [QPushButton("Download Q4_K_M instead"), QToolButton()]
+    buttons[1].setText("Copy_jpg")
+    for button in buttons:
+        layout.addWidget(button)
+    host.show()
+    host.activateWindow()
+    qtbot.waitActive(host)
+    for button in buttons:
+        background = luminance(*button.grab().toImage().pixelColor(button.width() // 2, 3).getRgb()[:3])
+        unfocused = lowest_ink_row(button, background)
+        button.setFocus()
+        qtbot.waitUntil(button.hasFocus)
+        assert lowest_ink_row(button, background) >= unfocused > 0, (theme, button.text())
