@@ -1,9 +1,11 @@
 """Which of an API principal's conversations a request continues, as llama-server's slots do for its clients.
 
-A client sends its whole conversation every time; the request continues the slot whose last prompt it starts with
-(a follow-up adds the reply and a question; a Regenerate sends the same prompt again). Any other request is a
-conversation of its own and gets a new slot — started, where the principal's kept states share its beginning, from
-the best of them — so a client switching between two conversations keeps both. Each principal keeps its latest
+A client sends its whole conversation every time; the request continues the slot that shares the longest prefix
+with it, at least half of the slot's last prompt (a follow-up adds the reply and a question; a Regenerate sends the
+same prompt again; an Edit changes its end), as llama.cpp's server chooses its slots: four edits of one conversation
+no longer take four slots and drop the client's other conversations. Any other request is a conversation of its
+own and gets a new slot — started, where the principal's kept states share its beginning, from the best of them —
+so a client switching between two conversations keeps both. Each principal keeps its latest
 ``SLOTS_PER_PRINCIPAL``; the states themselves live in ``KVStateCache`` under the slot's key, inside the saved
 readings' budget, and never on disk. Runs on the inference thread only, as ``ContextStates`` that owns it.
 """
@@ -17,6 +19,7 @@ from fara_desktop.engine.kv_states import common_prefix
 from fara_desktop.engine.types import ApiSlot
 
 SLOTS_PER_PRINCIPAL = 4
+SIMILAR = 0.5  # a prompt sharing this part of a slot's last one continues it (an Edit, a Regenerate, a follow-up)
 
 
 class ApiSlots:
@@ -29,10 +32,11 @@ class ApiSlots:
     def slot_for(self, principal: str, tokens: Sequence[int]) -> tuple[ApiSlot, list[ApiSlot]]:
         """The slot this prompt continues (or a new one), and the slots dropped to make room for a new one."""
         slots = self._slots.setdefault(principal, OrderedDict())
-        continued = [number for number, sent in slots.items() if common_prefix(sent, tokens) == len(sent)]
+        shared = {number: common_prefix(sent, tokens) for number, sent in slots.items()}
+        continued = [number for number, length in shared.items() if 0 < length >= SIMILAR * len(slots[number])]
         dropped: list[ApiSlot] = []
         if continued:
-            number = max(continued, key=lambda n: len(slots[n]))
+            number = max(continued, key=lambda n: shared[n])
         else:
             self._numbers += 1
             number = self._numbers
