@@ -111,11 +111,14 @@ class ContextStates:
         """The tokens of the states a chat's prompt may continue — the context (its own, or the chat a Branch
         leaves), its snapshot in RAM and the closest other, its files on disk: what the model read and wrote,
         which the prompt may be spelled with (``own_tokens``)."""
-        if conversation is None or isinstance(conversation, ApiClient):
-            return []  # a one-off request, or an API client's (whose slot is chosen by its tokens as they are)
+        if conversation is None:
+            return []  # a one-off request
         kept: list[Sequence[int]] = []
         if principal_of(conversation) == self.principal and llm.n_tokens:
             kept.append(llm.input_ids[: llm.n_tokens].tolist())
+        if isinstance(conversation, ApiClient):  # the context and the principal's closest slot: none is on disk
+            closest = self.cache.closest(tokens, True, conversation.principal)
+            return kept + [closest.tokens] if closest is not None else kept
         for snapshot in (self.cache.get(conversation), self.cache.closest(tokens, True, principal_of(conversation))):
             if snapshot is not None:
                 kept.append(snapshot.tokens)
@@ -280,6 +283,6 @@ class ContextStates:
         self.cache.forget(conversation)
         if self._writer is not None:
             self._writer.discard(conversation)
-            self._writer.wait_idle(30.0)
+            self._writer.wait_written(conversation, 30.0)  # its own write only: other chats' go on
         if self._disk is not None:
             self._disk.forget(conversation)

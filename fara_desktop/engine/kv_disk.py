@@ -431,6 +431,7 @@ class KVDiskWriter:
         self._written: tuple[StateIdentity, KVSnapshot] | None = None  # and that state
         self._dropped = False  # it was discarded meanwhile: the file it writes is deleted once written
         self._lock = threading.Lock()
+        self._written_one = threading.Condition(self._lock)  # a write ended
         self._wake: queue.Queue[tuple[Hashable, str] | None] = queue.Queue()
         self._idle = threading.Event()
         self._idle.set()
@@ -467,6 +468,13 @@ class KVDiskWriter:
             if self._writing == conversation and self._written is not None:
                 held.append(self._written)
         return [snapshot for made_for, snapshot in held if made_for == identity]
+
+    def wait_written(self, conversation: Hashable, timeout: float | None = None) -> bool:
+        """Until no state of ``conversation`` waits or is being written (other chats' writes go on)."""
+        with self._written_one:
+            return self._written_one.wait_for(
+                lambda: self._writing != conversation and all(key[0] != conversation for key in self._pending), timeout
+            )
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until every state handed over is written (and none is being written); True when they are."""
@@ -506,6 +514,7 @@ class KVDiskWriter:
                     self.store.delete_file(written)  # its chat was deleted while it was being written
                 self._writing, self._written, self._dropped = None, None, False
                 self._update_idle()
+                self._written_one.notify_all()
 
 
 def chat_state_store(data_folder: Path, budget_gb: float) -> KVDiskStore:

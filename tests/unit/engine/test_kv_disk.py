@@ -284,3 +284,39 @@ def test_the_seals_key_made_by_two_threads_at_once_is_the_one_kept(tmp_path: Pat
         thread.join(10)
     kept = (tmp_path / "kv" / "state.key").read_bytes()
     assert keys == [kept, kept]
+
+
+def test_deleting_a_chat_waits_for_its_own_write_only(tmp_path: Path):
+    """Issue 61, suspected: deleting any chat waited up to 30 s for other chats' writes. Confirmed: ``forget``
+    waited for the writer to be idle. It now waits only while that chat's own state is being written (whose file
+    the writer deletes once written), and what it waited for is that one write."""
+    import threading
+
+    from fara_desktop.engine.context_states import ContextStates
+
+    release, writing = threading.Event(), threading.Event()
+    store = KVDiskStore(tmp_path)
+    real_save = store.save
+
+    def slow_save(conversation, *args, **kwargs):  # type: ignore[no-untyped-def]
+        writing.set()
+        release.wait(60)
+        return real_save(conversation, *args, **kwargs)
+
+    store.save = slow_save  # type: ignore[method-assign]
+    states = ContextStates(store)
+    writer = states._writer
+    assert writer is not None
+    writer.put(2, IDENTITY, snapshot())  # another chat's state, its write held up
+    assert writing.wait(10)
+    real_save(1, IDENTITY, snapshot())  # chat 1 on disk
+    deleted = threading.Thread(target=states.forget, args=(None, 1))
+    deleted.start()
+    deleted.join(10)  # bounded: a deletion that waits for chat 2's write would be here till it ends
+    held = deleted.is_alive()
+    release.set()
+    deleted.join()
+    assert not held, "deleting chat 1 waited for chat 2's write"
+    assert store.size_of(1) == 0
+    assert writer.wait_idle(10) and store.size_of(2) > 0
+    states.close()
