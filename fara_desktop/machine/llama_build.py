@@ -102,6 +102,9 @@ def loaded_ggml_cpu_variant() -> str | None:
 # ggml's enum ggml_log_level (ggml.h of the vendored llama.cpp; llama-cpp-python's own table predates it).
 _LLAMA_LOG_LEVELS = {1: logging.DEBUG, 2: logging.INFO, 3: logging.WARNING, 4: logging.ERROR}
 _llama_log_callback: Any = None  # the ctypes callback must outlive every llama.cpp call
+# llama-cpp-python's ``Llama.eval`` asks every sequence (-1) to drop the cells past its end before each batch, which
+# a recurrent memory refuses with an error line: on a hybrid model, one in the log users share for every reply.
+_NOT_ERRORS = ("seq_rm: invalid seq_id (-1)",)
 
 
 def route_llama_logs_to_logging() -> None:
@@ -119,7 +122,9 @@ def route_llama_logs_to_logging() -> None:
         last_level[0] = log_level
         if log_level >= logging.WARNING and llama_log.isEnabledFor(log_level):
             # One line, no control characters: llama.cpp quotes names and values from the GGUF in its warnings.
-            llama_log.log(log_level, "%s", one_line(text.decode("utf-8", errors="replace"), 2000))
+            line = one_line(text.decode("utf-8", errors="replace"), 2000)
+            if not line.startswith(_NOT_ERRORS):
+                llama_log.log(log_level, "%s", line)
 
     _llama_log_callback = llama_cpp.llama_log_callback(forward)
     llama_cpp.llama_log_set(_llama_log_callback, ctypes.c_void_p(0))
