@@ -36,7 +36,8 @@ class ContextStates:
         self._identity: StateIdentity | None = None  # what the loaded model's states are bound to
         self._kept: tuple[Hashable, int, int] | None = None  # the state last handed to the writer
         # The state restored into the context and not yet decoded on (RAM snapshot, and its file when it came from
-        # disk): one that fails in use is discarded and the prompt read again (``discard_restored``).
+        # disk): one that fails in use is discarded and the prompt read again (``discard_restored``). Only while
+        # the context holds it: a switch or a reset forgets it, so another chat's failure never blames it.
         self.restored: tuple[KVSnapshot, Path | None] | None = None
         # False for recurrent and hybrid models: their context cannot be cut back to a prefix, so a prompt that
         # leaves what the context holds goes back to a checkpoint saved exactly at a prompt's end, or is re-read.
@@ -71,6 +72,7 @@ class ContextStates:
         if llm is not None:
             llm.reset()
         self.owner = None
+        self.restored = None
         if snapshots:
             self.cache.clear()
             self.api_slots.clear()
@@ -103,6 +105,7 @@ class ContextStates:
         cached = cached_prefix(llm, tokens, self.rewindable)
         if cached == 0 and llm.n_tokens:
             llm.reset()  # nothing can be kept: never a cut that would continue wrong (see ``can_cut_back``)
+            self.restored = None
         elif not self.rewindable:
             self.checkpoint(llm, conversation)  # the state about to be read past
         return cached
@@ -118,7 +121,7 @@ class ContextStates:
             kept.append(llm.input_ids[: llm.n_tokens].tolist())
         if isinstance(conversation, ApiClient):  # the context and the principal's closest slot: none is on disk
             closest = self.cache.closest(tokens, True, conversation.principal)
-            return kept + [closest.tokens] if closest is not None else kept
+            return [*kept, closest.tokens] if closest is not None else kept
         for snapshot in (self.cache.get(conversation), self.cache.closest(tokens, True, principal_of(conversation))):
             if snapshot is not None:
                 kept.append(snapshot.tokens)
@@ -137,6 +140,7 @@ class ContextStates:
             snapshot = snapshot_sequence(llm)
             if snapshot is not None:
                 self.cache.put(self.owner, snapshot)
+        self.restored = None  # a state restored for the chat left is not this one's to blame
         self._enter(llm, principal_of(conversation))
         if conversation is None:
             return  # a one-off request reuses whatever prefix of the window's it shares, and is not kept
@@ -148,6 +152,7 @@ class ContextStates:
         if principal != self.principal:
             llm.reset()
             self.principal = principal
+            self.restored = None
 
     def _restore_saved_state(self, llm: Llama, conversation: Hashable, tokens: list[int]) -> None:
         """Restore the saved state (RAM, else disk) that saves the most reading of ``tokens``, when it saves more
