@@ -33,7 +33,7 @@ from fara_desktop.engine.ggml_types import GGML_TYPE_IDS
 from fara_desktop.engine.kv_disk import KVDiskStore
 from fara_desktop.engine.kv_states import KVStateCache
 from fara_desktop.engine.llama_loading import fits_beside, open_model, state_identity
-from fara_desktop.engine.llama_prompt import LlamaPrompt, llama_prompt, prompt_reporter, reasoning_tail
+from fara_desktop.engine.llama_prompt import LlamaPrompt, checkpoint_at, llama_prompt, prompt_reporter, reasoning_tail
 from fara_desktop.engine.llama_state import start_prefault
 from fara_desktop.engine.llama_tokens import (
     PIECE_BUFFER,
@@ -366,6 +366,7 @@ class LlamaBackend:
         cut_context(llm, cached)  # eval drops the cells past it
         self._should_abort = abort or _never
         chunk, start = READ_AHEAD_FIRST_CHUNK, cached
+        keep = checkpoint_at(prompt.detail, tokens)  # type: ignore[arg-type]  # ``_tokens_of`` checked it
         try:
             while start < end and not should_stop():
                 picture = vision.picture_at(start) if vision is not None else None
@@ -375,8 +376,11 @@ class LlamaBackend:
                     on_progress(len(tokens), start)
                     continue
                 began = time.perf_counter()
-                llm.eval(tokens[start : min(start + chunk, end, vision.next_picture(start) if vision else end)])
+                stop_at = min(start + chunk, end, vision.next_picture(start) if vision else end)
+                llm.eval(tokens[start : min(stop_at, keep) if start < keep else stop_at])
                 self._states.restored = None  # decoded on: whatever was restored holds
+                if llm.n_tokens == keep:  # where the reply keeps its state too: the next prompt parts there
+                    self._states.checkpoint(llm, self._states.owner)
                 on_progress(len(tokens), llm.n_tokens)
                 rate = (llm.n_tokens - start) / max(time.perf_counter() - began, 1e-6)
                 start = llm.n_tokens
@@ -504,8 +508,8 @@ class LlamaBackend:
             grammar=grammar,
         )
         try:
-            if split:  # the state is kept where the reasoning opens (the next prompt parts there), else at the end
-                keep = len(tokens) - max(1, detail.reasoning_tail if vision is None else 0)
+            if split:
+                keep = checkpoint_at(detail, tokens)
                 if vision is not None:
                     self._read_prompt(llm, vision, tokens, reused, keep)
                 elif reused < keep:

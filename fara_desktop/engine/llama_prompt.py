@@ -59,6 +59,13 @@ def reasoning_tail(llm: Llama, rendered: RenderedPrompt, tokens: list[int]) -> i
     return len(tokens) - len(before) if 0 < len(before) < len(tokens) and tokens[: len(before)] == before else 0
 
 
+def checkpoint_at(detail: LlamaPrompt, tokens: list[int]) -> int:
+    """Where a model that cannot cut back keeps its state for the next prompt, which parts from this one where
+    the reply's reasoning opens (``reasoning_tail``), else before the last token: the reply and the read-ahead
+    both keep it there."""
+    return len(tokens) - max(1, detail.reasoning_tail if detail.vision is None else 0)
+
+
 def prompt_reporter(llm: Llama, reused: int, total: int, on_progress: Callable[[int, int], None]) -> Callable[[], None]:
     """Reports the tokens of a prompt read so far each time a batch completes (``n_tokens`` grows batch by batch)."""
     last = [-1]

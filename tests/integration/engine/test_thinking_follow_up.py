@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from fara_desktop.engine.backend import PreparedPrompt, ReplyResult
 from fara_desktop.engine.kv_states import common_prefix
 from fara_desktop.engine.llama_backend import LlamaBackend
 from fara_desktop.planning.params import LoadParams
@@ -29,26 +30,40 @@ def model_of(family: str, folder: Path) -> Path:
     return write_tiny_model(path, family, chat_template=QWEN35, context_length=2048)
 
 
+@pytest.mark.parametrize("read_ahead", [False, True], ids=["sent-at-once", "read-ahead"])
 @pytest.mark.parametrize("family", ["llama", *HYBRID_FAMILIES])
-def test_a_follow_up_reads_the_last_answer_without_its_reasoning_and_the_new_words(tmp_path, family):
+def test_a_follow_up_reads_the_last_answer_without_its_reasoning_and_the_new_words(tmp_path, family, read_ahead):
+    """Issue 61, item 3: with the message read ahead as it was typed (the default), a hybrid's follow-up read
+    9.1× its new tokens: the read-ahead read past the reasoning's opening and kept no state there."""
     backend = LlamaBackend()
     backend.load(model_of(family, tmp_path), LoadParams(n_ctx=2048, n_threads=2, prefault=False))
     chat = [ChatMessage("system", "You are a careful assistant. " * 30), ChatMessage("user", "What is two and two")]
     read_over_new = []
+
+    def answer(prompt: PreparedPrompt) -> tuple[ReplyResult, int]:
+        """The reply, and the tokens read for it: by the read-ahead, then by the reply."""
+        read = 0
+        if read_ahead:
+            began: list[int] = []
+            cached = backend.read_ahead(prompt, 7, lambda: False, lambda _t, done: began.append(done))
+            read = cached - began[0]
+        reply = backend.reply(prompt, WRITE, lambda: False, lambda *_: None, 7)
+        return reply, read + reply.stats.prompt_tokens_evaluated
+
     try:
         for asked in ("And why is that so", "Say it once more"):
             first = backend.prepare(chat, 64)
             assert first.detail.rendered.text.endswith("<think>\n")  # the reply starts inside its reasoning
-            written = backend.reply(first, WRITE, lambda: False, lambda *_: None, 7)
+            written, _ = answer(first)
             chat += [ChatMessage("assistant", "It is four.", reasoning=written.text), ChatMessage("user", asked)]
             follow = backend.prepare(chat, 64)
             new = len(follow.detail.tokens) - common_prefix(first.detail.tokens, follow.detail.tokens)
-            result = backend.reply(follow, WRITE, lambda: False, lambda *_: None, 7)
-            read_over_new.append(result.stats.prompt_tokens_evaluated / new)
+            result, read = answer(follow)
+            read_over_new.append(read / new)
             chat += [ChatMessage("assistant", "Because it is.", reasoning=result.text), ChatMessage("user", asked)]
     finally:
         backend.unload()
-    print(f"\n{family}: thinking_followup_read_over_new {read_over_new}")
+    print(f"\n{family}: thinking_followup_read_over_new {read_over_new} (read ahead: {read_ahead})")
     assert max(read_over_new) <= 1.2, "the follow-up read the chat again"
 
 
