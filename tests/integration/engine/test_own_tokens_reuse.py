@@ -86,3 +86,33 @@ def fresh_read(model: Path, prompt: list[int], count: int) -> list[int]:
         return tokens
     finally:
         llm.close()
+
+
+@pytest.mark.parametrize("family", HYBRID_FAMILIES)
+def test_an_api_clients_follow_up_reads_only_the_new_message(tmp_path: Path, smollm2_path: Path, family: str):
+    """Issue 61, item 5: an API client's follow-ups on a hybrid model read the last reply again (53–58 tokens
+    more than a window chat's 6–7): its prompts were never spelled with the model's own tokens. A client sends its
+    whole conversation each time; another key's client reading the same words still reads them whole."""
+    from fara_desktop.engine.types import ApiClient
+
+    backend = LlamaBackend()
+    backend.load(write_tiny_hybrid(tmp_path / "model.gguf", family, vocabulary_of=smollm2_path), PARAMS)
+    client = ApiClient("key:editor")
+    chat = [ChatMessage("system", "You are a helpful assistant. " * 20), ChatMessage("user", "Hello there")]
+    respelled = 0
+    try:
+        for _ in range(2):
+            written = backend.reply(backend.prepare(chat, 64), WORDS, lambda: False, lambda *_: None, client)
+            chat += [ChatMessage("assistant", written.text), ChatMessage("user", ASKED)]
+            context = backend._llm.input_ids[: backend._llm.n_tokens].tolist()  # type: ignore[union-attr]
+            canonical = backend.prepare(chat, 64).detail.tokens
+            respelled += common_prefix(context, canonical) < len(context)
+            new_message = len(canonical) - len(backend.prepare(chat[:-1], 64).detail.tokens)
+            follow_up = backend.reply(backend.prepare(chat, 64), CONTINUE, lambda: False, lambda *_: None, client)
+            assert follow_up.stats.prompt_tokens_evaluated <= new_message + 8, "the reply was read again"
+            chat += [ChatMessage("assistant", follow_up.text), ChatMessage("user", ASKED)]
+        other = backend.reply(backend.prepare(chat, 64), CONTINUE, lambda: False, lambda *_: None, ApiClient("key:x"))
+        assert other.stats.prompt_tokens_evaluated == other.stats.prompt_tokens  # another key reuses nothing
+    finally:
+        backend.unload()
+    assert respelled, "no reply was spelled otherwise by the tokenizer: the test shows nothing"
