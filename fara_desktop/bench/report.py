@@ -40,6 +40,7 @@ from fara_desktop.bench.runner import (
     startup,
 )
 from fara_desktop.bench.sweep import EngineConfig, run_sweep, sweep_configs
+from fara_desktop.bench.typed_paste import typed_paste
 from fara_desktop.bench.vision import vision
 from fara_desktop.files.paths import AppPaths
 from fara_desktop.machine.bandwidth import measure_read_bandwidth
@@ -349,6 +350,7 @@ class Benchmark:
             self.out.update(typeahead(self.model, self.params, 1000, rounds=2 if self.plan.big else 3))
             for loaded in (False, True):  # the wait said for a long paste, then the machine got busy
                 self.out.update(paste_forecast(self.model, self.params, min(2400, self.n_ctx - 512), loaded))
+                self.out.update(typed_paste(self.model, self.params, min(7000, (self.n_ctx - 512) * 3), loaded))
 
     def cold_section(self) -> None:
         self.close()  # nothing of ours may keep the file's pages

@@ -125,6 +125,11 @@ def table(out: dict[str, Any]) -> str:
             before = out[f"paste_forecast_at_reply_speed_over_measured_{label}"]
             rows.append(row(f"long paste's wait said / first word, {label} (at the last reply's speed)",
                             f"{said:.2f} ({before:.2f})"))  # fmt: skip
+        typed = out.get(f"read_ahead_reused_fraction_{label}")
+        if typed is not None:
+            said_rounds = out[f"typed_paste_forecast_rounds_{label}"]
+            name = f"a paste typed in, {label}: wait said / meant [rounds that said one]; part reused"
+            rows.append(row(name, f"{said_rounds} {typed:.3f}"))
     if "api_followup_over_first" in out:
         rows += [
             row(f"local API: a {out['api_first_prompt_tokens']:,.0f}-token chat's follow-up / first request",

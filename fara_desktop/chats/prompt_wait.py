@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import math
 import statistics
+import time
 from collections import deque
+from collections.abc import Callable
 
 from fara_desktop.vocabulary.stats import MIN_MEASURED_TOKENS, GenerationStats
 
 SHOWN_ABOVE_S = 3.0  # a shorter wait is not worth a word
 _KEPT = 5
+NOW_KEPT_S = 60.0  # the read-ahead's speed says how busy the machine is for this long
 
 
 class PromptSpeed:
@@ -19,11 +22,15 @@ class PromptSpeed:
     reply reads slower now: a paste read ahead on it said "about 5 s" for a minute's reading. Speeds are kept as
     at the context's start: a token further in costs more (``span``: where it costs twice as much; ``tuning``)."""
 
-    def __init__(self, predicted: float = 0.0, span: float = 0.0) -> None:
+    def __init__(self, predicted: float = 0.0, span: float = 0.0, clock: Callable[[], float] = time.monotonic) -> None:
         self.predicted = predicted
         self.span = span
         self._measured: deque[float] = deque(maxlen=_KEPT)
-        self._now = 0.0  # the read-ahead's own speed; 0 when no read-ahead has measured one since the last reply
+        self._clock = clock
+        # The read-ahead's own speed, and when it was measured. Gone after a reply that measured one, and after
+        # ``NOW_KEPT_S``: a reply that reads only Enter's token measures nothing, and a speed of a busy moment
+        # minutes ago said later pastes would take 2–6 minutes for waits of 21–38 s.
+        self._now, self._now_at = 0.0, 0.0
 
     def reset(self, predicted: float, span: float = 0.0) -> None:
         """Another model is loaded."""
@@ -41,7 +48,7 @@ class PromptSpeed:
     def observe_now(self, tok_per_s: float, start: int = 0, read: int = 0) -> None:
         """A read-ahead's speed so far, over ``read`` tokens from position ``start`` (0: not enough read yet)."""
         if tok_per_s > 0:
-            self._now = self._at_start(tok_per_s, start, read)
+            self._now, self._now_at = self._at_start(tok_per_s, start, read), self._clock()
 
     def _at_start(self, tok_per_s: float, start: int, read: int) -> float:
         return tok_per_s * self._cost(start, start + read) / max(read, 1) if read and self.span else tok_per_s
@@ -52,7 +59,11 @@ class PromptSpeed:
 
     @property
     def measured(self) -> bool:
-        return bool(self._measured) or self._now > 0
+        return bool(self._measured) or self._speed_now > 0
+
+    @property
+    def _speed_now(self) -> float:
+        return self._now if self._now > 0 and self._clock() - self._now_at <= NOW_KEPT_S else 0.0
 
     @property
     def tok_per_s(self) -> float:
@@ -61,14 +72,32 @@ class PromptSpeed:
         which a busy CPU slows far more than the reply's full ones (at 1.7B with two other programs spinning, the
         wait said at the read-ahead's speed was 1.8× the first word's, at the last reply's 0.34×)."""
         replies = statistics.median(self._measured) if self._measured else 0.0
-        if self._now > 0:
-            return math.sqrt(self._now * replies) if replies else self._now
+        now = self._speed_now
+        if now > 0:
+            return math.sqrt(now * replies) if replies else now
         return replies or self.predicted
 
     def seconds_for(self, tokens: int, start: int = 0) -> float:
         """Reading ``tokens`` from position ``start`` on."""
         speed = self.tok_per_s
         return self._cost(start, start + tokens) / speed if speed > 0 else 0.0
+
+
+class ReadAheadWait:
+    """The wait Enter would cause now, followed through the reports of the read-aheads: each measures its speed
+    from where its own reading began."""
+
+    def __init__(self, speed: PromptSpeed) -> None:
+        self.speed = speed
+        self._read_from: tuple[int, int] | None = None  # the read-ahead measured, and where its reading began
+
+    def seconds(self, ahead_id: int, tokens: int, cached: int, tok_per_s: float) -> float:
+        """A report of read-ahead ``ahead_id``: ``cached`` of ``tokens`` read, at ``tok_per_s`` (0: not measured)."""
+        if self._read_from is None or self._read_from[0] != ahead_id:
+            self._read_from = (ahead_id, cached)  # its first report: where its reading begins
+        start = self._read_from[1]
+        self.speed.observe_now(tok_per_s, start, cached - start)
+        return self.speed.seconds_for(tokens - cached, cached)
 
 
 def wait_text(seconds: float) -> str:

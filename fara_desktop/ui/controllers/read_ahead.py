@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QLabel
 
-from fara_desktop.chats.prompt_wait import PromptSpeed, wait_text
+from fara_desktop.chats.prompt_wait import PromptSpeed, ReadAheadWait, wait_text
 from fara_desktop.engine.types import ReadAheadProgress
 from fara_desktop.ui.engine_bridge import EngineBridge
 from fara_desktop.ui.widgets.composer import Composer
@@ -64,8 +64,8 @@ class TypingReadAhead(QObject):
         self.may_read = may_read  # reading ahead is allowed now (the setting, the battery)
         self.retrieve: Retriever | None = None
         self.speed = PromptSpeed()
+        self._wait = ReadAheadWait(self.speed)
         self._ahead_id: int | None = None
-        self._read_from: tuple[int, int] | None = None  # the read-ahead measured, and where its reading began
         # Set while the model reads ahead (any thread may look: background indexing waits, as for a reply, so
         # that two llama.cpp thread pools never spin on the same cores).
         self.reading = threading.Event()
@@ -165,11 +165,7 @@ class TypingReadAhead(QObject):
             return
         if event.finished:
             self._reading = False
-        if self._read_from is None or self._read_from[0] != event.ahead_id:
-            self._read_from = (event.ahead_id, event.cached)  # its first report: where its reading begins
-        start = self._read_from[1]
-        self.speed.observe_now(event.tok_per_s, start, event.cached - start)
-        text = wait_text(self.speed.seconds_for(event.tokens - event.cached, event.cached))
+        text = wait_text(self._wait.seconds(event.ahead_id, event.tokens, event.cached, event.tok_per_s))
         self.hint.setText(text)
         self.hint.setVisible(bool(text))
 

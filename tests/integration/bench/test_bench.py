@@ -74,6 +74,17 @@ def test_a_long_pastes_wait_is_said_then_set_against_the_first_word_after_enter(
     assert figures["paste_forecast_over_measured_quiet"] > 0 and len(figures["paste_forecast_rounds_quiet"]) == 1
 
 
+def test_a_paste_that_arrives_in_pieces_is_read_ahead_and_kept_for_enter(smollm2_path):
+    """Issue 64, item 3: the paste typed in (xdotool, or a slow X server under load), a read-ahead after each
+    piece; once the user has waited, Enter finds it read (the figures: `bench --section typeahead` at 1.7B, quiet
+    and loaded, in docs/performance.md)."""
+    from fara_desktop.bench import typed_paste as section
+    from fara_desktop.planning.params import LoadParams
+
+    figures = section.typed_paste(smollm2_path, LoadParams(n_ctx=4096, n_threads=2, prefault=False), 2000, False, 1)
+    assert figures["read_ahead_reused_fraction_quiet"] > 0.99  # Enter read its last token, not the paste
+
+
 def test_one_section_runs_alone_and_a_second_run_is_compared_with_the_first(fara_home, smollm2_path):
     env = {**os.environ, "FARA_HOME": str(fara_home)}
     command = [sys.executable, "-m", "fara_desktop", "bench", "--quick", "--json", "--section", "bandwidth"]

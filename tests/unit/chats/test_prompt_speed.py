@@ -47,3 +47,19 @@ def test_a_token_further_into_the_context_is_forecast_to_cost_more():
     late = PromptSpeed(0.0, span=4000.0)
     late.observe(stats(500, 60.0))  # a reply that read the last 500 of its 500 tokens
     assert late.tok_per_s > 60.0  # kept as at the context's start
+
+
+def test_a_speed_measured_minutes_ago_does_not_say_the_wait_of_a_new_paste():
+    """Issue 64, item 3: a read-ahead of a few words on a busy machine measured 5 tok/s; the reply after it read one
+    token (too few to say a speed), so that speed still pulled every later forecast: pastes were said to take 2, 3
+    and 6 minutes for real waits of 21–38 s. The speed now is the speed of the last minute."""
+    clock = [1000.0]
+    speed = PromptSpeed(0.0, clock=lambda: clock[0])
+    speed.observe(stats(400, 100.0))
+    speed.observe_now(4.0)
+    assert speed.tok_per_s == 20.0  # while the machine is that busy, it says so
+    speed.observe(stats(1, 0.5))  # Enter: one token read, no speed in it
+    clock[0] += 180.0
+    assert speed.tok_per_s == 100.0  # three minutes on, the last replies' speed until a read-ahead measures again
+    speed.observe_now(25.0)
+    assert speed.tok_per_s == 50.0
