@@ -18,6 +18,7 @@ from types import FrameType
 
 from fara_desktop.app.core import EngineCore
 from fara_desktop.app.embedding import EmbedderService, embedding_model_in
+from fara_desktop.app.jobs import Stage
 from fara_desktop.app.model_loading import ModelLoading
 from fara_desktop.engine.types import (
     CalibrationFailed,
@@ -177,6 +178,7 @@ def _serve(
         print(printable(f"fara-desktop serve: {exc}"), file=sys.stderr)
         core.close()
         return 1
+    core.jobs.service("the local API", Stage.INTAKE, lambda: server.stop(timeout=0))  # stopped first at the end
 
     def stop(_signal: int, _frame: FrameType | None) -> None:
         server.request_stop()  # the socket is closed once ``run`` has returned, never under it
