@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Coroutine, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -69,10 +69,10 @@ class RequestPictures:
         stop = threading.Event()
         self._stops.add(stop)
         watcher = asyncio.create_task(until_gone(stop.set))
+        decoding: Future[tuple[AttachedPicture, ...]] | None = None
         try:
-            taken = await asyncio.get_running_loop().run_in_executor(
-                self._decoders, lambda: taker.take(flat, stop.is_set)
-            )
+            decoding = self._decoders.submit(taker.take, flat, stop.is_set)
+            taken = await asyncio.wrap_future(decoding)
         except FaraError as exc:
             if self._stopped:
                 raise ServerStopping("The server is stopping.") from exc
@@ -80,6 +80,8 @@ class RequestPictures:
         except (asyncio.CancelledError, RuntimeError):
             # the pool was shut down under it (cancelled) or just before it (RuntimeError: "cannot schedule new
             # futures after shutdown"), not this request cancelled
+            if decoding is not None:  # the request is gone; what the decoding still takes is given back
+                decoding.add_done_callback(self._release_unclaimed)
             if self._stopped:
                 raise ServerStopping("The server is stopping.") from None
             raise
@@ -90,6 +92,12 @@ class RequestPictures:
         messages = tuple(replace(m, pictures=tuple(next(given) for _ in data)) if data else m
                          for m, data in zip(chat.messages, chat.pictures, strict=True))  # fmt: skip
         return replace(chat, messages=messages, pictures=()), taken
+
+    def _release_unclaimed(self, decoding: Future[tuple[AttachedPicture, ...]]) -> None:
+        """A decoding that ended after its request was gone (cancelled as the sandbox finished): its pictures are
+        released, or their files and counts would stay until the process ends."""
+        if not decoding.cancelled() and decoding.exception() is None:
+            self.release(decoding.result())
 
     def release(self, taken: Sequence[AttachedPicture]) -> None:
         if taken and self.taker is not None:

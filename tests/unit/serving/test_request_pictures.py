@@ -101,6 +101,7 @@ def test_a_request_carries_at_most_sixteen_pictures(server):
 
 def test_the_decoding_stops_when_the_client_leaves(server):
     api, pictures = server
+
     def give_up() -> None:
         with pytest.raises(httpx.ReadTimeout):
             post(api, picture_request(), timeout=1.0)
@@ -119,3 +120,55 @@ def test_the_decoding_stops_when_the_server_stops(server):
     assert pictures.started.acquire(timeout=10)
     api.stop()
     assert pictures.stopped.wait(5), "stopping the server left a request's pictures decoding"
+
+
+def test_pictures_taken_as_the_client_left_are_released():
+    """Issue 61, suspected: ``RequestPictures`` counters leaked on cancellation. Confirmed: a request cancelled
+    while the sandbox finished its pictures (the client left at that moment) never released them — the files and
+    their counts stayed until the process ended. What the decoding took after its request was gone is released."""
+    import asyncio
+    import contextlib
+
+    from fara_desktop.serving.openai_format import ChatRequest
+    from fara_desktop.serving.request_pictures import RequestPictures
+    from fara_desktop.vocabulary.messages import ChatMessage
+    from fara_desktop.vocabulary.sampling import SamplingParams
+
+    class FinishesAnyway:
+        def __init__(self) -> None:
+            self.entered, self.go, self.released = threading.Event(), threading.Event(), threading.Event()
+            self.taken: list[AttachedPicture] = []
+            self.given_back: list[AttachedPicture] = []
+
+        def take(
+            self, data: Sequence[bytes], should_stop: Callable[[], bool] | None = None
+        ) -> tuple[AttachedPicture, ...]:
+            self.entered.set()
+            self.go.wait(30)  # the sandbox's last picture, decoded as the client leaves
+            self.taken = [AttachedPicture(f"{n:064x}", Path(f"/nowhere/{n}.png")) for n in range(len(data))]
+            return tuple(self.taken)
+
+        def release(self, pictures: Sequence[AttachedPicture]) -> None:
+            self.given_back.extend(pictures)
+            self.released.set()
+
+    taker = FinishesAnyway()
+    pictures = RequestPictures(taker)
+    asked = (ChatMessage("user", "what is this"),)
+    chat = ChatRequest(asked, SamplingParams(), False, False, pictures=((b"png", b"png"),))
+
+    async def client_leaves() -> None:
+        async def never_gone(_then: Callable[[], None]) -> None:
+            await asyncio.Event().wait()
+
+        request = asyncio.create_task(pictures.take(chat, SEEING, never_gone))
+        await asyncio.to_thread(taker.entered.wait, 30)
+        request.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await request
+        taker.go.set()
+
+    asyncio.run(client_leaves())
+    assert taker.released.wait(30), "the pictures taken for a request that was gone were never released"
+    assert taker.given_back == taker.taken and len(taker.taken) == 2
+    pictures.stop()
