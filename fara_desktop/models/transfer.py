@@ -136,9 +136,14 @@ class Downloader:
         self._connection: http.client.HTTPConnection | None = None
 
     def pause(self) -> None:
-        """Stop now and keep the partial file: the next ``run`` continues from it."""
+        """Stop now and keep the partial file: after ``resume``, the next ``run`` continues from it. A pause that
+        comes before ``run`` begins holds too (a download's next file, paused as it was about to start)."""
         self._keep_partial = True
         self._interrupt()
+
+    def resume(self) -> None:
+        """A paused download may run again."""
+        self._stop.clear()
 
     def cancel(self) -> None:
         """Stop now and delete the partial file."""
@@ -167,7 +172,6 @@ class Downloader:
 
     def run(self) -> Path:
         """Download (or resume), verify, publish; returns the model's path in the snapshot folder."""
-        self._stop.clear()
         if self.blob.is_file() and self.blob.stat().st_size == self.remote.size:
             if _file_sha256(self.blob) == self.remote.sha256:  # a blob from another tool, or ours: check, then trust
                 return self._publish()

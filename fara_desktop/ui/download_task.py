@@ -46,6 +46,7 @@ class DownloadTask(QObject):
         self.publish_as = publish_as
         self._thread: threading.Thread | None = None
         self._halt = threading.Event()  # paused or cancelled: no further file starts
+        self._turn = threading.Lock()  # a pause and the next file's start, one after the other
 
     @property
     def running(self) -> bool:
@@ -58,12 +59,15 @@ class DownloadTask(QObject):
         if self.running:
             return
         self._halt.clear()
+        for downloader in self.downloaders:
+            downloader.resume()
         self._thread = threading.Thread(target=self._run, name="fara-download", daemon=True)
         self._thread.start()
 
     def pause(self) -> None:
-        self._halt.set()
-        self.downloader.pause()
+        with self._turn:
+            self._halt.set()
+            self.downloader.pause()
 
     def cancel(self) -> None:
         self._halt.set()
@@ -92,9 +96,10 @@ class DownloadTask(QObject):
         try:
             paths = []
             for downloader in self.downloaders:
-                if self._halt.is_set():
-                    raise DownloadCancelled("stopped between files", kept_partial=True)
-                self.downloader = downloader
+                with self._turn:
+                    if self._halt.is_set():
+                        raise DownloadCancelled("stopped between files", kept_partial=True)
+                    self.downloader = downloader
                 paths.append(downloader.run())
         except Exception as exc:  # typed DownloadError subclasses, or an OSError from the disk
             if not isinstance(exc, (FaraError, OSError)):  # a bug: the row says a sentence, the log where it was
