@@ -53,6 +53,7 @@ class ConversationStore:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.closed = False
         try:
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             if not path.exists():  # create the file readable by the user only before SQLite opens it
@@ -104,6 +105,7 @@ class ConversationStore:
 
     def close(self) -> None:
         self._db.close()
+        self.closed = True
 
     def integrity_ok(self) -> bool:
         return bool(self._db.execute("PRAGMA integrity_check").fetchone()[0] == "ok")

@@ -257,8 +257,10 @@ class ConversationsController(QObject):
                 job.end()
 
         call = BackgroundCall(run, owner=self.dialog_parent)
-        call.done.connect(done)
-        call.failed.connect(failed)
+        # A task that ended as the window closed (quitting waits for it) answers a window whose chats are closed:
+        # what it wrote is kept, and nobody is left to show it to.
+        call.done.connect(lambda result: None if self.store.closed else done(result))
+        call.failed.connect(lambda error: None if self.store.closed else failed(error))
         self.task = call
         return call.start()
 

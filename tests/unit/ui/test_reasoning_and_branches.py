@@ -306,3 +306,36 @@ def test_quitting_stops_an_import_and_waits_for_it_before_the_chats_close(window
     win.close()
     assert ended == [True]  # stopped by quitting, and ended before the close returned
     assert win.core.jobs.running() == []
+
+
+def test_an_import_that_finishes_as_the_window_closes_leaves_the_window_alone(window, qtbot, tmp_path, monkeypatch):
+    """Issue 61, suspected: an import finishing as the window closes. Confirmed: quitting waited for the import's
+    job, which ended having written its chats; its answer then reached the window after the chats' database was
+    closed, and opening the imported chat raised there. The chats are kept; the closed window is not touched."""
+    import json
+
+    from fara_desktop.ui import background
+    from fara_desktop.ui.controllers import conversations_controller
+    from tests.helpers.chat_exports import chatgpt_conversation
+
+    win = window(FakeBackend())
+    export = tmp_path / "conversations.json"
+    export.write_text(json.dumps([chatgpt_conversation("Imported at the last moment")]), encoding="utf-8")
+    real_read = conversations_controller.read_import
+
+    def finishes_as_the_quit_begins(path, should_stop=None):  # type: ignore[no-untyped-def]
+        assert win.conversations._stop_task.wait(timeout=30)  # the quit asked the import to stop...
+        return real_read(path)  # ...as it finished reading: its chats are written all the same
+
+    monkeypatch.setattr(conversations_controller, "read_import", finishes_as_the_quit_begins)
+    call = win.conversations.import_file(export)
+    database = win.core.store.path
+    win.close()
+    qtbot.waitUntil(lambda: call not in background.BackgroundCall._running, timeout=30_000)  # its answer delivered
+    from fara_desktop.chats.storage import ConversationStore
+
+    store = ConversationStore(database)
+    try:
+        assert [c.title for c in store.conversations("")] == ["Imported at the last moment"]
+    finally:
+        store.close()
