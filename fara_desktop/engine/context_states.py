@@ -42,6 +42,7 @@ class ContextStates:
         # False for recurrent and hybrid models: their context cannot be cut back to a prefix, so a prompt that
         # leaves what the context holds goes back to a checkpoint saved exactly at a prompt's end, or is re-read.
         self.rewindable = True
+        self.window = 0  # a sliding-window model's window: its states restored serve only from their end
         self._checkpointed: tuple[Hashable, int, int] | None = None  # the context last kept as a checkpoint
 
     @property
@@ -52,10 +53,11 @@ class ContextStates:
     def identity(self) -> StateIdentity | None:
         return self._identity
 
-    def attach(self, identity: StateIdentity | None, rewindable: bool) -> None:
+    def attach(self, identity: StateIdentity | None, rewindable: bool, window: int = 0) -> None:
         """A model was loaded (its states on disk are bound to ``identity``)."""
         self._identity = identity
         self.rewindable = rewindable
+        self.window = window
         self._checkpointed = None
 
     def detach(self) -> None:
@@ -157,17 +159,17 @@ class ContextStates:
     def _restore_saved_state(self, llm: Llama, conversation: Hashable, tokens: list[int]) -> None:
         """Restore the saved state (RAM, else disk) that saves the most reading of ``tokens``, when it saves more
         than the context holds now. A recurrent model's states count only where they end exactly on a prefix."""
-        rewind = self.rewindable
+        rewind, window = self.rewindable, self.window
         current = cached_prefix(llm, tokens, rewind)
-        closest = self.cache.closest(tokens, rewind, principal_of(conversation))
+        closest = self.cache.closest(tokens, rewind, principal_of(conversation), window)
         candidates = [s for s in (self.cache.get(conversation), closest) if s]
-        scored = [(usable_prefix(s.tokens, tokens, rewind), s) for s in candidates]
+        scored = [(usable_prefix(s.tokens, tokens, rewind, window), s) for s in candidates]
         shared, saved = max(scored, key=lambda item: item[0], default=(0, None))
         source: Path | None = None
         if max(current, shared) < len(tokens) - 1:
             stored = self._stored_state(conversation, tokens, max(current, shared))
             if stored is not None:
-                (saved, source), shared = stored, usable_prefix(stored[0].tokens, tokens, rewind)
+                (saved, source), shared = stored, usable_prefix(stored[0].tokens, tokens, rewind, window)
         if saved is not None and shared > current:
             if restore_sequence(llm, saved):
                 self.restored = (saved, source)
@@ -187,10 +189,11 @@ class ContextStates:
             return None  # an API client's conversations are kept in RAM only, and read no chat's file
         if self._writer is not None:
             held = self._writer.in_flight(conversation, self._identity)
-            best = max(held, key=lambda s: usable_prefix(s.tokens, tokens, self.rewindable), default=None)
-            if best is not None and usable_prefix(best.tokens, tokens, self.rewindable) > better_than:
+            usable = lambda s: usable_prefix(s.tokens, tokens, self.rewindable, self.window)  # noqa: E731
+            best = max(held, key=usable, default=None)
+            if best is not None and usable(best) > better_than:
                 return best, None
-        stored = self._disk.best_for(conversation, self._identity, tokens, better_than, self.rewindable)
+        stored = self._disk.best_for(conversation, self._identity, tokens, better_than, self.rewindable, self.window)
         loaded = self._disk.load(stored.path, self._identity) if stored is not None else None
         return (loaded, stored.path) if loaded is not None and stored is not None else None
 

@@ -300,6 +300,7 @@ class KVDiskStore:
         tokens: Sequence[int],
         better_than: int = 0,
         rewindable: bool = True,
+        window: int = 0,
     ) -> StoredState | None:
         """The stored state for this model sharing the longest usable prefix with ``tokens`` (more than
         ``better_than`` and ``MIN_TOKENS``; for a recurrent model, ``usable_prefix``): the chat's own first, then
@@ -312,7 +313,7 @@ class KVDiskStore:
             stored = self.header(path, identity)
             if stored is None:
                 continue
-            length = usable_prefix(stored.tokens, tokens, rewindable)
+            length = usable_prefix(stored.tokens, tokens, rewindable, window)
             if length > best_length:
                 best, best_length = stored, length
         return best

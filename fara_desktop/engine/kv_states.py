@@ -64,7 +64,9 @@ class KVStateCache:
             self._items.move_to_end(key)
         return snapshot
 
-    def closest(self, tokens: Sequence[int], rewindable: bool = True, principal: str = WINDOW) -> KVSnapshot | None:
+    def closest(
+        self, tokens: Sequence[int], rewindable: bool = True, principal: str = WINDOW, window: int = 0
+    ) -> KVSnapshot | None:
         """The snapshot of ``principal`` sharing the longest usable prefix with ``tokens`` (``usable_prefix``): a
         chat branched off another (or an edit of an early message) starts from its parent's state instead of
         re-reading the shared history. Another principal's snapshots are never looked at."""
@@ -72,7 +74,7 @@ class KVStateCache:
         for key, snapshot in self._items.items():
             if principal_of(key.owner if isinstance(key, _Checkpoint) else key) != principal:
                 continue
-            length = usable_prefix(snapshot.tokens, tokens, rewindable)
+            length = usable_prefix(snapshot.tokens, tokens, rewindable, window)
             if length > best_length:
                 best, best_length = snapshot, length
         return best
@@ -104,14 +106,18 @@ class KVStateCache:
             del self._items[key]
 
 
-def usable_prefix(state: Sequence[int], tokens: Sequence[int], rewindable: bool = True) -> int:
-    """How many of ``tokens`` a state holding ``state`` saves reading. A KV cache can be cut back to any shared
-    prefix; a recurrent state (Mamba, RWKV, LFM2's convolutions, delta-nets) only continues from exactly where it
-    was saved: all of it is a prefix of ``tokens`` with at least one token left to read, or it is of no use."""
+def usable_prefix(state: Sequence[int], tokens: Sequence[int], rewindable: bool = True, window: int = 0) -> int:
+    """How many of ``tokens`` a saved state holding ``state`` saves reading once restored. A KV cache can be cut
+    back to any shared prefix — but a sliding-window cache (``window`` tokens) restored holds only the window before
+    its end (llama.cpp keeps no more: ``can_cut_back`` then refuses any cut short of the end, and restoring it was
+    for nothing); a recurrent state (Mamba, RWKV, LFM2's convolutions, delta-nets) only continues from exactly where
+    it was saved: all of it is a prefix of ``tokens`` with at least one token left to read, or it is of no use."""
     shared = common_prefix(state, tokens)
-    if rewindable:
-        return shared
-    return shared if shared == len(state) < len(tokens) else 0
+    if not rewindable:
+        return shared if shared == len(state) < len(tokens) else 0
+    if 0 < window < len(state) and shared < len(state):
+        return 0
+    return shared
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:

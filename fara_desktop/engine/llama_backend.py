@@ -34,7 +34,7 @@ from fara_desktop.engine.kv_disk import KVDiskStore
 from fara_desktop.engine.kv_states import KVStateCache
 from fara_desktop.engine.llama_loading import fits_beside, open_model, state_identity
 from fara_desktop.engine.llama_prompt import LlamaPrompt, checkpoint_at, llama_prompt, prompt_reporter, reasoning_tail
-from fara_desktop.engine.llama_state import start_prefault
+from fara_desktop.engine.llama_state import sliding_window, start_prefault
 from fara_desktop.engine.llama_tokens import (
     PIECE_BUFFER,
     call_grammar,
@@ -145,7 +145,7 @@ class LlamaBackend:
                 self._vision, info = open_vision(llm, info, projector, self._stop_asked, self._load_record, trial)
             self._info = info
             self._loaded_as = (info.path, params) if isinstance(info.path, Path) else None
-            self._states.attach(state_identity(info), info.rewindable)
+            self._states.attach(state_identity(info), info.rewindable, sliding_window(llm))
         except BaseException:
             self.unload()
             raise

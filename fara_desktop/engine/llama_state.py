@@ -87,11 +87,18 @@ def can_cut_back(llm: Llama, position: int) -> bool:
     of the cut (``llama_memory_seq_pos_min``)."""
     import llama_cpp
 
-    window = llama_cpp.llama_model_n_swa(llm.model)
+    window = sliding_window(llm)
     if window <= 0:
         return True
     oldest = llama_cpp.llama_memory_seq_pos_min(llama_cpp.llama_get_memory(llm.ctx), 0)
     return bool(oldest <= max(0, position - window))
+
+
+def sliding_window(llm: Llama) -> int:
+    """The model's sliding attention window in tokens (0: none)."""
+    import llama_cpp
+
+    return max(0, int(llama_cpp.llama_model_n_swa(llm.model)))
 
 
 def is_rewindable(llm: Llama) -> bool:
