@@ -27,7 +27,7 @@ from fara_desktop.bench.plan import SECTION_HELP, SECTIONS, default_sections, pl
 from fara_desktop.bench.prefix_paths import prefix_paths
 from fara_desktop.bench.restart import restart
 from fara_desktop.bench.results import COMPARED, previous_result, save_result, table
-from fara_desktop.bench.resume import resume, typeahead
+from fara_desktop.bench.resume import read_ahead_follow_up, resume, typeahead
 from fara_desktop.bench.retrieval import retrieval
 from fara_desktop.bench.runner import (
     Figure,
@@ -341,6 +341,7 @@ class Benchmark:
         self.out.update(restart(self.model, self.params, min(tokens, 600) if self.quick else tokens))
         if self.meta.recurrent_layers:
             self.out["recurrent_restore_ratio"] = self.out["resume_restore_ratio"]
+        self.out.update(read_ahead_follow_up(self.model, self.params, min(tokens, 1000)))
 
     def typeahead_section(self) -> None:
         self.close()

@@ -130,6 +130,9 @@ def table(out: dict[str, Any]) -> str:
             said_rounds = out[f"typed_paste_forecast_rounds_{label}"]
             name = f"a paste typed in, {label}: wait said / meant [rounds that said one]; part reused"
             rows.append(row(name, f"{said_rounds} {typed:.3f}"))
+    if "read_ahead_followup_read_over_new" in out:
+        ratio = out["read_ahead_followup_read_over_new"]
+        rows.append(row("a message read ahead, then sent: tokens read / new (goal ≤ 1.2)", f"{ratio:.2f}"))
     if "api_followup_over_first" in out:
         rows += [
             row(f"local API: a {out['api_first_prompt_tokens']:,.0f}-token chat's follow-up / first request",

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from fara_desktop.engine.kv_disk import CHECKPOINT_SLOT, KVDiskStore
+from fara_desktop.engine.kv_states import common_prefix
 from fara_desktop.engine.llama_backend import LlamaBackend
 from fara_desktop.engine.llama_state import restore_sequence, snapshot_sequence
 from fara_desktop.engine.types import Finished, ModelLoaded, ReadAheadProgress
@@ -215,3 +216,33 @@ def typeahead(
         "prompt_speed_predicted_over_measured": statistics.median(results["predicted_ratio"]),
         "read_ahead_events": sum(isinstance(e, ReadAheadProgress) for e in events),
     }
+
+
+WORDS = SamplingParams(temperature=0.0, max_tokens=48, json_schema='{"type": "string", "pattern": "^[a-z ]{1,300}$"}')
+
+
+def read_ahead_follow_up(model: Path, params: LoadParams, tokens: int = 1000) -> dict[str, Any]:
+    """A chat's next messages read ahead as they are typed (the app's default), then sent: the tokens read for
+    each (by the read-ahead, then the reply) over the tokens past where its prompt parts from the last one — the
+    last answer (without its reasoning, where the template drops it) and the new words. Goal ≤ 1.2 on the hybrids,
+    whose state cannot be cut back: the read-ahead keeps a checkpoint where the next prompt parts (issue 61, item 3).
+    The replies are written under a grammar of lowercase words (a random-weight model's bytes are not text)."""
+    backend = LlamaBackend()
+    backend.load(model, params)
+    ratios: list[float] = []
+    try:
+        chat = chat_of(backend, tokens)
+        last: list[int] = []
+        for asked in ("And what comes next", "Say it in other words", "Thank you"):
+            prompt = backend.prepare(chat, 64)
+            began: list[int] = []
+            cached = backend.read_ahead(prompt, 1, lambda: False, lambda _t, done, seen=began: seen.append(done))
+            reply = backend.reply(prompt, WORDS, lambda: False, lambda *_: None, 1)
+            if last:
+                read = cached - began[0] + reply.stats.prompt_tokens_evaluated
+                ratios.append(read / max(1, len(prompt.detail.tokens) - common_prefix(last, prompt.detail.tokens)))
+            last = prompt.detail.tokens
+            chat = [*chat, ChatMessage("assistant", reply.text), ChatMessage("user", asked)]
+    finally:
+        backend.unload()
+    return {"read_ahead_followup_read_over_new": round(max(ratios), 3)}

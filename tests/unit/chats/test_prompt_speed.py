@@ -26,8 +26,12 @@ def test_the_speed_measured_now_pulls_the_forecast_until_the_next_reply():
     speed.observe(stats(200, 100.0))
     speed.observe_now(0.0)  # the read-ahead has not read enough to say
     assert speed.tok_per_s == 100.0
-    speed.observe_now(25.0)  # the machine got busy: between the two (its small batches slow more than a reply's)
-    assert speed.tok_per_s == 50.0 and speed.seconds_for(600) == 12.0
+    speed.observe_now(25.0)  # the machine got busy: Enter's full batches read 1.5x the read-ahead's 128-token ones
+    assert speed.tok_per_s == 37.5 and speed.seconds_for(600) == 16.0
+    speed.observe_now(90.0)  # the read-ahead is no slower than the replies (a quiet machine): the replies' speed
+    assert speed.tok_per_s == 100.0
+    speed.observe_now(120.0)  # quieter than when the replies were read: its own
+    assert speed.tok_per_s == 120.0
     speed.observe(stats(200, 40.0))
     assert speed.tok_per_s == 70.0  # the replies' median again
     speed.reset(250.0)
@@ -57,9 +61,9 @@ def test_a_speed_measured_minutes_ago_does_not_say_the_wait_of_a_new_paste():
     speed = PromptSpeed(0.0, clock=lambda: clock[0])
     speed.observe(stats(400, 100.0))
     speed.observe_now(4.0)
-    assert speed.tok_per_s == 20.0  # while the machine is that busy, it says so
+    assert speed.tok_per_s == 6.0  # while the machine is that busy, it says so
     speed.observe(stats(1, 0.5))  # Enter: one token read, no speed in it
     clock[0] += 180.0
     assert speed.tok_per_s == 100.0  # three minutes on, the last replies' speed until a read-ahead measures again
     speed.observe_now(25.0)
-    assert speed.tok_per_s == 50.0
+    assert speed.tok_per_s == 37.5
