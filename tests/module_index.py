@@ -55,7 +55,6 @@ TESTED_THROUGH: dict[str, tuple[str, str]] = {
     "fara_desktop.ui.dialogs.servers_page": ("tests/unit/ui/test_servers_ui.py", "servers_page"),
     "fara_desktop.ui.dialogs.shortcuts_dialog": ("tests/unit/ui/test_keyboard.py", "show_shortcuts"),
     "fara_desktop.ui.dialogs.tools_page": ("tests/integration/ui/test_tool_calls_in_chat.py", "tools_page"),
-    "fara_desktop.ui.download_task": ("tests/integration/ui/test_models_dialog.py", "download"),
     "fara_desktop.ui.engine_bridge": ("tests/integration/ui/test_real_model_window.py", ".bridge."),
     "fara_desktop.ui.qt_health": ("tests/unit/ui/test_qt_canary.py", "refcount"),
     "fara_desktop.ui.smoke": ("tests/integration/cli/test_commands.py", "smoke"),

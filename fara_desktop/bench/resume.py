@@ -9,6 +9,7 @@ import tempfile
 import threading
 import time
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -218,6 +219,10 @@ def typeahead(
     }
 
 
+def _first_cached(seen: list[int], _tokens: int, cached: int) -> None:
+    seen.append(cached)
+
+
 WORDS = SamplingParams(temperature=0.0, max_tokens=48, json_schema='{"type": "string", "pattern": "^[a-z ]{1,300}$"}')
 
 
@@ -236,7 +241,7 @@ def read_ahead_follow_up(model: Path, params: LoadParams, tokens: int = 1000) ->
         for asked in ("And what comes next", "Say it in other words", "Thank you"):
             prompt = backend.prepare(chat, 64)
             began: list[int] = []
-            cached = backend.read_ahead(prompt, 1, lambda: False, lambda _t, done, seen=began: seen.append(done))
+            cached = backend.read_ahead(prompt, 1, lambda: False, partial(_first_cached, began))
             reply = backend.reply(prompt, WORDS, lambda: False, lambda *_: None, 1)
             if last:
                 read = cached - began[0] + reply.stats.prompt_tokens_evaluated
