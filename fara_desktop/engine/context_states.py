@@ -189,9 +189,9 @@ class ContextStates:
             return None  # an API client's conversations are kept in RAM only, and read no chat's file
         if self._writer is not None:
             held = self._writer.in_flight(conversation, self._identity)
-            usable = lambda s: usable_prefix(s.tokens, tokens, self.rewindable, self.window)  # noqa: E731
-            best = max(held, key=usable, default=None)
-            if best is not None and usable(best) > better_than:
+            scored = [(usable_prefix(s.tokens, tokens, self.rewindable, self.window), s) for s in held]
+            length, best = max(scored, key=lambda item: item[0], default=(0, None))
+            if best is not None and length > better_than:
                 return best, None
         stored = self._disk.best_for(conversation, self._identity, tokens, better_than, self.rewindable, self.window)
         loaded = self._disk.load(stored.path, self._identity) if stored is not None else None

@@ -60,7 +60,7 @@ from fara_desktop.text.untrusted import one_line
 from fara_desktop.vocabulary.errors import FaraError
 from fara_desktop.vocabulary.messages import ChatMessage
 from fara_desktop.vocabulary.sampling import SamplingParams
-from fara_desktop.vocabulary.stats import GenerationStats
+from fara_desktop.vocabulary.stats import reply_stats
 from fara_desktop.vocabulary.tools import ToolOffer
 
 if TYPE_CHECKING:
@@ -366,7 +366,7 @@ class LlamaBackend:
         cut_context(llm, cached)  # eval drops the cells past it
         self._should_abort = abort or _never
         chunk, start = READ_AHEAD_FIRST_CHUNK, cached
-        keep = checkpoint_at(prompt.detail, tokens)  # type: ignore[arg-type]  # ``_tokens_of`` checked it
+        keep = checkpoint_at(prompt.detail, tokens)
         try:
             while start < end and not should_stop():
                 picture = vision.picture_at(start) if vision is not None else None
@@ -509,14 +509,7 @@ class LlamaBackend:
         )
         try:
             if split:
-                keep = checkpoint_at(detail, tokens)
-                if vision is not None:
-                    self._read_prompt(llm, vision, tokens, reused, keep)
-                elif reused < keep:
-                    llm.eval(tokens[reused:keep])
-                self._states.checkpoint(llm, self._states.owner)
-                if llm.n_tokens < len(tokens) - 1:
-                    llm.eval(tokens[llm.n_tokens : -1])
+                self._read_to_the_last_token(llm, detail, tokens, reused)
             for token in generator:
                 if first_token_at is None:
                     first_token_at = time.perf_counter()
@@ -568,22 +561,22 @@ class LlamaBackend:
             closing = next((c.closing for c in forced if stream.text.startswith(c.opening)), "")
             if closing:
                 on_text(closing)
-        ended = time.perf_counter()
-        evaluated = len(tokens) - reused
-        ttft = (first_token_at or ended) - started
-        gen_time = ended - (first_token_at or ended)
-        stats = GenerationStats(
-            prompt_tokens=len(tokens),
-            prompt_tokens_evaluated=evaluated,
-            completion_tokens=completion,
-            ttft_s=ttft,
-            prompt_tok_per_s=evaluated / ttft if ttft > 0 else 0.0,
-            gen_tok_per_s=(completion - 1) / gen_time if completion > 1 and gen_time > 0 else 0.0,
-            context_used=llm.n_tokens + extra_cells,
-            n_ctx=info.n_ctx,
-            total_s=ended - started,
-        )
+        times, cells = (started, first_token_at), llm.n_tokens + extra_cells
+        stats = reply_stats(len(tokens), len(tokens) - reused, completion, times, cells, info.n_ctx)
         return ReplyResult(stream.text, stats, finish, within(tuple(logprobs), len(stream.text.encode("utf-8"))))
+
+    def _read_to_the_last_token(self, llm: Llama, detail: LlamaPrompt, tokens: list[int], reused: int) -> None:
+        """A model that cannot cut back (or a prompt with pictures) reads its prompt here, not in llama-cpp-python's
+        ``generate``: to where its state is kept for the next prompt (``checkpoint_at``), kept, then on to the last
+        token, which ``generate`` reads for the first token's logits."""
+        keep = checkpoint_at(detail, tokens)
+        if detail.vision is not None:
+            self._read_prompt(llm, detail.vision, tokens, reused, keep)
+        elif reused < keep:
+            llm.eval(tokens[reused:keep])
+        self._states.checkpoint(llm, self._states.owner)
+        if llm.n_tokens < len(tokens) - 1:
+            llm.eval(tokens[llm.n_tokens : -1])
 
 
 class _RestoredStateFailedError(Exception):

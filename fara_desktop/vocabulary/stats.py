@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 # a prompt-reading speed measured over fewer tokens times the first token's decode (or a batch's start) more than
@@ -28,3 +29,25 @@ class GenerationStats:
     # why a finished reply ended early ("length", "context", "repetition"; "" when it ended by itself): kept with
     # the reply so that it says so under it, after a reopen too
     ended_early: str = ""
+
+
+def reply_stats(
+    prompt: int, read: int, written: int, times: tuple[float, float | None], cells: int, n_ctx: int
+) -> GenerationStats:
+    """A reply's figures: ``prompt`` tokens of which ``read`` were read, ``written`` tokens; ``times``: when the
+    reply started and when its first token came (None: none came); ``cells``: the context's cells used after it."""
+    started, first_token_at = times
+    ended = time.perf_counter()
+    ttft = (first_token_at or ended) - started
+    gen_time = ended - (first_token_at or ended)
+    return GenerationStats(
+        prompt_tokens=prompt,
+        prompt_tokens_evaluated=read,
+        completion_tokens=written,
+        ttft_s=ttft,
+        prompt_tok_per_s=read / ttft if ttft > 0 else 0.0,
+        gen_tok_per_s=(written - 1) / gen_time if written > 1 and gen_time > 0 else 0.0,
+        context_used=cells,
+        n_ctx=n_ctx,
+        total_s=ended - started,
+    )
