@@ -117,5 +117,6 @@ class HeadlessApp:
         assert isinstance(event, ModelLoaded), event
         return event
 
-    def close(self) -> None:
-        self.core.close(save_pending_reply=self.turns.settle_pending_reply)
+    def close(self, timeout: float = 30.0) -> list[str]:
+        """The window's quit without the window: the jobs that had not ended within ``timeout``."""
+        return self.core.close(timeout, save_pending_reply=self.turns.settle_pending_reply)
