@@ -21,6 +21,7 @@ from fara_desktop.ui.theme import VERDICT_COLORS, apply_appearance
 from tests.helpers.fakes import FakeBackend
 from tests.helpers.gguf_factory import write_projector, write_tiny_model
 from tests.helpers.hub_server import HubServer
+from tests.helpers.screenshots import keep_screenshot
 
 REPO = "fara-tests/Tiny-Llama-GGUF"
 
@@ -301,6 +302,8 @@ def test_the_pick_says_its_trade_off_and_offers_the_faster_file_beside_it(qtbot,
     assert "Granite 4.0 H Tiny Q8_0" in text and "to download" in text and "near the original quality" in text
     assert "Faster and smaller: Q4_K_M" in text and "per word" not in text
     assert dialog.faster_button.isVisibleTo(dialog) and "Q4_K_M" in dialog.faster_button.text()
+    dialog.faster_button.setFocus()
+    keep_screenshot(dialog, "issue64-13-get-models-faster-file-focused")
     dialog.faster_button.click()
     assert dialog.rows[0].title.text() == "Granite 4.0 H Tiny Q4_K_M"  # its row, until the listing says more
 
@@ -325,6 +328,7 @@ def test_enter_in_a_search_box_searches_and_never_starts_a_download(qtbot, hub):
     qtbot.waitUntil(lambda: dialog.results.count() == 1, timeout=10_000)  # Enter searched
     assert dialog.rows == [], "a download began"
     assert dialog.isVisible()
+    keep_screenshot(dialog, "issue64-1-get-models-enter-searched")
     win.close()
 
 
@@ -349,5 +353,7 @@ def test_a_downloaded_model_is_listed_as_installed_without_a_restart(qtbot, hub,
     settings = win.open_settings("Model")
     names = [settings.models.item(r, 1).text() for r in range(settings.models.rowCount())]
     assert any("Tiny" in name for name in names), names
+    keep_screenshot(settings, "issue64-6-settings-lists-the-download")
+    keep_screenshot(dialog, "issue64-6-get-models-after-the-download")
     settings.reject()
     win.close()

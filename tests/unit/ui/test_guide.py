@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QDialogButtonBox
 
 from fara_desktop.files.resources import asset_path
 from fara_desktop.ui.dialogs.guide_dialog import GuideDialog
+from tests.helpers.screenshots import keep_screenshot
 
 REPO_GUIDE = Path(__file__).resolve().parents[3] / "docs" / "guide.md"
 
@@ -35,6 +36,7 @@ def test_help_opens_the_guide_at_the_screens_section_and_searches_it(window, qtb
     guide.search.setText("MCP server")
     qtbot.keyClick(guide.search, Qt.Key.Key_Return)
     assert guide.browser.textCursor().selectedText() == "MCP server" and guide.status.text() == ""
+    keep_screenshot(guide, "issue64-9-user-guide-searched")
     guide.search.setText("no such words in any guide")
     assert not guide.find_next() and "not in the guide" in guide.status.text()
     guide.close()

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from tests.helpers.paths import REPO_ROOT
+from tests.helpers.screenshots import keep_screenshot
 
 PLACE = re.compile(r"\b(Chat|Message|View|Model|Help|File|Edit|Settings) ▸ ([A-Za-z][A-Za-z …'()-]*)")
 
@@ -55,3 +56,4 @@ def test_settings_are_where_desktop_users_look(window, qtbot):
     win.open_settings = lambda page=None: opened.append(page)  # type: ignore[method-assign]
     qtbot.mouseClick(win.settings_button, Qt.MouseButton.LeftButton)
     assert opened == [None] and win.settings_button.isVisible()
+    keep_screenshot(win, "issue64-12-settings-button-in-the-header")

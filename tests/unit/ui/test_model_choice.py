@@ -13,6 +13,7 @@ from fara_desktop.settings.file import save_settings
 from fara_desktop.ui.main_window import MainWindow
 from tests.helpers.fakes import FakeBackend
 from tests.helpers.gguf_factory import write_tiny_model
+from tests.helpers.screenshots import keep_screenshot
 
 
 def started(qtbot) -> MainWindow:  # type: ignore[no-untyped-def]
@@ -50,4 +51,5 @@ def test_a_saved_choice_that_fails_at_start_gives_way_to_the_best_other_model(qt
     notices = win.notice_bar.texts()
     assert any("broken.gguf, your chosen model, could not be opened" in n and "best other model" in n
                for n in notices), notices  # fmt: skip
+    keep_screenshot(win, "issue64-2-a-failed-choice-gives-way")
     win.close()

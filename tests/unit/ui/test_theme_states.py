@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from fara_desktop.ui.theme import apply_appearance
+from tests.helpers.screenshots import keep_screenshot
 from tests.helpers.visual_check import luminance
 
 
@@ -68,6 +69,8 @@ def test_arrows_indicators_and_disabled_items_are_seen(qtbot, theme, restore_app
     on = contrast(menu, menu.actionGeometry(enabled))
     off = contrast(menu, menu.actionGeometry(disabled))
     assert on >= 4.5 and off >= 1.5 and on / off >= 1.8, (theme, on, off)  # readable, and plainly not enabled
+    keep_screenshot(host, f"issue64-11-spin-box-and-check-box-{theme}")
+    keep_screenshot(menu, f"issue64-11-disabled-menu-item-{theme}")
 
 
 def lowest_ink_row(widget: QWidget, text_far_from: float) -> int:

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QLabel, QWidget
 
 from fara_desktop.ui.main_window import MainWindow
 from tests.helpers.fakes import FakeBackend
+from tests.helpers.screenshots import keep_screenshot
 
 
 def test_key_widgets_have_stable_names(window):
@@ -641,6 +642,7 @@ def test_a_branch_at_ones_own_question_puts_it_in_the_message_box_to_ask_again(w
     assert win.session.conversation_id != original
     assert [m.content for m in win.session.messages if m.role == "user"] == ["First question"]
     assert win.composer.toPlainText() == "Second question" and "to change and send" in win.status_label.text()
+    keep_screenshot(win, "issue64-4-branch-at-a-question")
     win.composer.setPlainText("Second question, put otherwise")
     with qtbot.waitSignal(win.replyFinished, timeout=5000):
         win.send_button.click()
