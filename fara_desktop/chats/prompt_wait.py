@@ -13,8 +13,9 @@ from fara_desktop.vocabulary.stats import MIN_MEASURED_TOKENS, GenerationStats
 SHOWN_ABOVE_S = 3.0  # a shorter wait is not worth a word
 _KEPT = 5
 NOW_KEPT_S = 60.0  # the read-ahead's speed says how busy the machine is for this long
-# Enter's full batches over the read-ahead's 128-token ones, on a CPU other programs keep busy: 29.8 vs 20.9 tok/s at
-# SmolLM2-1.7B's shape here; a paste typed in under load was read at Enter 1.5x the read-ahead's own speed.
+# Enter's full batches over the read-ahead's 128-token ones, on a CPU other programs keep busy, at SmolLM2-1.7B's
+# shape: 29.8 vs 20.9 tok/s on the AVX-512 VM of issue 53; on the AMX Xeon of issue 64 a paste typed in under load
+# was read at Enter about 1.5x the read-ahead's own speed (docs/performance.md).
 FULL_BATCH_GAIN = 1.5
 
 
