@@ -30,9 +30,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.model is not None and args.command is not None:
         build_parser().error(
             f"--model before a command opens the window with that model; `{args.command}` does not use it"
-            + (f" (put it after: fara-desktop {args.command} --model {args.model})"
-               if args.command in ("smoke", "serve", "bench") else "")
-        )  # fmt: skip
+            + (
+                f" (put it after: fara-desktop {args.command} --model {args.model})"
+                if args.command in ("smoke", "serve", "bench")
+                else ""
+            )
+        )
     paths = app_paths().ensure()
     log_file = configure_logging(paths.logs)
     # A record left by a load or a first batch then tells a crash (a fatal signal, written here) from a stop

@@ -57,8 +57,15 @@ FINISH_NOTES = {
 class TurnEngine(Protocol):
     """What a turn asks of the engine: the inference worker, or the window's bridge to it."""
 
-    def generate(self, messages: Sequence[ChatMessage], sampling: SamplingParams, conversation: int | None = None,
-                 thinking: bool = True, *, tools: ToolOffer | None = None) -> int: ...  # fmt: skip
+    def generate(
+        self,
+        messages: Sequence[ChatMessage],
+        sampling: SamplingParams,
+        conversation: int | None = None,
+        thinking: bool = True,
+        *,
+        tools: ToolOffer | None = None,
+    ) -> int: ...
 
     def cancel(self) -> None: ...
 
@@ -290,8 +297,7 @@ class ChatTurns:
         except StorageError as exc:
             self.view.show_messages()  # a regenerate's earlier reply is back
             self.view.conversation_changed(self.session.conversation_id)
-            self.view.show_notice(f"The reply could not be started because the chat could not be saved: {exc}",
-                                  "error")  # fmt: skip
+            self.view.show_notice(f"The reply could not be started because the chat could not be saved: {exc}", "error")
             self.turn.end()
             self.view.set_busy(False)
             return
@@ -322,8 +328,9 @@ class ChatTurns:
         prompt = prompt if prompt is not None else session.prompt_messages()
         asked = next((m.content for m in reversed(prompt) if m.role == "user"), "")
         sampling = dataclasses.replace(self.sampling, stop_loops=False) if asks_for_repetition(asked) else self.sampling
-        return self.engine.generate(prompt, sampling, session.conversation_id, session.thinking,
-                                    tools=self.tool_offer())  # fmt: skip
+        return self.engine.generate(
+            prompt, sampling, session.conversation_id, session.thinking, tools=self.tool_offer()
+        )
 
     # ------------------------------------------------------------------ tools
 
@@ -350,8 +357,13 @@ class ChatTurns:
         self.view.tool_rounds_changed(self.session.rounds)
         self.view.set_status("Reading the tools' results…")
         session = self.session
-        request = self.engine.generate(session.continuation_prompt(), self.sampling, session.conversation_id,
-                                       session.thinking, tools=self.tool_offer())  # fmt: skip
+        request = self.engine.generate(
+            session.continuation_prompt(),
+            self.sampling,
+            session.conversation_id,
+            session.thinking,
+            tools=self.tool_offer(),
+        )
         self.turn.generating(request)
 
     # ------------------------------------------------------------------ engine events

@@ -46,8 +46,14 @@ class EngineCore:
     sink), the embedding model and the API keys; ``fara-desktop serve`` uses this part alone (it never opens the
     chats: a window running beside it owns them)."""
 
-    def __init__(self, paths: AppPaths, settings: Settings, backend: Backend | None = None,
-                 state_store: KVDiskStore | None = None, embedding: EmbedderService | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        paths: AppPaths,
+        settings: Settings,
+        backend: Backend | None = None,
+        state_store: KVDiskStore | None = None,
+        embedding: EmbedderService | None = None,
+    ) -> None:
         self.paths = paths
         self.settings = settings
         configure_kernels(pinned=settings.inference.kernel_path)  # before the first load: a path pinned in Settings
@@ -115,9 +121,14 @@ class AppCore(EngineCore):
     ``on_problem`` with a sentence for the user when something the user did not wait for fails (a permission that
     could not be saved)."""
 
-    def __init__(self, paths: AppPaths, settings: Settings, backend: Backend | None = None,
-                 on_tools_change: Callable[[], None] | None = None,
-                 on_problem: Callable[[str], None] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        paths: AppPaths,
+        settings: Settings,
+        backend: Backend | None = None,
+        on_tools_change: Callable[[], None] | None = None,
+        on_problem: Callable[[str], None] | None = None,
+    ) -> None:
         settings = tools_bound_to_definitions(settings)
         chat_states = chat_state_store(paths.data, settings.prompts.chat_states_gb)
         super().__init__(paths, settings, backend, chat_states)
@@ -127,8 +138,9 @@ class AppCore(EngineCore):
         self.store_problem = opened.problem
         self.interrupted_chat = opened.interrupted_chat  # shown first: its reply ended with the app last time
         # the user's pictures: deleted by the ledger alone, never against a stand-in database (it knows no message)
-        self.pictures = PictureLedger(PictureStore(paths.data / "pictures"),
-                                      self.store.pictures_in_use if self.store_problem is None else None)  # fmt: skip
+        self.pictures = PictureLedger(
+            PictureStore(paths.data / "pictures"), self.store.pictures_in_use if self.store_problem is None else None
+        )
         self.session = ChatSession(self.store, picture_file=self.pictures.path)
         self.pictures.sweep()  # a picture attached and never sent goes
         self.tools_hub = McpHub(on_tools_change)
@@ -187,7 +199,8 @@ class AppCore(EngineCore):
             tools_problem,
             tools_changed,
             (old.theme, old.font_size) != (settings.theme, settings.font_size),
-            old.inference != settings.inference or old.extra_model_folders != settings.extra_model_folders
+            old.inference != settings.inference
+            or old.extra_model_folders != settings.extra_model_folders
             or old.projectors != settings.projectors,
         )
 

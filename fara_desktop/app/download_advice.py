@@ -17,6 +17,7 @@ MUCH_MORE_CAPABLE = 4.0  # the pick counts as this many times the parameters of 
 # a typical home line, written so that a line is never broken inside it ("Mbit/ s")
 TYPICAL_LINE = "50\u00a0Mbit\u2060/\u2060s"
 
+
 def download_suggestion(assessment: CatalogAssessment | None, installed: Iterable[ModelMetadata]) -> str | None:
     """A sentence for the welcome screen, or None when nothing much better fits (or it is downloaded already)."""
     pick = assessment.recommended if assessment is not None else None
@@ -28,8 +29,12 @@ def download_suggestion(assessment: CatalogAssessment | None, installed: Iterabl
     size = pick.quant.estimated_bytes
     wait = format_plan_duration(size * 8 / TYPICAL_DOWNLOAD_BITS_PER_S)
     faster = assessment.faster_choice if assessment is not None else None
-    smaller = (f" Its {faster.quant.quant} file is smaller and faster: {format_size(faster.quant.estimated_bytes)}, "
-               f"about {faster.expected_tok_per_s:.0f} tok/s, a small loss of quality." if faster else "")  # fmt: skip
+    smaller = (
+        f" Its {faster.quant.quant} file is smaller and faster: {format_size(faster.quant.estimated_bytes)}, "
+        f"about {faster.expected_tok_per_s:.0f} tok/s, a small loss of quality."
+        if faster
+        else ""
+    )
     return (
         f"Worth downloading for this computer: {pick.entry.name} ({format_size(size)}, {wait} at {TYPICAL_LINE}; "
         f"about {pick.expected_tok_per_s:.0f} tok/s here), far more capable than the models you have.{smaller}"

@@ -40,9 +40,13 @@ class ModelLoading:
         self._disputes = 0  # replies in a row that ran clearly faster than the calibration said
 
     def prepare(
-        self, preferred: Path | None, folders: list[Path], with_overrides: Callable[[TunedParams], LoadParams],
-        projectors: Mapping[str, str] | None = None, avoid: Path | None = None,
-    ) -> PreparedLoad:  # fmt: skip
+        self,
+        preferred: Path | None,
+        folders: list[Path],
+        with_overrides: Callable[[TunedParams], LoadParams],
+        projectors: Mapping[str, str] | None = None,
+        avoid: Path | None = None,
+    ) -> PreparedLoad:
         """The start's plan and load decision (any thread; ``adopt`` makes it the one in use); ``avoid``: a model
         that just failed to load."""
         return prepare_load(self.paths, preferred, folders, with_overrides, projectors, avoid)

@@ -51,7 +51,10 @@ class PictureIntake:
         self.store = store
 
     def take_file(
-        self, path: Path, keep_whole: bool = False, should_stop: Callable[[], bool] | None = None,
+        self,
+        path: Path,
+        keep_whole: bool = False,
+        should_stop: Callable[[], bool] | None = None,
         sandbox: Sandbox | None = None,
     ) -> AttachedPicture:
         """``UnreadablePicture`` says why a file is refused (its message names no path: the caller adds the name);
@@ -66,7 +69,10 @@ class PictureIntake:
         return AttachedPicture(digest, self.store.path(digest))
 
     def take_bytes(
-        self, data: bytes, keep_whole: bool = False, should_stop: Callable[[], bool] | None = None,
+        self,
+        data: bytes,
+        keep_whole: bool = False,
+        should_stop: Callable[[], bool] | None = None,
         sandbox: Sandbox | None = None,
     ) -> AttachedPicture:
         """A picture's encoded bytes (a pasted image, a data: URI), through a private file for the child to read."""
@@ -114,9 +120,7 @@ class RequestPictureFiles:
         self._lock = threading.Lock()
         store.remove(store.digests())  # left by an earlier process with this process's number
 
-    def take(
-        self, data: Sequence[bytes], should_stop: Callable[[], bool] | None = None
-    ) -> tuple[AttachedPicture, ...]:
+    def take(self, data: Sequence[bytes], should_stop: Callable[[], bool] | None = None) -> tuple[AttachedPicture, ...]:
         """Decode and keep each picture (``UnreadablePicture`` for the first that cannot be read,
         ``SandboxStoppedError`` when ``should_stop`` says so: none is kept)."""
         taken: list[AttachedPicture] = []

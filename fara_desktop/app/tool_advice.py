@@ -33,8 +33,10 @@ def models_that_call_tools(assessment: CatalogAssessment | None, limit: int = MA
         if not entry.tools or option.verdict.verdict != "fits" or not comfortable or entry.id in best:
             continue
         where = "downloaded" if option.installed else f"{format_size(option.quant.estimated_bytes)} download"
-        best[entry.id] = (entry.parameters, f"{entry.name} ({option.quant.quant}, {where}, about "
-                                            f"{option.expected_tok_per_s:.0f} tok/s here)")  # fmt: skip
+        best[entry.id] = (
+            entry.parameters,
+            f"{entry.name} ({option.quant.quant}, {where}, about {option.expected_tok_per_s:.0f} tok/s here)",
+        )
     small = sorted((v for v in best.values() if v[0] >= SMALLEST_FOR_TOOLS), key=lambda item: item[0])[:1]
     large = [line for size, line in sorted(best.values(), key=lambda item: -item[0]) if (size, line) not in small]
     first = [line[:-1] + "; the smallest to try tools with)" for _size, line in small]
@@ -43,8 +45,10 @@ def models_that_call_tools(assessment: CatalogAssessment | None, limit: int = MA
 
 def no_tools_words(info: ModelInfo, suggestions: list[str]) -> str:
     """The sentence that says it, and what to do."""
-    what = (f"{one_line(info.name, 80)} cannot call tools: its chat template declares none, so a chat's tools are "
-            "not offered to it and it would only pretend (a time or a result it makes up).")  # fmt: skip
+    what = (
+        f"{one_line(info.name, 80)} cannot call tools: its chat template declares none, so a chat's tools are "
+        "not offered to it and it would only pretend (a time or a result it makes up)."
+    )
     if suggestions:
         return f"{what} Models that can, here: {'; '.join(suggestions)}. Get one with Model ▸ Get models…"
     return f"{what} Choose a model made for tool calling (Qwen 2.5/3, Llama 3.1+, Granite, LFM2, gpt-oss …)."

@@ -29,11 +29,17 @@ def bakery_chat(days: int, seed: int = 0) -> list[dict[str, str]]:
     for day in range(1, days + 1):
         n = day + seed * 31
         messages += [
-            {"role": "user", "content": f"Day {day}: we sold {n * 7} loaves, {n * 3 % 97} cakes and {n * 11} "
-                                        f"rolls; flour cost {n * 13} euros and the oven ran {n % 9 + 4} hours."},
-            {"role": "assistant", "content": f"Noted day {day}: {n * 7} loaves, {n * 3 % 97} cakes, {n * 11} "
-                                             f"rolls, flour {n * 13} euros, oven {n % 9 + 4} hours."},
-        ]  # fmt: skip
+            {
+                "role": "user",
+                "content": f"Day {day}: we sold {n * 7} loaves, {n * 3 % 97} cakes and {n * 11} "
+                f"rolls; flour cost {n * 13} euros and the oven ran {n % 9 + 4} hours.",
+            },
+            {
+                "role": "assistant",
+                "content": f"Noted day {day}: {n * 7} loaves, {n * 3 % 97} cakes, {n * 11} "
+                f"rolls, flour {n * 13} euros, oven {n % 9 + 4} hours.",
+            },
+        ]
     messages.append({"role": "user", "content": "Which day sold the most cakes?"})
     return messages
 
@@ -51,9 +57,23 @@ def api_cache(model: Path, tokens: int, rounds: int) -> dict[str, Any]:
         keys.write_text("\n".join([CLIENT_KEY, *map(stranger_key, range(MAX_ROUNDS))]) + "\n", encoding="utf-8")
         env = {**os.environ, "FARA_HOME": home, "PYTHONUNBUFFERED": "1"}
         process = subprocess.Popen(
-            [sys.executable, "-m", "fara_desktop", "serve", "--port", "0", "--model", str(model), "--api-key-file",
-             str(keys)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "fara_desktop",
+                "serve",
+                "--port",
+                "0",
+                "--model",
+                str(model),
+                "--api-key-file",
+                str(keys),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env,
+        )
         try:
             address = process.stdout.readline().strip() if process.stdout is not None else ""
             if not address.startswith("http"):
@@ -85,11 +105,14 @@ def _round(client: Any, tokens: int, seed: int) -> dict[str, Any]:
     second, followup_s = _ask(client, CLIENT_KEY, follow_up)
     stranger, stranger_s = _ask(client, stranger_key(seed), follow_up)  # its first request: nothing of its own
     return {
-        "first_s": first_s, "followup_s": followup_s, "stranger_s": stranger_s,
-        "first_prompt": first["usage"]["prompt_tokens"], "followup_prompt": second["usage"]["prompt_tokens"],
+        "first_s": first_s,
+        "followup_s": followup_s,
+        "stranger_s": stranger_s,
+        "first_prompt": first["usage"]["prompt_tokens"],
+        "followup_prompt": second["usage"]["prompt_tokens"],
         "followup_cached": second["usage"]["prompt_tokens_details"]["cached_tokens"],
         "stranger_cached": stranger["usage"]["prompt_tokens_details"]["cached_tokens"],
-    }  # fmt: skip
+    }
 
 
 def stranger_key(round_number: int) -> str:
@@ -98,7 +121,10 @@ def stranger_key(round_number: int) -> str:
 
 def _ask(client: Any, key: str, messages: list[dict[str, str]]) -> tuple[dict[str, Any], float]:
     started = time.perf_counter()
-    reply = client.post("/chat/completions", headers={"authorization": f"Bearer {key}"},
-                        json={"model": "any", "messages": messages, "temperature": 0, "max_tokens": 16})  # fmt: skip
+    reply = client.post(
+        "/chat/completions",
+        headers={"authorization": f"Bearer {key}"},
+        json={"model": "any", "messages": messages, "temperature": 0, "max_tokens": 16},
+    )
     reply.raise_for_status()
     return reply.json(), time.perf_counter() - started

@@ -47,8 +47,11 @@ def main(argv: list[str]) -> None:
     prompt = backend.prepare([ChatMessage("user", "Hello!")], 8)
     backend.reply(prompt, SamplingParams(temperature=0.0, max_tokens=1), lambda: False, ignore_text)
     first = time.perf_counter()
-    print(json.dumps({"mode": mode, "pre_read_s": read - started, "loaded_s": loaded - started,
-                      "first_token_s": first - started}))  # fmt: skip
+    print(
+        json.dumps(
+            {"mode": mode, "pre_read_s": read - started, "loaded_s": loaded - started, "first_token_s": first - started}
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -55,8 +55,9 @@ def loop_detection(
             for number, prompt in enumerate(prompts):
                 seeded = replace(sampling, seed=number + 1) if sampling.temperature else sampling
                 pieces, result = _answer(backend, prompt, seeded)
-                replies.append(_verdict(label, prompt, pieces, result.stats.completion_tokens, max_tokens,
-                                        result.finish_reason))  # fmt: skip
+                replies.append(
+                    _verdict(label, prompt, pieces, result.stats.completion_tokens, max_tokens, result.finish_reason)
+                )
     finally:
         backend.unload()
     looped = [r for r in replies if r["looped"]]
@@ -91,6 +92,12 @@ def _verdict(label: str, prompt: str, pieces: list[str], tokens: int, max_tokens
     text = "".join(pieces)
     period = repeated_period(text[-6000:])
     looped = finish in ("length", "context") and tokens >= max_tokens and period > 0
-    return {"sampling": label, "prompt": prompt, "tokens": tokens, "finish": finish, "looped": looped,
-            "caught_at_token": caught, "block": text[-period:][:200] if period else (
-                text[-detector.period:][:200] if detector.period else "")}  # fmt: skip
+    return {
+        "sampling": label,
+        "prompt": prompt,
+        "tokens": tokens,
+        "finish": finish,
+        "looped": looped,
+        "caught_at_token": caught,
+        "block": text[-period:][:200] if period else (text[-detector.period :][:200] if detector.period else ""),
+    }

@@ -35,18 +35,28 @@ def main(argv: list[str]) -> None:
     meta = model_metadata(path)
     before = _rss()
     backend = LlamaBackend()
-    backend.load(path, LoadParams(n_ctx=n_ctx, kv_type=kv_type, use_mmap=use_mmap, prefault=False,
-                                  flash_attn=kv_type != "f16"))  # fmt: skip
+    backend.load(
+        path, LoadParams(n_ctx=n_ctx, kv_type=kv_type, use_mmap=use_mmap, prefault=False, flash_attn=kv_type != "f16")
+    )
     prompt = backend.prepare([ChatMessage("user", "hello " * 200)], 64)
     backend.reply(prompt, SamplingParams(temperature=0.0, max_tokens=8), lambda: False, ignore_text)
     after = _rss()
     estimate = estimate_memory(meta, n_ctx, kv_type, mapped_and_repacked=use_mmap and weights_are_repacked())
     increase = after["VmRSS"] - before["VmRSS"]
-    print(json.dumps({
-        "n_ctx": n_ctx, "kv_type": kv_type, "use_mmap": use_mmap, "estimate": estimate.total, "increase": increase,
-        "anon": after["RssAnon"] - before["RssAnon"], "file": after["RssFile"] - before["RssFile"],
-        "ratio": estimate.total / increase,
-    }))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "n_ctx": n_ctx,
+                "kv_type": kv_type,
+                "use_mmap": use_mmap,
+                "estimate": estimate.total,
+                "increase": increase,
+                "anon": after["RssAnon"] - before["RssAnon"],
+                "file": after["RssFile"] - before["RssFile"],
+                "ratio": estimate.total / increase,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -90,8 +90,11 @@ def paste_forecast(model: Path, params: LoadParams, paste_tokens: int, loaded: b
         for round_number in range(rounds):
             speed = PromptSpeed(info.expected_prompt_tok_per_s, info.prompt_span_tokens)
             mark = len(events.seen)  # the model's last reply, on the quiet machine: the speed the window knows
-            worker.generate([SYSTEM, ChatMessage("user", f"({round_number}) " + paste[:1500])],
-                            SamplingParams(temperature=0.0, max_tokens=2), 1000 + round_number)  # fmt: skip
+            worker.generate(
+                [SYSTEM, ChatMessage("user", f"({round_number}) " + paste[:1500])],
+                SamplingParams(temperature=0.0, max_tokens=2),
+                1000 + round_number,
+            )
             speed.observe(events.wait(lambda e: isinstance(e, Finished), mark)[1].stats)
             hogs = busy_processes(os.cpu_count() or 2) if loaded else []
             try:

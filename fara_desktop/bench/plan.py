@@ -14,9 +14,22 @@ from fara_desktop.models.metadata import ModelMetadata
 from fara_desktop.planning.tuning import expected_prompt_tokens_per_second, expected_tokens_per_second
 
 SECTIONS = (
-    "bandwidth", "engine", "app", "memory", "startup", "turns", "resume", "typeahead", "cold", "retrieval", "loops",
-    "prefix", "vision", "api", "kernels",
-)  # fmt: skip
+    "bandwidth",
+    "engine",
+    "app",
+    "memory",
+    "startup",
+    "turns",
+    "resume",
+    "typeahead",
+    "cold",
+    "retrieval",
+    "loops",
+    "prefix",
+    "vision",
+    "api",
+    "kernels",
+)
 SECTION_HELP = {
     "bandwidth": "the machine's memory read bandwidth, probed twice",
     "engine": "tuned settings vs llama-cpp-python's defaults vs a sweep over threads, batch, KV type and flash "

@@ -150,8 +150,10 @@ class PrefixPaths:
         self.check("a thinking reply", asked, 3, reuse=False)
         follow = [*asked, ChatMessage("assistant", "the cat", reasoning=self.last.text), ChatMessage("user", "the mat")]
         tokens = self.tested.prepare(follow, 64).detail.tokens
-        shared = next((i for i, (a, b) in enumerate(zip(first.detail.tokens, tokens, strict=False)) if a != b),
-                      len(first.detail.tokens))  # fmt: skip
+        shared = next(
+            (i for i, (a, b) in enumerate(zip(first.detail.tokens, tokens, strict=False)) if a != b),
+            len(first.detail.tokens),
+        )
         return self.check("its follow-up (reasoning dropped)", follow, 3), len(tokens) - shared
 
 

@@ -213,8 +213,14 @@ class Benchmark:
             raw.llm.model, self.n_ctx, configs, prompt, self.plan.gen_tokens, self.plan.pp_rounds, self.plan.gen_rounds
         )
         best_gen, best_pp = sweep.best("gen"), sweep.best("pp")
-        by_threads = {c.n_threads: c for c in configs if c.n_threads == c.n_threads_batch and c.n_batch == tuned.n_batch
-                      and c.kv_type == tuned.kv_type and c.flash_attn == tuned.flash_attn}  # fmt: skip
+        by_threads = {
+            c.n_threads: c
+            for c in configs
+            if c.n_threads == c.n_threads_batch
+            and c.n_batch == tuned.n_batch
+            and c.kv_type == tuned.kv_type
+            and c.flash_attn == tuned.flash_attn
+        }
         best_threads = max(by_threads, key=lambda t: statistics.median(sweep.gen[by_threads[t]]))
         predicted_gen = expected_tokens_per_second(self.meta, self.bandwidth, cpu_features=self.hardware.cpu_features)
         predicted_pp = expected_prompt_tokens_per_second(self.meta, tuned.n_threads_batch, self.hardware.cpu_features)
@@ -225,13 +231,19 @@ class Benchmark:
             "n_threads_batch": default.n_threads_batch,
         }
         self.out["raw"] = {
-            "default": {"pp_tok_per_s": Figure(sweep.pp[default]).to_json(),
-                        "gen_tok_per_s": Figure(sweep.gen[default]).to_json()},
-            "tuned": {"pp_tok_per_s": Figure(sweep.pp[tuned]).to_json(),
-                      "gen_tok_per_s": Figure(sweep.gen[tuned]).to_json()},
-            "sweep": {str(t): {"pp_tok_per_s": Figure(sweep.pp[c]).to_json(),
-                               "gen_tok_per_s": Figure(sweep.gen[c]).to_json()} for t, c in by_threads.items()},
-        }  # fmt: skip
+            "default": {
+                "pp_tok_per_s": Figure(sweep.pp[default]).to_json(),
+                "gen_tok_per_s": Figure(sweep.gen[default]).to_json(),
+            },
+            "tuned": {
+                "pp_tok_per_s": Figure(sweep.pp[tuned]).to_json(),
+                "gen_tok_per_s": Figure(sweep.gen[tuned]).to_json(),
+            },
+            "sweep": {
+                str(t): {"pp_tok_per_s": Figure(sweep.pp[c]).to_json(), "gen_tok_per_s": Figure(sweep.gen[c]).to_json()}
+                for t, c in by_threads.items()
+            },
+        }
         self.out["sweep"] = sweep.to_json()
         self.out["sweep_best"] = {"gen": best_gen.label, "pp": best_pp.label}
         self.out.update(
@@ -267,8 +279,9 @@ class Benchmark:
         with tempfile.TemporaryDirectory(prefix="fara-bench-") as home:
             for _ in range(rounds):
                 before.runs.append(raw.gen_tok_per_s(gen))
-                child = app_path_in_child(self.model, self.params, _scratch_paths(Path(home)), 1, gen,
-                                          self.plan.long_prompt_tokens)  # fmt: skip
+                child = app_path_in_child(
+                    self.model, self.params, _scratch_paths(Path(home)), 1, gen, self.plan.long_prompt_tokens
+                )
                 after.runs.append(raw.gen_tok_per_s(gen))
                 app_runs.runs.extend(child["gen"].runs)
                 ratios.append(child["gen"].median / statistics.mean([before.runs[-1], after.runs[-1]]))
@@ -279,13 +292,17 @@ class Benchmark:
             "streaming": max(c["stall_stream_ms"] for c in children),
         }
         app = children[-1]
-        self.out["raw"] = {**self.out.get("raw", {}), "tuned_with_sampling": {"gen_tok_per_s": before.to_json()},
-                           "tuned_after_app": {"gen_tok_per_s": after.to_json()}}  # fmt: skip
+        self.out["raw"] = {
+            **self.out.get("raw", {}),
+            "tuned_with_sampling": {"gen_tok_per_s": before.to_json()},
+            "tuned_after_app": {"gen_tok_per_s": after.to_json()},
+        }
         self.out["app"] = {"gen_tok_per_s": app_runs.to_json()}
         self.out["app_vs_raw_gen_ratio"] = statistics.median(ratios)
         self.out["app_vs_raw_round_ratios"] = ratios
-        self.out["event_loop_stall_runs_ms"] = [[c["stall_load_ms"], c["stall_prompt_ms"], c["stall_stream_ms"]]
-                                                for c in children]  # fmt: skip
+        self.out["event_loop_stall_runs_ms"] = [
+            [c["stall_load_ms"], c["stall_prompt_ms"], c["stall_stream_ms"]] for c in children
+        ]
         self.out["max_event_loop_stall_ms"] = max(stalls.values())
         self.out["event_loop_stall_ms"] = stalls
         self.out["long_prompt_tokens"] = self.plan.long_prompt_tokens
@@ -303,8 +320,12 @@ class Benchmark:
             results.append(memory_in_child(self.model, n_ctx, kv, self.tuned.use_mmap))
         tuned = next(r for r in results if r["n_ctx"] == self.tuned.n_ctx and r["kv_type"] == self.tuned.kv_type)
         self.out["memory_cases"] = results
-        self.out["memory"] = {**self.out.get("memory", {}), "model_rss_increase_bytes": tuned["increase"],
-                              "estimate_bytes": tuned["estimate"], "n_ctx": tuned["n_ctx"]}  # fmt: skip
+        self.out["memory"] = {
+            **self.out.get("memory", {}),
+            "model_rss_increase_bytes": tuned["increase"],
+            "estimate_bytes": tuned["estimate"],
+            "n_ctx": tuned["n_ctx"],
+        }
         self.out["estimate_vs_rss_ratio"] = tuned["ratio"]
         if self.meta.recurrent_layers:
             self.out["recurrent_estimate_over_rss"] = tuned["ratio"]
@@ -317,8 +338,11 @@ class Benchmark:
         self.out["startup"] = warm
         self.out["window_shown_s"] = warm["window_shown_s"]
         self.out["model_ready_s"] = warm["model_ready_s"]
-        self.out["memory"] = {**self.out.get("memory", {}), "rss_no_model_bytes": warm["rss_no_model_bytes"],
-                              "rss_model_loaded_bytes": warm["rss_model_loaded_bytes"]}  # fmt: skip
+        self.out["memory"] = {
+            **self.out.get("memory", {}),
+            "rss_no_model_bytes": warm["rss_no_model_bytes"],
+            "rss_model_loaded_bytes": warm["rss_model_loaded_bytes"],
+        }
 
     def turns_section(self) -> None:
         turns = multi_turn(self.model, self.params, self.plan.repeats)
@@ -361,8 +385,12 @@ class Benchmark:
                 runs[mode].append(cold_start_in_child(self.model, min(self.n_ctx, 2048), mode))
         medians = {mode: statistics.median(r["first_token_s"] for r in rs) for mode, rs in runs.items()}
         default_mode = "read-ahead" if not self.tuned.use_mmap else "mapped"  # prefault is on by default
-        self.out["cold_start"] = {"runs": runs, "first_token_s": medians, "default_mode": default_mode,
-                                  "fastest_mode": min(medians, key=lambda m: medians[m])}  # fmt: skip
+        self.out["cold_start"] = {
+            "runs": runs,
+            "first_token_s": medians,
+            "default_mode": default_mode,
+            "fastest_mode": min(medians, key=lambda m: medians[m]),
+        }
 
     def prefix_section(self) -> None:
         self.close()

@@ -69,62 +69,97 @@ def table(out: dict[str, Any]) -> str:
             pp, gen = entry["pp_tok_per_s"], entry["gen_tok_per_s"]
             rows.append(row(f"  {entry['label']}", f"{pp['median']:10.1f}   {gen['median']:10.2f}"))
         rows += [
-            row("tuned / llama-cpp-python defaults: generation, prompt",
-                 f"{out['tuned_vs_default_gen_ratio']:.3f}, {out['tuned_vs_default_pp_ratio']:.3f}"),
-            row("tuned / best of the sweep: generation, prompt",
-                 f"{out['tuned_vs_best_sweep_gen_ratio']:.3f}, {out['tuned_vs_best_sweep_pp_ratio']:.3f}"),
-            row("predicted generation tok/s (measured / predicted)",
-                 f"{out['predicted']['gen_tok_per_s']:.2f} ({out['predicted']['gen_measured_over_predicted']:.2f})"),
-            row("predicted prompt tok/s (measured / predicted)",
-                 f"{out['predicted']['pp_tok_per_s']:.1f} ({out['predicted']['pp_measured_over_predicted']:.2f})"),
-            row("generation roofline (tok/s) and fraction reached",
-                 f"{out['roofline_tok_per_s']:.1f} / {out['roofline_fraction']:.2f}"),
-        ]  # fmt: skip
+            row(
+                "tuned / llama-cpp-python defaults: generation, prompt",
+                f"{out['tuned_vs_default_gen_ratio']:.3f}, {out['tuned_vs_default_pp_ratio']:.3f}",
+            ),
+            row(
+                "tuned / best of the sweep: generation, prompt",
+                f"{out['tuned_vs_best_sweep_gen_ratio']:.3f}, {out['tuned_vs_best_sweep_pp_ratio']:.3f}",
+            ),
+            row(
+                "predicted generation tok/s (measured / predicted)",
+                f"{out['predicted']['gen_tok_per_s']:.2f} ({out['predicted']['gen_measured_over_predicted']:.2f})",
+            ),
+            row(
+                "predicted prompt tok/s (measured / predicted)",
+                f"{out['predicted']['pp_tok_per_s']:.1f} ({out['predicted']['pp_measured_over_predicted']:.2f})",
+            ),
+            row(
+                "generation roofline (tok/s) and fraction reached",
+                f"{out['roofline_tok_per_s']:.1f} / {out['roofline_fraction']:.2f}",
+            ),
+        ]
     if "app" in out:
         app = out["app"]["gen_tok_per_s"]
         stalls = out["event_loop_stall_ms"]
         rows += [
             row("app path (window → queue → worker → Qt → chat view) tok/s", f"{app['median']:.2f} {app['runs']}"),
             row("app / raw engine with sampling (raw runs around it)", f"{out['app_vs_raw_gen_ratio']:.3f}"),
-            row(f"longest event-loop stall: load / {out['long_prompt_tokens']}-token prompt / stream (ms)",
-                 f"{stalls['loading']:.0f} / {stalls['prompt']:.0f} / {stalls['streaming']:.0f}"),
-        ]  # fmt: skip
+            row(
+                f"longest event-loop stall: load / {out['long_prompt_tokens']}-token prompt / stream (ms)",
+                f"{stalls['loading']:.0f} / {stalls['prompt']:.0f} / {stalls['streaming']:.0f}",
+            ),
+        ]
     for case in out.get("memory_cases", []):
         rows.append(
-            row(f"memory at {case['n_ctx']:,} ctx, {case['kv_type']} KV: measured / estimate (MiB)",
-                 f"{case['increase'] / mib:.0f} / {case['estimate'] / mib:.0f} = {case['ratio']:.3f}")
-        )  # fmt: skip
+            row(
+                f"memory at {case['n_ctx']:,} ctx, {case['kv_type']} KV: measured / estimate (MiB)",
+                f"{case['increase'] / mib:.0f} / {case['estimate'] / mib:.0f} = {case['ratio']:.3f}",
+            )
+        )
     if "startup" in out:
-        rows.append(row("window shown / model ready after launch (s)",
-                         f"{out['window_shown_s']:.2f} / {out['model_ready_s']:.2f}"))  # fmt: skip
+        rows.append(
+            row(
+                "window shown / model ready after launch (s)",
+                f"{out['window_shown_s']:.2f} / {out['model_ready_s']:.2f}",
+            )
+        )
     if "ttft_s" in out:
         rows += [
-            row("TTFT turns 1 / 4 / 8 with reuse (ms)",
-                 " / ".join(f"{out['ttft_s']['reuse'][t] * 1000:.0f}" for t in ("1", "4", "8"))),
-            row("TTFT turns 1 / 4 / 8, fresh context each turn (ms)",
-                 " / ".join(f"{out['ttft_s']['fresh'][t] * 1000:.0f}" for t in ("1", "4", "8"))),
-            row(f"switch back to a {out['switch_back']['history_tokens']}-token chat: snapshot / re-read",
-                 f"{out['switch_back_ttft_ratio']:.3f}"),
-        ]  # fmt: skip
+            row(
+                "TTFT turns 1 / 4 / 8 with reuse (ms)",
+                " / ".join(f"{out['ttft_s']['reuse'][t] * 1000:.0f}" for t in ("1", "4", "8")),
+            ),
+            row(
+                "TTFT turns 1 / 4 / 8, fresh context each turn (ms)",
+                " / ".join(f"{out['ttft_s']['fresh'][t] * 1000:.0f}" for t in ("1", "4", "8")),
+            ),
+            row(
+                f"switch back to a {out['switch_back']['history_tokens']}-token chat: snapshot / re-read",
+                f"{out['switch_back_ttft_ratio']:.3f}",
+            ),
+        ]
     if "cold_start" in out:
         cold = out["cold_start"]
-        rows.append(row("cold start to first token: " + " / ".join(cold["first_token_s"]) + " (s)",
-                         " / ".join(f"{v:.1f}" for v in cold["first_token_s"].values())
-                         + f"  (default: {cold['default_mode']})"))  # fmt: skip
+        rows.append(
+            row(
+                "cold start to first token: " + " / ".join(cold["first_token_s"]) + " (s)",
+                " / ".join(f"{v:.1f}" for v in cold["first_token_s"].values()) + f"  (default: {cold['default_mode']})",
+            )
+        )
     if "restart_tokens_reread" in out:
         rows += [
-            row(f"restart: a {out['restart_history_tokens']:,}-token chat's tokens read again (goal 0)",
-                f"{out['restart_tokens_reread']} (first word {out['restart_first_word_s']:.2f} s)"),
-            row("right after a reply: Branch / Edit first word (s) [tokens read]",
+            row(
+                f"restart: a {out['restart_history_tokens']:,}-token chat's tokens read again (goal 0)",
+                f"{out['restart_tokens_reread']} (first word {out['restart_first_word_s']:.2f} s)",
+            ),
+            row(
+                "right after a reply: Branch / Edit first word (s) [tokens read]",
                 f"{out['branch_after_reply_first_word_s']:.2f} [{out['branch_after_reply_tokens_read']}] / "
-                f"{out['edit_after_reply_first_word_s']:.2f} [{out['edit_after_reply_tokens_read']}]"),
-        ]  # fmt: skip
+                f"{out['edit_after_reply_first_word_s']:.2f} [{out['edit_after_reply_tokens_read']}]",
+            ),
+        ]
     for label in ("quiet", "loaded"):
         said = out.get(f"paste_forecast_over_measured_{label}")
         if said is not None:
             before = out[f"paste_forecast_at_reply_speed_over_measured_{label}"]
-            rows.append(row(f"long paste's wait said / first word, {label} (at the last reply's speed)",
-                            f"{said:.2f} ({before:.2f})"))  # fmt: skip
+            rows.append(
+                row(
+                    f"long paste's wait said / first word, {label} (at the last reply's speed)",
+                    f"{said:.2f} ({before:.2f})",
+                )
+            )
         typed = out.get(f"read_ahead_reused_fraction_{label}")
         if typed is not None:
             said_rounds = out[f"typed_paste_forecast_rounds_{label}"]
@@ -135,10 +170,12 @@ def table(out: dict[str, Any]) -> str:
         rows.append(row("a message read ahead, then sent: tokens read / new (goal ≤ 1.2)", f"{ratio:.2f}"))
     if "api_followup_over_first" in out:
         rows += [
-            row(f"local API: a {out['api_first_prompt_tokens']:,.0f}-token chat's follow-up / first request",
-                f"{out['api_followup_over_first']:.3f} (read {out['api_followup_read_tokens']:,.0f} tokens)"),
+            row(
+                f"local API: a {out['api_first_prompt_tokens']:,.0f}-token chat's follow-up / first request",
+                f"{out['api_followup_over_first']:.3f} (read {out['api_followup_read_tokens']:,.0f} tokens)",
+            ),
             row("local API: tokens another key reused", f"{out['api_cross_principal_reuse_tokens']}"),
-        ]  # fmt: skip
+        ]
     rows += kernel_rows(out, row)
     rows += retrieval_rows(out.get("retrieval"))
     rows += vision_rows(out)
@@ -153,9 +190,13 @@ def vision_rows(out: dict[str, Any]) -> list[str]:
         return []
     rows = [row("pictures (per projector)", "encode s (forecast)  2nd-turn encodes  resume ratio  estimate/RSS")]
     for name, v in out["vision_encode_s"].items():
-        rows.append(row(f"  {name[:40]} ({v['picture_tokens']} tokens)",
-                        f"{v['encode_s']:.2f} ({v['forecast_s']:.2f})  {v['second_turn_encodes']}  "
-                        f"{v['resume_restore_ratio']:.3f}  {v['estimate_over_rss'] or 0:.3f}"))  # fmt: skip
+        rows.append(
+            row(
+                f"  {name[:40]} ({v['picture_tokens']} tokens)",
+                f"{v['encode_s']:.2f} ({v['forecast_s']:.2f})  {v['second_turn_encodes']}  "
+                f"{v['resume_restore_ratio']:.3f}  {v['estimate_over_rss'] or 0:.3f}",
+            )
+        )
     for name, h in out["vision_hostile"].items():
         rows.append(row(f"  hostile: {name}", f"{h['outcome'][:60]} in {h['seconds']:.2f} s"))
     return rows
@@ -169,20 +210,30 @@ def retrieval_rows(figures: dict[str, Any] | None) -> list[str]:
     for name, quality in figures["quality"].items():
         for group in ("all", "direct", "paraphrased"):
             if group in quality:
-                cells = "   ".join(f"{quality[group][m]['recall_at_5']:.2f} / {quality[group][m]['mrr']:.2f}"
-                                   for m in ("lexical", "semantic", "fused"))  # fmt: skip
+                cells = "   ".join(
+                    f"{quality[group][m]['recall_at_5']:.2f} / {quality[group][m]['mrr']:.2f}"
+                    for m in ("lexical", "semantic", "fused")
+                )
                 rows.append(row(f"  {name}, {group} ({quality[group]['questions']} questions)", cells))
     best, speed, corpus = figures["fusion_best"], figures["throughput"]["passages_per_s"], figures["stdlib_corpus"]
     rows += [
-        row("best fusion on both sets: k, semantic weight (MRR)",
-            f"{best['k']}, {best['semantic_weight']} ({best['mrr']:.3f})"),
-        row("embedding passages/s: 1 thread / 2 threads / 2 without flash attention",
-            f"{speed['threads_1']:.1f} / {speed['threads_2']:.1f} / {speed['threads_2_no_flash_attention']:.1f}"),
-        row("query embedding ms: alone / during background indexing (p95)",
+        row(
+            "best fusion on both sets: k, semantic weight (MRR)",
+            f"{best['k']}, {best['semantic_weight']} ({best['mrr']:.3f})",
+        ),
+        row(
+            "embedding passages/s: 1 thread / 2 threads / 2 without flash attention",
+            f"{speed['threads_1']:.1f} / {speed['threads_2']:.1f} / {speed['threads_2_no_flash_attention']:.1f}",
+        ),
+        row(
+            "query embedding ms: alone / during background indexing (p95)",
             f"{figures['query_ms_alone']:.1f} / {corpus['query_embed_ms_during_indexing'] or 0:.1f} "
-            f"({corpus['query_embed_ms_during_indexing_p95'] or 0:.1f})"),
-        row(f"{corpus['corpus_mb']:.0f} MB made searchable: words / vectors (passages/s)",
+            f"({corpus['query_embed_ms_during_indexing_p95'] or 0:.1f})",
+        ),
+        row(
+            f"{corpus['corpus_mb']:.0f} MB made searchable: words / vectors (passages/s)",
             f"{corpus['text_index_s']:.0f} s / {corpus['passages'] / corpus['passages_per_s']:.0f} s "
-            f"({corpus['passages_per_s']:.1f})"),
-    ]  # fmt: skip
+            f"({corpus['passages_per_s']:.1f})",
+        ),
+    ]
     return rows

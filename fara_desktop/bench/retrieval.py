@@ -116,10 +116,15 @@ def fusion_grid(sets: dict[str, Rankings]) -> list[dict[str, Any]]:
     for k in FUSION_K:
         for weight in SEMANTIC_WEIGHTS:
             per_set = {name: scores(fused(r, k, weight), r.questions) for name, r in sets.items()}
-            grid.append({"k": k, "semantic_weight": weight,
-                         "mrr": statistics.mean(s["mrr"] for s in per_set.values()),
-                         "recall_at_5": statistics.mean(s["recall_at_5"] for s in per_set.values()),
-                         "sets": per_set})  # fmt: skip
+            grid.append(
+                {
+                    "k": k,
+                    "semantic_weight": weight,
+                    "mrr": statistics.mean(s["mrr"] for s in per_set.values()),
+                    "recall_at_5": statistics.mean(s["recall_at_5"] for s in per_set.values()),
+                    "sets": per_set,
+                }
+            )
     return grid
 
 
@@ -234,21 +239,31 @@ def semantic_corpus_time(
     total = len(index.passages_without_vectors("stdlib", embedder.name, 10_000_000))
     budget = limit_passages or total
     done = [0]
-    embedding = embed_collection(index, "stdlib", embedder, should_stop=lambda: done[0] >= budget,
-                                 on_progress=lambda p: done.__setitem__(0, p.done))  # fmt: skip
+    embedding = embed_collection(
+        index,
+        "stdlib",
+        embedder,
+        should_stop=lambda: done[0] >= budget,
+        on_progress=lambda p: done.__setitem__(0, p.done),
+    )
     stop.set()
     prober.join()
     embed_s = time.perf_counter() - embedding.started
     per_s = embedding.done / embed_s
     mb = report.bytes_read / 1e6
     out = {
-        "corpus_mb": mb, "files": report.files, "passages": total, "text_index_s": report.seconds,
-        "vectors_done": embedding.done, "vectors_s": embed_s, "passages_per_s": per_s,
+        "corpus_mb": mb,
+        "files": report.files,
+        "passages": total,
+        "text_index_s": report.seconds,
+        "vectors_done": embedding.done,
+        "vectors_s": embed_s,
+        "passages_per_s": per_s,
         "semantic_total_s": report.seconds + total / per_s,
         "semantic_s_per_30_mb": (report.seconds + total / per_s) * 30 / mb,
         "query_embed_ms_during_indexing": statistics.median(during) * 1000 if during else None,
         "query_embed_ms_during_indexing_p95": sorted(during)[int(len(during) * 0.95)] * 1000 if during else None,
-    }  # fmt: skip
+    }
     return {"report": out, "index": index}
 
 
@@ -286,8 +301,9 @@ def retrieval(model: Path, quick: bool, note: Callable[[str], None] = lambda _: 
                     index.close()
                 out[f"passage_sizes_{corpus_name}"] = sizes
             note("the standard library: text index, then vectors (the app's path), queries meanwhile")
-            corpus = semantic_corpus_time(embedder, folder, stdlib_roots(), [q.text for q in README_QUESTIONS],
-                                          3000 if quick else None)  # fmt: skip
+            corpus = semantic_corpus_time(
+                embedder, folder, stdlib_roots(), [q.text for q in README_QUESTIONS], 3000 if quick else None
+            )
             out["stdlib_corpus"] = corpus["report"]
             stdlib_index: DocumentIndex = corpus["index"]
             stdlib_rankings = rank_all(stdlib_index, "stdlib", embedder, STDLIB_QUESTIONS)

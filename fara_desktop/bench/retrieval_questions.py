@@ -61,29 +61,41 @@ _DIRECT = (
 )
 # Paraphrased: few words in common with the answer.
 _PARAPHRASED = (
-    ("If a variable is already defined in my shell, will reading the settings file clobber it?", "python_dotenv.md",
-     "not override"),
+    (
+        "If a variable is already defined in my shell, will reading the settings file clobber it?",
+        "python_dotenv.md",
+        "not override",
+    ),
     ("How much does the progress meter slow down each step of a loop?", "tqdm.md", "60ns"),
     ("Which HTTP library leaves reading and writing the socket entirely to me?", "h11.md", "no IO code"),
     ("How can I find out where the password vault library keeps its settings?", "keyring.md", "keyring diagnose"),
     ("How do I learn how many real cores the machine has, not hyperthreads?", "psutil.md", "logical=False"),
     ("How can I get the words out of a PDF in Python?", "pypdf.md", "extract_text"),
     ("How do I get the speedier compiled event loop and HTTP parser for the web server?", "uvicorn.md", "httptools"),
-    ("How do I make the bindings use an optimised linear algebra library for matrix maths?", "llama_cpp_python.md",
-     "OpenBLAS"),
+    (
+        "How do I make the bindings use an optimised linear algebra library for matrix maths?",
+        "llama_cpp_python.md",
+        "OpenBLAS",
+    ),
     ("How do I fetch just one file of a model repository to my machine?", "huggingface_hub.md", "hf_hub_download"),
-    ("How do I make the unused-function finder show only the findings it is certain about?", "vulture.md",
-     "min-confidence"),
+    (
+        "How do I make the unused-function finder show only the findings it is certain about?",
+        "vulture.md",
+        "min-confidence",
+    ),
     ("How quick is the Rust linter compared with the older Python linters?", "ruff.md", "10-100x"),
     ("How do I press a button of a widget from a test?", "pytest_qt.md", "mouseClick"),
     ("How do I break a long sequence into groups of n items?", "more_itertools.md", "chunked"),
     ("How can my tool skip the same files Git would leave out?", "pathspec.md", "gitignore"),
-    ("Can several programs share the same on-disk cache at once without corrupting it?", "diskcache.md",
-     "process-safe"),
+    (
+        "Can several programs share the same on-disk cache at once without corrupting it?",
+        "diskcache.md",
+        "process-safe",
+    ),
     ("How do I call the chat API with await?", "openai.md", "AsyncOpenAI"),
     ("Which library lets the same async code run on either event loop implementation?", "anyio.md", "Trio"),
     ("How do I see how long a loop still has to go while it runs?", "tqdm.md", "remaining"),
-)  # fmt: skip
+)
 README_QUESTIONS = tuple(Question(*row) for row in _DIRECT) + tuple(
     Question(*row, paraphrased=True) for row in _PARAPHRASED
 )

@@ -79,11 +79,17 @@ def _pictures(store: PictureStore, folder: Path, count: int) -> list[AttachedPic
 
 
 def _projector(
-    model: Path, projector: Path, n_ctx: int, threads: int | None, pictures: list[AttachedPicture], folder: Path,
+    model: Path,
+    projector: Path,
+    n_ctx: int,
+    threads: int | None,
+    pictures: list[AttachedPicture],
+    folder: Path,
     quick: bool,
-) -> dict[str, Any]:  # fmt: skip
-    params = LoadParams(n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads, projector=str(projector),
-                        prefault=False)  # fmt: skip
+) -> dict[str, Any]:
+    params = LoadParams(
+        n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads, projector=str(projector), prefault=False
+    )
     shape = projector_shape(read_gguf_header(projector))
     backend = LlamaBackend()
     info = backend.load(model, params)
@@ -121,7 +127,8 @@ def _projector(
         "forecast_s": round(forecast, 3),
         "forecast_over_measured": round(forecast / measured, 3) if measured else None,
         "measured_operations_per_s_g": round(shape.operations_for(width, height) / measured / 1e9, 1)
-        if shape and measured else None,
+        if shape and measured
+        else None,
         "second_turn_encodes": second_turn_encodes,
         **resume,
         **memory,
@@ -177,14 +184,22 @@ def _memory(model: Path, projector: Path, n_ctx: int) -> dict[str, Any]:
     rss: dict[str, int] = {}
     estimate = 0
     for name, with_projector in (("model", "-"), ("with_projector", str(projector))):
-        child = subprocess.run([sys.executable, "-m", "fara_desktop.bench.vision", str(model), with_projector,
-                                str(n_ctx)], capture_output=True, text=True, timeout=600, check=True)  # fmt: skip
+        child = subprocess.run(
+            [sys.executable, "-m", "fara_desktop.bench.vision", str(model), with_projector, str(n_ctx)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=True,
+        )
         figures = json.loads(child.stdout.strip().splitlines()[-1])
         rss[name] = figures["rss"]
         estimate = figures["estimate"] or estimate
     added = rss["with_projector"] - rss["model"]
-    return {"estimate_bytes": estimate, "rss_added_bytes": added,
-            "estimate_over_rss": round(estimate / added, 3) if added > 0 else None}  # fmt: skip
+    return {
+        "estimate_bytes": estimate,
+        "rss_added_bytes": added,
+        "estimate_over_rss": round(estimate / added, 3) if added > 0 else None,
+    }
 
 
 def hostile_pictures() -> dict[str, Any]:

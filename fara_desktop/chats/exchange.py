@@ -62,9 +62,14 @@ def export_json(store: ConversationStore, conversation_id: int) -> dict[str, Any
             db.execute(
                 """UPDATE conversations SET source_id = ?, source_digest = ?, source_format = ?, local_digest = ?
                    WHERE id = ? AND source_id IS NULL""",
-                (payload["source_id"], content_digest(validate_export(payload)), FORMAT_NAMES[0],
-                 stored_digest(db, conversation_id), conversation_id),
-            )  # fmt: skip
+                (
+                    payload["source_id"],
+                    content_digest(validate_export(payload)),
+                    FORMAT_NAMES[0],
+                    stored_digest(db, conversation_id),
+                    conversation_id,
+                ),
+            )
     return payload
 
 
@@ -112,9 +117,20 @@ def _rounds_markdown(rounds: Sequence[ToolRound]) -> list[str]:
             lines += [tool_round.text.strip(), ""]
         for use in tool_round.uses:
             title = f"Tool {use.call.name} ({use.server or 'no server'}) — {use.outcome}"
-            lines += [f"<details><summary>{html.escape(title)}</summary>", "", "Arguments:", "",
-                      *_fenced(use.call.arguments), "", "Result:", "", *_fenced(use.result_for_model), "",
-                      "</details>", ""]  # fmt: skip
+            lines += [
+                f"<details><summary>{html.escape(title)}</summary>",
+                "",
+                "Arguments:",
+                "",
+                *_fenced(use.call.arguments),
+                "",
+                "Result:",
+                "",
+                *_fenced(use.result_for_model),
+                "",
+                "</details>",
+                "",
+            ]
     return lines
 
 
@@ -235,20 +251,40 @@ def _write_conversation(
             """INSERT INTO messages (conversation_id, position, role, content, status, model, stats,
                created_at, updated_at, parent_id, reasoning, tool_rounds, pictures)
                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-            (conversation_id, position, m.role, m.content, m.status, m.model,
-             json.dumps(m.stats) if m.stats else None, m.created_at, m.updated_at, parent, m.reasoning,
-             rounds_json(m.tool_rounds), json.dumps(list(m.pictures))),
-        )  # fmt: skip
+            (
+                conversation_id,
+                position,
+                m.role,
+                m.content,
+                m.status,
+                m.model,
+                json.dumps(m.stats) if m.stats else None,
+                m.created_at,
+                m.updated_at,
+                parent,
+                m.reasoning,
+                rounds_json(m.tool_rounds),
+                json.dumps(list(m.pictures)),
+            ),
+        )
         row_ids.append(int(cursor.lastrowid or 0))
     leaf = conversation.leaf if conversation.leaf is not None else len(row_ids) - 1
     db.execute(
         """UPDATE conversations SET title = ?, system_prompt = ?, created_at = ?, updated_at = ?, thinking = ?,
            leaf_id = ?, source_id = ?, source_digest = ?, source_updated_at = ? WHERE id = ?""",
-        (conversation.title, conversation.system_prompt, conversation.created_at, conversation.updated_at,
-         int(conversation.thinking), row_ids[leaf] if row_ids else None,
-         conversation.source_id if digest is not None else None, digest,
-         conversation.updated_at if digest is not None else None, conversation_id),
-    )  # fmt: skip
+        (
+            conversation.title,
+            conversation.system_prompt,
+            conversation.created_at,
+            conversation.updated_at,
+            int(conversation.thinking),
+            row_ids[leaf] if row_ids else None,
+            conversation.source_id if digest is not None else None,
+            digest,
+            conversation.updated_at if digest is not None else None,
+            conversation_id,
+        ),
+    )
     if digest is not None:
         db.execute(
             "UPDATE conversations SET source_format = ?, local_digest = ? WHERE id = ?",
@@ -267,11 +303,20 @@ def copy_branch(store: ConversationStore, conversation_id: int, up_to: Sequence[
     by_id = {m.id: m for m in store.messages(conversation_id)}
     originals = [by_id[i] for i in up_to if i in by_id]
     copied = [
-        ImportedMessage(m.role, m.content, "stopped" if m.status == "streaming" else m.status, m.model, m.stats,
-                        m.created_at, m.updated_at, parent=index - 1 if index else None, reasoning=m.reasoning,
-                        pictures=m.pictures)
+        ImportedMessage(
+            m.role,
+            m.content,
+            "stopped" if m.status == "streaming" else m.status,
+            m.model,
+            m.stats,
+            m.created_at,
+            m.updated_at,
+            parent=index - 1 if index else None,
+            reasoning=m.reasoning,
+            pictures=m.pictures,
+        )
         for index, m in enumerate(originals)
-    ]  # fmt: skip
+    ]
     now = time.time()
     branch = ImportedConversation(title, summary.system_prompt, now, now, copied, thinking=summary.thinking)
     with store.transaction() as db:

@@ -83,8 +83,9 @@ def export_conversations(
 PICTURES_FOLDER = "pictures"
 
 
-def _copy_pictures(store: ConversationStore, conversation_id: int, folder: Path,
-                   picture_file: Callable[[str], Path]) -> list[Path]:  # fmt: skip
+def _copy_pictures(
+    store: ConversationStore, conversation_id: int, folder: Path, picture_file: Callable[[str], Path]
+) -> list[Path]:
     """The chat's pictures copied beside its export (each once; one missing from the store is left out)."""
     copied: list[Path] = []
     for digest in dict.fromkeys(d for m in store.messages(conversation_id) for d in m.pictures):
@@ -152,8 +153,9 @@ def _take_reference(reference: str, folder: Path, take: Callable[[Path | bytes],
             return None
     if kind == "file" and FILE_ID.fullmatch(value):
         # ChatGPT names a file "<id>-<its name>" or "<id>.<ext>": the id whole, never a longer id it begins
-        beside = sorted(p for p in folder.glob(f"{value}*") if _named_by_id(p.name, value)
-                        and p.is_file() and not p.is_symlink())  # fmt: skip
+        beside = sorted(
+            p for p in folder.glob(f"{value}*") if _named_by_id(p.name, value) and p.is_file() and not p.is_symlink()
+        )
         return take(beside[0]) if beside else None
     return None
 
@@ -239,9 +241,14 @@ def read_import(
             raise ImportRefusedError(f"{name} is larger than {MAX_IMPORT_BYTES // MB} MB.")
         with Sandbox() as sandbox:
             format_name, conversations = sandbox.run(
-                read_import_file, fd, (MAX_IMPORT_BYTES,), budget_for(size), allowed=IMPORT_CLASSES,
-                should_stop=should_stop, refusal=ImportRefusedError,
-            )  # fmt: skip
+                read_import_file,
+                fd,
+                (MAX_IMPORT_BYTES,),
+                budget_for(size),
+                allowed=IMPORT_CLASSES,
+                should_stop=should_stop,
+                refusal=ImportRefusedError,
+            )
     except (BudgetExceededError, SandboxFailedError) as exc:
         raise ImportRefusedError(f"{name} was not imported: reading it {exc}.") from exc
     except ImportRefusedError as exc:

@@ -82,10 +82,18 @@ def content_source_id(conversation: ImportedConversation) -> str:
 
 def content_digest(conversation: ImportedConversation) -> str:
     """What a conversation holds, as one hash: equal for the same conversation imported twice."""
-    return _digest([
-        conversation.title, conversation.system_prompt, conversation.leaf, conversation.thinking,
-        [[m.role, m.content, m.reasoning, m.status, m.model, m.parent, m.created_at] for m in conversation.messages],
-    ])  # fmt: skip
+    return _digest(
+        [
+            conversation.title,
+            conversation.system_prompt,
+            conversation.leaf,
+            conversation.thinking,
+            [
+                [m.role, m.content, m.reasoning, m.status, m.model, m.parent, m.created_at]
+                for m in conversation.messages
+            ],
+        ]
+    )
 
 
 def checked_text(value: Any, where: str, limit: int, default: str | None = None) -> str:

@@ -99,11 +99,22 @@ def message_from_row(row: sqlite3.Row) -> StoredMessage:
     reasoning = row["reasoning"] if isinstance(row["reasoning"], str) else ""
     sources = sources_from_json(row["sources"])
     return StoredMessage(
-        id=row["id"], conversation_id=row["conversation_id"], position=row["position"], role=row["role"],
-        content=content, status=status, model=model, stats=stats_from_json(row["stats"]), created_at=created,
-        updated_at=finite_time(row["updated_at"], created), parent_id=parent, reasoning=reasoning, sources=sources,
-        tool_rounds=rounds_from_json(row["tool_rounds"]), pictures=digests_from_json(row["pictures"]),
-    )  # fmt: skip
+        id=row["id"],
+        conversation_id=row["conversation_id"],
+        position=row["position"],
+        role=row["role"],
+        content=content,
+        status=status,
+        model=model,
+        stats=stats_from_json(row["stats"]),
+        created_at=created,
+        updated_at=finite_time(row["updated_at"], created),
+        parent_id=parent,
+        reasoning=reasoning,
+        sources=sources,
+        tool_rounds=rounds_from_json(row["tool_rounds"]),
+        pictures=digests_from_json(row["pictures"]),
+    )
 
 
 def digests_from_json(raw: Any) -> tuple[str, ...]:
@@ -116,8 +127,6 @@ def digests_from_json(raw: Any) -> tuple[str, ...]:
     if not isinstance(data, list):
         return ()
     return tuple(d for d in data[:16] if isinstance(d, str) and PICTURE_DIGEST.fullmatch(d))
-
-
 
 
 def names_from_json(raw: Any) -> tuple[str, ...]:

@@ -184,9 +184,13 @@ class ChatSession:
             self.save_problem = str(exc)
 
     def _add(
-        self, role: str, content: str, status: MessageStatus = "complete", model: str | None = None,
+        self,
+        role: str,
+        content: str,
+        status: MessageStatus = "complete",
+        model: str | None = None,
         pictures: Sequence[str] = (),
-    ) -> StoredMessage:  # fmt: skip
+    ) -> StoredMessage:
         assert self.conversation_id is not None
         parent = self.messages[-1].id if self.messages else None
         message = self.store.add_message(
@@ -268,9 +272,15 @@ class ChatSession:
             self.save_problem = str(exc)
             self._unsaved[reply.id] = (content, status, stats_data, model, thought, rounds)
         final = dataclasses.replace(
-            reply, content=content, status=status, model=model or reply.model, stats=stats_data,
-            updated_at=time.time(), reasoning=thought, tool_rounds=rounds,
-        )  # fmt: skip
+            reply,
+            content=content,
+            status=status,
+            model=model or reply.model,
+            stats=stats_data,
+            updated_at=time.time(),
+            reasoning=thought,
+            tool_rounds=rounds,
+        )
         self._replace_shown(reply, final)
         return final
 

@@ -259,15 +259,35 @@ class ConversationStore:
             cursor = db.execute(
                 """INSERT INTO messages (conversation_id, position, role, content, status, model, created_at,
                    updated_at, parent_id, pictures) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                (conversation_id, position, role, content, status, model, now, now, parent_id,
-                 json.dumps(list(pictures))),
+                (
+                    conversation_id,
+                    position,
+                    role,
+                    content,
+                    status,
+                    model,
+                    now,
+                    now,
+                    parent_id,
+                    json.dumps(list(pictures)),
+                ),
             )
             message_id = int(cursor.lastrowid or 0)
             db.execute(
                 "UPDATE conversations SET updated_at = ?, leaf_id = ? WHERE id = ?", (now, message_id, conversation_id)
             )
         return StoredMessage(
-            message_id, conversation_id, position, role, content, status, model, None, now, now, parent_id,
+            message_id,
+            conversation_id,
+            position,
+            role,
+            content,
+            status,
+            model,
+            None,
+            now,
+            now,
+            parent_id,
             pictures=tuple(pictures),
         )
 
@@ -287,10 +307,18 @@ class ConversationStore:
                 """UPDATE messages SET content = ?, status = COALESCE(?, status), stats = COALESCE(?, stats),
                    model = COALESCE(?, model), reasoning = COALESCE(?, reasoning), sources = COALESCE(?, sources),
                    tool_rounds = COALESCE(?, tool_rounds), updated_at = ? WHERE id = ?""",
-                (content, status, json.dumps(stats) if stats is not None else None, model, reasoning,
-                 sources_json(sources) if sources is not None else None,
-                 rounds_json(tool_rounds) if tool_rounds is not None else None, time.time(), message_id),
-            )  # fmt: skip
+                (
+                    content,
+                    status,
+                    json.dumps(stats) if stats is not None else None,
+                    model,
+                    reasoning,
+                    sources_json(sources) if sources is not None else None,
+                    rounds_json(tool_rounds) if tool_rounds is not None else None,
+                    time.time(),
+                    message_id,
+                ),
+            )
 
     def delete_message(self, message_id: int, leaf_id: int | None = None) -> None:
         """Delete a message and the branch below it; the conversation then shows the branch ending at ``leaf_id``."""

@@ -54,12 +54,27 @@ class ToolRound:
 
 
 def rounds_json(rounds: Sequence[ToolRound]) -> str:
-    return json.dumps([
-        {"text": r.text, "reasoning": r.reasoning, "uses": [
-            {"id": u.call.id, "name": u.call.name, "arguments": u.call.arguments, "server": u.server,
-             "outcome": u.outcome, "result": u.result} for u in r.uses]}
-        for r in rounds
-    ], ensure_ascii=False)  # fmt: skip
+    return json.dumps(
+        [
+            {
+                "text": r.text,
+                "reasoning": r.reasoning,
+                "uses": [
+                    {
+                        "id": u.call.id,
+                        "name": u.call.name,
+                        "arguments": u.call.arguments,
+                        "server": u.server,
+                        "outcome": u.outcome,
+                        "result": u.result,
+                    }
+                    for u in r.uses
+                ],
+            }
+            for r in rounds
+        ],
+        ensure_ascii=False,
+    )
 
 
 def _text(value: Any) -> str:
@@ -93,6 +108,5 @@ def round_messages(rounds: Sequence[ToolRound]) -> list[ChatMessage]:
     messages: list[ChatMessage] = []
     for r in rounds:
         messages.append(ChatMessage("assistant", r.text, r.reasoning, tool_calls=tuple(u.call for u in r.uses)))
-        messages += [ChatMessage("tool", u.result_for_model, tool_call_id=u.call.id, name=u.call.name)
-                     for u in r.uses]  # fmt: skip
+        messages += [ChatMessage("tool", u.result_for_model, tool_call_id=u.call.id, name=u.call.name) for u in r.uses]
     return messages

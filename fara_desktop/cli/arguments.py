@@ -35,14 +35,18 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8765, help="port (0: any free one; the address is printed)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (not 127.0.0.1: needs --api-key)")
     serve.add_argument(
-        "--api-key-file", type=Path, metavar="FILE",
+        "--api-key-file",
+        type=Path,
+        metavar="FILE",
         help="file holding the keys clients must send (Bearer), a key per line: one per app, each app's prompt "
         "cache its own; or set FARA_API_KEY (keys separated by commas)",
-    )  # fmt: skip
+    )
     serve.add_argument(
-        "--api-key", dest="serve_api_key", metavar="KEY",
+        "--api-key",
+        dest="serve_api_key",
+        metavar="KEY",
         help="the key itself (every user of this computer can read it in the process list: prefer the two above)",
-    )  # fmt: skip
+    )
     hardware = sub.add_parser("hardware", help="what this machine offers llama.cpp, and what the build uses")
     hardware.add_argument("--json", action="store_true", help="machine-readable output")
     models = sub.add_parser("models", help="GGUF models found on this machine, with fit verdicts")

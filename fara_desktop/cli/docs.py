@@ -82,12 +82,14 @@ def run_docs_index(
     if as_json:
         print(json.dumps(data, ensure_ascii=False))
     else:
-        print(printable(
-            f"{collection}: {format_count(report.files, 'file')}, {format_count(summary.passages, 'passage')} "
-            f"({report.indexed:,} read, "
-            f"{report.unchanged:,} unchanged, {report.removed:,} removed) in {report.seconds:.1f} s — "
-            f"{format_size(report.bytes_read)} read"
-        ))  # fmt: skip
+        print(
+            printable(
+                f"{collection}: {format_count(report.files, 'file')}, {format_count(summary.passages, 'passage')} "
+                f"({report.indexed:,} read, "
+                f"{report.unchanged:,} unchanged, {report.removed:,} removed) in {report.seconds:.1f} s — "
+                f"{format_size(report.bytes_read)} read"
+            )
+        )
         for path, reason in report.unreadable:
             print(printable(f"  unreadable: {one_line(path, 500)}: {reason}"))
     usable = summary.passages > 0
@@ -115,11 +117,23 @@ def run_docs_search(
     finally:
         index.close()
     if as_json:
-        print(json.dumps([
-            {"rank": n, "path": h.path, "page": h.page, "line_start": h.line_start, "line_end": h.line_end,
-             "score": round(h.score, 4), "text": h.text}
-            for n, h in enumerate(hits, start=1)
-        ], ensure_ascii=False))  # fmt: skip
+        print(
+            json.dumps(
+                [
+                    {
+                        "rank": n,
+                        "path": h.path,
+                        "page": h.page,
+                        "line_start": h.line_start,
+                        "line_end": h.line_end,
+                        "score": round(h.score, 4),
+                        "text": h.text,
+                    }
+                    for n, h in enumerate(hits, start=1)
+                ],
+                ensure_ascii=False,
+            )
+        )
         return 0
     for number, hit in enumerate(hits, start=1):
         excerpt = " ".join(hit.text.split())[:200]

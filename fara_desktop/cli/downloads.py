@@ -70,8 +70,10 @@ def catalog_report(paths: AppPaths, as_json: bool = False) -> int:
         )
     if recommended:
         faster = assessment.faster_choice
-        print(f"\nWorth downloading for this machine: {trade_off_words(recommended, faster)}\n  ({assessment.reason})"
-              f"\n  fara-desktop download {recommended.entry.repo} --file {recommended.quant.file_name}")  # fmt: skip
+        print(
+            f"\nWorth downloading for this machine: {trade_off_words(recommended, faster)}\n  ({assessment.reason})"
+            f"\n  fara-desktop download {recommended.entry.repo} --file {recommended.quant.file_name}"
+        )
         if faster is not None:
             print(f"  fara-desktop download {faster.entry.repo} --file {faster.quant.file_name}   (faster)")
     else:
@@ -141,14 +143,17 @@ def download_command(reference: str, filename: str | None, quant: str | None, al
     if entry is not None and entry.projector:
         try:
             files = list_gguf_files(remote.repo_id, remote.commit, ref.endpoint)  # the same commit: one folder
-            projector = Downloader(pick_projector(remote.repo_id, files, entry.projector, remote.filename),
-                                   on_progress=show).run()  # fmt: skip
+            projector = Downloader(
+                pick_projector(remote.repo_id, files, entry.projector, remote.filename), on_progress=show
+            ).run()
         except KeyboardInterrupt:
             print("\ninterrupted: run the same command again to fetch its projector", file=sys.stderr)
             return 130
         except (DownloadError, OSError) as exc:
-            print(printable(f"\nfara-desktop download: the model is in place, its projector is not: {exc}"),
-                  file=sys.stderr)  # fmt: skip
+            print(
+                printable(f"\nfara-desktop download: the model is in place, its projector is not: {exc}"),
+                file=sys.stderr,
+            )
             return 1
         print(f"\nverified sha256; its projector {projector.name} is beside it: it can see pictures", file=sys.stderr)
     print(path)

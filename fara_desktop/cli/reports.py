@@ -96,8 +96,15 @@ def models_report(paths: AppPaths, as_json: bool = False) -> int:
     memory = psutil.virtual_memory()
     usable = [m.metadata for m in scan.usable if m.metadata]
     speed = bandwidth(profile, cache)
-    facts = MachineFacts(profile.physical_cores, profile.usable_cores, memory.available, memory.total, speed,
-                         weights_are_repacked(), cpu_features=tuple(profile.cpu_features))  # fmt: skip
+    facts = MachineFacts(
+        profile.physical_cores,
+        profile.usable_cores,
+        memory.available,
+        memory.total,
+        speed,
+        weights_are_repacked(),
+        cpu_features=tuple(profile.cpu_features),
+    )
     costs = {
         meta.path: cost_here(meta, replace(facts, calibrated_threads=cache.threads(profile, size_class(meta))))
         for meta in usable

@@ -31,7 +31,8 @@ from fara_desktop.engine.types import (
 from fara_desktop.files.paths import AppPaths
 from fara_desktop.files.regular import read_regular_text
 from fara_desktop.machine.kernel_check import KernelChoice
-from fara_desktop.serving.local_api import ApiServer, LocalApi
+from fara_desktop.serving.api_server import ApiServer
+from fara_desktop.serving.local_api import LocalApi
 from fara_desktop.serving.principals import checked_keys, split_keys
 from fara_desktop.settings import load_settings
 from fara_desktop.system.api_keys import LOCAL_API, ApiKeyStore
@@ -120,8 +121,9 @@ def _serve(
 ) -> int:
     settings = load_settings(paths.config).settings
     loading = ModelLoading(paths)  # the window's loop: plan, load, then measure the threads once
-    prepared = loading.prepare(model, [Path(f) for f in settings.extra_model_folders], settings.inference.apply,
-                               settings.projectors)  # fmt: skip
+    prepared = loading.prepare(
+        model, [Path(f) for f in settings.extra_model_folders], settings.inference.apply, settings.projectors
+    )
     loading.adopt(prepared)
     plan, decision = prepared.plan, prepared.decision
     if plan.model is None:
@@ -169,9 +171,15 @@ def _serve(
         worker.calibrate_threads(candidates)
     else:
         core.kernel_speeds.measure_after(info, kernels_measured)
-    api = LocalApi(worker, lambda: info, settings.sampling.params, key,
-                   allowed_origins=settings.local_api.allowed_origins, embedder=core.embedding.get,
-                   pictures=core.request_picture_files)  # fmt: skip
+    api = LocalApi(
+        worker,
+        lambda: info,
+        settings.sampling.params,
+        key,
+        allowed_origins=settings.local_api.allowed_origins,
+        embedder=core.embedding.get,
+        pictures=core.request_picture_files,
+    )
     try:
         server = ApiServer(api, host, port)
     except FaraError as exc:

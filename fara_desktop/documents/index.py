@@ -213,8 +213,10 @@ class DocumentIndex:
             )
 
     def roots(self, collection_id: int) -> list[str]:
-        return [r[0] for r in self._db.execute("SELECT path FROM roots WHERE collection_id = ? ORDER BY path",
-                                               (collection_id,))]  # fmt: skip
+        return [
+            r[0]
+            for r in self._db.execute("SELECT path FROM roots WHERE collection_id = ? ORDER BY path", (collection_id,))
+        ]
 
     def collections(self) -> list[CollectionSummary]:
         rows = self._db.execute(
@@ -238,9 +240,13 @@ class DocumentIndex:
         return {r[1]: FileRecord(*r) for r in rows}
 
     def unreadable(self, collection_id: int) -> list[tuple[str, str]]:
-        return [(r[0], r[1]) for r in self._db.execute(
-            "SELECT path, problem FROM files WHERE collection_id = ? AND problem IS NOT NULL ORDER BY path",
-            (collection_id,))]  # fmt: skip
+        return [
+            (r[0], r[1])
+            for r in self._db.execute(
+                "SELECT path, problem FROM files WHERE collection_id = ? AND problem IS NOT NULL ORDER BY path",
+                (collection_id,),
+            )
+        ]
 
     def replace_file(
         self,
@@ -274,8 +280,9 @@ class DocumentIndex:
 
     def forget_files(self, collection_id: int, paths: Sequence[str]) -> None:
         with self.transaction() as db:
-            db.executemany("DELETE FROM files WHERE collection_id = ? AND path = ?",
-                           [(collection_id, p) for p in paths])  # fmt: skip
+            db.executemany(
+                "DELETE FROM files WHERE collection_id = ? AND path = ?", [(collection_id, p) for p in paths]
+            )
 
     # ------------------------------------------------------------------ search
 
@@ -297,12 +304,15 @@ class DocumentIndex:
     # ------------------------------------------------------------------ vectors (semantic search)
 
     def passages_without_vectors(self, collection: str, model: str, limit: int) -> list[tuple[int, str]]:
-        return [(r[0], r[1]) for r in self._db.execute(
-            """SELECT p.id, p.text FROM passages p JOIN files f ON f.id = p.file_id
+        return [
+            (r[0], r[1])
+            for r in self._db.execute(
+                """SELECT p.id, p.text FROM passages p JOIN files f ON f.id = p.file_id
                JOIN collections c ON c.id = f.collection_id LEFT JOIN vectors v ON v.passage_id = p.id
                WHERE c.name = ? AND (v.passage_id IS NULL OR v.model != ?) ORDER BY p.id LIMIT ?""",
-            (collection, model, limit),
-        )]  # fmt: skip
+                (collection, model, limit),
+            )
+        ]
 
     def store_vectors(self, model: str, ids: Sequence[int], vectors: np.ndarray) -> None:
         """Float32 rows, one per passage, stored as arrays in the database (measured fast enough at 40,000
@@ -315,11 +325,14 @@ class DocumentIndex:
         self._matrices.clear()
 
     def vector_count(self, collection: str, model: str) -> int:
-        return int(self._db.execute(
-            """SELECT COUNT(*) FROM vectors v JOIN passages p ON p.id = v.passage_id JOIN files f ON f.id = p.file_id
-               JOIN collections c ON c.id = f.collection_id WHERE c.name = ? AND v.model = ?""",
-            (collection, model),
-        ).fetchone()[0])  # fmt: skip
+        return int(
+            self._db.execute(
+                """SELECT COUNT(*) FROM vectors v JOIN passages p ON p.id = v.passage_id
+               JOIN files f ON f.id = p.file_id JOIN collections c ON c.id = f.collection_id
+               WHERE c.name = ? AND v.model = ?""",
+                (collection, model),
+            ).fetchone()[0]
+        )
 
     def semantic_search(self, collections: Sequence[str], query: np.ndarray, model: str, top: int = 5) -> list[Hit]:
         if not collections:
@@ -333,8 +346,17 @@ class DocumentIndex:
         for row in best:
             hit = self.passage(ids[int(row)])
             if hit is not None:
-                hits.append(Hit(hit.passage_id, hit.path, hit.text, hit.page, hit.line_start, hit.line_end,
-                                float(scores[int(row)])))  # fmt: skip
+                hits.append(
+                    Hit(
+                        hit.passage_id,
+                        hit.path,
+                        hit.text,
+                        hit.page,
+                        hit.line_start,
+                        hit.line_end,
+                        float(scores[int(row)]),
+                    )
+                )
         return hits
 
     def _matrix(self, collections: tuple[str, ...], model: str) -> tuple[list[int], np.ndarray]:
@@ -352,8 +374,11 @@ class DocumentIndex:
             dims = {len(r[1]) for r in rows}
             if len(dims) > 1:  # vectors of another width under the same name: unusable together
                 rows, ids = [], []
-            matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1) if rows \
-                else np.zeros((0, 0), dtype=np.float32)  # fmt: skip
+            matrix = (
+                np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+                if rows
+                else np.zeros((0, 0), dtype=np.float32)
+            )
             self._matrices[key] = (ids, matrix)
         return self._matrices[key]
 

@@ -176,8 +176,9 @@ def index_collection(
     text_left = COLLECTION_TEXT_PER_BYTE * (to_read + sum(r.size for r in known.values())) + MIN_TEXT_CHARS_BUDGET
     reading = _Reading(Sandbox(nice=READER_NICE), budget_for, should_stop, text_left)
     with reading.sandbox, index.batch() as commit:
-        finished = _scan(index, collection, found, known, seen, report, progress, commit, on_progress, pause,
-                         yield_to, reading)  # fmt: skip
+        finished = _scan(
+            index, collection, found, known, seen, report, progress, commit, on_progress, pause, yield_to, reading
+        )
         if finished:
             gone = [p for p in known if p not in seen]
             if gone:
@@ -224,8 +225,9 @@ def _scan(
         record = known.get(key)
         if record is not None and record.size == listed.st_size and record.mtime_ns == listed.st_mtime_ns:
             report.unchanged += 1
-        elif record is not None and record.size == listed.st_size and record.sha256 and _same_hash(path, record,
-                                                                                                   listed):
+        elif (
+            record is not None and record.size == listed.st_size and record.sha256 and _same_hash(path, record, listed)
+        ):
             index.touch_file(record.id, listed.st_mtime_ns)
             report.unchanged += 1
         elif not _index_file(index, collection, path, listed, report, reading):
@@ -288,10 +290,15 @@ def read_passages(
         raise UnreadableFile("was not read: the collection already holds as much text as its files' size allows")
     try:
         result = reading.sandbox.run(
-            read_document, fd, (suffix, listed_size, max_chars), reading.budget_for(listed_size),
-            allowed=PASSAGE_CLASSES, on_item=lambda item: found.extend(checked_passages(item)),
-            should_stop=reading.should_stop, refusal=UnreadableFile,
-        )  # fmt: skip
+            read_document,
+            fd,
+            (suffix, listed_size, max_chars),
+            reading.budget_for(listed_size),
+            allowed=PASSAGE_CLASSES,
+            on_item=lambda item: found.extend(checked_passages(item)),
+            should_stop=reading.should_stop,
+            refusal=UnreadableFile,
+        )
     except (BudgetExceededError, SandboxFailedError) as exc:
         raise UnreadableFile(str(exc)) from exc
     finally:
@@ -314,17 +321,24 @@ def _is_passage(value: object) -> bool:
         return n is None or (isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 1 << 40)
 
     return (
-        type(value) is Passage and type(value.text) is str and number(value.page)
-        and number(value.line_start) and number(value.line_end)
-    )  # fmt: skip
+        type(value) is Passage
+        and type(value.text) is str
+        and number(value.page)
+        and number(value.line_start)
+        and number(value.line_end)
+    )
 
 
 def checked_result(result: object, listed_size: int) -> tuple[str, int]:
     """The reader's (sha256, bytes read), checked."""
     if (
-        not isinstance(result, tuple) or len(result) != 2 or type(result[0]) is not str or len(result[0]) != 64
-        or type(result[1]) is not int or not 0 <= result[1] <= listed_size
-    ):  # fmt: skip
+        not isinstance(result, tuple)
+        or len(result) != 2
+        or type(result[0]) is not str
+        or len(result[0]) != 64
+        or type(result[1]) is not int
+        or not 0 <= result[1] <= listed_size
+    ):
         raise UnreadableFile("the reader sent back a result of the wrong shape")
     return result[0], result[1]
 

@@ -88,8 +88,18 @@ def fuse(
             scores[hit.passage_id] = scores.get(hit.passage_id, 0.0) + weight / (k + rank)
             first.setdefault(hit.passage_id, hit)
     best = sorted(scores, key=lambda pid: -scores[pid])[:top]
-    return [Hit(first[p].passage_id, first[p].path, first[p].text, first[p].page, first[p].line_start,
-                first[p].line_end, scores[p]) for p in best]  # fmt: skip
+    return [
+        Hit(
+            first[p].passage_id,
+            first[p].path,
+            first[p].text,
+            first[p].page,
+            first[p].line_start,
+            first[p].line_end,
+            scores[p],
+        )
+        for p in best
+    ]
 
 
 def hybrid_search(
@@ -99,8 +109,9 @@ def hybrid_search(
     lexical = index.search(collections, query, top * CANDIDATES_PER_RESULT)
     if embedder is None or not query.strip():
         return lexical[:top]
-    semantic = index.semantic_search(collections, embedder.embed_query(query), embedder.name,
-                                     top * CANDIDATES_PER_RESULT)  # fmt: skip
+    semantic = index.semantic_search(
+        collections, embedder.embed_query(query), embedder.name, top * CANDIDATES_PER_RESULT
+    )
     if not semantic:
         return lexical[:top]
     return fuse([lexical, semantic], top, (1.0, SEMANTIC_WEIGHT))

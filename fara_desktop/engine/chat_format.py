@@ -146,8 +146,10 @@ def _tool_entry(tool: ToolSpec) -> dict[str, Any]:
         parameters = json.loads(tool.parameters)
     except ValueError:
         parameters = {"type": "object", "properties": {}}
-    return {"type": "function", "function": {"name": tool.name, "description": tool.description,
-                                             "parameters": parameters}}  # fmt: skip
+    return {
+        "type": "function",
+        "function": {"name": tool.name, "description": tool.description, "parameters": parameters},
+    }
 
 
 def _arguments_object(arguments: str) -> Any:
@@ -223,11 +225,16 @@ class JinjaChatFormatter:
                 turn["thinking"] = message.reasoning
         if message.tool_calls:
             turn["tool_calls"] = [
-                {"id": template_call_id(c.id), "type": "function",
-                 "function": {"name": c.name,
-                              "arguments": c.arguments if self._string_arguments else _arguments_object(c.arguments)}}
+                {
+                    "id": template_call_id(c.id),
+                    "type": "function",
+                    "function": {
+                        "name": c.name,
+                        "arguments": c.arguments if self._string_arguments else _arguments_object(c.arguments),
+                    },
+                }
                 for c in message.tool_calls
-            ]  # fmt: skip
+            ]
         if message.role == "tool":
             turn["tool_call_id"] = template_call_id(message.tool_call_id)
             turn["name"] = message.name
@@ -257,9 +264,15 @@ class JinjaChatFormatter:
 
         def rendered(**switch: bool) -> str | None:
             try:
-                return self._env.render_bounded(self._template, RenderBudget(), messages=question,
-                                                add_generation_prompt=True, bos_token=self._bos, eos_token=self._eos,
-                                                **switch)  # fmt: skip
+                return self._env.render_bounded(
+                    self._template,
+                    RenderBudget(),
+                    messages=question,
+                    add_generation_prompt=True,
+                    bos_token=self._bos,
+                    eos_token=self._eos,
+                    **switch,
+                )
             except Exception:
                 return None
 

@@ -187,10 +187,16 @@ class Embedder:
         prepare_llama_load(None, self._threads)
         try:
             return Llama(
-                model_path=str(self.path), embedding=True, n_ctx=MAX_TOKENS, n_batch=MAX_TOKENS,
-                n_ubatch=MAX_TOKENS, n_threads=self._threads, n_threads_batch=self._threads,
-                flash_attn=self._flash_attention, verbose=False,
-            )  # fmt: skip
+                model_path=str(self.path),
+                embedding=True,
+                n_ctx=MAX_TOKENS,
+                n_batch=MAX_TOKENS,
+                n_ubatch=MAX_TOKENS,
+                n_threads=self._threads,
+                n_threads_batch=self._threads,
+                flash_attn=self._flash_attention,
+                verbose=False,
+            )
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelLoadError(f"llama.cpp could not load the embedding model {self.path.name} ({exc}).") from exc
 

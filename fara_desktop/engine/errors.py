@@ -78,7 +78,12 @@ def tools_unsupported(model: str) -> ToolsUnsupportedError:
 def cannot_see(model: str, problem: str = "", seeing: Sequence[str] = ()) -> str:
     """What to say when pictures are attached for a model that has no vision projector loaded."""
     why = f" ({problem})" if problem else ": no vision projector (mmproj) was found beside it"
-    instead = f" Models here that can: {', '.join(seeing[:3])}." if seeing else (
-        " Choose a model with an mmproj file beside it (Gemma 3 or 4, Qwen2.5-VL, Qwen3.5 …), or put its "
-        "projector in the model's folder.")
+    instead = (
+        f" Models here that can: {', '.join(seeing[:3])}."
+        if seeing
+        else (
+            " Choose a model with an mmproj file beside it (Gemma 3 or 4, Qwen2.5-VL, Qwen3.5 …), or put its "
+            "projector in the model's folder."
+        )
+    )
     return f"{model} cannot see pictures{why}.{instead}"

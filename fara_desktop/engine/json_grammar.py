@@ -78,8 +78,10 @@ def check_schema_counts(schema: Any) -> None:
 def check_gbnf(text: str) -> None:
     """The budget of a grammar's text: its size, its nesting and each counted repetition."""
     if len(text) > MAX_GBNF_CHARS:
-        raise GrammarError(f"The grammar for this schema would be {len(text):,} characters; at most "
-                           f"{MAX_GBNF_CHARS:,} are allowed. Simplify the schema.")  # fmt: skip
+        raise GrammarError(
+            f"The grammar for this schema would be {len(text):,} characters; at most "
+            f"{MAX_GBNF_CHARS:,} are allowed. Simplify the schema."
+        )
     depth = 0
     for match in _GBNF_PART.finditer(text):
         part = match.group(0)
@@ -135,6 +137,8 @@ def check_with_llama(vocab: Any, text: str) -> None:
 
     sampler = llama_cpp.llama_sampler_init_grammar(vocab, text.encode("utf-8"), b"root")
     if not sampler:
-        raise GrammarError("llama.cpp could not build a grammar from the schema (a limit or a construct it does not "
-                           "support); simplify the schema.")  # fmt: skip
+        raise GrammarError(
+            "llama.cpp could not build a grammar from the schema (a limit or a construct it does not "
+            "support); simplify the schema."
+        )
     llama_cpp.llama_sampler_free(sampler)

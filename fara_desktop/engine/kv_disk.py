@@ -68,15 +68,13 @@ class StateIdentity:
 
     @property
     def key(self) -> str:
-        text = json.dumps([self.model, self.size, self.content, self.n_ctx, self.kv_type, self.flash_attn,
-                           self.engine])  # fmt: skip
+        text = json.dumps([self.model, self.size, self.content, self.n_ctx, self.kv_type, self.flash_attn, self.engine])
         return hashlib.sha256(text.encode()).hexdigest()[:20]
 
     @classmethod
     def of(cls, path: Path, n_ctx: int, kv_type: str, flash_attn: bool, engine: str) -> StateIdentity:
         resolved = path.resolve()
-        return cls(str(resolved), resolved.stat().st_size, content_sample(resolved), n_ctx, kv_type, flash_attn,
-                   engine)  # fmt: skip
+        return cls(str(resolved), resolved.stat().st_size, content_sample(resolved), n_ctx, kv_type, flash_attn, engine)
 
 
 SAMPLE_HEAD = 4 << 20  # the GGUF header (metadata, tensor directory) and the first tensors
@@ -177,8 +175,9 @@ def _unfinished_files(folder: Path) -> Iterator[Path]:
         entries = list(folder.iterdir())
     except OSError:
         return iter(())
-    return iter(p for p in entries if p.name.startswith(".") and p.name.endswith(".tmp") and p.is_file()
-                and not p.is_symlink())  # fmt: skip
+    return iter(
+        p for p in entries if p.name.startswith(".") and p.name.endswith(".tmp") and p.is_file() and not p.is_symlink()
+    )
 
 
 def _checksum(tokens: bytes, data: bytes | bytearray | memoryview) -> int:
@@ -224,9 +223,12 @@ class KVDiskStore:
             return None
         tokens = struct.pack(f"<{len(snapshot.tokens)}i", *snapshot.tokens)
         fields = {
-            "identity": identity.key, "conversation": str(conversation), "tokens": len(snapshot.tokens),
-            "data": len(snapshot.data), "crc32": _checksum(tokens, snapshot.data),
-        }  # fmt: skip
+            "identity": identity.key,
+            "conversation": str(conversation),
+            "tokens": len(snapshot.tokens),
+            "data": len(snapshot.data),
+            "crc32": _checksum(tokens, snapshot.data),
+        }
         header = json.dumps({**fields, "seal": self.seal(fields, tokens)}).encode()
         target = self.file_for(conversation, identity, slot)
         try:

@@ -153,7 +153,6 @@ class LlamaBackend:
             start_prefault(info.path)
         return info
 
-
     @property
     def vision(self) -> VisionModel | None:
         """The projector loaded beside the model (None: it cannot see pictures)."""
@@ -262,10 +261,14 @@ class LlamaBackend:
         """The template's own markers become control tokens; the same text inside a message stays text."""
         quiet = self._control_text.neutralize
         return [
-            replace(m, content=quiet(m.content), reasoning=quiet(m.reasoning) if m.reasoning else "",
-                    tool_calls=tuple(replace(c, arguments=quiet(c.arguments)) for c in m.tool_calls))
+            replace(
+                m,
+                content=quiet(m.content),
+                reasoning=quiet(m.reasoning) if m.reasoning else "",
+                tool_calls=tuple(replace(c, arguments=quiet(c.arguments)) for c in m.tool_calls),
+            )
             for m in messages
-        ]  # fmt: skip
+        ]
 
     def prepare_raw(self, text: str, reply_reserve: int) -> PreparedPrompt:
         llm, _, info = self._require()

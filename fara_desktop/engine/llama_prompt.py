@@ -43,9 +43,14 @@ def llama_prompt(
 ) -> PreparedPrompt:
     rendered = read.rendered
     return PreparedPrompt(
-        tuple(messages), dropped, rendered.note, rendered.reasoning, read, rendered.tool_family,
+        tuple(messages),
+        dropped,
+        rendered.note,
+        rendered.reasoning,
+        read,
+        rendered.tool_family,
         tools if rendered.tool_family else None,
-    )  # fmt: skip
+    )
 
 
 def reasoning_tail(llm: Llama, rendered: RenderedPrompt, tokens: list[int]) -> int:

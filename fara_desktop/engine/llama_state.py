@@ -106,4 +106,3 @@ def is_rewindable(llm: Llama) -> bool:
     import llama_cpp
 
     return not (llama_cpp.llama_model_is_recurrent(llm.model) or llama_cpp.llama_model_is_hybrid(llm.model))
-

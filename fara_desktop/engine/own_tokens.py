@@ -19,6 +19,7 @@ class UnspellableTokenError(ValueError):
     """A kept state's token that is no token of the vocabulary: a picture's pseudo token (negative), or a state of
     another model. llama.cpp aborts the process on one (``std::out_of_range``), so ``Spell`` refuses it first."""
 
+
 Tokenize = Callable[[bytes], list[int]]  # bytes → tokens, control tokens parsed, no start-of-text token added
 
 

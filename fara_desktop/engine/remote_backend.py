@@ -245,10 +245,20 @@ class RemoteBackend:
         )
         self._model = path
         self._info = ModelInfo(
-            path=path, name=path.name, architecture="remote", n_ctx=params.n_ctx or 0, n_ctx_train=0,
-            n_threads=0, n_threads_batch=0, kv_type="server", flash_attn=False, chat_format="the server's",
-            load_seconds=time.perf_counter() - started, file_bytes=0, server=path.server,
-        )  # fmt: skip
+            path=path,
+            name=path.name,
+            architecture="remote",
+            n_ctx=params.n_ctx or 0,
+            n_ctx_train=0,
+            n_threads=0,
+            n_threads_batch=0,
+            kv_type="server",
+            flash_attn=False,
+            chat_format="the server's",
+            load_seconds=time.perf_counter() - started,
+            file_bytes=0,
+            server=path.server,
+        )
         return self._info
 
     def close(self) -> None:
@@ -331,8 +341,10 @@ def openai_message(message: ChatMessage) -> dict[str, Any]:
     """A turn in OpenAI's shape, with its calls or, for a tool's result, the call it answers."""
     turn: dict[str, Any] = {"role": message.role, "content": message.content}
     if message.tool_calls:
-        turn["tool_calls"] = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                              for c in message.tool_calls]  # fmt: skip
+        turn["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in message.tool_calls
+        ]
     if message.role == "tool":
         turn["tool_call_id"] = message.tool_call_id
     return turn
@@ -345,10 +357,12 @@ def tool_fields(tools: ToolOffer | None) -> dict[str, Any]:
     if choice not in ("auto", "none", "required"):
         choice = {"type": "function", "function": {"name": choice}}
     entries = [
-        {"type": "function", "function": {"name": t.name, "description": t.description,
-                                          "parameters": json.loads(t.parameters)}}
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": json.loads(t.parameters)},
+        }
         for t in tools.tools
-    ]  # fmt: skip
+    ]
     return {"tools": entries, "tool_choice": choice}
 
 
@@ -370,8 +384,11 @@ class _CallPieces:
                     call[slot] = value if slot < 2 else call[slot] + value
 
     def finished(self) -> tuple[ToolCall, ...]:
-        return tuple(ToolCall(one_line(i, 64) or f"call{n}", one_line(name, 200), args or "{}")
-                     for n, (i, name, args) in sorted(self.calls.items()) if name)  # fmt: skip
+        return tuple(
+            ToolCall(one_line(i, 64) or f"call{n}", one_line(name, 200), args or "{}")
+            for n, (i, name, args) in sorted(self.calls.items())
+            if name
+        )
 
 
 class _StreamReader:
@@ -530,9 +547,15 @@ class _StreamReader:
         measured = max(completion - 1, 0) / generating
         speed = float(rate) if _finite(rate) and 0 < rate < MAX_TOKENS_PER_S else measured
         stats = GenerationStats(
-            prompt_tokens=prompt, prompt_tokens_evaluated=prompt, completion_tokens=completion,
-            ttft_s=first - self.started, prompt_tok_per_s=0.0, gen_tok_per_s=speed,
-            context_used=prompt + completion, n_ctx=0, total_s=ended - self.started,
-        )  # fmt: skip
+            prompt_tokens=prompt,
+            prompt_tokens_evaluated=prompt,
+            completion_tokens=completion,
+            ttft_s=first - self.started,
+            prompt_tok_per_s=0.0,
+            gen_tok_per_s=speed,
+            context_used=prompt + completion,
+            n_ctx=0,
+            total_s=ended - self.started,
+        )
         calls = self.tool_calls.finished()
         return ReplyResult("".join(self.parts), stats, reason, tool_calls=calls)  # type: ignore[arg-type]

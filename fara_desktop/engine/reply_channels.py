@@ -123,8 +123,9 @@ class ReplyChannels:
         """The calls the answer made, each with a new id (nine letters and digits: what every template takes)."""
         if self._tools is None:
             return ()
-        return tuple(ToolCall(new_call_id(), c.name, json.dumps(c.arguments, ensure_ascii=False))
-                     for c in self._tools.calls)  # fmt: skip
+        return tuple(
+            ToolCall(new_call_id(), c.name, json.dumps(c.arguments, ensure_ascii=False)) for c in self._tools.calls
+        )
 
     @property
     def thinking_s(self) -> float:

@@ -91,9 +91,7 @@ class VisionPrompt:
     """A prompt split by mtmd into text and pictures: the token record (pseudo tokens where pictures are) and the
     chunks llama.cpp reads. Owns the chunks (freed with it)."""
 
-    def __init__(
-        self, tokens: list[int], spans: tuple[PictureSpan, ...], chunks: Any, extra_cells: int = 0
-    ) -> None:
+    def __init__(self, tokens: list[int], spans: tuple[PictureSpan, ...], chunks: Any, extra_cells: int = 0) -> None:
         import llama_cpp.mtmd_cpp as mtmd
 
         self.tokens = tokens
@@ -248,7 +246,11 @@ class VisionModel:
             encoded = text.encode("utf-8")
             source = mtmd.mtmd_input_text()
             source.text, source.text_len, source.add_special, source.parse_special = (
-                encoded, len(encoded), add_special, True)
+                encoded,
+                len(encoded),
+                add_special,
+                True,
+            )
             failed = mtmd.mtmd_tokenize(self._context, chunks, ctypes.byref(source), bitmaps.array(), len(bitmaps))
         if failed:
             raise PictureReadError(f"llama.cpp could not place the pictures in the prompt (mtmd_tokenize: {failed}).")
@@ -310,7 +312,11 @@ class VisionModel:
                 marker = MARKER.encode()
                 source = mtmd.mtmd_input_text()
                 source.text, source.text_len, source.add_special, source.parse_special = (
-                    marker, len(marker), False, True)
+                    marker,
+                    len(marker),
+                    False,
+                    True,
+                )
                 if mtmd.mtmd_tokenize(self._context, chunks, ctypes.byref(source), bitmaps.array(), 1):
                     yield []
                     return
@@ -390,8 +396,16 @@ class VisionModel:
         new_end = llama_cpp.llama_pos(0)
         pointer = values.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
         failed = mtmd.mtmd_helper_decode_image_chunk(
-            self._context, llm.ctx, prompt.chunk(span), pointer, span.start, 0, llm.n_batch, ctypes.byref(new_end),
-            mtmd.mtmd_helper_post_decode_callback(), None,  # no callback (a NULL function pointer)
+            self._context,
+            llm.ctx,
+            prompt.chunk(span),
+            pointer,
+            span.start,
+            0,
+            llm.n_batch,
+            ctypes.byref(new_end),
+            mtmd.mtmd_helper_post_decode_callback(),
+            None,  # no callback (a NULL function pointer)
         )
         if failed or new_end.value != span.end:
             raise PictureDecodeError(f"llama.cpp could not read a picture into the context ({failed}).")
@@ -466,7 +480,11 @@ Trial = Callable[[], "tuple[bool, str] | None"]
 
 
 def open_vision(
-    llm: Llama, info: ModelInfo, projector: Path, should_stop: Callable[[], bool], record: LoadRecord | None = None,
+    llm: Llama,
+    info: ModelInfo,
+    projector: Path,
+    should_stop: Callable[[], bool],
+    record: LoadRecord | None = None,
     trial: Trial = lambda: (True, ""),
 ) -> tuple[VisionModel | None, ModelInfo]:
     """The model's projector beside it (``should_stop``: asked while a picture is encoded); one that fails leaves
@@ -492,8 +510,12 @@ def open_vision(
     except (FaraError, OSError) as exc:
         log.warning("The vision projector %s was not loaded: %s", one_line(projector.name), exc)
         return None, replace(info, vision_problem=one_line(str(exc), 300))
-    return vision, replace(info, vision=one_line(projector.name, 200), picture_tokens=vision.tokens_per_picture,
-                           picture_seconds=vision.seconds_per_picture)  # fmt: skip
+    return vision, replace(
+        info,
+        vision=one_line(projector.name, 200),
+        picture_tokens=vision.tokens_per_picture,
+        picture_seconds=vision.seconds_per_picture,
+    )
 
 
 def placed_pictures(
@@ -506,8 +528,9 @@ def placed_pictures(
         if messages[-1].pictures:
             raise PicturesUnsupportedError(cannot_see(info.name, info.vision_problem))
         unseen = "(a picture this model cannot see)\n"
-        return [replace(m, content=unseen * len(m.pictures) + m.content, pictures=()) if m.pictures else m
-                for m in messages], []  # fmt: skip
+        return [
+            replace(m, content=unseen * len(m.pictures) + m.content, pictures=()) if m.pictures else m for m in messages
+        ], []
     if not pictures:
         return list(messages), []
     return [replace(m, content=with_slots(m.content, len(m.pictures))) if m.pictures else m for m in messages], pictures

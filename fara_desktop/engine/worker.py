@@ -209,8 +209,9 @@ class InferenceWorker:
             self._last_ahead_id += 1
             ahead_id = self._last_ahead_id
             self._aheads_waiting += 1
-        self._commands.put(ReadAhead(ahead_id, tuple(messages), sampling or SamplingParams(), conversation, thinking,
-                                     read, tools))  # fmt: skip
+        self._commands.put(
+            ReadAhead(ahead_id, tuple(messages), sampling or SamplingParams(), conversation, thinking, read, tools)
+        )
         return ahead_id
 
     def cancel_read_ahead(self) -> None:
@@ -293,9 +294,11 @@ class InferenceWorker:
         sink: EventSink | None = None
         if isinstance(event, (ModelLoaded, ModelLoadFailed, ModelUnloaded)):
             with self._lock:
-                self._loaded = event.info if isinstance(event, ModelLoaded) else (
-                    event.still_loaded if isinstance(event, ModelLoadFailed) else None
-                )  # fmt: skip
+                self._loaded = (
+                    event.info
+                    if isinstance(event, ModelLoaded)
+                    else (event.still_loaded if isinstance(event, ModelLoadFailed) else None)
+                )
         if isinstance(request_id, int):
             with self._lock:
                 sink = self._sinks.get(request_id)
@@ -338,8 +341,9 @@ class InferenceWorker:
             except Exception:  # the thread must survive anything, and the command still ends with its event
                 # Never the command itself: a Generate carries the whole conversation, and the log is shared.
                 log.exception("Unexpected error in the inference thread while handling %s", describe(command))
-                final = self._failure_event(command, "Something went wrong inside the engine; details are in the "
-                                            "log file.")  # fmt: skip
+                final = self._failure_event(
+                    command, "Something went wrong inside the engine; details are in the log file."
+                )
             with self._lock:
                 self._working = False
                 self._last_active = time.monotonic()
@@ -504,8 +508,9 @@ class InferenceWorker:
 
         try:
             reserve = reply_reserve(command.sampling, self._backend.info.n_ctx)
-            prompt = self._backend.prepare(command.messages, reserve, lambda: self._ahead_stopped(ahead_id),
-                                           command.thinking, command.tools)  # fmt: skip
+            prompt = self._backend.prepare(
+                command.messages, reserve, lambda: self._ahead_stopped(ahead_id), command.thinking, command.tools
+            )
             self._backend.read_ahead(prompt, command.conversation, should_stop, report, abort)
         except FaraError as exc:  # too long, no model, stopped while rendering: Enter will say what matters
             log.info("Reading ahead stopped: %s", type(exc).__name__)

@@ -484,7 +484,10 @@ def choose_path(
         return KernelChoice(path, f"{title}: chosen in Settings", verdicts, speeds, True, f"{title} · yours")
     if not usable:
         return KernelChoice(
-            PLAIN, "no kernel path passed the check on this machine: the plain kernels", verdicts, speeds,
+            PLAIN,
+            "no kernel path passed the check on this machine: the plain kernels",
+            verdicts,
+            speeds,
             summary=f"{PLAIN.title} · none passed the check",
         )
     measured = [p for p in usable if p.key in speeds]

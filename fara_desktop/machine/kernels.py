@@ -328,4 +328,3 @@ def _collect_first_batch_death(cache: KernelCache, key: str, folder: Path) -> No
             log.warning("Kernel path %s killed the app on its first batch: it is not used again here", path)
     with contextlib.suppress(OSError):
         record.unlink()
-

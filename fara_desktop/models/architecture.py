@@ -21,10 +21,27 @@ from fara_desktop.models.gguf_file import GGUFHeader
 RECURRENT_ARCHITECTURES = frozenset({"mamba", "mamba2", "rwkv6", "rwkv6qwen2", "rwkv7", "arwkv7"})
 # llm_arch_is_hybrid: some layers attend (a KV cache that grows with the context), the others are recurrent.
 HYBRID_ARCHITECTURES = frozenset(
-    {"jamba", "falcon-h1", "plamo2", "granitehybrid", "lfm2", "lfm2moe", "nemotron_h", "nemotron_h_moe",
-     "qwen3next", "kimi-linear", "bailingmoe3", "kimi-k3", "glm5-next", "qwen35", "qwen35moe", "qwen4exp",
-     "deepseek4", "minimax-01"}
-)  # fmt: skip
+    {
+        "jamba",
+        "falcon-h1",
+        "plamo2",
+        "granitehybrid",
+        "lfm2",
+        "lfm2moe",
+        "nemotron_h",
+        "nemotron_h_moe",
+        "qwen3next",
+        "kimi-linear",
+        "bailingmoe3",
+        "kimi-k3",
+        "glm5-next",
+        "qwen35",
+        "qwen35moe",
+        "qwen4exp",
+        "deepseek4",
+        "minimax-01",
+    }
+)
 # Hybrids whose recurrent layers llama.cpp places by an interval when the file lists none
 # (``attention.recurrent_layers``): every ``full_attention_interval``-th layer attends, 4 unless the file says.
 INTERVAL_HYBRIDS = frozenset({"qwen3next", "qwen35", "qwen35moe", "qwen4exp"})

@@ -126,7 +126,8 @@ class CatalogEntry:
             n_expert_used=self.n_expert_used,
             active_fraction=active,
             active_parameter_fraction=active,
-            kv_layers=self.kv_layers if self.kv_layers is not None or not self.shared_kv_layers
+            kv_layers=self.kv_layers
+            if self.kv_layers is not None or not self.shared_kv_layers
             else self.kv_holding_layers,
             recurrent_layers=recurrent_layers,
             recurrent_state_bytes=self.recurrent_state_bytes,
@@ -145,16 +146,22 @@ class CatalogEntry:
         layers = self.kv_holding_layers
         globals_ = sum(1 for i in range(layers) if (i + 1) % self.global_every == 0) if self.global_every else 0
         v_max = self.n_head_kv * self.global_head_dim
-        return (globals_ * (self.n_head_kv * self.global_head_dim + v_max),
-                (layers - globals_) * (self.n_head_kv * self.head_dim + v_max))  # fmt: skip
+        return (
+            globals_ * (self.n_head_kv * self.global_head_dim + v_max),
+            (layers - globals_) * (self.n_head_kv * self.head_dim + v_max),
+        )
 
     def header_differences(self, meta: ModelMetadata) -> list[str]:
         """Where the file's own header says otherwise than this entry (the figures shown before the download):
         its architecture, depth, width, experts, attending layers, or a parameter count more than 10 % off."""
         found = []
-        pairs = [("architecture", self.architecture, meta.architecture), ("layers", self.n_layer, meta.n_layer),
-                 ("width", self.n_embd, meta.n_embd), ("experts", self.n_expert, meta.n_expert),
-                 ("experts used per word", self.n_expert_used, meta.n_expert_used)]  # fmt: skip
+        pairs = [
+            ("architecture", self.architecture, meta.architecture),
+            ("layers", self.n_layer, meta.n_layer),
+            ("width", self.n_embd, meta.n_embd),
+            ("experts", self.n_expert, meta.n_expert),
+            ("experts used per word", self.n_expert_used, meta.n_expert_used),
+        ]
         if self.kv_layers is not None or meta.kv_layers is not None:
             pairs.append(("layers with a KV cache", self.kv_holding_layers, meta.kv_layers or meta.n_layer))
         for what, listed, read in pairs:

@@ -442,7 +442,8 @@ def pair_projectors(models: list[DiscoveredModel]) -> list[DiscoveredModel]:
         paired.append(model)
     return [
         replace(m, problem=f"a vision projector (mmproj) for {served[m.path]}, not a chat model itself")
-        if m.path in served else m
+        if m.path in served
+        else m
         for m in paired
     ]
 
@@ -459,8 +460,9 @@ def projector_beside(model: DiscoveredModel) -> DiscoveredModel:
     except OSError:
         return model
     base = DiscoveredModel("", "opened by you", "", None)
-    found = [_projector(replace(base, path=str(p), display_name=p.name), p) for p in files
-             if _architecture_of(p) == "clip"]  # fmt: skip
+    found = [
+        _projector(replace(base, path=str(p), display_name=p.name), p) for p in files if _architecture_of(p) == "clip"
+    ]
     best = _closest(model, [p for p in found if not p.projector_refused])
     return replace(model, projector=best.path) if best is not None else model
 
@@ -472,8 +474,10 @@ def _closest(model: DiscoveredModel, projectors: list[DiscoveredModel]) -> Disco
 
     def shared(projector: DiscoveredModel) -> int:
         other = Path(projector.path).stem.lower().removeprefix("mmproj-").removeprefix("mmproj")
-        return next((i for i, (a, b) in enumerate(zip(name, other.lstrip("-_."), strict=False)) if a != b),
-                    min(len(name), len(other.lstrip("-_."))))  # fmt: skip
+        return next(
+            (i for i, (a, b) in enumerate(zip(name, other.lstrip("-_."), strict=False)) if a != b),
+            min(len(name), len(other.lstrip("-_."))),
+        )
 
     ranked = sorted(projectors, key=shared, reverse=True)
     return ranked[0] if shared(ranked[0]) > shared(ranked[1]) else None  # a tie: ambiguous, none is guessed

@@ -207,8 +207,11 @@ def wordpiece_vocabulary(folder: Path) -> tuple[list[str], list[int], dict[str, 
     if len(set(tokens)) != len(tokens):  # llama.cpp aborts the process on a duplicate token
         raise EmbedderConversionError("tokenizer.json: two pieces become the same token.")
     types = [3 if t in specials and not t.startswith("[unused") else 1 for t in by_id]
-    ids = {name: vocab[token] for name, token in (("pad", "[PAD]"), ("unk", "[UNK]"), ("cls", "[CLS]"),
-                                                 ("sep", "[SEP]"), ("mask", "[MASK]")) if token in vocab}  # fmt: skip
+    ids = {
+        name: vocab[token]
+        for name, token in (("pad", "[PAD]"), ("unk", "[UNK]"), ("cls", "[CLS]"), ("sep", "[SEP]"), ("mask", "[MASK]"))
+        if token in vocab
+    }
     if not {"unk", "cls", "sep"} <= set(ids):
         raise EmbedderConversionError("tokenizer.json has no [UNK], [CLS] or [SEP] token.")
     return tokens, types, ids
@@ -356,8 +359,13 @@ def convert_in_sandbox(folder: Path, target: Path, file_type: str = "f16") -> Pa
     size = weights.stat().st_size if weights.is_file() else 0
     try:
         with Sandbox() as sandbox:
-            done = sandbox.run(_convert_job, None, (str(folder), str(target), file_type), conversion_budget(size),
-                               refusal=EmbedderConversionError)  # fmt: skip
+            done = sandbox.run(
+                _convert_job,
+                None,
+                (str(folder), str(target), file_type),
+                conversion_budget(size),
+                refusal=EmbedderConversionError,
+            )
     except (BudgetExceededError, SandboxFailedError) as exc:
         target.with_name(target.name + ".partial").unlink(missing_ok=True)
         raise EmbedderConversionError(f"{folder.name} could not be converted: it {exc}.") from exc

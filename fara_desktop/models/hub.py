@@ -197,8 +197,13 @@ def _one_off_session() -> Iterator[None]:
             hub.close_session()
 
 
-_NO_NAME = ("Name or service not known", "nodename nor servname", "getaddrinfo failed", "No address associated",
-            "Temporary failure in name resolution")  # fmt: skip
+_NO_NAME = (
+    "Name or service not known",
+    "nodename nor servname",
+    "getaddrinfo failed",
+    "No address associated",
+    "Temporary failure in name resolution",
+)
 
 
 def network_reason(exc: BaseException, host: str) -> str:
@@ -343,8 +348,9 @@ def pick_projector(repo_id: str, files: list[RemoteFile], projector: str, model_
     projectors = named or [r for r in files if "mmproj" in Path(r.filename).name.lower()]
     if len(projectors) != 1:
         offered = ", ".join(r.filename for r in projectors) or "none"
-        raise RemoteNotFoundError(f"{repo_id} has no {projector} to let {model_name} see pictures (projectors: "
-                                  f"{offered})")  # fmt: skip
+        raise RemoteNotFoundError(
+            f"{repo_id} has no {projector} to let {model_name} see pictures (projectors: {offered})"
+        )
     return projectors[0]
 
 

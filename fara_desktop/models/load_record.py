@@ -59,7 +59,6 @@ class CrashedLoad:
         )
 
 
-
 class LoadRecord:
     """The two files in the data folder that make loading crash-safe (see the module's docstring)."""
 

@@ -91,7 +91,10 @@ PICTURE_CLASSES = allowed_classes(Picture)
 
 
 def read_picture(
-    path: Path, sandbox: Sandbox, keep_whole: bool = False, max_pixels: int = MAX_PIXELS,
+    path: Path,
+    sandbox: Sandbox,
+    keep_whole: bool = False,
+    max_pixels: int = MAX_PIXELS,
     should_stop: Callable[[], bool] | None = None,
 ) -> Picture:
     """``path`` decoded in ``sandbox`` within the budget a picture needs; ``UnreadablePicture`` says why not,
@@ -105,11 +108,19 @@ def read_picture(
         if size > MAX_FILE_BYTES:
             raise UnreadablePicture(f"is larger than {MAX_FILE_BYTES // MB} MB")
         # Memory: the file, the decoded frame at 4 bytes a pixel, a converted copy, and Python's own.
-        budget = Budget(cpu_seconds=20.0, memory_bytes=256 * MB + size * 2 + max_pixels * 8,
-                        output_bytes=max_pixels * 3 + MB)  # fmt: skip
+        budget = Budget(
+            cpu_seconds=20.0, memory_bytes=256 * MB + size * 2 + max_pixels * 8, output_bytes=max_pixels * 3 + MB
+        )
         side = None if keep_whole else PREFERRED_SIDE
-        result = sandbox.run(decode_picture, fd, (size, max_pixels, side), budget, allowed=PICTURE_CLASSES,
-                             should_stop=should_stop, refusal=UnreadablePicture)  # fmt: skip
+        result = sandbox.run(
+            decode_picture,
+            fd,
+            (size, max_pixels, side),
+            budget,
+            allowed=PICTURE_CLASSES,
+            should_stop=should_stop,
+            refusal=UnreadablePicture,
+        )
     except (BudgetExceededError, SandboxFailedError) as exc:
         raise UnreadablePicture(str(exc)) from exc
     finally:

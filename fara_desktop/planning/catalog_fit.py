@@ -36,7 +36,6 @@ class CatalogOption:
     differences: tuple[str, ...] = ()  # where the installed file's header says otherwise than the catalog
     lacks_projector: bool = False  # installed, sees pictures, but no projector was found beside it
 
-
     @property
     def memory_bytes(self) -> int:
         """The memory figure to show: at the context the model would be loaded with here."""
@@ -102,18 +101,27 @@ class CatalogAssessment:
         pick = self.recommended
         if pick is None or pick.expected_tok_per_s >= 2 * COMFORTABLE_TOK_PER_S:
             return None
-        faster = [o for o in self.options if o.entry.id == pick.entry.id and o.verdict.verdict == "fits"
-                  and o.quant.estimated_bytes < pick.quant.estimated_bytes
-                  and o.expected_tok_per_s >= FASTER_BY * pick.expected_tok_per_s]  # fmt: skip
+        faster = [
+            o
+            for o in self.options
+            if o.entry.id == pick.entry.id
+            and o.verdict.verdict == "fits"
+            and o.quant.estimated_bytes < pick.quant.estimated_bytes
+            and o.expected_tok_per_s >= FASTER_BY * pick.expected_tok_per_s
+        ]
         return max(faster, key=lambda o: o.expected_tok_per_s, default=None)
 
 
 FASTER_BY = 1.25  # a speed a person notices beside the pick
 QUALITY_WORDS = {
-    "F16": "the original quality", "BF16": "the original quality", "Q8_0": "near the original quality",
-    "Q6_K": "very close to the original", "Q5_K_M": "a little closer to the original than Q4_K_M",
-    "Q4_K_M": "a small loss of quality few people notice", "MXFP4": "the format it was trained in",
-}  # fmt: skip
+    "F16": "the original quality",
+    "BF16": "the original quality",
+    "Q8_0": "near the original quality",
+    "Q6_K": "very close to the original",
+    "Q5_K_M": "a little closer to the original than Q4_K_M",
+    "Q4_K_M": "a small loss of quality few people notice",
+    "MXFP4": "the format it was trained in",
+}
 
 
 def trade_off_words(pick: CatalogOption, faster: CatalogOption | None) -> str:
@@ -121,8 +129,10 @@ def trade_off_words(pick: CatalogOption, faster: CatalogOption | None) -> str:
 
     def said(option: CatalogOption) -> str:
         quality = QUALITY_WORDS.get(option.quant.quant, f"{option.quant.bits_per_weight:.1f} bits a weight")
-        return (f"{format_size(option.quant.estimated_bytes)} to download, about {option.expected_tok_per_s:.0f} "
-                f"tokens/s here, {quality}")  # fmt: skip
+        return (
+            f"{format_size(option.quant.estimated_bytes)} to download, about {option.expected_tok_per_s:.0f} "
+            f"tokens/s here, {quality}"
+        )
 
     words = f"{pick.entry.name} {pick.quant.quant}: {said(pick)}."
     if faster is not None:
@@ -192,12 +202,26 @@ def assess_catalog_here(models_dir: Path, cache_dir: Path, extra_folders: Iterab
     cache = MachineCache(cache_dir / MachineCache.FILE_NAME)
     speed = bandwidth(profile, cache)
     installed = [Path(model.path) for model in scan.usable]
-    facts = MachineFacts(profile.physical_cores, profile.usable_cores, memory.available, memory.total, speed,
-                         weights_are_repacked(), cpu_features=tuple(profile.cpu_features))  # fmt: skip
+    facts = MachineFacts(
+        profile.physical_cores,
+        profile.usable_cores,
+        memory.available,
+        memory.total,
+        speed,
+        weights_are_repacked(),
+        cpu_features=tuple(profile.cpu_features),
+    )
     read = {model.path: model.metadata for model in scan.usable if model.metadata}
     assessment = assess_catalog(
-        load_catalog(), memory.available, memory.total, speed, installed, facts, cache.recommended(profile, "catalog"),
-        read, [model.path for model in scan.usable if model.projector],
+        load_catalog(),
+        memory.available,
+        memory.total,
+        speed,
+        installed,
+        facts,
+        cache.recommended(profile, "catalog"),
+        read,
+        [model.path for model in scan.usable if model.projector],
     )
     cache.set_recommended(profile, "catalog", assessment.recommended.key if assessment.recommended else None)
     return assessment

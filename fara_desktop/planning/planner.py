@@ -106,8 +106,15 @@ def plan_startup(
     memory = psutil.virtual_memory()
     usable = [m for m in scan.usable if avoid is None or Path(m.path) != avoid]
     speed = bandwidth(hardware, cache)
-    facts = MachineFacts(hardware.physical_cores, hardware.usable_cores, memory.available, memory.total, speed,
-                         weights_are_repacked(), cpu_features=tuple(hardware.cpu_features))  # fmt: skip
+    facts = MachineFacts(
+        hardware.physical_cores,
+        hardware.usable_cores,
+        memory.available,
+        memory.total,
+        speed,
+        weights_are_repacked(),
+        cpu_features=tuple(hardware.cpu_features),
+    )
     costs = {
         m.path: cost_here(
             m.metadata, replace(facts, calibrated_threads=cache.threads(hardware, size_class(m.metadata)))

@@ -28,12 +28,40 @@ KV_TYPES: dict[str, float] = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
 DEFAULT_CONTEXT_CAP = 8192
 MIN_CONTEXT = 2048
 FIT_HEADROOM = 0.8  # a model "fits" comfortably under 80 % of the budget; up to 100 % it is "tight"
-QUANT_QUALITY = {"F32": 1.0, "F16": 1.0, "BF16": 1.0, "Q8_0": 1.0, "Q6_K": 0.99, "Q5_K_M": 0.98, "Q5_K_S": 0.97,
-                 "Q5_0": 0.96, "Q5_1": 0.97, "Q4_K_M": 0.95, "Q4_K_S": 0.93, "Q4_0": 0.9, "Q4_1": 0.91,
-                 "IQ4_XS": 0.93, "IQ4_NL": 0.93, "Q3_K_L": 0.85, "Q3_K_M": 0.82, "Q3_K_S": 0.75, "IQ3_M": 0.82,
-                 "IQ3_S": 0.8, "IQ3_XS": 0.76, "IQ3_XXS": 0.72, "Q2_K": 0.6, "Q2_K_S": 0.55, "IQ2_M": 0.6,
-                 "IQ2_S": 0.55, "IQ2_XS": 0.5, "IQ2_XXS": 0.45, "IQ1_M": 0.3, "IQ1_S": 0.25,
-                 "MXFP4_MOE": 0.97, "MXFP4": 0.97}  # fmt: skip (MXFP4: the format gpt-oss was trained for)
+QUANT_QUALITY = {
+    "F32": 1.0,
+    "F16": 1.0,
+    "BF16": 1.0,
+    "Q8_0": 1.0,
+    "Q6_K": 0.99,
+    "Q5_K_M": 0.98,
+    "Q5_K_S": 0.97,
+    "Q5_0": 0.96,
+    "Q5_1": 0.97,
+    "Q4_K_M": 0.95,
+    "Q4_K_S": 0.93,
+    "Q4_0": 0.9,
+    "Q4_1": 0.91,
+    "IQ4_XS": 0.93,
+    "IQ4_NL": 0.93,
+    "Q3_K_L": 0.85,
+    "Q3_K_M": 0.82,
+    "Q3_K_S": 0.75,
+    "IQ3_M": 0.82,
+    "IQ3_S": 0.8,
+    "IQ3_XS": 0.76,
+    "IQ3_XXS": 0.72,
+    "Q2_K": 0.6,
+    "Q2_K_S": 0.55,
+    "IQ2_M": 0.6,
+    "IQ2_S": 0.55,
+    "IQ2_XS": 0.5,
+    "IQ2_XXS": 0.45,
+    "IQ1_M": 0.3,
+    "IQ1_S": 0.25,
+    "MXFP4_MOE": 0.97,
+    "MXFP4": 0.97,  # the format gpt-oss was trained for
+}
 Verdict = Literal["fits", "tight", "too_big"]
 KEEP_MARGIN = 0.85  # the last recommendation stays usable down to 85 % of the speed bar (bandwidth noise is ±10 %)
 CALIBRATED_REASON = "measured fastest on this machine (calibration)"
@@ -343,10 +371,33 @@ def _flops_per_thread(cpu_features: Collection[str]) -> float:
 # Models of architectures llama.cpp learned in 2025 or later (the generation trained on far more and better data:
 # Qwen3 4B matches Qwen2.5 7B on the published benchmarks) count as twice their parameters; one place to say it.
 NEWER_GENERATION_ARCHITECTURES = frozenset(
-    {"qwen3", "qwen3moe", "qwen3next", "qwen35", "qwen35moe", "gemma3", "gemma3n", "gemma4", "lfm2", "lfm2moe",
-     "smollm3", "granitehybrid", "granitemoe", "gpt-oss", "mistral3", "ernie4_5", "ernie4_5-moe",
-     "exaone4", "glm4moe", "nemotron_h", "nemotron_h_moe", "falcon-h1", "seed_oss", "apertus"}
-)  # fmt: skip
+    {
+        "qwen3",
+        "qwen3moe",
+        "qwen3next",
+        "qwen35",
+        "qwen35moe",
+        "gemma3",
+        "gemma3n",
+        "gemma4",
+        "lfm2",
+        "lfm2moe",
+        "smollm3",
+        "granitehybrid",
+        "granitemoe",
+        "gpt-oss",
+        "mistral3",
+        "ernie4_5",
+        "ernie4_5-moe",
+        "exaone4",
+        "glm4moe",
+        "nemotron_h",
+        "nemotron_h_moe",
+        "falcon-h1",
+        "seed_oss",
+        "apertus",
+    }
+)
 
 
 def effective_parameters(meta: ModelMetadata) -> float:

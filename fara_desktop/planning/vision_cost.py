@@ -102,5 +102,6 @@ def projector_shape(header: GGUFHeader) -> ProjectorShape | None:
     kind = header.metadata.get("clip.projector_type")
     windows = header.int_value("clip.vision.n_wa_pattern", 1, 1024) or 0
     gated = any(t.name == "v.blk.0.ffn_gate.weight" for t in header.tensors)
-    return ProjectorShape(image, patch, width, ff, layers, header.tensor_bytes, kind in DYNAMIC_SIZE_PROJECTORS,
-                          windows, gated)  # fmt: skip
+    return ProjectorShape(
+        image, patch, width, ff, layers, header.tensor_bytes, kind in DYNAMIC_SIZE_PROJECTORS, windows, gated
+    )

@@ -17,7 +17,6 @@ import contextlib
 import ctypes
 import json
 import logging
-import socket
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -42,8 +41,7 @@ from fara_desktop.engine.errors import (
     tools_unsupported,
 )
 from fara_desktop.engine.types import ApiClient, Cancelled, Conversation, Event, Failed, Finished, ModelInfo, TokenText
-from fara_desktop.serving.admission import admit, loopback_hosts
-from fara_desktop.serving.http_protocol import HEADER_TIMEOUT_S, HeaderDeadlineProtocol
+from fara_desktop.serving.admission import admit
 from fara_desktop.serving.openai_format import (
     BadRequest,
     ChatRequest,
@@ -62,7 +60,7 @@ from fara_desktop.serving.openai_format import (
     tool_calls_body,
     usage,
 )
-from fara_desktop.serving.principals import Principals, split_keys
+from fara_desktop.serving.principals import Principals
 from fara_desktop.serving.request_pictures import PictureTaker, RequestPictures, ServerStopping
 from fara_desktop.system.socket_owner import connection_owner
 from fara_desktop.vocabulary.errors import FaraError
@@ -76,8 +74,6 @@ MAX_BODY_BYTES = 8 * 1024 * 1024
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 MAX_PENDING = 8  # API requests waiting for or using the model; more get 429 with Retry-After
 RETRY_AFTER_S = 5
-MAX_CONNECTIONS = 512  # beyond this uvicorn answers 503; half-sent headers are closed after HEADER_TIMEOUT_S
-MAX_HEADER_BYTES = 64 * 1024
 
 
 def _load_malloc_trim() -> Callable[[int], int] | None:
@@ -91,20 +87,6 @@ def _load_malloc_trim() -> Callable[[int], int] | None:
 
 
 _malloc_trim = _load_malloc_trim()
-
-
-def raise_open_file_limit() -> None:
-    """The soft limit of open files up to the hard one (1,024 is common): a burst of connections is answered
-    with 503s, rather than accept() failing in a loop."""
-    try:
-        import resource
-    except ImportError:  # not on Windows
-        return
-    with contextlib.suppress(ValueError, OSError):
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        wanted = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
-        if soft != resource.RLIM_INFINITY and soft < wanted:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
 class AdmissionMiddleware:
@@ -123,10 +105,6 @@ class AdmissionMiddleware:
                 await JSONResponse(error_body(refusal.message, kind), status_code=refusal.status)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
-
-
-class ApiKeyRequired(FaraError):
-    """The API was asked to listen beyond this computer without an API key."""
 
 
 class TextEmbedder(Protocol):
@@ -244,13 +222,18 @@ class LocalApi:
         if info is None:
             return JSONResponse(error_body("No model is loaded yet.", "server_error"), status_code=503)
         if info.server is not None and info.server not in self.relay_servers:
-            return JSONResponse(error_body(
-                f"The chat uses a model of the server {info.server!r}; the local API relays to a server only when "
-                "you allow it (Settings ▸ Servers ▸ Local API ▸ May relay to servers).", "permission_error",
-            ), status_code=403)  # fmt: skip
+            return JSONResponse(
+                error_body(
+                    f"The chat uses a model of the server {info.server!r}; the local API relays to a server only when "
+                    "you allow it (Settings ▸ Servers ▸ Local API ▸ May relay to servers).",
+                    "permission_error",
+                ),
+                status_code=403,
+            )
         if info.server is not None and chat.sampling.logprobs is not None:
-            return JSONResponse(error_body("'logprobs' are given for a model on this computer, not a server's."),
-                                status_code=400)  # fmt: skip
+            return JSONResponse(
+                error_body("'logprobs' are given for a model on this computer, not a server's."), status_code=400
+            )
         if chat.tools is not None and chat.tools.declared() and info.server is None and not info.tool_calls:
             return JSONResponse(error_body(str(tools_unsupported(info.name))), status_code=400)
         if (too_much := too_long(chat, info.n_ctx)) is not None:
@@ -358,8 +341,9 @@ class LocalApi:
                     yield _sse(text_chunk(name, model, "", finish) if chat.raw else chunk(name, model, {}, finish))
                     if chat.include_usage:
                         kind = "text_completion" if chat.raw else "chat.completion.chunk"
-                        yield _sse({"id": name, "object": kind, "model": model, "choices": [],
-                                    "usage": usage(event.stats)})  # fmt: skip
+                        yield _sse(
+                            {"id": name, "object": kind, "model": model, "choices": [], "usage": usage(event.stats)}
+                        )
                 elif isinstance(event, Failed):
                     done = True
                     yield _sse(error_body(event.message, "server_error"))
@@ -393,15 +377,26 @@ class LocalApi:
                     ended = event.finish_reason if isinstance(event, Finished) else "stop"
                     reason = finish_reason(ended)
                     if chat.wants_json and reason == "stop" and not is_json(event.text):
-                        return JSONResponse(error_body("The model's reply is not valid JSON.", "server_error"),
-                                            status_code=500)  # fmt: skip
+                        return JSONResponse(
+                            error_body("The model's reply is not valid JSON.", "server_error"), status_code=500
+                        )
                     if chat.raw:
                         return JSONResponse(text_completion(name, model, event.text, reason, event.stats))
                     scores = None
                     if chat.sampling.logprobs is not None and isinstance(event, Finished):
                         scores = logprobs_body(event.logprobs)
-                    return JSONResponse(completion(name, model, event.text, event.reasoning, reason, event.stats,
-                                                   scores, returned_calls(event, chat)))  # fmt: skip
+                    return JSONResponse(
+                        completion(
+                            name,
+                            model,
+                            event.text,
+                            event.reasoning,
+                            reason,
+                            event.stats,
+                            scores,
+                            returned_calls(event, chat),
+                        )
+                    )
                 elif isinstance(event, Failed):
                     return failure_response(event)
         finally:
@@ -456,10 +451,13 @@ class LocalApi:
 
     def _busy(self) -> Response:
         return JSONResponse(
-            error_body(f"{max(self._active, self._reading)} requests are already waiting for the model; try again "
-                       "shortly.", "rate_limit_error"),
-            status_code=429, headers={"Retry-After": str(RETRY_AFTER_S)},
-        )  # fmt: skip
+            error_body(
+                f"{max(self._active, self._reading)} requests are already waiting for the model; try again shortly.",
+                "rate_limit_error",
+            ),
+            status_code=429,
+            headers={"Retry-After": str(RETRY_AFTER_S)},
+        )
 
     def _return_memory(self) -> None:
         """After a burst of large bodies, give the freed memory back to the system (glibc keeps it otherwise:
@@ -473,19 +471,6 @@ class LocalApi:
             active = self._active
         if self.on_activity is not None:
             self.on_activity(active)
-
-
-def _stopping_everything_on_signals(server_class: type[Any], api: LocalApi) -> type[Any]:
-    """uvicorn's server, whose SIGTERM and Ctrl+C also end every request under way at once. Served on the main
-    thread (``fara-desktop serve``) uvicorn takes those signals for itself and waits for every request to finish
-    (SIGTERM waited 8 s for eight requests' pictures, 120 s under a flood): the handler set before never ran."""
-
-    class StoppingServer(server_class):  # type: ignore[misc]
-        def handle_exit(self, sig: int, frame: Any) -> None:
-            super().handle_exit(sig, frame)
-            api.stop_everything()
-
-    return StoppingServer
 
 
 async def _when_gone(request: Request, then: Callable[[], None]) -> None:
@@ -524,77 +509,3 @@ def is_json(text: str) -> bool:
 
 def _sse(data: dict[str, Any]) -> str:
     return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
-
-
-class ApiServer:
-    """Runs ``LocalApi`` with uvicorn on a background thread (or the calling one, for ``fara-desktop serve``)."""
-
-    def __init__(
-        self, api: LocalApi, host: str = "127.0.0.1", port: int = 0, header_timeout_s: float = HEADER_TIMEOUT_S
-    ) -> None:
-        if host not in LOCAL_HOSTS and not api.principals.keys:
-            raise ApiKeyRequired(f"Listening on {host} makes the model reachable from the network: set an API key.")
-        import uvicorn
-
-        self.api = api
-        self.host = host
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self._socket = socket.socket(family, socket.SOCK_STREAM)
-        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            self._socket.bind((host, port))
-        except OSError as exc:
-            self._socket.close()
-            raise FaraError(f"The local API cannot listen on {host}:{port}: {exc.strerror or exc}.") from exc
-        self._socket.listen(64)
-        self.port = int(self._socket.getsockname()[1])
-        api.allowed_hosts = loopback_hosts(self.port) if host in LOCAL_HOSTS else None
-        raise_open_file_limit()
-        protocol = type("Protocol", (HeaderDeadlineProtocol,), {"header_timeout_s": header_timeout_s})
-        config = uvicorn.Config(
-            api.app, log_level="warning", lifespan="off", access_log=False, http=protocol,
-            limit_concurrency=MAX_CONNECTIONS,  # beyond this, 503 at once instead of file descriptors running out
-            timeout_keep_alive=5, h11_max_incomplete_event_size=MAX_HEADER_BYTES,
-        )  # fmt: skip
-        self._server = _stopping_everything_on_signals(uvicorn.Server, api)(config)
-        self._thread: threading.Thread | None = None
-
-    @property
-    def address(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/v1"
-
-    @property
-    def reachable_from_network(self) -> bool:
-        return self.host not in LOCAL_HOSTS
-
-    def start(self) -> str:
-        """Serve on a background thread; connections are accepted from now on (the socket already listens)."""
-        self._thread = threading.Thread(target=self.run, name="fara-local-api", daemon=True)
-        self._thread.start()
-        return self.address
-
-    def set_keys(self, keys: str | None) -> None:
-        """New keys for the running API (``LocalApi.set_keys``); listening beyond this computer, none is refused
-        (``ApiKeyRequired``) and the keys stay as they were."""
-        if self.host not in LOCAL_HOSTS and not split_keys(keys):
-            raise ApiKeyRequired(
-                f"Listening on {self.host} makes the model reachable from the network: set an API key."
-            )
-        self.api.set_keys(keys)
-
-    def run(self) -> None:
-        """Serve on the calling thread until ``stop``."""
-        self._server.run(sockets=[self._socket])
-
-    def request_stop(self) -> None:
-        """Ask ``run`` to end (any thread, a signal handler too; before ``run`` began as well): every request under
-        way ends now, and ``run`` returns once uvicorn has seen it. The socket stays for ``stop`` to close."""
-        self._server.should_exit = True
-        self.api.stop_everything()
-
-    def stop(self, timeout: float = 5.0) -> None:
-        self.request_stop()
-        if self._thread is not None:
-            self._thread.join(timeout)
-        self._socket.close()

@@ -30,9 +30,26 @@ MAX_MESSAGES = 1_000
 MAX_TOKENS = 32_768
 MAX_CHARS_PER_TOKEN = 16  # no tokenizer packs more text into one token: more than this can never fit the context
 ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
-HONOURED = {"model", "messages", "temperature", "top_p", "max_tokens", "max_completion_tokens", "seed", "stream",
-            "stream_options", "n", "user", "stop", "response_format", "logprobs", "top_logprobs", "tools",
-            "tool_choice", "parallel_tool_calls"}  # fmt: skip
+HONOURED = {
+    "model",
+    "messages",
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "max_completion_tokens",
+    "seed",
+    "stream",
+    "stream_options",
+    "n",
+    "user",
+    "stop",
+    "response_format",
+    "logprobs",
+    "top_logprobs",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+}
 MAX_TOOLS = 128  # as OpenAI
 TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # OpenAI's rule (and dots, which MCP servers use)
 MAX_ARGUMENT_CHARS = 64 * 1024
@@ -104,8 +121,10 @@ def logprobs_body(entries: Sequence[TokenLogprob]) -> dict[str, Any]:
     def one(token: bytes, logprob: float) -> dict[str, Any]:
         return {"token": token.decode("utf-8", errors="replace"), "logprob": logprob, "bytes": list(token)}
 
-    return {"content": [{**one(e.token, e.logprob), "top_logprobs": [one(t, lp) for t, lp in e.top]}
-                        for e in entries], "refusal": None}  # fmt: skip
+    return {
+        "content": [{**one(e.token, e.logprob), "top_logprobs": [one(t, lp) for t, lp in e.top]} for e in entries],
+        "refusal": None,
+    }
 
 
 def _json_schema(value: Any) -> str | None:
@@ -151,8 +170,10 @@ def _picture(part: Any, where: str) -> bytes:
     if not isinstance(url, str):
         raise BadRequest(f"{where}: an image_url part needs a 'url'.")
     if url.lower().startswith(("http://", "https://", "ftp://", "//")):
-        raise BadRequest(f"{where}: a picture at a web address is refused: this app fetches nothing from the "
-                         "network. Send the picture itself as a data: URI (data:image/png;base64,…).")  # fmt: skip
+        raise BadRequest(
+            f"{where}: a picture at a web address is refused: this app fetches nothing from the "
+            "network. Send the picture itself as a data: URI (data:image/png;base64,…)."
+        )
     header = DATA_URI.match(url)
     if header is None:
         raise BadRequest(f"{where}: a picture must be a base64 data: URI of an image (data:image/png;base64,…).")
@@ -186,8 +207,9 @@ def _content(value: Any, where: str, pictures: list[bytes] | None = None) -> str
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:  # JSON's \ud800 escapes decode to lone surrogates, which no tokenizer takes
-        raise BadRequest(f"{where}: the text holds a lone surrogate (\\u{ord(value[exc.start]):04x}), "
-                         "which is not Unicode text.") from exc  # fmt: skip
+        raise BadRequest(
+            f"{where}: the text holds a lone surrogate (\\u{ord(value[exc.start]):04x}), which is not Unicode text."
+        ) from exc
     return value
 
 
@@ -278,8 +300,12 @@ def _message(raw: Any, where: str, pictures: list[bytes] | None = None) -> ChatM
         if not isinstance(call_id, str) or not call_id:
             raise BadRequest(f"{where}: a tool message needs the 'tool_call_id' it answers.")
         name = raw.get("name")
-        return ChatMessage("tool", content, tool_call_id=_content(call_id, where)[:64],
-                           name=name if isinstance(name, str) and TOOL_NAME.fullmatch(name) else "")  # fmt: skip
+        return ChatMessage(
+            "tool",
+            content,
+            tool_call_id=_content(call_id, where)[:64],
+            name=name if isinstance(name, str) and TOOL_NAME.fullmatch(name) else "",
+        )
     calls = _calls(raw.get("tool_calls"), where) if role == "assistant" else ()
     return ChatMessage(role, content, tool_calls=calls)  # type: ignore[arg-type]
 
@@ -287,18 +313,23 @@ def _message(raw: Any, where: str, pictures: list[bytes] | None = None) -> ChatM
 def tool_calls_body(calls: Sequence[ToolCall], streamed: bool = False) -> list[dict[str, Any]]:
     """OpenAI's ``tool_calls`` (in a stream's delta, each call carries its ``index``)."""
     return [
-        {**({"index": number} if streamed else {}), "id": call.id, "type": "function",
-         "function": {"name": call.name, "arguments": call.arguments}}
+        {
+            **({"index": number} if streamed else {}),
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": call.arguments},
+        }
         for number, call in enumerate(calls)
-    ]  # fmt: skip
+    ]
 
 
 def unsupported_parameters(body: dict[str, Any]) -> list[str]:
     """The request's parameters this server would not honour (a value that asks for nothing is fine)."""
     return sorted(
-        key for key, value in body.items()
+        key
+        for key, value in body.items()
         if key not in HONOURED and value is not None and not (key in NEUTRAL and value == NEUTRAL[key])
-    )  # fmt: skip
+    )
 
 
 def model_id(info: ModelInfo) -> str:
@@ -314,8 +345,10 @@ def too_long(chat: ChatRequest, n_ctx: int) -> str | None:
     """Why the request can never fit the model's context (refused at once, before it waits for the model)."""
     chars = sum(len(m.content) for m in chat.messages)
     if chars > n_ctx * MAX_CHARS_PER_TOKEN:
-        return (f"The messages hold {chars:,} characters, far more than the model's context of {n_ctx:,} tokens "
-                "can take; send less.")  # fmt: skip
+        return (
+            f"The messages hold {chars:,} characters, far more than the model's context of {n_ctx:,} tokens "
+            "can take; send less."
+        )
     return None
 
 
@@ -353,24 +386,47 @@ def parse_chat_request(body: Any, defaults: SamplingParams) -> ChatRequest:
     sampling = SamplingParams(
         temperature=defaults.temperature if temperature is None else temperature,
         top_p=defaults.top_p if top_p is None else top_p,
-        top_k=defaults.top_k, min_p=defaults.min_p, repeat_penalty=defaults.repeat_penalty,
+        top_k=defaults.top_k,
+        min_p=defaults.min_p,
+        repeat_penalty=defaults.repeat_penalty,
         seed=seed if seed is not None else defaults.seed,
         max_tokens=limit if limit is not None else defaults.max_tokens,
-        stop=_stops(body.get("stop")), json_schema=_json_schema(body.get("response_format")),
+        stop=_stops(body.get("stop")),
+        json_schema=_json_schema(body.get("response_format")),
         stop_loops=False,  # a client asked for what it asked for: only the window's chats are cut when they loop
-    )  # fmt: skip
+    )
     stream = body.get("stream", False)
     if not isinstance(stream, bool):
         raise BadRequest("'stream' must be true or false.")
     sampling = replace(sampling, logprobs=_logprobs(body, stream))
     options = body.get("stream_options")
     include_usage = isinstance(options, dict) and options.get("include_usage") is True
-    return ChatRequest(tuple(messages), sampling, stream, include_usage, tools=tools, one_call=not parallel,
-                       pictures=tuple(tuple(p) for p in pictures) if any(pictures) else ())  # fmt: skip
+    return ChatRequest(
+        tuple(messages),
+        sampling,
+        stream,
+        include_usage,
+        tools=tools,
+        one_call=not parallel,
+        pictures=tuple(tuple(p) for p in pictures) if any(pictures) else (),
+    )
 
 
-COMPLETION_HONOURED = {"model", "prompt", "temperature", "top_p", "max_tokens", "seed", "stream", "stream_options",
-                       "n", "user", "stop", "echo", "best_of"}  # fmt: skip
+COMPLETION_HONOURED = {
+    "model",
+    "prompt",
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "seed",
+    "stream",
+    "stream_options",
+    "n",
+    "user",
+    "stop",
+    "echo",
+    "best_of",
+}
 COMPLETION_DEFAULT_MAX_TOKENS = 16  # as OpenAI's legacy endpoint
 
 
@@ -379,9 +435,10 @@ def parse_completion_request(body: Any, defaults: SamplingParams) -> ChatRequest
     if not isinstance(body, dict):
         raise BadRequest("The request body must be a JSON object.")
     unsupported = sorted(
-        key for key, value in body.items()
+        key
+        for key, value in body.items()
         if key not in COMPLETION_HONOURED and value is not None and not (key in NEUTRAL and value == NEUTRAL[key])
-    )  # fmt: skip
+    )
     if unsupported:
         raise BadRequest(f"Not supported by this server: {', '.join(repr(k[:40]) for k in unsupported[:20])}.")
     prompt = body.get("prompt")
@@ -394,18 +451,24 @@ def parse_completion_request(body: Any, defaults: SamplingParams) -> ChatRequest
             raise BadRequest(f"'{key}': only {json.dumps(honoured_value)} is supported.")
     limit = body.get("max_tokens", COMPLETION_DEFAULT_MAX_TOKENS)
     chat = parse_chat_request(
-        {"messages": [{"role": "user", "content": prompt}], "max_tokens": limit,
-         **{k: body[k] for k in ("temperature", "top_p", "seed", "stream", "stream_options", "stop") if k in body}},
+        {
+            "messages": [{"role": "user", "content": prompt}],
+            "max_tokens": limit,
+            **{k: body[k] for k in ("temperature", "top_p", "seed", "stream", "stream_options", "stop") if k in body},
+        },
         defaults,
-    )  # fmt: skip
+    )
     return ChatRequest(chat.messages, chat.sampling, chat.stream, chat.include_usage, raw=True)
 
 
 def text_chunk(request_id: str, model: str, text: str, finish: str | None = None) -> dict[str, Any]:
     return {
-        "id": request_id, "object": "text_completion", "created": int(time.time()), "model": model,
+        "id": request_id,
+        "object": "text_completion",
+        "created": int(time.time()),
+        "model": model,
         "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": finish}],
-    }  # fmt: skip
+    }
 
 
 def text_completion(
@@ -421,33 +484,47 @@ def usage(stats: GenerationStats | None) -> dict[str, Any]:
     completion = stats.completion_tokens if stats else 0
     cached = max(0, prompt - stats.prompt_tokens_evaluated) if stats else 0
     return {
-        "prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
         "prompt_tokens_details": {"cached_tokens": cached},
         "completion_tokens_details": {"reasoning_tokens": stats.reasoning_tokens if stats else 0},
-    }  # fmt: skip
+    }
 
 
 def chunk(request_id: str, model: str, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
     return {
-        "id": request_id, "object": "chat.completion.chunk", "created": int(time.time()), "model": model,
+        "id": request_id,
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }  # fmt: skip
+    }
 
 
 def completion(
-    request_id: str, model: str, text: str, reasoning: str, finish: str, stats: GenerationStats | None,
-    logprobs: dict[str, Any] | None = None, calls: Sequence[ToolCall] = (),
-) -> dict[str, Any]:  # fmt: skip
+    request_id: str,
+    model: str,
+    text: str,
+    reasoning: str,
+    finish: str,
+    stats: GenerationStats | None,
+    logprobs: dict[str, Any] | None = None,
+    calls: Sequence[ToolCall] = (),
+) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": text if text or not calls else None}
     if reasoning:
         message["reasoning_content"] = reasoning
     if calls:
         message["tool_calls"] = tool_calls_body(calls)
     return {
-        "id": request_id, "object": "chat.completion", "created": int(time.time()), "model": model,
+        "id": request_id,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": logprobs}],
         "usage": usage(stats),
-    }  # fmt: skip
+    }
 
 
 def error_body(message: str, kind: str = "invalid_request_error") -> dict[str, Any]:
@@ -484,15 +561,18 @@ def parse_embedding_request(body: Any) -> tuple[list[str], bool]:
             raise BadRequest(f"input[{number}] is longer than {MAX_EMBEDDING_CHARS:,} characters.")
     total = sum(len(t) for t in texts)
     if total > MAX_EMBEDDING_TOTAL_CHARS:
-        raise BadRequest(f"'input' holds {total:,} characters; one request may hold {MAX_EMBEDDING_TOTAL_CHARS:,}. "
-                         "Send the texts in several requests.")  # fmt: skip
+        raise BadRequest(
+            f"'input' holds {total:,} characters; one request may hold {MAX_EMBEDDING_TOTAL_CHARS:,}. "
+            "Send the texts in several requests."
+        )
     return texts, body.get("encoding_format") == "base64"
 
 
 def embeddings_body(model: str, vectors: list[list[float]] | list[str]) -> dict[str, Any]:
     """``vectors``: lists of floats, or base64 strings of little-endian float32 (OpenAI's two encodings)."""
     return {
-        "object": "list", "model": model,
+        "object": "list",
+        "model": model,
         "data": [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)],
         "usage": {"prompt_tokens": 0, "total_tokens": 0},  # the embedder does not count them
-    }  # fmt: skip
+    }

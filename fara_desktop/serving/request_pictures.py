@@ -89,8 +89,10 @@ class RequestPictures:
             watcher.cancel()
             self._stops.discard(stop)
         given = iter(taken)
-        messages = tuple(replace(m, pictures=tuple(next(given) for _ in data)) if data else m
-                         for m, data in zip(chat.messages, chat.pictures, strict=True))  # fmt: skip
+        messages = tuple(
+            replace(m, pictures=tuple(next(given) for _ in data)) if data else m
+            for m, data in zip(chat.messages, chat.pictures, strict=True)
+        )
         return replace(chat, messages=messages, pictures=()), taken
 
     def _release_unclaimed(self, decoding: Future[tuple[AttachedPicture, ...]]) -> None:

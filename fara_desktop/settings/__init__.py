@@ -15,7 +15,18 @@ from fara_desktop.settings.values import (
 )
 
 __all__ = [
-    "THEMES", "InferenceOverrides", "LoadedSettings", "LocalApiSettings", "PromptSettings", "RemoteChoice",
-    "SamplingSettings", "ServerEntry", "SettingField", "Settings", "ToolSettings", "load_settings", "save_settings",
+    "THEMES",
+    "InferenceOverrides",
+    "LoadedSettings",
+    "LocalApiSettings",
+    "PromptSettings",
+    "RemoteChoice",
+    "SamplingSettings",
+    "ServerEntry",
+    "SettingField",
+    "Settings",
+    "ToolSettings",
+    "load_settings",
+    "save_settings",
     "settings_file",
-]  # fmt: skip
+]

@@ -57,66 +57,207 @@ KERNEL_PATHS = ("default", "no-amx", "plain")  # machine/kernel_paths' keys
 
 FIELDS: tuple[SettingField, ...] = (
     # ---- the Inference page (unset: tuned for this machine and model)
-    SettingField("inference.n_ctx", "Context length", "How much of the chat the model sees at once, in tokens "
-                 "(a token is about ¾ of a word). Longer remembers more of a long chat but needs more memory.",
-                 256, 1 << 20, step=256, auto="auto"),
-    SettingField("inference.n_threads", "Generation threads", "CPU threads that write the reply. auto uses the "
-                 "count measured fastest here: past a point, more threads only wait for memory.", 1, 1024, auto="auto"),
-    SettingField("inference.n_threads_batch", "Prompt threads", "CPU threads that read your message. Reading is "
-                 "arithmetic, so every physical core helps.", 1, 1024, auto="auto"),
-    SettingField("inference.n_batch", "Batch size", "Tokens of your message read in one step. Larger reads a long "
-                 "message faster but needs more memory.", 32, 8192, step=32, auto="auto"),
-    SettingField("inference.kv_type", "KV cache", "How the model's memory of the chat is stored: f16 exact, q8_0 "
-                 "half the memory and nearly exact, q4_0 a quarter and slightly worse.", choices=tuple(KV_TYPES),
-                 auto="auto"),
-    SettingField("inference.flash_attn", "Flash attention", "A faster way to compute attention; it is also what "
-                 "lets the KV cache be stored in less memory.", auto="auto"),
-    SettingField("inference.kernel_path", "Kernel path", "How llama.cpp multiplies the weights on this CPU. auto "
-                 "takes the fastest path proven correct here; default is llama.cpp's own, no-amx the same without "
-                 "AMX, plain without repacked weights. A path that failed the check cannot be chosen.",
-                 choices=KERNEL_PATHS, auto="auto"),
-    SettingField("inference.use_mmap", "Memory-map weights", "Read the model file as it is needed instead of "
-                 "copying it into memory first: starts sooner, and apps using the same file share it.", auto="auto"),
-    SettingField("inference.use_mlock", "Lock weights in RAM", "Keep the model in memory even when the computer "
-                 "runs short (steadier speed; that memory is not given to other apps while it is loaded).",
-                 auto="auto"),
+    SettingField(
+        "inference.n_ctx",
+        "Context length",
+        "How much of the chat the model sees at once, in tokens "
+        "(a token is about ¾ of a word). Longer remembers more of a long chat but needs more memory.",
+        256,
+        1 << 20,
+        step=256,
+        auto="auto",
+    ),
+    SettingField(
+        "inference.n_threads",
+        "Generation threads",
+        "CPU threads that write the reply. auto uses the "
+        "count measured fastest here: past a point, more threads only wait for memory.",
+        1,
+        1024,
+        auto="auto",
+    ),
+    SettingField(
+        "inference.n_threads_batch",
+        "Prompt threads",
+        "CPU threads that read your message. Reading is arithmetic, so every physical core helps.",
+        1,
+        1024,
+        auto="auto",
+    ),
+    SettingField(
+        "inference.n_batch",
+        "Batch size",
+        "Tokens of your message read in one step. Larger reads a long message faster but needs more memory.",
+        32,
+        8192,
+        step=32,
+        auto="auto",
+    ),
+    SettingField(
+        "inference.kv_type",
+        "KV cache",
+        "How the model's memory of the chat is stored: f16 exact, q8_0 "
+        "half the memory and nearly exact, q4_0 a quarter and slightly worse.",
+        choices=tuple(KV_TYPES),
+        auto="auto",
+    ),
+    SettingField(
+        "inference.flash_attn",
+        "Flash attention",
+        "A faster way to compute attention; it is also what lets the KV cache be stored in less memory.",
+        auto="auto",
+    ),
+    SettingField(
+        "inference.kernel_path",
+        "Kernel path",
+        "How llama.cpp multiplies the weights on this CPU. auto "
+        "takes the fastest path proven correct here; default is llama.cpp's own, no-amx the same without "
+        "AMX, plain without repacked weights. A path that failed the check cannot be chosen.",
+        choices=KERNEL_PATHS,
+        auto="auto",
+    ),
+    SettingField(
+        "inference.use_mmap",
+        "Memory-map weights",
+        "Read the model file as it is needed instead of "
+        "copying it into memory first: starts sooner, and apps using the same file share it.",
+        auto="auto",
+    ),
+    SettingField(
+        "inference.use_mlock",
+        "Lock weights in RAM",
+        "Keep the model in memory even when the computer "
+        "runs short (steadier speed; that memory is not given to other apps while it is loaded).",
+        auto="auto",
+    ),
     # ---- the Sampling page
-    SettingField("sampling.temperature", "Temperature", "How adventurous the wording is: 0 always takes the "
-                 "likeliest word (the same question gets the same answer), 0.7 varies sensibly, above 1.2 small "
-                 "models ramble.", 0, 5, step=0.05, decimals=2),
-    SettingField("sampling.top_p", "Top-p", "Words are drawn only from the likeliest ones that together make up "
-                 "this share of the chances. Lower: safer, plainer wording.", 0, 1, step=0.01, decimals=2),
-    SettingField("sampling.top_k", "Top-k", "Words are drawn only from this many of the likeliest (0: no limit).",
-                 0, 100_000),
-    SettingField("sampling.min_p", "Min-p", "A word less likely than this share of the likeliest word's chance is "
-                 "never drawn: cuts nonsense without making replies dull.", 0, 1, step=0.01, decimals=2),
-    SettingField("sampling.repeat_penalty", "Repeat penalty", "Makes words already used less likely: above 1 "
-                 "discourages repeating, 1 is off.", 0.5, 3, step=0.05, decimals=2),
-    SettingField("sampling.mirostat_mode", "Mirostat", "Replaces temperature, top-p and top-k by a feedback loop "
-                 "that keeps how surprising the words are near a target (tau). Leave it off unless you want it.",
-                 0, 2, choices=("off", "Mirostat 1", "Mirostat 2")),
-    SettingField("sampling.mirostat_tau", "Mirostat tau", "Mirostat's target: lower is more focused, higher more "
-                 "varied.", 0, 20, step=0.5, decimals=2),
-    SettingField("sampling.mirostat_eta", "Mirostat eta", "How fast Mirostat corrects itself toward its target.",
-                 0, 1, step=0.01, decimals=2),
-    SettingField("sampling.seed", "Seed", "The same seed, question and settings give the same reply; random gives "
-                 "a new one each time.", 0, 2**31 - 1, auto="random"),
-    SettingField("sampling.max_tokens", "Max tokens", "A reply stops after this many tokens (about ¾ of a word "
-                 "each).", 1, 1 << 20, auto="until the context is full"),
+    SettingField(
+        "sampling.temperature",
+        "Temperature",
+        "How adventurous the wording is: 0 always takes the "
+        "likeliest word (the same question gets the same answer), 0.7 varies sensibly, above 1.2 small "
+        "models ramble.",
+        0,
+        5,
+        step=0.05,
+        decimals=2,
+    ),
+    SettingField(
+        "sampling.top_p",
+        "Top-p",
+        "Words are drawn only from the likeliest ones that together make up "
+        "this share of the chances. Lower: safer, plainer wording.",
+        0,
+        1,
+        step=0.01,
+        decimals=2,
+    ),
+    SettingField(
+        "sampling.top_k", "Top-k", "Words are drawn only from this many of the likeliest (0: no limit).", 0, 100_000
+    ),
+    SettingField(
+        "sampling.min_p",
+        "Min-p",
+        "A word less likely than this share of the likeliest word's chance is "
+        "never drawn: cuts nonsense without making replies dull.",
+        0,
+        1,
+        step=0.01,
+        decimals=2,
+    ),
+    SettingField(
+        "sampling.repeat_penalty",
+        "Repeat penalty",
+        "Makes words already used less likely: above 1 discourages repeating, 1 is off.",
+        0.5,
+        3,
+        step=0.05,
+        decimals=2,
+    ),
+    SettingField(
+        "sampling.mirostat_mode",
+        "Mirostat",
+        "Replaces temperature, top-p and top-k by a feedback loop "
+        "that keeps how surprising the words are near a target (tau). Leave it off unless you want it.",
+        0,
+        2,
+        choices=("off", "Mirostat 1", "Mirostat 2"),
+    ),
+    SettingField(
+        "sampling.mirostat_tau",
+        "Mirostat tau",
+        "Mirostat's target: lower is more focused, higher more varied.",
+        0,
+        20,
+        step=0.5,
+        decimals=2,
+    ),
+    SettingField(
+        "sampling.mirostat_eta",
+        "Mirostat eta",
+        "How fast Mirostat corrects itself toward its target.",
+        0,
+        1,
+        step=0.01,
+        decimals=2,
+    ),
+    SettingField(
+        "sampling.seed",
+        "Seed",
+        "The same seed, question and settings give the same reply; random gives a new one each time.",
+        0,
+        2**31 - 1,
+        auto="random",
+    ),
+    SettingField(
+        "sampling.max_tokens",
+        "Max tokens",
+        "A reply stops after this many tokens (about ¾ of a word each).",
+        1,
+        1 << 20,
+        auto="until the context is full",
+    ),
     # ---- Prompts
-    SettingField("prompts.chat_states_gb", "Disk for chats' saved reading", "A chat's reading (the model's memory "
-                 "of it) is kept on disk, so going back to the chat answers at once instead of reading it all again. "
-                 "0 keeps none; a deleted chat's goes with it.", 0, 10_000, step=0.5, decimals=1, unit="GB"),
-    SettingField("prompts.read_ahead", "Read while I type", "The model reads the chat and what you type before you "
-                 "press Enter, so the reply starts sooner."),
-    SettingField("prompts.read_ahead_on_battery", "Read ahead on battery too", "Reading ahead spends energy on "
-                 "text that may still change: off on battery unless you turn this on."),
-    SettingField("prompts.document_wait_s", "Longest wait for document passages", "Passages from your documents "
-                 "are added to a question only as far as the model reads them in this many seconds here.",
-                 1, 600, step=1, decimals=0, unit="s"),
-    SettingField("prompts.pictures_whole", "Attach pictures at full size", "A picture is scaled to 896 pixels on "
-                 "its longest side, what small vision models read; a larger one only costs more encoding. On: "
-                 "pictures are kept as they are."),
+    SettingField(
+        "prompts.chat_states_gb",
+        "Disk for chats' saved reading",
+        "A chat's reading (the model's memory "
+        "of it) is kept on disk, so going back to the chat answers at once instead of reading it all again. "
+        "0 keeps none; a deleted chat's goes with it.",
+        0,
+        10_000,
+        step=0.5,
+        decimals=1,
+        unit="GB",
+    ),
+    SettingField(
+        "prompts.read_ahead",
+        "Read while I type",
+        "The model reads the chat and what you type before you press Enter, so the reply starts sooner.",
+    ),
+    SettingField(
+        "prompts.read_ahead_on_battery",
+        "Read ahead on battery too",
+        "Reading ahead spends energy on text that may still change: off on battery unless you turn this on.",
+    ),
+    SettingField(
+        "prompts.document_wait_s",
+        "Longest wait for document passages",
+        "Passages from your documents "
+        "are added to a question only as far as the model reads them in this many seconds here.",
+        1,
+        600,
+        step=1,
+        decimals=0,
+        unit="s",
+    ),
+    SettingField(
+        "prompts.pictures_whole",
+        "Attach pictures at full size",
+        "A picture is scaled to 896 pixels on "
+        "its longest side, what small vision models read; a larger one only costs more encoding. On: "
+        "pictures are kept as they are.",
+    ),
     # ---- Appearance
     SettingField("theme", "Theme", "Light, dark, or as the system is set.", choices=THEMES),
     SettingField("font_size", "Font size", "The size of the text, in points.", 7, 24, unit="pt"),

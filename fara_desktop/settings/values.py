@@ -74,8 +74,11 @@ def _projector_choices(value: Any) -> dict[str, str]:
     """Model path → projector path ("" for none), as many as a person could have chosen; anything else dropped."""
     if not isinstance(value, dict):
         return {}
-    chosen = [(k, v) for k, v in value.items() if isinstance(k, str) and isinstance(v, str) and len(k) < 4096
-              and len(v) < 4096]  # fmt: skip
+    chosen = [
+        (k, v)
+        for k, v in value.items()
+        if isinstance(k, str) and isinstance(v, str) and len(k) < 4096 and len(v) < 4096
+    ]
     return dict(chosen[:1000])
 
 
@@ -233,17 +236,20 @@ class Settings:
         remote = _mapping(data.get("remote_model"))
         remote_model = (
             RemoteChoice(remote["server"], remote["model"][:500])
-            if isinstance(remote.get("server"), str) and isinstance(remote.get("model"), str)
+            if isinstance(remote.get("server"), str)
+            and isinstance(remote.get("model"), str)
             and any(s.name == remote["server"] for s in servers)
             else None
-        )  # fmt: skip
+        )
         api = _mapping(data.get("local_api"))
         host = api.get("host") if isinstance(api.get("host"), str) and 0 < len(api["host"]) <= 255 else "127.0.0.1"
         local_api = LocalApiSettings(
-            enabled=api.get("enabled") is True, host=str(host), port=int(_number(api.get("port"), "local_api.port")),
+            enabled=api.get("enabled") is True,
+            host=str(host),
+            port=int(_number(api.get("port"), "local_api.port")),
             allowed_origins=_short_strings(api.get("allowed_origins"), ("http://", "https://")),
             relay_servers=tuple(n for n in _short_strings(api.get("relay_servers")) if settings_has(servers, n)),
-        )  # fmt: skip
+        )
         raw_prompts = _mapping(data.get("prompts"))
         prompts = PromptSettings(
             chat_states_gb=_number(raw_prompts.get("chat_states_gb"), "prompts.chat_states_gb"),

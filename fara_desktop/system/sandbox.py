@@ -395,4 +395,3 @@ def _text_size(value: Any, limit: int) -> int:
 def _cpu_seconds(process: psutil.Process) -> float:
     times = process.cpu_times()
     return float(times.user + times.system)
-

@@ -76,19 +76,24 @@ class BoundedLines:
         if not isinstance(message, dict) or "method" not in message:
             return True
         now = time.monotonic()
-        self._unasked_tokens = min(float(UNASKED_BURST),
-                                   self._unasked_tokens + (now - self._unasked_stamp) * UNASKED_PER_SECOND)  # fmt: skip
+        self._unasked_tokens = min(
+            float(UNASKED_BURST), self._unasked_tokens + (now - self._unasked_stamp) * UNASKED_PER_SECOND
+        )
         self._unasked_stamp = now
         if self._unasked_tokens >= 1:
             self._unasked_tokens -= 1
             if self._dropped:
-                log.info("An MCP server sent %s messages unasked faster than they are read; they were dropped",
-                         f"{self._dropped:,}")  # fmt: skip
+                log.info(
+                    "An MCP server sent %s messages unasked faster than they are read; they were dropped",
+                    f"{self._dropped:,}",
+                )
                 self._dropped = 0
             return True
         if not self._dropped:
-            log.info("An MCP server sends messages unasked faster than %s a second; they are dropped",
-                     f"{UNASKED_PER_SECOND:g}")  # fmt: skip
+            log.info(
+                "An MCP server sends messages unasked faster than %s a second; they are dropped",
+                f"{UNASKED_PER_SECOND:g}",
+            )
         self._dropped += 1
         return False
 
@@ -110,8 +115,10 @@ class BoundedLines:
         found = _REQUEST_ID.search(head)
         if found is None:
             return None  # a notification too large to read: dropped
-        message = (f"The server sent {size:,} characters in one message, more than the {MAX_MESSAGE_CHARS:,} this "
-                   "app reads; it was dropped.")  # fmt: skip
+        message = (
+            f"The server sent {size:,} characters in one message, more than the {MAX_MESSAGE_CHARS:,} this "
+            "app reads; it was dropped."
+        )
         error = {"code": OVERSIZE_CODE, "message": message}
         return json.dumps({"jsonrpc": "2.0", "id": json.loads(found[1]), "error": error})
 

@@ -150,8 +150,10 @@ def parse_mcp_servers(text: str) -> list[McpServerConfig]:
             raise McpConfigError(f"The server name {name[:80]!r} must be 1 to 64 letters, digits, spaces, '.', '-'.")
         scripts = _scripts(name)
         if len(scripts) > 1:
-            raise McpConfigError(f"The server name {name!r} mixes {' and '.join(sorted(scripts))} letters, which "
-                                 "can look alike: write it in one script.")  # fmt: skip
+            raise McpConfigError(
+                f"The server name {name!r} mixes {' and '.join(sorted(scripts))} letters, which "
+                "can look alike: write it in one script."
+            )
         twin = next((looks[key] for key in _skeletons(name) if key in looks), None)
         if twin is not None:
             raise McpConfigError(f"The server name {name!r} looks like the server {twin!r}: give it another name.")

@@ -307,8 +307,10 @@ class McpHub:
     async def _call(self, tool: McpTool, arguments: dict[str, Any], timeout: float) -> ToolResult:
         run = self._runs.get(tool.server)
         if tool.run and tool.run != run:
-            return error_result(f"The server {tool.server} was started again after the call was shown to you; "
-                                f"{tool.name} did not run. Ask again.")  # fmt: skip
+            return error_result(
+                f"The server {tool.server} was started again after the call was shown to you; "
+                f"{tool.name} did not run. Ask again."
+            )
         session = self._sessions.get(run) if run is not None else None
         if session is None or self.states().get(tool.server, ServerState("stopped")).state != "ready":
             return error_result(f"The server {tool.server} is not running.")

@@ -73,8 +73,11 @@ class LogBudget:
         return allowed
 
     def _announce(self) -> None:
-        log.info("MCP server %s writes more than %s lines a minute; the rest are counted, not logged", self.server,
-                 f"{self._per_minute:,}")  # fmt: skip
+        log.info(
+            "MCP server %s writes more than %s lines a minute; the rest are counted, not logged",
+            self.server,
+            f"{self._per_minute:,}",
+        )
 
     def _refill(self) -> None:
         now = time.monotonic()

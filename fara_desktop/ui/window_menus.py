@@ -112,10 +112,16 @@ def shortcuts_of(window: QMainWindow, approval: ToolApprovalBar) -> list[tuple[s
         for action in window.actions()
         if not action.shortcut().isEmpty()
     ]
-    keys = [(b.text().replace("&", ""), f"Alt+{b.text().split('&', 1)[1][:1].upper()}")
-            for b in (approval.allow_button, approval.always_button, approval.deny_button)]  # fmt: skip
-    return [*found, ("Stop the reply, cancel an edit", "Esc"), ("Send (Shift+Enter: a new line)", "Enter"),
-            *((f"Tool call: {what}", key) for what, key in keys)]  # fmt: skip
+    keys = [
+        (b.text().replace("&", ""), f"Alt+{b.text().split('&', 1)[1][:1].upper()}")
+        for b in (approval.allow_button, approval.always_button, approval.deny_button)
+    ]
+    return [
+        *found,
+        ("Stop the reply, cancel an edit", "Esc"),
+        ("Send (Shift+Enter: a new line)", "Enter"),
+        *((f"Tool call: {what}", key) for what, key in keys),
+    ]
 
 
 def show_about(window: QWidget, data_folder: Path) -> None:

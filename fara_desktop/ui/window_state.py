@@ -31,15 +31,17 @@ def sizes_giving_room(sizes: list[int], index: int) -> list[int] | None:
     if sizes[index] >= MIN_SIDE_PANE:
         return None
     wanted = DEFAULT_PANES[index]
-    return [wanted if i == index else max(size - wanted, MIN_SIDE_PANE) if i == 1 else size
-            for i, size in enumerate(sizes)]  # fmt: skip
+    return [
+        wanted if i == index else max(size - wanted, MIN_SIDE_PANE) if i == 1 else size for i, size in enumerate(sizes)
+    ]
 
 
 def sizes_to_keep(sizes: list[int], hidden: set[int]) -> list[int]:
     """What is remembered of the splitter: a side pane hidden (by the user, or by the app for a small window) or
     shut keeps its default width, never 0 — a collapse made for a small screen is not a choice to keep."""
-    return [DEFAULT_PANES[i] if i != 1 and (i in hidden or size < MIN_SIDE_PANE) else size
-            for i, size in enumerate(sizes)]  # fmt: skip
+    return [
+        DEFAULT_PANES[i] if i != 1 and (i in hidden or size < MIN_SIDE_PANE) else size for i, size in enumerate(sizes)
+    ]
 
 
 PREFERRED_SIZE = QSize(1280, 800)

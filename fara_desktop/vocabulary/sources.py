@@ -40,8 +40,10 @@ def sources_from_json(raw: Any) -> tuple[Source, ...]:
     for item in data[:MAX_SOURCES] if isinstance(data, list) else []:
         if not isinstance(item, dict) or not isinstance(item.get("path"), str) or not isinstance(item.get("text"), str):
             continue
-        whole = [item.get(k) if isinstance(item.get(k), int) and not isinstance(item.get(k), bool) else None
-                 for k in ("number", "page", "line_start", "line_end")]  # fmt: skip
+        whole = [
+            item.get(k) if isinstance(item.get(k), int) and not isinstance(item.get(k), bool) else None
+            for k in ("number", "page", "line_start", "line_end")
+        ]
         kept.append(Source(whole[0] or len(kept) + 1, item["path"][:4096], item["text"][:20_000], *whole[1:]))
     return tuple(kept)
 

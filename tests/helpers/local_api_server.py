@@ -10,7 +10,8 @@ from typing import Any
 from fara_desktop.engine.types import ModelInfo, ModelLoaded, ModelLoadFailed
 from fara_desktop.engine.worker import InferenceWorker
 from fara_desktop.planning.params import LoadParams
-from fara_desktop.serving.local_api import ApiServer, LocalApi
+from fara_desktop.serving.api_server import ApiServer
+from fara_desktop.serving.local_api import LocalApi
 from fara_desktop.vocabulary.sampling import SamplingParams
 
 PARAMS = LoadParams(n_ctx=2048, prefault=False)

@@ -34,8 +34,11 @@ def _pictures(content: dict[str, Any]) -> tuple[str, ...]:
     """The file ids of a message's pictures (``image_asset_pointer`` parts: ``file-service://file-…``); the files
     are beside ``conversations.json`` in the export, named from the id."""
     parts = content.get("parts") if content.get("content_type") == "multimodal_text" else None
-    pointers = [p.get("asset_pointer") for p in parts or [] if isinstance(p, dict)
-                and p.get("content_type") == "image_asset_pointer"]  # fmt: skip
+    pointers = [
+        p.get("asset_pointer")
+        for p in parts or []
+        if isinstance(p, dict) and p.get("content_type") == "image_asset_pointer"
+    ]
     return picture_refs([p.split("://", 1)[-1] for p in pointers if isinstance(p, str)])
 
 
@@ -84,10 +87,18 @@ def _conversation(data: Any, where: str) -> ImportedConversation:
         keep = role in ("user", "assistant") and bool(text.strip() or pictures) and not hidden
         model = metadata.get("model_slug") if isinstance(metadata.get("model_slug"), str) else None
         nodes.append(
-            Node(str(key), parent, str(role) if keep else "user", text, "", model,
-                 epoch_seconds(message.get("create_time"), f"{where}, message {str(key)[:40]}'s time"), keep,
-                 pictures)
-        )  # fmt: skip
+            Node(
+                str(key),
+                parent,
+                str(role) if keep else "user",
+                text,
+                "",
+                model,
+                epoch_seconds(message.get("create_time"), f"{where}, message {str(key)[:40]}'s time"),
+                keep,
+                pictures,
+            )
+        )
     nodes = _attach_reasoning(nodes, pending_reasoning)
     title = text_or_none(data.get("title"), f"{where}'s title", 10_000)
     return build_conversation(

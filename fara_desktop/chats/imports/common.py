@@ -145,11 +145,18 @@ def build_conversation(
         when = node.created_at if node.created_at is not None else started
         messages.append(
             ImportedMessage(
-                role=node.role, content=node.content, status="complete",
-                model=node.model[:MAX_MODEL_CHARS] if node.model else None, stats=None, created_at=when,
-                updated_at=when, parent=kept_parent, reasoning=node.reasoning, picture_refs=node.pictures,
+                role=node.role,
+                content=node.content,
+                status="complete",
+                model=node.model[:MAX_MODEL_CHARS] if node.model else None,
+                stats=None,
+                created_at=when,
+                updated_at=when,
+                parent=kept_parent,
+                reasoning=node.reasoning,
+                picture_refs=node.pictures,
             )
-        )  # fmt: skip
+        )
         nearest[node.key] = len(messages) - 1
     leaf = nearest.get(current) if current is not None and current in by_key else None
     first = messages[0].created_at if messages else None

@@ -77,5 +77,14 @@ def read(data: Any) -> list[ImportedConversation]:
                 chosen = key
         parent = chosen
     system = text_or_none(data.get("systemPrompt"), "The system prompt") or ""
-    return [build_conversation(nodes, text_or_none(data.get("name"), "The title", 10_000), created, None, parent,
-                               "The conversation", system)]  # fmt: skip
+    return [
+        build_conversation(
+            nodes,
+            text_or_none(data.get("name"), "The title", 10_000),
+            created,
+            None,
+            parent,
+            "The conversation",
+            system,
+        )
+    ]

@@ -69,18 +69,27 @@ def _node(key: str, raw: Any, parent: str | None, where: str) -> Node:
     model = raw.get("modelName") or raw.get("model")
     pictures = _pictures(raw)
     return Node(
-        key, parent, role if role in ("user", "assistant") else "user", content, reasoning,
-        model if isinstance(model, str) else None, epoch_seconds(raw.get("timestamp"), f"{where}'s time"),
-        keep=role in ("user", "assistant") and bool(content.strip() or reasoning or pictures), pictures=pictures,
-    )  # fmt: skip
+        key,
+        parent,
+        role if role in ("user", "assistant") else "user",
+        content,
+        reasoning,
+        model if isinstance(model, str) else None,
+        epoch_seconds(raw.get("timestamp"), f"{where}'s time"),
+        keep=role in ("user", "assistant") and bool(content.strip() or reasoning or pictures),
+        pictures=pictures,
+    )
 
 
 def _pictures(raw: dict[str, Any]) -> tuple[str, ...]:
     """A message's pictures as Open WebUI keeps them: data: URIs in ``files`` (``{"type": "image", "url": …}``)
     or, in older exports, in ``images``."""
     files, older = raw.get("files"), raw.get("images")
-    urls = [f.get("url") for f in files if isinstance(f, dict) and f.get("type") == "image"] if isinstance(
-        files, list) else []  # fmt: skip
+    urls = (
+        [f.get("url") for f in files if isinstance(f, dict) and f.get("type") == "image"]
+        if isinstance(files, list)
+        else []
+    )
     return picture_refs([*urls, *(older if isinstance(older, list) else [])])
 
 
@@ -105,9 +114,14 @@ def _chat(data: Any, where: str) -> ImportedConversation:
     if created is None:
         created = epoch_seconds(chat.get("timestamp"), f"{where}'s creation time")
     return build_conversation(
-        nodes, title, created, epoch_seconds(data.get("updated_at"), f"{where}'s update time"), current, where,
+        nodes,
+        title,
+        created,
+        epoch_seconds(data.get("updated_at"), f"{where}'s update time"),
+        current,
+        where,
         source_id=source_id("open-webui", data.get("id")),
-    )  # fmt: skip
+    )
 
 
 def read(data: Any) -> list[ImportedConversation]:

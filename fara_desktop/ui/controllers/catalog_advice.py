@@ -43,8 +43,9 @@ class CatalogAdvice(QObject):
         if not cannot_call_tools(info) or self._tool_models is not None or not self._settings().tools.enabled:
             return
         paths, folders = self._paths, self._folders()
-        self._tool_models = BackgroundCall(lambda: models_that_call_tools(
-            assess_catalog_here(paths.models, paths.cache, folders)), self)  # fmt: skip
+        self._tool_models = BackgroundCall(
+            lambda: models_that_call_tools(assess_catalog_here(paths.models, paths.cache, folders)), self
+        )
         self._tool_models.done.connect(self.toolModels.emit)
         self._tool_models.start()
 
@@ -54,8 +55,9 @@ class CatalogAdvice(QObject):
             return
         paths, folders = self._paths, self._folders()
         installed = [m.metadata for m in plan.scan.usable if m.metadata]
-        self._download = BackgroundCall(lambda: download_suggestion(
-            assess_catalog_here(paths.models, paths.cache, folders), installed), self)  # fmt: skip
+        self._download = BackgroundCall(
+            lambda: download_suggestion(assess_catalog_here(paths.models, paths.cache, folders), installed), self
+        )
         self._download.done.connect(lambda text: self.downloadSuggested.emit(text) if text else None)
         self._download.start()
 

@@ -8,7 +8,6 @@ current (the user stopped it, switched chats) only reaches the signals, never th
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -43,10 +42,10 @@ from fara_desktop.engine.types import (
     TokenText,
 )
 from fara_desktop.planning.params import LoadParams
-from fara_desktop.text.format import format_duration
 from fara_desktop.text.untrusted import one_line
 from fara_desktop.tools.tool_box import ToolBox
 from fara_desktop.ui.after_paint import AfterPaint
+from fara_desktop.ui.controllers.model_loading import ModelLoadingView
 from fara_desktop.ui.controllers.read_ahead import DraftPrompt, Retriever, TypingReadAhead
 from fara_desktop.ui.controllers.tool_flow import ToolFlow
 from fara_desktop.ui.controllers.tools_menu import ToolsMenu
@@ -98,9 +97,7 @@ class ChatController(QObject):
     branchCreated = Signal(int)  # a conversation "Branch from here" made; the window opens it
     chatChanged = Signal()  # another conversation (or a new one) is on screen
 
-    def __init__(
-        self, screen: ChatScreen, core: AppCore, bridge: EngineBridge, sampling: SamplingParams
-    ) -> None:
+    def __init__(self, screen: ChatScreen, core: AppCore, bridge: EngineBridge, sampling: SamplingParams) -> None:
         """``core``: the application's (its open chat and its turns, which this controller shows)."""
         super().__init__()
         self.screen = screen
@@ -114,25 +111,35 @@ class ChatController(QObject):
         self.editing: MessageWidget | None = None
         # Whether reading ahead while typing is allowed now (the window: the setting, and the battery).
         self.read_ahead_allowed: Callable[[], bool] = lambda: True
-        self.read_ahead = TypingReadAhead(screen.composer, screen.wait_hint, bridge, self._draft_prompt,
-                                          lambda: self.read_ahead_allowed())  # fmt: skip
+        self.read_ahead = TypingReadAhead(
+            screen.composer, screen.wait_hint, bridge, self._draft_prompt, lambda: self.read_ahead_allowed()
+        )
         self._save_problem_shown = False
         self._unseen = ""  # the notice that the model in use cannot see the pictures attached
-        self._loading_since = 0.0
-        self._loading_name = ""
         self.tool_flow: ToolFlow | None = None  # set by ``use_tools`` once the window has a tool box
-        self.tools_menu = ToolsMenu(screen.tools_button, self.turns, lambda: self.tool_flow,
-                                    screen.show_notice, self.getModelsRequested.emit)  # fmt: skip
+        self.tools_menu = ToolsMenu(
+            screen.tools_button, self.turns, lambda: self.tool_flow, screen.show_notice, self.getModelsRequested.emit
+        )
+        self.loading = ModelLoadingView(
+            screen,
+            bridge,
+            self.turns,
+            self.read_ahead.speed,
+            self.session,
+            self,
+            self.modelLoaded.emit,
+            self.modelLoadFailed.emit,
+        )
         self._retry_timer = QTimer(self)
         self._retry_timer.setInterval(SAVE_RETRY_MS)
         self._retry_timer.timeout.connect(self.retry_saving)
         self._handlers: dict[type, Callable[[Any], None]] = {
             Finished: self._on_finished,
-            ModelLoading: self._on_model_loading,
-            LoadProgress: self._on_load_progress,
-            ModelLoaded: self._on_model_loaded,
-            ModelLoadFailed: self._on_model_load_failed,
-            ModelUnloaded: self._on_model_unloaded,
+            ModelLoading: self.loading.on_loading,
+            LoadProgress: self.loading.on_progress,
+            ModelLoaded: self.loading.on_loaded,
+            ModelLoadFailed: self.loading.on_load_failed,
+            ModelUnloaded: self.loading.on_unloaded,
             ReadAheadProgress: self.read_ahead.on_progress,
             ConversationForgotten: self._on_conversation_forgotten,
         }
@@ -174,8 +181,14 @@ class ChatController(QObject):
         if pictures and not info.vision:
             return None  # it would be refused: the tray says why
         messages = [*self.session.prompt_messages(), ChatMessage("user", draft, pictures=pictures)]
-        return DraftPrompt(messages, self.session.conversation_id, self.session.thinking, self.sampling, info.n_ctx,
-                           self.turns.tool_offer(quiet=True))  # fmt: skip
+        return DraftPrompt(
+            messages,
+            self.session.conversation_id,
+            self.session.thinking,
+            self.sampling,
+            info.n_ctx,
+            self.turns.tool_offer(quiet=True),
+        )
 
     # ------------------------------------------------------------------ what the user does
 
@@ -321,9 +334,19 @@ class ChatController(QObject):
 
     def _shown(self, index: int, m: StoredMessage) -> ShownMessage:
         return ShownMessage(
-            m.role, m.content, footer_for(m), m.model, m.id, m.created_at, m.reasoning, thinking_seconds(m),
-            self._version_of(index), m.sources, m.tool_rounds, self._picture_files(m.pictures),
-        )  # fmt: skip
+            m.role,
+            m.content,
+            footer_for(m),
+            m.model,
+            m.id,
+            m.created_at,
+            m.reasoning,
+            thinking_seconds(m),
+            self._version_of(index),
+            m.sources,
+            m.tool_rounds,
+            self._picture_files(m.pictures),
+        )
 
     def _picture_files(self, digests: tuple[str, ...]) -> tuple[Path, ...]:
         return tuple(p.path for p in self.session.attached(digests))
@@ -345,8 +368,13 @@ class ChatController(QObject):
 
     def use_tools(self, box: ToolBox) -> None:
         """The window's tool box: chats may now offer its tools, and every call goes through the approval bar."""
-        self.tool_flow = ToolFlow(box, self.screen.tool_approval, lambda: self.session.tools,
-                                  self.turns.tool_round_done, self.screen.set_status)  # fmt: skip
+        self.tool_flow = ToolFlow(
+            box,
+            self.screen.tool_approval,
+            lambda: self.session.tools,
+            self.turns.tool_round_done,
+            self.screen.set_status,
+        )
         self.turns.tools = self.tool_flow
         self.show_tools_choice()
 
@@ -411,8 +439,9 @@ class ChatController(QObject):
 
     def _on_conversation_forgotten(self, event: ConversationForgotten) -> None:
         if event.failed:  # the chat is gone from the list; a copy of its reading may be left on disk
-            self.screen.show_notice("A deleted chat's saved reading could not be removed from disk; the log file "
-                                    "says where it is.", "error")  # fmt: skip
+            self.screen.show_notice(
+                "A deleted chat's saved reading could not be removed from disk; the log file says where it is.", "error"
+            )
 
     def set_api_requests(self, active: int) -> None:
         """Other apps' requests (local API) waiting or running in the engine's queue: a reply may wait for them."""
@@ -430,8 +459,9 @@ class ChatController(QObject):
         AfterPaint(self.screen.chat_view.viewport(), step)
 
     def user_message_added(self, message: StoredMessage) -> None:
-        widget = self.screen.chat_view.add_message("user", message.content, message_id=message.id,
-                                                   pictures=self._picture_files(message.pictures))  # fmt: skip
+        widget = self.screen.chat_view.add_message(
+            "user", message.content, message_id=message.id, pictures=self._picture_files(message.pictures)
+        )
         widget.set_place(*self._version_of(len(self.session.messages) - 1))
 
     def reply_begun(self, pending: PendingReply) -> None:
@@ -499,79 +529,12 @@ class ChatController(QObject):
     # ------------------------------------------------------------------ the model
 
     def stop_loading(self) -> None:
-        self.bridge.cancel_load()
-        self.screen.stop_loading_button.setEnabled(False)
-        self.screen.set_status("Stopping the load…")
+        self.loading.stop()
 
-    def _show_loading(self, visible: bool) -> None:
-        self.screen.load_progress.setVisible(visible)
-        self.screen.stop_loading_button.setVisible(visible)
-        self.screen.stop_loading_button.setEnabled(visible)
-
-    def _on_model_loading(self, event: ModelLoading) -> None:
-        self._loading_name = event.name or event.path.name
-        self.screen.hardware_panel.show_model_loading(self._loading_name)
-        self.screen.load_progress.setRange(0, 0)
-        self._show_loading(True)
-        self._loading_since = time.monotonic()
-        self.screen.set_status(f"Loading {self._loading_name}…")
-
-    def _on_load_progress(self, event: LoadProgress) -> None:
-        bar = self.screen.load_progress
-        if bar.maximum() == 0:
-            bar.setRange(0, 100)
-        bar.setValue(int(event.fraction * 100))
-        if not self.screen.stop_loading_button.isEnabled():
-            return  # "Stopping the load…" stays until llama.cpp has stopped
-        elapsed = time.monotonic() - self._loading_since
-        left = ""
-        if 0.05 <= event.fraction < 1.0 and elapsed >= 1.0:
-            left = f" · about {format_duration(elapsed * (1 - event.fraction) / event.fraction)}"
-        self.screen.set_status(f"Loading {self._loading_name}: {event.fraction:.0%}{left}")
-
-    def _on_model_loaded(self, event: ModelLoaded) -> None:
-        self.turns.model_loaded(event.info)
-        self.read_ahead.speed.reset(event.info.expected_prompt_tok_per_s, event.info.prompt_span_tokens)
-        self._show_loading(False)
-        self.screen.hardware_panel.show_model(event.info)
-        if event.info.vision and self._unseen:
+    def model_sees(self) -> None:
+        """A model that sees is in use: the notice that the attached pictures would not be seen goes."""
+        if self.model_info is not None and self.model_info.vision and self._unseen:
             self.screen.withdraw_notice(self._unseen)
-        self.screen.chat_view.empty_state.set_privacy(event.info.server)
-        self.session.start_thinking_at(event.info.thinking_default)
-        self.sync_thinking_switch()
-        self.screen.set_status(f"Ready · {event.info.name} loaded in {event.info.load_seconds:.1f} s")
-        self.modelLoaded.emit(event.info)
-
-    def _on_model_load_failed(self, event: ModelLoadFailed) -> None:
-        kept = event.still_loaded
-        self.turns.model_loaded(kept)
-        self._show_loading(False)
-        self.screen.hardware_panel.show_model(kept)
-        stopped = event.error_type == "LoadCancelledError"
-        if kept is not None:  # a switch that failed: the model in use stays (or was loaded again)
-            what = "Loading stopped" if stopped else "Could not load the model"
-            self.screen.show_notice(f"{what}. {event.message} Still chatting with {kept.name}.", "notice" if
-                                    stopped else "error")  # fmt: skip
-            self.screen.set_status(f"Ready · {kept.name} (the switch {'was stopped' if stopped else 'failed'})")
-            self.sync_thinking_switch()
-            self.modelLoadFailed.emit(event.message)
-            return
-        name = self._loading_name or event.path.name
-        if stopped:
-            self.no_model_because(f"loading {name} was stopped")
-            self.screen.show_notice(f"{event.message} No model is loaded: choose one in Settings ▸ Model to chat.")
-            self.screen.set_status("Loading stopped · no model loaded")
-            self.modelLoadFailed.emit(event.message)
-            return
-        self.no_model_because(f"{name} could not be loaded ({event.message.rstrip('.')})")
-        self.screen.show_notice(f"Could not load the model. {event.message}", "error")
-        self.screen.set_status("No model loaded")
-        self.modelLoadFailed.emit(event.message)
-
-    def _on_model_unloaded(self, _event: ModelUnloaded) -> None:
-        self.turns.model_loaded(None)
-        self.screen.hardware_panel.show_model(None)
-        self.sync_thinking_switch()
 
     # ------------------------------------------------------------------ saving
 

@@ -168,9 +168,14 @@ class ConversationsController(QObject):
         def work() -> list[Path]:
             store = ConversationStore(database)
             try:
-                return export_conversations(store, folder, ids=ids, on_progress=progress.progressed.emit,
-                                            should_stop=self._stop_task.is_set,
-                                            picture_file=self.session.picture_file)  # fmt: skip
+                return export_conversations(
+                    store,
+                    folder,
+                    ids=ids,
+                    on_progress=progress.progressed.emit,
+                    should_stop=self._stop_task.is_set,
+                    picture_file=self.session.picture_file,
+                )
             finally:
                 store.close()
 
@@ -188,9 +193,11 @@ class ConversationsController(QObject):
 
     def import_chat(self) -> None:
         path = self.screen.folders.open_file(
-            self.dialog_parent, "imports", "Import chats",
+            self.dialog_parent,
+            "imports",
+            "Import chats",
             "Chats from Fara Desktop, ChatGPT, Open WebUI or LM Studio (*.json)",
-        )  # fmt: skip
+        )
         if path:
             self.import_file(Path(path))
 
@@ -246,8 +253,9 @@ class ConversationsController(QObject):
         self._stop_task = threading.Event()
         return True
 
-    def _start_task(self, work: Callable[[], Any], done: Callable[[Any], None],
-                    failed: Callable[[Exception], None]) -> BackgroundCall:  # fmt: skip
+    def _start_task(
+        self, work: Callable[[], Any], done: Callable[[Any], None], failed: Callable[[Exception], None]
+    ) -> BackgroundCall:
         job = self.jobs.begin(self.screen.task_progress.label.text(), Stage.PRODUCERS, self.stop_task)
 
         def run() -> Any:

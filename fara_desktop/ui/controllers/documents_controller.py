@@ -218,9 +218,11 @@ class DocumentsController(QObject):
         if self.index is None:
             return
         box = plain_message_box(
-            QMessageBox.Icon.Question, "Remove collection",
-            f"Forget the collection “{name}”? Your files are not touched.", self.dialog_parent,
-        )  # fmt: skip
+            QMessageBox.Icon.Question,
+            "Remove collection",
+            f"Forget the collection “{name}”? Your files are not touched.",
+            self.dialog_parent,
+        )
         box.setStandardButtons(QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No)
         if box.exec() != QMessageBox.StandardButton.Yes:
             return
@@ -266,15 +268,19 @@ class DocumentsController(QObject):
             index = DocumentIndex(documents_path(self.screen.paths.data))
             try:
                 update = update_collection(
-                    index, name, paths,
+                    index,
+                    name,
+                    paths,
                     lambda: self.embedder() if self.embedding_model is not None else None,
                     on_index=lambda state: self.progressed.emit(name, state),
                     on_embed=lambda state: self.embedding.emit(
                         name, state.already + state.done, state.already + state.total, state.per_second
                     ),
-                    pause=self.pause, yield_to=engine_busy, should_stop=self._stop.is_set,
+                    pause=self.pause,
+                    yield_to=engine_busy,
+                    should_stop=self._stop.is_set,
                     on_indexed=lambda _report: self.wordsIndexed.emit(name),
-                )  # fmt: skip
+                )
             finally:
                 index.close()
         except EmbedderClosedError:
@@ -296,8 +302,11 @@ class DocumentsController(QObject):
             changed = result.indexed or result.removed
             self.screen.set_status(
                 f"Scanned {one_line(name, 80)}: "
-                + (f"{result.indexed:,} read, {result.removed:,} removed" if changed else
-                   f"up to date ({format_count(result.files, 'file')}, none changed since the last scan)")
+                + (
+                    f"{result.indexed:,} read, {result.removed:,} removed"
+                    if changed
+                    else f"up to date ({format_count(result.files, 'file')}, none changed since the last scan)"
+                )
             )
             panel.show_idle(
                 f"{name}: {format_count(result.files, 'file')} ({result.indexed:,} read, "

@@ -91,8 +91,11 @@ class PicturesController(QObject):
             results: list[AttachedPicture | tuple[str, Exception]] = []
             for item in items:
                 try:
-                    results.append(self.intake.take_file(item, whole) if isinstance(item, Path)
-                                   else self.intake.take_bytes(item, whole))  # fmt: skip
+                    results.append(
+                        self.intake.take_file(item, whole)
+                        if isinstance(item, Path)
+                        else self.intake.take_bytes(item, whole)
+                    )
                 except Exception as exc:  # a stranger's file: whatever it does, only it is refused
                     results.append((one_line(item.name, 80) if isinstance(item, Path) else "The pasted picture", exc))
             return results

@@ -154,8 +154,9 @@ class TypingReadAhead(QObject):
 
     def _read(self, prepared: DraftPrompt, messages: list[ChatMessage]) -> None:
         read = self.may_read()
-        self._ahead_id = self.bridge.read_ahead(messages, prepared.sampling, prepared.conversation, prepared.thinking,
-                                                read, prepared.tools)  # fmt: skip
+        self._ahead_id = self.bridge.read_ahead(
+            messages, prepared.sampling, prepared.conversation, prepared.thinking, read, prepared.tools
+        )
         self._reading = read
 
     # ------------------------------------------------------------------ the engine

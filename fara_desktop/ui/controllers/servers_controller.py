@@ -18,7 +18,8 @@ from fara_desktop.app.jobs import Job, Jobs, Stage
 from fara_desktop.engine.remote_backend import is_local_host
 from fara_desktop.engine.types import ModelInfo, RemoteModel
 from fara_desktop.engine.worker import InferenceWorker
-from fara_desktop.serving.local_api import ApiServer, LocalApi, TextEmbedder
+from fara_desktop.serving.api_server import ApiServer
+from fara_desktop.serving.local_api import LocalApi, TextEmbedder
 from fara_desktop.serving.principals import ClientUse
 from fara_desktop.serving.request_pictures import PictureTaker
 from fara_desktop.settings import LocalApiSettings, RemoteChoice, Settings
@@ -35,6 +36,7 @@ class ServersScreen(Protocol):
 
     @property
     def settings(self) -> Settings: ...
+
     api_label: QLabel
 
     def show_notice(self, text: str, role: str = "notice") -> None: ...
@@ -56,8 +58,14 @@ class ServersController(QObject):
     apiActivity = Signal(int)  # API requests waiting or running (emitted from the API's thread; queued to the GUI)
     apiRequestsChanged = Signal(int)  # the same count, on the GUI thread, for the chat's status line
 
-    def __init__(self, screen: ServersScreen, worker: InferenceWorker, keys: ApiKeyStore,
-                 sampling: SamplingParams, jobs: Jobs | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        screen: ServersScreen,
+        worker: InferenceWorker,
+        keys: ApiKeyStore,
+        sampling: SamplingParams,
+        jobs: Jobs | None = None,
+    ) -> None:
         super().__init__()
         self.screen = screen
         self.worker = worker

@@ -41,6 +41,7 @@ class StartupScreen(Protocol):
     chat_view: ChatView
     hardware_panel: HardwarePanel
     paths: AppPaths
+
     @property
     def settings(self) -> Settings: ...
 

@@ -85,8 +85,9 @@ class ToolFlow(QObject):
             self._record(call, "", "error", f"No tool named {call.name} is offered in this chat; nothing ran.")
             self._next()
         elif self.over_limit:
-            self._record(call, tool.server, "error",
-                         f"More than {MAX_CALLS_PER_REPLY} calls in one reply; this one did not run.")  # fmt: skip
+            self._record(
+                call, tool.server, "error", f"More than {MAX_CALLS_PER_REPLY} calls in one reply; this one did not run."
+            )
             self._next()
         elif self.box.is_always_allowed(tool):
             self._run(call, tool)

@@ -70,8 +70,10 @@ class ToolsMenu:
         force = menu.addAction("Make the next reply call a tool")
         force.setCheckable(True)
         force.setChecked(turns.tool_choice == "required")
-        force.setToolTip("For models that do not call tools by themselves: the next reply must call one of this "
-                         "chat's tools (its arguments held to the tool's schema).")  # fmt: skip
+        force.setToolTip(
+            "For models that do not call tools by themselves: the next reply must call one of this "
+            "chat's tools (its arguments held to the tool's schema)."
+        )
         force.toggled.connect(lambda on: setattr(turns, "tool_choice", "required" if on else "auto"))
         if unable:  # it would be used up with no effect: the model is never offered the tools
             force.setEnabled(False)
@@ -94,8 +96,14 @@ class ToolsMenu:
         flow = self._flow()
         offered = flow.box.offered(self.turns.session.tools) if flow is not None else []
         self.button.setText(f"Tools: {len(offered)}" if offered else "Tools: off")
-        cost = (f" Their descriptions add about {schema_tokens(offered):,} prompt tokens (read once per chat, then "
-                "cached; the wait shown under the message box counts them).") if offered else ""  # fmt: skip
+        cost = (
+            (
+                f" Their descriptions add about {schema_tokens(offered):,} prompt tokens (read once per chat, then "
+                "cached; the wait shown under the message box counts them)."
+            )
+            if offered
+            else ""
+        )
         self.button.setToolTip(f"The tools this chat's model may call (each call asks you first).{cost}")
 
 

@@ -17,9 +17,12 @@ class FolderModels:
     wanted then (``wanted``: the dialog's folders as they are now)."""
 
     def __init__(
-        self, owner: QWidget, scan: Callable[[Path], list[DiscoveredModel]] | None,
-        wanted: Callable[[], list[str]], found: Callable[[Path, list[DiscoveredModel]], None],
-    ) -> None:  # fmt: skip
+        self,
+        owner: QWidget,
+        scan: Callable[[Path], list[DiscoveredModel]] | None,
+        wanted: Callable[[], list[str]],
+        found: Callable[[Path, list[DiscoveredModel]], None],
+    ) -> None:
         self._owner = owner
         self._scan = scan
         self._wanted = wanted

@@ -38,9 +38,13 @@ class LocalApiPage(QWidget):
     not running)."""
 
     def __init__(
-        self, api: LocalApiSettings, keys: ApiKeyStore, server_names: Callable[[], set[str]],
-        parent: QWidget | None = None, clients: Callable[[], Sequence[ClientUse] | None] = lambda: None,
-    ) -> None:  # fmt: skip
+        self,
+        api: LocalApiSettings,
+        keys: ApiKeyStore,
+        server_names: Callable[[], set[str]],
+        parent: QWidget | None = None,
+        clients: Callable[[], Sequence[ClientUse] | None] = lambda: None,
+    ) -> None:
         super().__init__(parent)
         self._server_names = server_names
         self._clients = clients
@@ -154,10 +158,12 @@ class LocalApiPage(QWidget):
         names = self._server_names()
         relay = [n.strip() for n in self.api_relay.text().split(",")]
         return LocalApiSettings(
-            self.api_enabled.isChecked(), host[:255], self.api_port.value(),
+            self.api_enabled.isChecked(),
+            host[:255],
+            self.api_port.value(),
             allowed_origins=tuple(dict.fromkeys(o for o in origins if o.startswith(("http://", "https://")))),
             relay_servers=tuple(dict.fromkeys(n for n in relay if n in names)),
-        )  # fmt: skip
+        )
 
     def _show_keys(self) -> None:
         self.keys_list.clear()
@@ -214,7 +220,7 @@ class LocalApiPage(QWidget):
 
 
 def client_line(use: ClientUse) -> str:
-    """"Key 1 (…9f3a): 3 requests · 2,540 tokens read · 4,890 reused (66 %)"."""
+    """ "Key 1 (…9f3a): 3 requests · 2,540 tokens read · 4,890 reused (66 %)"."""
     total = use.read + use.reused
     share = f" ({round(100 * use.reused / total)} %)" if total else ""
     requests = f"{use.requests:,} request{'s' if use.requests != 1 else ''}"

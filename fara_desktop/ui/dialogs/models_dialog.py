@@ -75,9 +75,8 @@ def _field_with_button(
     return edit, button
 
 
-
 def context_words(n_ctx: int) -> str:
-    """"8k context"; a model too big for any useful context is estimated at a few hundred tokens: said so."""
+    """ "8k context"; a model too big for any useful context is estimated at a few hundred tokens: said so."""
     return f"{n_ctx // 1024}k context" if n_ctx >= 1024 else f"a context of only {n_ctx} tokens"
 
 
@@ -97,6 +96,7 @@ def entry_tags(entry: CatalogEntry) -> str:
     if entry.released:
         tags.append(str(entry.released))
     return "".join(f" · {tag}" for tag in tags)
+
 
 class GetModelsDialog(QDialog):
     """The catalog with verdicts for this machine, hub search and paste, and the running downloads."""
@@ -221,8 +221,10 @@ class GetModelsDialog(QDialog):
         best, faster = assessment.recommended, assessment.faster_choice
         if best is not None:
             self.recommendation.setText(f"★ Worth downloading for this machine: {trade_off_words(best, faster)}")
-            why = [*architecture_reasons(best.entry.metadata(best.quant)), "The best quality that fits with room "
-                   "for a useful context and writes faster than you read."]  # fmt: skip
+            why = [
+                *architecture_reasons(best.entry.metadata(best.quant)),
+                "The best quality that fits with room for a useful context and writes faster than you read.",
+            ]
             self.recommendation.setToolTip(plain_tooltip("\n".join(why)))
             self.recommendation.show()
         self.faster = faster
@@ -236,8 +238,9 @@ class GetModelsDialog(QDialog):
         current: QTreeWidgetItem | None = None
         for option in assessment.options:
             if current is None or current.data(0, Qt.ItemDataRole.UserRole) != option.entry.id:
-                current = QTreeWidgetItem(self.tree, [f"{option.entry.name}{entry_tags(option.entry)} — "
-                                                      f"{option.entry.description}"])  # fmt: skip
+                current = QTreeWidgetItem(
+                    self.tree, [f"{option.entry.name}{entry_tags(option.entry)} — {option.entry.description}"]
+                )
                 current.setData(0, Qt.ItemDataRole.UserRole, option.entry.id)
                 current.setToolTip(0, plain_tooltip(f"{option.entry.name}: {option.entry.description}"))  # cut to fit
                 current.setFont(0, bold)
@@ -288,16 +291,24 @@ class GetModelsDialog(QDialog):
         item.setToolTip(3, plain_tooltip(here))
         if option.lacks_projector:
             button = QPushButton("Get its projector")
-            button.setToolTip(plain_tooltip(f"Installed, but without the file that lets it see pictures: "
-                                            f"{option.entry.repo} · {option.entry.projector}"))  # fmt: skip
+            button.setToolTip(
+                plain_tooltip(
+                    f"Installed, but without the file that lets it see pictures: "
+                    f"{option.entry.repo} · {option.entry.projector}"
+                )
+            )
             button.clicked.connect(lambda _=False, o=option: self.download_projector(o))
         elif option.installed:
             button = QPushButton("Installed ✓")
             button.setEnabled(False)
         else:
             button = QPushButton("Download")
-            files = f"{option.quant.file_name} and its projector {option.entry.projector} (the file that lets it " \
-                "see pictures)" if option.entry.projector else option.quant.file_name
+            files = (
+                f"{option.quant.file_name} and its projector {option.entry.projector} (the file that lets it "
+                "see pictures)"
+                if option.entry.projector
+                else option.quant.file_name
+            )
             button.setToolTip(plain_tooltip(f"{option.entry.repo} · {files}"))
             button.clicked.connect(lambda _=False, o=option: self.download_option(o))
         button.setObjectName(f"download:{option.key}")
@@ -320,8 +331,9 @@ class GetModelsDialog(QDialog):
         quant = option.quant
 
         def projector_only() -> list[RemoteFile]:
-            return resolve_with_projector(entry.repo, quant.file_name, quant.quant, entry.projector, self.endpoint,
-                                          model=False)  # fmt: skip
+            return resolve_with_projector(
+                entry.repo, quant.file_name, quant.quant, entry.projector, self.endpoint, model=False
+            )
 
         return self._download(f"{entry.name}: its projector", projector_only, beside)
 
@@ -471,8 +483,9 @@ class GetModelsDialog(QDialog):
         self, title: str, resolve: Callable[[], RemoteFile | list[RemoteFile]], publish_as: Path | None = None
     ) -> DownloadRow:
         row = self._new_row(title)
-        self._run(resolve, lambda remotes: self._start(row, remotes, publish_as),
-                  lambda exc: row.fail_before_start(str(exc)))  # fmt: skip
+        self._run(
+            resolve, lambda remotes: self._start(row, remotes, publish_as), lambda exc: row.fail_before_start(str(exc))
+        )
         return row
 
     def download_remote(self, remote: RemoteFile) -> DownloadRow:

@@ -17,9 +17,13 @@ class PromptsPage(QWidget):
     """Edits a copy of the prompt settings; shows what the chats' saved states take on disk."""
 
     def __init__(
-        self, prompts: PromptSettings, states: KVDiskStore | None, conversation: int | None,
-        parent: QWidget | None = None, forget_states: Callable[[], None] | None = None,
-    ) -> None:  # fmt: skip
+        self,
+        prompts: PromptSettings,
+        states: KVDiskStore | None,
+        conversation: int | None,
+        parent: QWidget | None = None,
+        forget_states: Callable[[], None] | None = None,
+    ) -> None:
         """``forget_states``: deletes every saved reading (the core's intent, through the inference thread)."""
         super().__init__(parent)
         self._states = states

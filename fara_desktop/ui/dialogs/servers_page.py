@@ -129,9 +129,11 @@ class ServersPage(QWidget):
         self.key_edit.clear()
         self._fill_servers()
         self.server_list.setCurrentRow(len(self.servers) - 1)
-        warning = "" if url.startswith("https://") or is_local_host(url) else (
-            " Its address is plain http to another computer: chats with it travel unencrypted."
-        )  # fmt: skip
+        warning = (
+            ""
+            if url.startswith("https://") or is_local_host(url)
+            else (" Its address is plain http to another computer: chats with it travel unencrypted.")
+        )
         self.status.setText(f"Added {name}.{warning} List its models to choose one.")
 
     def remove_server(self) -> None:

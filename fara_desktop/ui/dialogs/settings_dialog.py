@@ -107,8 +107,7 @@ class SettingsDialog(QDialog):
         self.local_api_page = LocalApiPage(
             settings.local_api, keys, lambda: {server.name for server in self.servers_page.servers}, clients=api_clients
         )
-        self.prompts_page = PromptsPage(settings.prompts, chat_states, conversation,
-                                        forget_states=forget_states)  # fmt: skip
+        self.prompts_page = PromptsPage(settings.prompts, chat_states, conversation, forget_states=forget_states)
         self.tools_page = ToolsPage(settings.tools, tool_states, restart_tool_server, tools_note)
         for title, page in (
             ("Model", self._model_page()),
@@ -175,9 +174,12 @@ class SettingsDialog(QDialog):
         self.projector_choice = QComboBox()
         self.projector_choice.setObjectName("projectorChoice")
         self.projector_choice.setAccessibleName("Vision projector of the selected model")
-        self.projector_choice.setToolTip(plain_tooltip(
-            "The vision projector (mmproj) that lets the selected model see pictures: the one found beside it, "
-            "another from its folder, or none (text only, and the memory it would take left free)."))  # fmt: skip
+        self.projector_choice.setToolTip(
+            plain_tooltip(
+                "The vision projector (mmproj) that lets the selected model see pictures: the one found beside it, "
+                "another from its folder, or none (text only, and the memory it would take left free)."
+            )
+        )
         self.projector_choice.setEnabled(False)
         self.projector_choice.activated.connect(self._projector_chosen)
         self.models.itemSelectionChanged.connect(self._fill_projectors)
@@ -237,12 +239,22 @@ class SettingsDialog(QDialog):
         models = [m for m in found if m not in embedders and m not in projectors]
         apart = []
         if embedders:
-            apart.append("For document search (not chat models): "
-                         + ", ".join(one_line(m.display_name, 60) for m in embedders))  # fmt: skip
+            apart.append(
+                "For document search (not chat models): " + ", ".join(one_line(m.display_name, 60) for m in embedders)
+            )
         if projectors:  # a model's projector: paired with the model beside it, loaded with it
-            apart.append("Vision projectors: " + "; ".join(one_line(m.display_name, 60) + (
-                f" ({one_line(m.problem.split(' for ', 1)[1].split(', not', 1)[0], 60)})"
-                if m.problem and " for " in m.problem else " (no model beside it)") for m in projectors))  # fmt: skip
+            apart.append(
+                "Vision projectors: "
+                + "; ".join(
+                    one_line(m.display_name, 60)
+                    + (
+                        f" ({one_line(m.problem.split(' for ', 1)[1].split(', not', 1)[0], 60)})"
+                        if m.problem and " for " in m.problem
+                        else " (no model beside it)"
+                    )
+                    for m in projectors
+                )
+            )
         self.embedders.setText("\n".join(apart))
         self.embedders.setVisible(bool(apart))
         verdicts = {rec.path: rec for rec in plan.ranked} if plan else {}
@@ -307,9 +319,12 @@ class SettingsDialog(QDialog):
         found = Path(model.projector).name if model.projector else None
         combo.addItem(f"Found beside it: {one_line(found, 80)}" if found else "Automatic (none found beside it)", None)
         combo.addItem("None: text only", "")
-        beside = [m.path for m in self._plan.scan.models
-                  if m.is_projector and not m.projector_refused and Path(m.path).parent == Path(model.path).parent]
-        for path in beside:  # fmt: skip
+        beside = [
+            m.path
+            for m in self._plan.scan.models
+            if m.is_projector and not m.projector_refused and Path(m.path).parent == Path(model.path).parent
+        ]
+        for path in beside:
             combo.addItem(one_line(Path(path).name, 100), path)
         chosen = self._projectors.get(model.path)
         index = combo.findData(chosen) if chosen is not None else 0

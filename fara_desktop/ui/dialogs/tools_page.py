@@ -161,9 +161,10 @@ class ToolsPage(QWidget):
     def _show_always(self) -> None:
         count = len(self._always)
         self.always_label.setText(
-            f"{count} tool{'s run' if count != 1 else ' runs'} without asking (you chose Always)." if count
+            f"{count} tool{'s run' if count != 1 else ' runs'} without asking (you chose Always)."
+            if count
             else "Every tool call asks you first."
-        )  # fmt: skip
+        )
         self.forget_button.setEnabled(bool(count))
 
     def _forget(self) -> None:

@@ -140,9 +140,11 @@ class EmptyState(QFrame):
 
     def set_privacy(self, server: str | None) -> None:
         """Where chats go: this computer, or the server whose model is in use (the welcome must not promise more)."""
-        self.privacy = LOCAL_PRIVACY if server is None else (
-            f"Your messages go to the server {server}, which runs the model; they are kept on this computer too."
-        )  # fmt: skip
+        self.privacy = (
+            LOCAL_PRIVACY
+            if server is None
+            else (f"Your messages go to the server {server}, which runs the model; they are kept on this computer too.")
+        )
         if not self.property("problem"):
             self.body.setText(self.privacy)
 

@@ -33,6 +33,7 @@ def _tool_button(text: str) -> QToolButton:
 
 RATE_SMOOTHING = 0.1  # each new rate moves the one used by a tenth: a reply's dip barely moves the time left
 
+
 class DocumentsPanel(QWidget):
     """Lists collections; the buttons ask the documents controller to act."""
 

@@ -72,8 +72,11 @@ class DownloadRow(QFrame):
         task.finished.connect(self._on_finished)
         task.failed.connect(self._on_failed)
         already = task.partial_bytes()
-        what = f"{len(task.remotes)} files, each checked against its sha256" if len(task.remotes) > 1 else \
-            f"sha256 {task.remote.sha256[:12]}…"
+        what = (
+            f"{len(task.remotes)} files, each checked against its sha256"
+            if len(task.remotes) > 1
+            else f"sha256 {task.remote.sha256[:12]}…"
+        )
         self.status.setText(
             f"{format_size(task.total)} · {what}" + (f" · resuming after {format_size(already)}" if already else "")
         )
@@ -119,8 +122,10 @@ class DownloadRow(QFrame):
         if self.task is not None and self.task.publish_as is not None:
             self.status.setText(f"Done: sha256 verified. Saved beside {path.name}: it can see pictures now.")
         else:
-            self.status.setText(f"Done: sha256 verified{' for both files' if several else ''}. Saved in the "
-                                "Hugging Face cache, where other apps find it too.")  # fmt: skip
+            self.status.setText(
+                f"Done: sha256 verified{' for both files' if several else ''}. Saved in the "
+                "Hugging Face cache, where other apps find it too."
+            )
         self.status.setToolTip(plain_tooltip(str(path)))
         self.pause_button.hide()
         self.cancel_button.setText("Dismiss")

@@ -233,9 +233,13 @@ class HardwarePanel(QFrame):
         self.set_value("Name", f"{info.name} ({info.architecture}, {format_size(info.file_bytes)})")
         seeing = " · sees pictures" if info.vision else (" · pictures: not loaded" if info.vision_problem else "")
         self.set_value("Format", info.chat_format + seeing)
-        self._values["Format"].setToolTip(plain_tooltip(
-            f"Vision projector: {info.vision}; a picture is about {info.picture_tokens} tokens here" if info.vision
-            else info.vision_problem))  # fmt: skip
+        self._values["Format"].setToolTip(
+            plain_tooltip(
+                f"Vision projector: {info.vision}; a picture is about {info.picture_tokens} tokens here"
+                if info.vision
+                else info.vision_problem
+            )
+        )
         self.set_value("Context", f"{tuned_text(info.n_ctx, mine.n_ctx)} of {info.n_ctx_train:,} trained")
         self.set_value("Threads", f"{tuned_text(info.n_threads, mine.n_threads)} · prompt {info.n_threads_batch}")
         self.set_value(

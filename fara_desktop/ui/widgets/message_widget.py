@@ -466,8 +466,11 @@ class MessageWidget(QFrame):
             button = QToolButton()
             button.setObjectName("sourceButton")
             where = source.where
-            shown = where if len(where) <= MAX_CITATION_CHARS else (
-                where[: MAX_CITATION_CHARS // 2 - 1] + "…" + where[-(MAX_CITATION_CHARS // 2) :])  # fmt: skip
+            shown = (
+                where
+                if len(where) <= MAX_CITATION_CHARS
+                else (where[: MAX_CITATION_CHARS // 2 - 1] + "…" + where[-(MAX_CITATION_CHARS // 2) :])
+            )
             button.setText(f"[{source.number}] {shown}")
             button.setToolTip(plain_tooltip(source.text[:600]))
             button.setAccessibleName(f"Source {source.number}: {where}")

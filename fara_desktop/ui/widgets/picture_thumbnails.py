@@ -33,8 +33,13 @@ def thumbnail_button(path: Path, side: int = THUMBNAIL_SIDE) -> QToolButton:
     button.setObjectName("pictureThumbnail")
     pixmap = QPixmap(str(path))
     if not pixmap.isNull():
-        button.setIcon(QIcon(pixmap.scaled(side, side, Qt.AspectRatioMode.KeepAspectRatio,
-                                           Qt.TransformationMode.SmoothTransformation)))  # fmt: skip
+        button.setIcon(
+            QIcon(
+                pixmap.scaled(
+                    side, side, Qt.AspectRatioMode.KeepAspectRatio, Qt.TransformationMode.SmoothTransformation
+                )
+            )
+        )
     else:
         button.setText("picture missing")
     button.setIconSize(QSize(side, side))
@@ -170,5 +175,6 @@ class PictureViewer(QDialog):
         layout.addWidget(scroll)
         screen = self.screen().availableGeometry() if self.screen() is not None else None
         if screen is not None and not pixmap.isNull():
-            self.resize(min(pixmap.width() + 40, screen.width() * 9 // 10),
-                        min(pixmap.height() + 40, screen.height() * 9 // 10))  # fmt: skip
+            self.resize(
+                min(pixmap.width() + 40, screen.width() * 9 // 10), min(pixmap.height() + 40, screen.height() * 9 // 10)
+            )

@@ -82,4 +82,3 @@ def add_row(form: QFormLayout, key: str, widget: QWidget) -> QLabel:
         _describe(widget, item)
     form.addRow(label, widget)
     return label
-

@@ -78,7 +78,6 @@ def keep_line_breaks(prose: str) -> str:
     return "\n".join(out)
 
 
-
 SOFT_BREAK = "\u200b"  # zero-width space: a place a line may break, never shown, taken out of what is copied
 LONG_RUN = 30  # characters without a space beyond which a word (a URL, a hash, code) may break anywhere
 BREAK_EVERY = 16

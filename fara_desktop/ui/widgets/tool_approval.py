@@ -19,8 +19,10 @@ def readable_arguments(arguments: str) -> str:
     character a reader could not see (bidirectional overrides, line separators, zero-width ones) written as its
     JSON escape — the text reads back to exactly the value that is sent (``ToolFlow`` sends this very text)."""
     if len(arguments) > MAX_ARGUMENT_CHARS:
-        return (with_hidden_shown(arguments[:MAX_ARGUMENT_CHARS]) + f"\n… {len(arguments):,} characters: longer "
-                f"than the {MAX_ARGUMENT_CHARS // 1024} KiB a call may send, so the tool will not run.")  # fmt: skip
+        return (
+            with_hidden_shown(arguments[:MAX_ARGUMENT_CHARS]) + f"\n… {len(arguments):,} characters: longer "
+            f"than the {MAX_ARGUMENT_CHARS // 1024} KiB a call may send, so the tool will not run."
+        )
     try:
         text = json.dumps(json.loads(arguments), indent=2, ensure_ascii=False)
     except (ValueError, RecursionError):
@@ -68,8 +70,7 @@ class ToolApprovalBar(QFrame):
         of = f" (call {number} of {count})" if count > 1 else ""
         what = f", which runs {one_line(runs, 100)}" if runs else ""
         self.question.setText(
-            f"The model wants to run {one_line(tool, 80)} (from the server {one_line(server, 80)}{what}){of}. "
-            "Allow it?"
+            f"The model wants to run {one_line(tool, 80)} (from the server {one_line(server, 80)}{what}){of}. Allow it?"
         )
         self.arguments.setPlainText(shown)
         lines = min(shown.count("\n") + 1, 8)  # small for a small call; long ones scroll

@@ -35,7 +35,8 @@ from fara_desktop.engine.types import (
 )
 from fara_desktop.files.paths import app_paths
 from fara_desktop.planning.params import LoadParams
-from fara_desktop.serving.local_api import ApiServer, LocalApi
+from fara_desktop.serving.api_server import ApiServer
+from fara_desktop.serving.local_api import LocalApi
 from fara_desktop.vocabulary.messages import ChatMessage
 from fara_desktop.vocabulary.sampling import SamplingParams
 from tests.helpers.gguf_factory import write_projector

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from fara_desktop.engine.types import ModelInfo
-from fara_desktop.serving.local_api import ApiServer, LocalApi
+from fara_desktop.serving.api_server import ApiServer
+from fara_desktop.serving.local_api import LocalApi
 from tests.helpers.scripted_queue import ScriptedQueue
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

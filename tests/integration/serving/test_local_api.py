@@ -16,7 +16,8 @@ import pytest
 from fara_desktop.engine.types import ApiClient, Finished, ModelInfo, ModelLoaded, ModelLoadFailed
 from fara_desktop.engine.worker import InferenceWorker
 from fara_desktop.planning.params import LoadParams
-from fara_desktop.serving.local_api import ApiKeyRequired, ApiServer, LocalApi
+from fara_desktop.serving.api_server import ApiKeyRequired, ApiServer
+from fara_desktop.serving.local_api import LocalApi
 from fara_desktop.serving.openai_format import model_id
 from fara_desktop.vocabulary.messages import ChatMessage
 from fara_desktop.vocabulary.sampling import SamplingParams

@@ -15,7 +15,8 @@ import httpx
 import pytest
 
 from fara_desktop.engine.types import ModelInfo, RemoteModel
-from fara_desktop.serving.local_api import ApiServer, LocalApi
+from fara_desktop.serving.api_server import ApiServer
+from fara_desktop.serving.local_api import LocalApi
 from tests.helpers.scripted_queue import ScriptedQueue
 
 LOCAL = ModelInfo(Path("/models/SmolLM2 135M Instruct.Q4_1.gguf"), "Smollm2 135M 8k Lc100K Mix1 Ep2", "llama", 2048,
@@ -147,12 +148,16 @@ def test_requests_beyond_the_wait_queue_get_429_with_retry_after(serve):
         ({**QUESTION, "logit_bias": {"5": 1}}, "Not supported"),
         ({**QUESTION, "tools": [{"type": "function"}]}, "'function': {...}"),
         ({**QUESTION, "tools": [{"type": "function", "function": {"name": "rm -rf /"}}]}, "letters, digits"),
-        ({**QUESTION, "tools": [{"type": "function", "function": {"name": "t", "parameters": {"x": "y" * 70_000}}}]},
-         "larger than 64 KiB"),
+        (
+            {**QUESTION, "tools": [{"type": "function", "function": {"name": "t", "parameters": {"x": "y" * 70_000}}}]},
+            "larger than 64 KiB",
+        ),
         ({**QUESTION, "tools": [{"type": "function", "function": {"name": "t"}}] * 2}, "used twice"),
         ({**QUESTION, "tool_choice": "required"}, "needs 'tools'"),
-        ({"messages": [{"role": "assistant", "content": None, "tool_calls": [{"id": "1", "function": {}}]}]},
-         "name must be"),
+        (
+            {"messages": [{"role": "assistant", "content": None, "tool_calls": [{"id": "1", "function": {}}]}]},
+            "name must be",
+        ),
         ({**QUESTION, "stop": ["a", "b", "c", "d", "e"]}, "at most 4 strings"),
         ({**QUESTION, "response_format": {"type": "xml"}}, "text, json_object or json_schema"),
         ({**QUESTION, "response_format": {"type": "json_schema", "json_schema": {"name": "x"}}}, "needs"),

@@ -16,7 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from fara_desktop.serving.local_api import ApiServer, LocalApi
+from fara_desktop.serving.api_server import ApiServer
+from fara_desktop.serving.local_api import LocalApi
 from fara_desktop.serving.request_pictures import PICTURE_DECODERS
 from fara_desktop.system.sandbox import SandboxStoppedError
 from fara_desktop.vocabulary.pictures import AttachedPicture

@@ -13,7 +13,8 @@ import sys
 
 import pytest
 
-from fara_desktop.serving.local_api import ApiServer, LocalApi
+from fara_desktop.serving.api_server import ApiServer
+from fara_desktop.serving.local_api import LocalApi
 from fara_desktop.serving.principals import LOCAL_CLIENTS
 from fara_desktop.system.socket_owner import connection_owner
 from tests.helpers.scripted_queue import ScriptedQueue
@@ -50,7 +51,9 @@ def test_with_no_key_another_users_programs_are_a_principal_of_their_own():
         assert post(server).status_code == 200
         uses = server.api.principals.uses()
         assert [(u.label, u.requests) for u in uses] == [
-            ("Apps on this computer", 2), (f"Programs of another user of this computer (user id {NOBODY})", 1)]
+            ("Apps on this computer", 2),
+            (f"Programs of another user of this computer (user id {NOBODY})", 1),
+        ]
         clients = [getattr(conversation, "principal", None) for conversation in queue.conversations]
         assert clients[0] == clients[2] == LOCAL_CLIENTS and clients[1] == f"user-{NOBODY}", clients
     finally:
