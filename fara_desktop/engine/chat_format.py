@@ -430,48 +430,19 @@ def _template_message(error: Exception) -> str:
     return f"The model's chat template failed on this conversation ({type(error).__name__}: {detail})"
 
 
-class GemmaTurnFormatter:
-    """Gemma's turn markers; Gemma has no system role, so the system prompt opens the first user turn."""
+@dataclass(frozen=True)
+class FallbackFormatter:
+    """The turns of a model without a chat template: each message between its role's opening and the closing, then
+    the reply's opening; the closing's start is the stop string. Tool turns are said as plain text."""
 
-    name = "gemma turns (fallback)"
-    thinking_switch = False
-    thinking_default = True
-    tool_family: ToolCallFamily | None = None
-
-    def render(
-        self,
-        messages: Sequence[ChatMessage],
-        should_cancel: Callable[[], bool] | None = None,
-        thinking: bool = True,
-        tools: Sequence[ToolSpec] = (),
-        forced_tools: Sequence[str] = (),
-    ) -> RenderedPrompt:
-        messages = plain_tool_turns(messages)
-        system = "\n\n".join(m.content for m in messages if m.role == "system")
-        parts: list[str] = []
-        first_user = True
-        for message in messages:
-            if message.role == "system":
-                continue
-            role = "model" if message.role == "assistant" else "user"
-            content = message.content
-            if role == "user" and first_user and system:
-                content = f"{system}\n\n{content}"
-            if role == "user":
-                first_user = False
-            parts.append(f"<start_of_turn>{role}\n{content}<end_of_turn>\n")
-        parts.append("<start_of_turn>model\n")
-        return RenderedPrompt(text="".join(parts), add_bos=True, stop=("<end_of_turn>",))
-
-
-class TranscriptFormatter:
-    """A plain transcript any base model can continue."""
-
-    name = "plain transcript (fallback)"
-    _titles: ClassVar[dict[str, str]] = {"system": "System", "user": "User", "assistant": "Assistant"}
-    thinking_switch = False
-    thinking_default = True
-    tool_family: ToolCallFamily | None = None
+    name: str
+    openings: dict[str, str]  # role → what opens its turn ("assistant": the reply's opening too)
+    closing: str
+    stop: str
+    system_in_first_user: bool  # no system role: the system prompt opens the first user turn
+    thinking_switch: ClassVar[bool] = False
+    thinking_default: ClassVar[bool] = True
+    tool_family: ClassVar[ToolCallFamily | None] = None
 
     def render(
         self,
@@ -481,15 +452,35 @@ class TranscriptFormatter:
         tools: Sequence[ToolSpec] = (),
         forced_tools: Sequence[str] = (),
     ) -> RenderedPrompt:
-        messages = plain_tool_turns(messages)
-        parts = [f"### {self._titles[m.role]}:\n{m.content}\n\n" for m in messages]
-        parts.append("### Assistant:\n")
-        return RenderedPrompt(text="".join(parts), add_bos=True, stop=("\n### ",))
+        turns = plain_tool_turns(messages)
+        if self.system_in_first_user:
+            turns = fold_system_prompt(turns)
+        parts = [f"{self.openings[m.role]}{m.content}{self.closing}" for m in turns]
+        parts.append(self.openings["assistant"])
+        return RenderedPrompt(text="".join(parts), add_bos=True, stop=(self.stop,))
+
+
+# Gemma's turn markers, special tokens in every Gemma vocabulary; Gemma has no system role.
+GEMMA_TURNS = FallbackFormatter(
+    "gemma turns (fallback)",
+    {"user": "<start_of_turn>user\n", "assistant": "<start_of_turn>model\n"},
+    "<end_of_turn>\n",
+    "<end_of_turn>",
+    system_in_first_user=True,
+)
+# A plain transcript any base model can continue.
+TRANSCRIPT = FallbackFormatter(
+    "plain transcript (fallback)",
+    {"system": "### System:\n", "user": "### User:\n", "assistant": "### Assistant:\n"},
+    "\n\n",
+    "\n### ",
+    system_in_first_user=False,
+)
 
 
 def formatter_for(chat_template: str | None, architecture: str, bos_token: str, eos_token: str) -> ChatFormatter:
     if chat_template and chat_template.strip():
         return JinjaChatFormatter(chat_template, bos_token, eos_token)
     if architecture.startswith("gemma"):
-        return GemmaTurnFormatter()
-    return TranscriptFormatter()
+        return GEMMA_TURNS
+    return TRANSCRIPT

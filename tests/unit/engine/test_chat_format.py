@@ -13,10 +13,10 @@ import pytest
 from jinja2.exceptions import SecurityError
 
 from fara_desktop.engine.chat_format import (
+    GEMMA_TURNS,
     SYSTEM_FOLDED_NOTE,
-    GemmaTurnFormatter,
+    TRANSCRIPT,
     JinjaChatFormatter,
-    TranscriptFormatter,
     formatter_for,
 )
 from fara_desktop.engine.errors import RequestCancelled, TemplateRenderError
@@ -30,13 +30,13 @@ MESSAGES = [ChatMessage("system", "Be brief."), ChatMessage("user", "Hi"), ChatM
 
 
 def test_fallbacks_by_architecture():
-    assert isinstance(formatter_for(None, "gemma3", "<bos>", "<eos>"), GemmaTurnFormatter)
-    assert isinstance(formatter_for("", "llama", "<s>", "</s>"), TranscriptFormatter)
+    assert formatter_for(None, "gemma3", "<bos>", "<eos>") is GEMMA_TURNS
+    assert formatter_for("", "llama", "<s>", "</s>") is TRANSCRIPT
     assert isinstance(formatter_for("{{ messages }}", "llama", "<s>", "</s>"), JinjaChatFormatter)
 
 
 def test_gemma_fallback_folds_the_system_prompt_into_the_first_turn():
-    rendered = GemmaTurnFormatter().render([*MESSAGES, ChatMessage("user", "Bye")])
+    rendered = GEMMA_TURNS.render([*MESSAGES, ChatMessage("user", "Bye")])
     assert rendered.text == (
         "<start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n"
         "<start_of_turn>model\nHello<end_of_turn>\n"
@@ -46,8 +46,14 @@ def test_gemma_fallback_folds_the_system_prompt_into_the_first_turn():
     assert rendered.add_bos
 
 
+def test_gemma_fallback_keeps_a_system_prompt_with_no_user_turn_to_open():
+    rendered = GEMMA_TURNS.render([ChatMessage("system", "Be brief.")])
+    assert rendered.text == "<start_of_turn>user\nBe brief.<end_of_turn>\n<start_of_turn>model\n"
+    assert rendered.stop == ("<end_of_turn>",)
+
+
 def test_transcript_fallback():
-    rendered = TranscriptFormatter().render(MESSAGES)
+    rendered = TRANSCRIPT.render(MESSAGES)
     assert rendered.text.endswith("### Assistant:\nHello\n\n### Assistant:\n")
     assert rendered.stop == ("\n### ",)
 
