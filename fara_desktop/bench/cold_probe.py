@@ -15,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+from fara_desktop.engine.backend import PromptRequest, ReplyRequest
+
 MODES = ("read", "read-ahead", "mapped", "pre-read")
 
 
@@ -44,8 +46,8 @@ def main(argv: list[str]) -> None:
     # "read-ahead" is the engine's own prefault on a load that reads the file (the app's default on such builds)
     backend.load(path, LoadParams(n_ctx=n_ctx, use_mmap=mode in ("mapped", "pre-read"), prefault=mode == "read-ahead"))
     loaded = time.perf_counter()
-    prompt = backend.prepare([ChatMessage("user", "Hello!")], 8)
-    backend.reply(prompt, SamplingParams(temperature=0.0, max_tokens=1), lambda: False, ignore_text)
+    prompt = backend.prepare(PromptRequest([ChatMessage("user", "Hello!")], 8))
+    backend.reply(prompt, ReplyRequest(SamplingParams(temperature=0.0, max_tokens=1), lambda: False, ignore_text))
     first = time.perf_counter()
     print(
         json.dumps(

@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from fara_desktop.engine.backend import PromptRequest, ReplyRequest
 from fara_desktop.engine.llama_backend import LlamaBackend
 from fara_desktop.engine.repetition import LoopDetector, repeated_period
 from fara_desktop.planning.params import LoadParams
@@ -82,7 +83,10 @@ def _answer(backend: LlamaBackend, prompt: str, sampling: SamplingParams) -> tup
     backend.forget_context()
     pieces: list[str] = []
     messages = [ChatMessage("system", "You are a helpful assistant."), ChatMessage("user", prompt)]
-    result = backend.reply(backend.prepare(messages, 64), sampling, lambda: False, lambda text, *_: pieces.append(text))
+    result = backend.reply(
+        backend.prepare(PromptRequest(messages, 64)),
+        ReplyRequest(sampling, lambda: False, lambda text, *_: pieces.append(text)),
+    )
     return pieces, result
 
 

@@ -10,6 +10,8 @@ import json
 import sys
 from pathlib import Path
 
+from fara_desktop.engine.backend import PromptRequest, ReplyRequest
+
 
 def _rss() -> dict[str, int]:
     parts: dict[str, int] = {}
@@ -38,8 +40,8 @@ def main(argv: list[str]) -> None:
     backend.load(
         path, LoadParams(n_ctx=n_ctx, kv_type=kv_type, use_mmap=use_mmap, prefault=False, flash_attn=kv_type != "f16")
     )
-    prompt = backend.prepare([ChatMessage("user", "hello " * 200)], 64)
-    backend.reply(prompt, SamplingParams(temperature=0.0, max_tokens=8), lambda: False, ignore_text)
+    prompt = backend.prepare(PromptRequest([ChatMessage("user", "hello " * 200)], 64))
+    backend.reply(prompt, ReplyRequest(SamplingParams(temperature=0.0, max_tokens=8), lambda: False, ignore_text))
     after = _rss()
     estimate = estimate_memory(meta, n_ctx, kv_type, mapped_and_repacked=use_mmap and weights_are_repacked())
     increase = after["VmRSS"] - before["VmRSS"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fara_desktop.engine.backend import ReplyResult
+from fara_desktop.engine.backend import PromptRequest, ReplyRequest, ReplyResult
 from fara_desktop.engine.kv_disk import KVDiskStore
 from fara_desktop.engine.llama_backend import LlamaBackend
 from fara_desktop.engine.types import ApiClient
@@ -79,16 +79,16 @@ class PrefixPaths:
         return backend
 
     def say(self, messages: list[ChatMessage], conversation: object) -> ReplyResult:
-        prompt = self.tested.prepare(messages, 64)
+        prompt = self.tested.prepare(PromptRequest(messages, 64))
         before = self.decoded
-        result = self.tested.reply(prompt, GREEDY, lambda: False, lambda *_: None, conversation)
+        result = self.tested.reply(prompt, ReplyRequest(GREEDY, lambda: False, lambda *_: None, conversation))
         self.read = self.decoded - before - max(0, result.stats.completion_tokens - 1)  # of the prompt, really
         return result
 
     def fresh(self, messages: list[ChatMessage]) -> str:
         self.reference.forget_context(snapshots=True)
-        prompt = self.reference.prepare(messages, 64)
-        return self.reference.reply(prompt, GREEDY, lambda: False, lambda *_: None, None).text
+        prompt = self.reference.prepare(PromptRequest(messages, 64))
+        return self.reference.reply(prompt, ReplyRequest(GREEDY, lambda: False, lambda *_: None, None)).text
 
     def check(self, path: str, messages: list[ChatMessage], conversation: object, reuse: bool = True) -> PathResult:
         result = self.say(messages, conversation)
@@ -127,13 +127,13 @@ class PrefixPaths:
         yield self.check("the API client's follow-up", followed_up, ApiClient("key-a"))
         yield self.check("another API client, the same words", followed_up, ApiClient("key-b"), reuse=False)
         history = [*later, ChatMessage("assistant", back)]
-        typed = self.tested.prepare([*history, ChatMessage("user", "the mat the mat the")], 64)
+        typed = self.tested.prepare(PromptRequest([*history, ChatMessage("user", "the mat the mat the")], 64))
         self.tested.read_ahead(typed, 1, lambda: False, lambda _total, _done: None)
         sent = [*history, ChatMessage("user", "the world")]  # the user went on typing: the read-ahead's end goes
         yield self.check("read-ahead thrown away", sent, 1)
         asked = [*sent, ChatMessage("assistant", self.last.text), ChatMessage("user", "the mat, the dog, the cat")]
         stop = stop_after(STOP_AFTER_CALLS)  # Esc, or the text changed: llama.cpp aborts the batch it reads
-        self.tested.read_ahead(self.tested.prepare(asked, 64), 1, stop, lambda _t, _d: None, stop)
+        self.tested.read_ahead(self.tested.prepare(PromptRequest(asked, 64)), 1, stop, lambda _t, _d: None, stop)
         yield self.check("read-ahead stopped inside a batch", asked, 1)  # llama.cpp's abort callback said stop
         self.restart()
         later_still = [*asked, ChatMessage("assistant", "a dog"), ChatMessage("user", "hi")]
@@ -144,12 +144,12 @@ class PrefixPaths:
         reasoning templates'): the path, and the tokens past the point where the prompts part — the last answer
         without its reasoning and the new words. None when this model's template opens no reasoning."""
         asked = [ChatMessage("system", SHARED_START), ChatMessage("user", "the cat and the dog")]
-        first = self.tested.prepare(asked, 64)
+        first = self.tested.prepare(PromptRequest(asked, 64))
         if first.reasoning.opened is None:
             return None
         self.check("a thinking reply", asked, 3, reuse=False)
         follow = [*asked, ChatMessage("assistant", "the cat", reasoning=self.last.text), ChatMessage("user", "the mat")]
-        tokens = self.tested.prepare(follow, 64).detail.tokens
+        tokens = self.tested.prepare(PromptRequest(follow, 64)).detail.tokens
         shared = next(
             (i for i, (a, b) in enumerate(zip(first.detail.tokens, tokens, strict=False)) if a != b),
             len(first.detail.tokens),
@@ -163,7 +163,7 @@ def split_stable(backend: LlamaBackend, messages: list[ChatMessage]) -> bool:
     then flip (6 of 6 prompts for LFM2-1.2B's shape here, 2 of 6 for SmolLM2-1.7B's; none at Q8_0). Where it does
     not, a path's different continuation says nothing about the path."""
     llm: Any = backend._llm
-    tokens: list[int] = backend.prepare(messages, 64).detail.tokens
+    tokens: list[int] = backend.prepare(PromptRequest(messages, 64)).detail.tokens
     continuations = []
     for splits in ([len(tokens) - 1], [len(tokens) - 27, len(tokens) - 17, len(tokens) - 1]):
         llm.reset()

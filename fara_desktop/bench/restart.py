@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from fara_desktop.bench.resume import chat_of
-from fara_desktop.engine.backend import ReplyResult
+from fara_desktop.engine.backend import PromptRequest, ReplyRequest, ReplyResult
 from fara_desktop.engine.kv_disk import KVDiskStore
 from fara_desktop.engine.llama_backend import LlamaBackend
 from fara_desktop.planning.params import LoadParams
@@ -33,8 +33,8 @@ def restart(model: Path, params: LoadParams, history_tokens: int) -> dict[str, A
 
         def ask(chat: list[ChatMessage], sampling: SamplingParams, conversation: int) -> tuple[ReplyResult, float]:
             started = time.perf_counter()
-            prompt = backend.prepare(chat, 128)
-            return backend.reply(prompt, sampling, lambda: False, lambda *_: None, conversation), (
+            prompt = backend.prepare(PromptRequest(chat, 128))
+            return backend.reply(prompt, ReplyRequest(sampling, lambda: False, lambda *_: None, conversation)), (
                 time.perf_counter() - started
             )
 

@@ -13,6 +13,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from fara_desktop.engine.backend import PromptRequest, ReplyRequest
 from fara_desktop.engine.kv_disk import CHECKPOINT_SLOT, KVDiskStore
 from fara_desktop.engine.kv_states import common_prefix
 from fara_desktop.engine.llama_backend import LlamaBackend
@@ -69,12 +70,12 @@ def resume_once(model: Path, params: LoadParams, tokens: int) -> dict[str, Any]:
         backend = LlamaBackend(state_store=store)
         backend.load(model, params)
         try:
-            prompt = backend.prepare(chat_of(backend, tokens), 64)
+            prompt = backend.prepare(PromptRequest(chat_of(backend, tokens), 64))
             llm = backend._llm
             assert llm is not None
 
             def run(conversation: int) -> Any:
-                return backend.reply(prompt, CONTINUATION, lambda: False, lambda *_: None, conversation)
+                return backend.reply(prompt, ReplyRequest(CONTINUATION, lambda: False, lambda *_: None, conversation))
 
             reread = run(1)  # from an empty context: every token read
             started = time.perf_counter()
@@ -239,10 +240,10 @@ def read_ahead_follow_up(model: Path, params: LoadParams, tokens: int = 1000) ->
         chat = chat_of(backend, tokens)
         last: list[int] = []
         for asked in ("And what comes next", "Say it in other words", "Thank you"):
-            prompt = backend.prepare(chat, 64)
+            prompt = backend.prepare(PromptRequest(chat, 64))
             began: list[int] = []
             cached = backend.read_ahead(prompt, 1, lambda: False, partial(_first_cached, began))
-            reply = backend.reply(prompt, WORDS, lambda: False, lambda *_: None, 1)
+            reply = backend.reply(prompt, ReplyRequest(WORDS, lambda: False, lambda *_: None, 1))
             if last:
                 read = cached - began[0] + reply.stats.prompt_tokens_evaluated
                 ratios.append(read / max(1, len(prompt.detail.tokens) - common_prefix(last, prompt.detail.tokens)))

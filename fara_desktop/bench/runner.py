@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fara_desktop.engine.backend import ignore_text
+from fara_desktop.engine.backend import PromptRequest, ReplyRequest, ignore_text
 from fara_desktop.engine.llama_backend import LlamaBackend
 from fara_desktop.machine.bandwidth import measure_read_bandwidth
 from fara_desktop.models.gguf_file import read_gguf_header
@@ -110,7 +110,10 @@ def multi_turn(model: Path, params: LoadParams, repeats: int) -> dict[str, Any]:
                 messages.append(ChatMessage("user", f"Turn {turn}: " + "tell me more about computers. " * 8))
                 if not reuse:
                     backend.forget_context()
-                reply = backend.reply(backend.prepare(messages, 64), sampling, lambda: False, ignore_text)
+                reply = backend.reply(
+                    backend.prepare(PromptRequest(messages, 64)),
+                    ReplyRequest(sampling, lambda: False, ignore_text),
+                )
                 messages.append(ChatMessage("assistant", reply.text))
                 if turn in per_turn:
                     per_turn[turn].runs.append(reply.stats.ttft_s)
@@ -122,15 +125,21 @@ def multi_turn(model: Path, params: LoadParams, repeats: int) -> dict[str, Any]:
         for figure, keep_snapshots in ((restored, True), (reread, False)):
             backend.forget_context(snapshots=True)
             for messages, key in ((history_a, "A"), (history_b, "B")):
-                backend.reply(backend.prepare(messages, 64), sampling, lambda: False, ignore_text, key)
+                backend.reply(
+                    backend.prepare(PromptRequest(messages, 64)),
+                    ReplyRequest(sampling, lambda: False, ignore_text, key),
+                )
             if not keep_snapshots:
                 backend.kv_states.clear()
-            back = backend.reply(backend.prepare(history_a, 64), sampling, lambda: False, ignore_text, "A")
+            back = backend.reply(
+                backend.prepare(PromptRequest(history_a, 64)),
+                ReplyRequest(sampling, lambda: False, ignore_text, "A"),
+            )
             figure.runs.append(back.stats.ttft_s)
     result["switch_back"] = {
         "restored": restored,
         "reread": reread,
-        "history_tokens": len(backend.prepare(history_a, 64).detail.tokens),
+        "history_tokens": len(backend.prepare(PromptRequest(history_a, 64)).detail.tokens),
     }
     backend.unload()
     return result

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fara_desktop.engine.backend import ignore_text
+from fara_desktop.engine.backend import PromptRequest, ReplyRequest, ignore_text
 from fara_desktop.engine.kv_disk import KVDiskStore
 from fara_desktop.engine.llama_backend import LlamaBackend
 from fara_desktop.machine.hardware import this_cpu_features
@@ -101,17 +101,23 @@ def _projector(
     try:
         encodes = []
         for picture in pictures:
-            prompt = backend.prepare([ChatMessage("user", "What is this?", pictures=(picture,))], 16)
+            prompt = backend.prepare(PromptRequest([ChatMessage("user", "What is this?", pictures=(picture,))], 16))
             assert prompt.detail.vision is not None
             started = time.perf_counter()
             vision_model.encode_ahead(prompt.detail.vision)
             encodes.append(time.perf_counter() - started)
         measured = statistics.median(encodes)
         first = [ChatMessage("user", "Describe this picture.", pictures=(pictures[0],))]
-        reply = backend.reply(backend.prepare(first, 16), GREEDY, lambda: False, ignore_text, "second-turn")
+        reply = backend.reply(
+            backend.prepare(PromptRequest(first, 16)),
+            ReplyRequest(GREEDY, lambda: False, ignore_text, "second-turn"),
+        )
         before = vision_model.encodes
         second = [*first, ChatMessage("assistant", reply.text), ChatMessage("user", "And the colours?")]
-        backend.reply(backend.prepare(second, 16), GREEDY, lambda: False, ignore_text, "second-turn")
+        backend.reply(
+            backend.prepare(PromptRequest(second, 16)),
+            ReplyRequest(GREEDY, lambda: False, ignore_text, "second-turn"),
+        )
         second_turn_encodes = vision_model.encodes - before
     finally:
         backend.unload()
@@ -149,7 +155,10 @@ def _resume(model: Path, params: LoadParams, picture: AttachedPicture, folder: P
     chat = [ChatMessage("user", CHAT_WORDS, pictures=(picture,))]
     writer = LlamaBackend(state_store=store)
     writer.load(model, params)
-    reply = writer.reply(writer.prepare(chat, 16), GREEDY, lambda: False, ignore_text, 1)
+    reply = writer.reply(
+        writer.prepare(PromptRequest(chat, 16)),
+        ReplyRequest(GREEDY, lambda: False, ignore_text, 1),
+    )
     writer.keep_state(wait=True)
     writer.unload()
     follow_up = [*chat, ChatMessage("assistant", reply.text), ChatMessage("user", "Say that again, shorter.")]
@@ -160,7 +169,10 @@ def _resume(model: Path, params: LoadParams, picture: AttachedPicture, folder: P
         backend.load(model, params)
         try:
             started = time.perf_counter()
-            backend.reply(backend.prepare(follow_up, 16), replace_max(GREEDY, 1), lambda: False, ignore_text, 1)
+            backend.reply(
+                backend.prepare(PromptRequest(follow_up, 16)),
+                ReplyRequest(replace_max(GREEDY, 1), lambda: False, ignore_text, 1),
+            )
             times[name] = time.perf_counter() - started
             encodes[name] = backend.vision.encodes if backend.vision else -1
         finally:
@@ -254,7 +266,7 @@ def _child(argv: list[str]) -> None:
 
             digest = store.put(Picture(896, 896, bytes(896 * 896 * 3)))
             picture = AttachedPicture(digest, store.path(digest))
-            prompt = backend.prepare([ChatMessage("user", "x", pictures=(picture,))], 8)
+            prompt = backend.prepare(PromptRequest([ChatMessage("user", "x", pictures=(picture,))], 8))
             assert backend.vision is not None and prompt.detail.vision is not None
             backend.vision.encode_ahead(prompt.detail.vision)
     print(json.dumps({"rss": _rss()["VmRSS"] - before, "estimate": estimate}))

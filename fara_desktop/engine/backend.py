@@ -53,6 +53,30 @@ def ignore_text(text: str, reasoning: bool | None = None) -> None:
 
 
 @dataclass(frozen=True)
+class PromptRequest:
+    """A chat to make into a prompt (``Backend.prepare``): its messages, the room kept for the reply, how to stop
+    a long render, the chat's Think switch and the tools offered."""
+
+    messages: Sequence[ChatMessage]
+    reply_reserve: int
+    should_cancel: Callable[[], bool] | None = None
+    thinking: bool = True
+    tools: ToolOffer | None = None
+
+
+@dataclass(frozen=True)
+class ReplyRequest:
+    """How a prepared prompt is replied to (``Backend.reply``): the sampling, the cancel asked between tokens,
+    where the text goes, the conversation whose reading is kept, and where the prompt's reading is reported."""
+
+    sampling: SamplingParams
+    should_cancel: Callable[[], bool]
+    on_text: TextSink
+    conversation: Hashable | None = None
+    on_prompt_progress: Callable[[int, int], None] | None = None
+
+
+@dataclass(frozen=True)
 class ReplyResult:
     """A finished reply: its text, its figures, and why it ended."""
 
@@ -88,14 +112,7 @@ class Backend(Protocol):
         ``CalibrationYieldedError`` (the model as it was) as soon as ``should_yield()`` says a reply is waiting."""
         ...
 
-    def prepare(
-        self,
-        messages: Sequence[ChatMessage],
-        reply_reserve: int,
-        should_cancel: Callable[[], bool] | None = None,
-        thinking: bool = True,
-        tools: ToolOffer | None = None,
-    ) -> PreparedPrompt:
+    def prepare(self, request: PromptRequest) -> PreparedPrompt:
         """Raises ``ToolsUnsupportedError`` when ``tools`` are offered to a model that cannot call any."""
         ...
 
@@ -103,15 +120,7 @@ class Backend(Protocol):
         """``text`` as the prompt itself, without a chat template (control-token text stays text)."""
         ...
 
-    def reply(
-        self,
-        prompt: PreparedPrompt,
-        sampling: SamplingParams,
-        should_cancel: Callable[[], bool],
-        on_text: TextSink,
-        conversation: Hashable | None = None,
-        on_prompt_progress: Callable[[int, int], None] | None = None,
-    ) -> ReplyResult: ...
+    def reply(self, prompt: PreparedPrompt, request: ReplyRequest) -> ReplyResult: ...
 
     def read_ahead(
         self,

@@ -19,7 +19,7 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, Protocol
 
 from jinja2 import TemplateError
 
@@ -430,7 +430,7 @@ def _template_message(error: Exception) -> str:
     return f"The model's chat template failed on this conversation ({type(error).__name__}: {detail})"
 
 
-@dataclass(frozen=True)
+@dataclass
 class FallbackFormatter:
     """The turns of a model without a chat template: each message between its role's opening and the closing, then
     the reply's opening; the closing's start is the stop string. Tool turns are said as plain text."""
@@ -440,9 +440,9 @@ class FallbackFormatter:
     closing: str
     stop: str
     system_in_first_user: bool  # no system role: the system prompt opens the first user turn
-    thinking_switch: ClassVar[bool] = False
-    thinking_default: ClassVar[bool] = True
-    tool_family: ClassVar[ToolCallFamily | None] = None
+    thinking_switch: bool = False
+    thinking_default: bool = True
+    tool_family: ToolCallFamily | None = None
 
     def render(
         self,

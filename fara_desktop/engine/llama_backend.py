@@ -17,7 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from fara_desktop.engine.backend import PreparedPrompt, ReplyResult, TextSink
+from fara_desktop.engine.backend import PreparedPrompt, PromptRequest, ReplyRequest, ReplyResult
 from fara_desktop.engine.chat_format import ChatFormatter, RenderedPrompt
 from fara_desktop.engine.context_states import ContextStates
 from fara_desktop.engine.control_tokens import ControlTokenText
@@ -59,7 +59,6 @@ from fara_desktop.planning.params import LoadParams
 from fara_desktop.text.untrusted import one_line
 from fara_desktop.vocabulary.errors import FaraError
 from fara_desktop.vocabulary.messages import ChatMessage
-from fara_desktop.vocabulary.sampling import SamplingParams
 from fara_desktop.vocabulary.stats import reply_stats
 from fara_desktop.vocabulary.tools import ToolOffer
 
@@ -280,14 +279,7 @@ class LlamaBackend:
             )
         return PreparedPrompt((ChatMessage("user", text),), detail=LlamaPrompt(tokens, RenderedPrompt(text, True, ())))
 
-    def prepare(
-        self,
-        messages: Sequence[ChatMessage],
-        reply_reserve: int,
-        should_cancel: Callable[[], bool] | None = None,
-        thinking: bool = True,
-        tools: ToolOffer | None = None,
-    ) -> PreparedPrompt:
+    def prepare(self, request: PromptRequest) -> PreparedPrompt:
         """Fit the conversation into the context window, dropping the oldest turns (never the system prompt).
 
         When trimming is needed it drops down to three quarters of the room, so the next few turns start from
@@ -296,8 +288,9 @@ class LlamaBackend:
         renders, not one per turn of a long chat.
         """
         _, _, info = self._require()
-        room = info.n_ctx - reply_reserve
-        messages = self._quiet(messages)
+        should_cancel, thinking, tools = request.should_cancel, request.thinking, request.tools
+        room = info.n_ctx - request.reply_reserve
+        messages = self._quiet(request.messages)
         whole = self.tokenize_prompt(messages, should_cancel, thinking, tools)
         if whole.cells <= room:
             return llama_prompt(messages, 0, whole, tools)
@@ -329,7 +322,7 @@ class LlamaBackend:
         shortest = attempt(starts[-1]).tokens if starts else whole.tokens
         raise PromptTooLongError(
             f"The message is too long for this model's context window ({len(shortest)} tokens of "
-            f"{info.n_ctx}, with {reply_reserve} kept for the reply). Shorten it or raise the context length."
+            f"{info.n_ctx}, with {request.reply_reserve} kept for the reply). Shorten it or raise the context length."
         )
 
     # ------------------------------------------------------------------ KV states (``ContextStates``)
@@ -438,33 +431,18 @@ class LlamaBackend:
         cut_context(llm, start)
         self._require_vision().evaluate(llm, vision, start, end, lambda a, b: llm.eval(tokens[a:b]))
 
-    def reply(
-        self,
-        prompt: PreparedPrompt,
-        sampling: SamplingParams,
-        should_cancel: Callable[[], bool],
-        on_text: TextSink,
-        conversation: Hashable | None = None,
-        on_prompt_progress: Callable[[int, int], None] | None = None,
-    ) -> ReplyResult:
+    def reply(self, prompt: PreparedPrompt, request: ReplyRequest) -> ReplyResult:
         try:
-            return self._reply(prompt, sampling, should_cancel, on_text, conversation, on_prompt_progress)
+            return self._reply(prompt, request)
         except _RestoredStateFailedError as failure:
             self._states.discard_restored(self._require()[0], str(failure))
-            return self._reply(prompt, sampling, should_cancel, on_text, conversation, on_prompt_progress, True)
+            return self._reply(prompt, request, prefix_sent=True)
 
-    def _reply(
-        self,
-        prompt: PreparedPrompt,
-        sampling: SamplingParams,
-        should_cancel: Callable[[], bool],
-        on_text: TextSink,
-        conversation: Hashable | None,
-        on_prompt_progress: Callable[[int, int], None] | None,
-        prefix_sent: bool = False,
-    ) -> ReplyResult:
+    def _reply(self, prompt: PreparedPrompt, request: ReplyRequest, prefix_sent: bool = False) -> ReplyResult:
         import llama_cpp
 
+        sampling, should_cancel, on_text = request.sampling, request.should_cancel, request.on_text
+        conversation, on_prompt_progress = request.conversation, request.on_prompt_progress
         llm, _, info = self._require()
         tokens = self._tokens_of(prompt)
         vision = self._vision_of(prompt)

@@ -26,7 +26,7 @@ from typing import Any
 
 import httpx
 
-from fara_desktop.engine.backend import PreparedPrompt, ReplyResult, TextSink
+from fara_desktop.engine.backend import PreparedPrompt, PromptRequest, ReplyRequest, ReplyResult, TextSink
 from fara_desktop.engine.errors import GenerationError, ModelLoadError, NoModelLoadedError, RemoteServerError
 from fara_desktop.engine.remote_errors import (
     DEFAULT_TIMEOUTS,
@@ -277,20 +277,13 @@ class RemoteBackend:
         # Never asked (the worker does not calibrate a server's model); said plainly rather than faked.
         raise GenerationError("A server's model runs on the server's threads: there is nothing to measure here.")
 
-    def prepare(
-        self,
-        messages: Sequence[ChatMessage],
-        reply_reserve: int,
-        should_cancel: Callable[[], bool] | None = None,
-        thinking: bool = True,
-        tools: ToolOffer | None = None,
-    ) -> PreparedPrompt:
+    def prepare(self, request: PromptRequest) -> PreparedPrompt:
         if self._model is None:
             raise NoModelLoadedError("No model is loaded yet.")
         # The server applies its own template and context limits; the answer goes back, never the reasoning.
         # Tools go to the server as they are: it renders them with its template and sends the calls apart.
-        kept = tuple(ChatMessage(m.role, m.content, "", m.tool_calls, m.tool_call_id, m.name) for m in messages)
-        return PreparedPrompt(kept, tools=tools)
+        kept = tuple(ChatMessage(m.role, m.content, "", m.tool_calls, m.tool_call_id, m.name) for m in request.messages)
+        return PreparedPrompt(kept, tools=request.tools)
 
     def read_ahead(
         self,
@@ -311,15 +304,8 @@ class RemoteBackend:
     def prepare_raw(self, text: str, reply_reserve: int) -> PreparedPrompt:
         raise GenerationError("Completing raw text is done with a model on this computer, not relayed to a server.")
 
-    def reply(
-        self,
-        prompt: PreparedPrompt,
-        sampling: SamplingParams,
-        should_cancel: Callable[[], bool],
-        on_text: TextSink,
-        conversation: Hashable | None = None,
-        on_prompt_progress: Callable[[int, int], None] | None = None,  # a server does not say
-    ) -> ReplyResult:
+    def reply(self, prompt: PreparedPrompt, request: ReplyRequest) -> ReplyResult:
+        sampling, should_cancel, on_text = request.sampling, request.should_cancel, request.on_text
         model, client = self._model, self._client
         if model is None or client is None:
             raise NoModelLoadedError("No model is loaded yet.")

@@ -5,12 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 
-from fara_desktop.engine.backend import Backend, PreparedPrompt, ReplyResult, TextSink
+from fara_desktop.engine.backend import Backend, PreparedPrompt, PromptRequest, ReplyRequest, ReplyResult
 from fara_desktop.engine.types import ModelInfo, ModelSource, RemoteModel
 from fara_desktop.planning.params import LoadParams
-from fara_desktop.vocabulary.messages import ChatMessage
-from fara_desktop.vocabulary.sampling import SamplingParams
-from fara_desktop.vocabulary.tools import ToolOffer
 
 
 class RoutedBackend:
@@ -52,29 +49,14 @@ class RoutedBackend:
     ) -> tuple[dict[int, float], bool]:
         return self._active.calibrate_threads(candidates, tokens, should_yield)
 
-    def prepare(
-        self,
-        messages: Sequence[ChatMessage],
-        reply_reserve: int,
-        should_cancel: Callable[[], bool] | None = None,
-        thinking: bool = True,
-        tools: ToolOffer | None = None,
-    ) -> PreparedPrompt:
-        return self._active.prepare(messages, reply_reserve, should_cancel, thinking, tools)
+    def prepare(self, request: PromptRequest) -> PreparedPrompt:
+        return self._active.prepare(request)
 
     def prepare_raw(self, text: str, reply_reserve: int) -> PreparedPrompt:
         return self._active.prepare_raw(text, reply_reserve)
 
-    def reply(
-        self,
-        prompt: PreparedPrompt,
-        sampling: SamplingParams,
-        should_cancel: Callable[[], bool],
-        on_text: TextSink,
-        conversation: Hashable | None = None,
-        on_prompt_progress: Callable[[int, int], None] | None = None,
-    ) -> ReplyResult:
-        return self._active.reply(prompt, sampling, should_cancel, on_text, conversation, on_prompt_progress)
+    def reply(self, prompt: PreparedPrompt, request: ReplyRequest) -> ReplyResult:
+        return self._active.reply(prompt, request)
 
     def read_ahead(
         self,

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from fara_desktop.engine.backend import Backend
+from fara_desktop.engine.backend import Backend, PromptRequest, ReplyRequest
 from fara_desktop.engine.errors import CalibrationYieldedError, LoadCancelledError, RequestCancelled
 from fara_desktop.engine.kv_disk import KVDiskStore
 from fara_desktop.engine.llama_backend import LlamaBackend
@@ -443,7 +443,7 @@ class InferenceWorker:
                 prompt = self._backend.prepare_raw(command.messages[0].content, reserve)
             else:
                 prompt = self._backend.prepare(
-                    command.messages, reserve, should_cancel, command.thinking, command.tools
+                    PromptRequest(command.messages, reserve, should_cancel, command.thinking, command.tools)
                 )
             if prompt.dropped_messages:
                 self._emit(HistoryTrimmed(request_id, prompt.dropped_messages, prompt.kept_messages))
@@ -457,11 +457,13 @@ class InferenceWorker:
             try:
                 result = self._backend.reply(
                     prompt,
-                    command.sampling,
-                    should_cancel=should_cancel,
-                    on_text=channels.add,
-                    conversation=command.conversation,
-                    on_prompt_progress=lambda done, total: self._emit(PromptProgress(request_id, done, total)),
+                    ReplyRequest(
+                        command.sampling,
+                        should_cancel=should_cancel,
+                        on_text=channels.add,
+                        conversation=command.conversation,
+                        on_prompt_progress=lambda done, total: self._emit(PromptProgress(request_id, done, total)),
+                    ),
                 )
             finally:
                 channels.finish()
@@ -509,7 +511,13 @@ class InferenceWorker:
         try:
             reserve = reply_reserve(command.sampling, self._backend.info.n_ctx)
             prompt = self._backend.prepare(
-                command.messages, reserve, lambda: self._ahead_stopped(ahead_id), command.thinking, command.tools
+                PromptRequest(
+                    command.messages,
+                    reserve,
+                    lambda: self._ahead_stopped(ahead_id),
+                    command.thinking,
+                    command.tools,
+                )
             )
             self._backend.read_ahead(prompt, command.conversation, should_stop, report, abort)
         except FaraError as exc:  # too long, no model, stopped while rendering: Enter will say what matters

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from fara_desktop.engine.backend import PreparedPrompt, ReplyResult
+from fara_desktop.engine.backend import PreparedPrompt, PromptRequest, ReplyRequest, ReplyResult
 from fara_desktop.engine.errors import LoadCancelledError, ModelLoadError, NoModelLoadedError, tools_unsupported
 from fara_desktop.engine.tool_calls import FAMILIES, ToolCallFamily
 from fara_desktop.engine.types import ModelInfo
@@ -98,14 +98,8 @@ class FakeBackend:
     def calibrate_threads(self, candidates, tokens: int = 48, should_yield=None) -> tuple[dict[int, float], bool]:
         return {t: 10.0 * t for t in candidates}, False
 
-    def prepare(
-        self,
-        messages: Sequence[ChatMessage],
-        reply_reserve: int,
-        should_cancel: Callable[[], bool] | None = None,
-        thinking: bool = True,
-        tools: ToolOffer | None = None,
-    ) -> PreparedPrompt:
+    def prepare(self, request: PromptRequest) -> PreparedPrompt:
+        messages, thinking, tools = request.messages, request.thinking, request.tools
         if self._info is None:
             raise NoModelLoadedError("No model is loaded yet.")
         self._thinking = thinking  # recorded with the prompt when it is replied to (not when it is read ahead)
@@ -117,15 +111,9 @@ class FakeBackend:
             return PreparedPrompt(tuple(messages), tool_family=self.tool_family, tools=tools)
         return PreparedPrompt(tuple(messages))
 
-    def reply(
-        self,
-        prompt: PreparedPrompt,
-        sampling: SamplingParams,
-        should_cancel: Callable[[], bool],
-        on_text: Callable[[str], None],
-        conversation: object = None,
-        on_prompt_progress: Callable[[int, int], None] | None = None,
-    ) -> ReplyResult:
+    def reply(self, prompt: PreparedPrompt, request: ReplyRequest) -> ReplyResult:
+        sampling, should_cancel, on_text = request.sampling, request.should_cancel, request.on_text
+        on_prompt_progress = request.on_prompt_progress
         self.prompts.append(list(prompt.messages))
         self.samplings.append(sampling)
         self.offered.append(self._tools)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from fara_desktop.engine.backend import PromptRequest, ReplyRequest
 from fara_desktop.engine.llama_backend import LlamaBackend
 from fara_desktop.models.discovery import scan_models
 from fara_desktop.planning.params import LoadParams
@@ -55,9 +56,10 @@ def test_engine_loads_and_generates(arch, tiny_models, tmp_path):
     backend = LlamaBackend()
     info = backend.load(path, LoadParams(n_ctx=256, prefault=False))
     assert info.architecture == arch
-    prompt = backend.prepare([ChatMessage("user", "hello world")], 16)
+    prompt = backend.prepare(PromptRequest([ChatMessage("user", "hello world")], 16))
     result = backend.reply(
-        prompt, SamplingParams(temperature=0.0, max_tokens=6, ignore_eos=True), lambda: False, lambda _t: None
+        prompt,
+        ReplyRequest(SamplingParams(temperature=0.0, max_tokens=6, ignore_eos=True), lambda: False, lambda _t: None),
     )
     assert result.stats.completion_tokens == 6
     backend.unload()

@@ -94,9 +94,9 @@ class FailingEverywhere(FakeBackend):
         self._fail()
         return super().load(path, params, on_progress)
 
-    def prepare(self, messages, reply_reserve, should_cancel=None, thinking=True, tools=None):
+    def prepare(self, request):
         self._fail()
-        return super().prepare(messages, reply_reserve, should_cancel, thinking, tools)
+        return super().prepare(request)
 
     def read_ahead(self, prompt, conversation, should_stop, on_progress) -> int:
         self._fail()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from fara_desktop.engine.backend import PromptRequest, ReplyRequest
 from fara_desktop.engine.kv_disk import KVDiskStore
 from fara_desktop.engine.kv_states import common_prefix
 from fara_desktop.engine.llama_backend import LlamaBackend
@@ -78,8 +79,10 @@ def backend_and_store(tmp_path, smollm2_path):
 
 
 def reply(backend: LlamaBackend, messages: list[ChatMessage], conversation: int):
-    prompt = backend.prepare(messages, 64)
-    return prompt.detail.tokens, backend.reply(prompt, GREEDY, lambda: False, lambda *_: None, conversation)
+    prompt = backend.prepare(PromptRequest(messages, 64))
+    return prompt.detail.tokens, backend.reply(
+        prompt, ReplyRequest(GREEDY, lambda: False, lambda *_: None, conversation)
+    )
 
 
 def save_and_forget(backend: LlamaBackend) -> Path:
@@ -202,7 +205,7 @@ def test_a_state_that_restores_but_cannot_be_decoded_is_discarded_and_the_chat_r
     longer = [*history("rowing", 6), ChatMessage("user", "How long is a race?")]
     shown, _ = reply(backend, short, 5)
     state_file = save_and_forget(backend)
-    tokens = backend.prepare(longer, 64).detail.tokens
+    tokens = backend.prepare(PromptRequest(longer, 64)).detail.tokens
     held = store.header(state_file, backend._states.identity).tokens  # type: ignore[arg-type, union-attr]
     shared = common_prefix(held, tokens)
     claim_tokens(state_file, tokens[: shared + 40], store)  # 40 tokens more than its cells hold

@@ -8,6 +8,7 @@ import logging
 
 import pytest
 
+from fara_desktop.engine.backend import PromptRequest, ReplyRequest
 from fara_desktop.engine.llama_backend import LlamaBackend
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.vocabulary.messages import ChatMessage
@@ -24,7 +25,9 @@ def test_a_hybrid_models_replies_log_no_error(tmp_path, family, caplog):
         chat = [ChatMessage("system", "the cat sat on the mat. " * 8), ChatMessage("user", "hello")]
         greedy = SamplingParams(temperature=0.0, max_tokens=8)
         for _ in range(2):
-            done = backend.reply(backend.prepare(chat, 64), greedy, lambda: False, lambda *_: None, 1)
+            done = backend.reply(
+                backend.prepare(PromptRequest(chat, 64)), ReplyRequest(greedy, lambda: False, lambda *_: None, 1)
+            )
             chat += [ChatMessage("assistant", done.text), ChatMessage("user", "and then")]
     finally:
         backend.unload()

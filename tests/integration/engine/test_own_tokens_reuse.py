@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from fara_desktop.engine.backend import PromptRequest, ReplyRequest
 from fara_desktop.engine.kv_disk import KVDiskStore
 from fara_desktop.engine.kv_states import common_prefix
 from fara_desktop.engine.llama_backend import LlamaBackend
@@ -24,7 +25,9 @@ ASKED = "And then what happened next"
 
 
 def reply(backend: LlamaBackend, chat: list[ChatMessage], sampling: SamplingParams):
-    return backend.reply(backend.prepare(chat, 64), sampling, lambda: False, lambda *_: None, 7)
+    return backend.reply(
+        backend.prepare(PromptRequest(chat, 64)), ReplyRequest(sampling, lambda: False, lambda *_: None, 7)
+    )
 
 
 @pytest.mark.parametrize("family", HYBRID_FAMILIES)
@@ -40,16 +43,20 @@ def test_a_follow_up_and_a_restart_read_only_the_new_message(tmp_path: Path, smo
             written = reply(backend, chat, WORDS)
             chat += [ChatMessage("assistant", written.text), ChatMessage("user", ASKED)]
             context = backend._llm.input_ids[: backend._llm.n_tokens].tolist()  # type: ignore[union-attr]
-            canonical = backend.prepare(chat, 64).detail.tokens
+            canonical = backend.prepare(PromptRequest(chat, 64)).detail.tokens
             respelled += common_prefix(context, canonical) < len(context)  # the tokenizer parts from the model
-            new_message = len(canonical) - len(backend.prepare(chat[:-1], 64).detail.tokens)
+            new_message = len(canonical) - len(backend.prepare(PromptRequest(chat[:-1], 64)).detail.tokens)
             follow_up = reply(backend, chat, CONTINUE)
             assert follow_up.stats.prompt_tokens_evaluated <= new_message + 8, "the reply was read again"
             chat += [ChatMessage("assistant", follow_up.text), ChatMessage("user", ASKED)]
         in_memory = reply(backend, chat, CONTINUE)
         branched = [*chat, ChatMessage("assistant", in_memory.text), ChatMessage("user", "Who else was there")]
-        new_message = len(backend.prepare(branched, 64).detail.tokens) - len(backend.prepare(chat, 64).detail.tokens)
-        branch = backend.reply(backend.prepare(branched, 64), CONTINUE, lambda: False, lambda *_: None, 8)
+        new_message = len(backend.prepare(PromptRequest(branched, 64)).detail.tokens) - len(
+            backend.prepare(PromptRequest(chat, 64)).detail.tokens
+        )
+        branch = backend.reply(
+            backend.prepare(PromptRequest(branched, 64)), ReplyRequest(CONTINUE, lambda: False, lambda *_: None, 8)
+        )
         assert branch.stats.prompt_tokens_evaluated <= new_message + 8, "a Branch read the chat's replies again"
         in_memory = reply(backend, chat, CONTINUE)  # back to the chat (a near-tie may go otherwise from a checkpoint)
         backend.keep_state(wait=True)  # its state is the one kept at quit
@@ -61,7 +68,9 @@ def test_a_follow_up_and_a_restart_read_only_the_new_message(tmp_path: Path, smo
     try:
         chat += [ChatMessage("assistant", in_memory.text), ChatMessage("user", ASKED)]
         restarted = reply(again, chat, CONTINUE)
-        new_message = len(again.prepare(chat, 64).detail.tokens) - len(again.prepare(chat[:-1], 64).detail.tokens)
+        new_message = len(again.prepare(PromptRequest(chat, 64)).detail.tokens) - len(
+            again.prepare(PromptRequest(chat[:-1], 64)).detail.tokens
+        )
         assert restarted.stats.prompt_tokens_evaluated <= new_message + 8, "the restart read the chat again"
         llm = again._llm
         assert llm is not None
@@ -102,16 +111,23 @@ def test_an_api_clients_follow_up_reads_only_the_new_message(tmp_path: Path, smo
     respelled = 0
     try:
         for _ in range(2):
-            written = backend.reply(backend.prepare(chat, 64), WORDS, lambda: False, lambda *_: None, client)
+            written = backend.reply(
+                backend.prepare(PromptRequest(chat, 64)), ReplyRequest(WORDS, lambda: False, lambda *_: None, client)
+            )
             chat += [ChatMessage("assistant", written.text), ChatMessage("user", ASKED)]
             context = backend._llm.input_ids[: backend._llm.n_tokens].tolist()  # type: ignore[union-attr]
-            canonical = backend.prepare(chat, 64).detail.tokens
+            canonical = backend.prepare(PromptRequest(chat, 64)).detail.tokens
             respelled += common_prefix(context, canonical) < len(context)
-            new_message = len(canonical) - len(backend.prepare(chat[:-1], 64).detail.tokens)
-            follow_up = backend.reply(backend.prepare(chat, 64), CONTINUE, lambda: False, lambda *_: None, client)
+            new_message = len(canonical) - len(backend.prepare(PromptRequest(chat[:-1], 64)).detail.tokens)
+            follow_up = backend.reply(
+                backend.prepare(PromptRequest(chat, 64)), ReplyRequest(CONTINUE, lambda: False, lambda *_: None, client)
+            )
             assert follow_up.stats.prompt_tokens_evaluated <= new_message + 8, "the reply was read again"
             chat += [ChatMessage("assistant", follow_up.text), ChatMessage("user", ASKED)]
-        other = backend.reply(backend.prepare(chat, 64), CONTINUE, lambda: False, lambda *_: None, ApiClient("key:x"))
+        other = backend.reply(
+            backend.prepare(PromptRequest(chat, 64)),
+            ReplyRequest(CONTINUE, lambda: False, lambda *_: None, ApiClient("key:x")),
+        )
         assert other.stats.prompt_tokens_evaluated == other.stats.prompt_tokens  # another key reuses nothing
     finally:
         backend.unload()

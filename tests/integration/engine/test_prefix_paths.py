@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from fara_desktop.bench.prefix_paths import GREEDY, PrefixPaths, split_stable
+from fara_desktop.engine.backend import PromptRequest, ReplyRequest
 from fara_desktop.engine.kv_disk import KVDiskStore
 from fara_desktop.engine.types import ApiClient
 from fara_desktop.planning.params import LoadParams
@@ -69,11 +70,13 @@ def test_a_regenerate_after_a_reply_longer_than_the_sliding_window_continues_as_
     long_reply = replace(GREEDY, max_tokens=400)
     try:
         chat = [ChatMessage("system", "the cat sat on the mat. " * 10), ChatMessage("user", "hello world")]
-        prompt = paths.tested.prepare(chat, 500)
-        paths.tested.reply(prompt, long_reply, lambda: False, lambda *_: None, 1)
+        prompt = paths.tested.prepare(PromptRequest(chat, 500))
+        paths.tested.reply(prompt, ReplyRequest(long_reply, lambda: False, lambda *_: None, 1))
         asked = [ChatMessage("user", "a dog sat")]
         paths.check("a local API request", asked, ApiClient("local-clients"))  # the chat goes to RAM
-        paths.tested.reply(prompt, long_reply, lambda: False, lambda *_: None, 1)  # and comes back: restored
+        paths.tested.reply(
+            prompt, ReplyRequest(long_reply, lambda: False, lambda *_: None, 1)
+        )  # and comes back: restored
         again = paths.check("regenerate", chat, 1)
         assert again.same, "the Regenerate continued from a window that is no longer there"
     finally:

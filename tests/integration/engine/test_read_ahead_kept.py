@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
+from fara_desktop.engine.backend import PromptRequest, ReplyRequest
 from fara_desktop.engine.kv_disk import KVDiskStore
 from fara_desktop.engine.llama_backend import READ_AHEAD_FIRST_CHUNK, LlamaBackend
 from fara_desktop.vocabulary.messages import ChatMessage
@@ -39,12 +40,12 @@ def test_enter_during_a_read_ahead_keeps_what_it_read(tmp_path, family):
     try:
         chat = [ChatMessage("system", "the cat sat on the mat."), ChatMessage("user", "hello"),
                 ChatMessage("assistant", "the cat"), ChatMessage("user", PASTE)]  # fmt: skip
-        prompt = backend.prepare(chat, 64)
+        prompt = backend.prepare(PromptRequest(chat, 64))
         progress: list[int] = []
         backend.read_ahead(prompt, 1, stopped_inside_the_second_batch(progress), lambda _t, done: progress.append(done))
         read_ahead = max(progress)
         assert read_ahead >= READ_AHEAD_FIRST_CHUNK  # the first batch was read before Enter
-        reply = backend.reply(prompt, GREEDY, lambda: False, lambda *_: None, 1)
+        reply = backend.reply(prompt, ReplyRequest(GREEDY, lambda: False, lambda *_: None, 1))
         tokens = reply.stats.prompt_tokens
         assert reply.stats.prompt_tokens_evaluated <= tokens - read_ahead + 1, "the read-ahead was thrown away"
     finally:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
+from fara_desktop.engine.backend import PromptRequest, ReplyRequest
 from fara_desktop.engine.errors import GenerationError
 from fara_desktop.engine.kv_disk import KVDiskStore
 from fara_desktop.engine.llama_backend import LlamaBackend
@@ -27,7 +28,7 @@ def test_a_failure_in_another_chat_never_deletes_a_state_a_stopped_read_ahead_re
     first = LlamaBackend(state_store=store)
     first.load(model, PARAMS)
     try:
-        first.reply(first.prepare(chat, 64), GREEDY, lambda: False, lambda *_: None, 1)
+        first.reply(first.prepare(PromptRequest(chat, 64)), ReplyRequest(GREEDY, lambda: False, lambda *_: None, 1))
         first.keep_state(wait=True)  # chat 1's state on disk, as at quit
     finally:
         first.unload()
@@ -36,7 +37,9 @@ def test_a_failure_in_another_chat_never_deletes_a_state_a_stopped_read_ahead_re
     backend = LlamaBackend(state_store=store)
     backend.load(model, PARAMS)
     try:
-        follow_up = backend.prepare([*chat, ChatMessage("assistant", "a"), ChatMessage("user", "and then")], 64)
+        follow_up = backend.prepare(
+            PromptRequest([*chat, ChatMessage("assistant", "a"), ChatMessage("user", "and then")], 64)
+        )
         backend.read_ahead(follow_up, 1, lambda: True, lambda *_: None)  # restores chat 1, then a key stops it
         llm = backend._llm
         assert llm is not None
@@ -51,7 +54,9 @@ def test_a_failure_in_another_chat_never_deletes_a_state_a_stopped_read_ahead_re
         llm.eval = fails_once  # type: ignore[method-assign]
         other = [ChatMessage("system", "a dog ran in the park. " * 12), ChatMessage("user", "hi")]
         with contextlib.suppress(GenerationError):  # the other chat's failure is its own to say
-            backend.reply(backend.prepare(other, 64), GREEDY, lambda: False, lambda *_: None, 2)
+            backend.reply(
+                backend.prepare(PromptRequest(other, 64)), ReplyRequest(GREEDY, lambda: False, lambda *_: None, 2)
+            )
     finally:
         backend.unload()
     assert failed, "the failure did not happen: the test shows nothing"

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fara_desktop.engine import context_states
+from fara_desktop.engine.backend import PromptRequest, ReplyRequest
 from fara_desktop.engine.llama_backend import LlamaBackend
 from fara_desktop.engine.types import ApiClient
 from fara_desktop.planning.params import LoadParams
@@ -43,12 +44,17 @@ def test_a_snapshot_a_sliding_window_cannot_be_cut_back_to_is_not_restored(tmp_p
     try:
         system = ChatMessage("system", "the cat sat on the mat. " * 40)  # longer than the window (128)
         for asked, owner in (("hello", 1), ("what is new", ApiClient("key:a"))):  # chat 1 to RAM for a client
-            backend.reply(backend.prepare([system, ChatMessage("user", asked)], 64), ONE, never, ignore, owner)
-        other = backend.prepare([system, ChatMessage("user", "a dog ran in the park today")], 64)
-        result = backend.reply(other, GREEDY, never, ignore, 2)  # shares the long system prompt
+            backend.reply(
+                backend.prepare(PromptRequest([system, ChatMessage("user", asked)], 64)),
+                ReplyRequest(ONE, never, ignore, owner),
+            )
+        other = backend.prepare(PromptRequest([system, ChatMessage("user", "a dog ran in the park today")], 64))
+        result = backend.reply(other, ReplyRequest(GREEDY, never, ignore, 2))  # shares the long system prompt
         assert not restores, f"restored {restores} tokens, then read the prompt whole"
         chat = [system, ChatMessage("user", "hello"), ChatMessage("assistant", "a"), ChatMessage("user", "and then")]
-        again = backend.reply(backend.prepare(chat, 64), GREEDY, never, ignore, 1)  # chat 1 goes on
+        again = backend.reply(
+            backend.prepare(PromptRequest(chat, 64)), ReplyRequest(GREEDY, never, ignore, 1)
+        )  # chat 1 goes on
     finally:
         backend.unload()
     assert result.stats.prompt_tokens_evaluated == result.stats.prompt_tokens

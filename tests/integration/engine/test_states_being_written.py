@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from fara_desktop.engine.backend import PromptRequest, ReplyRequest
 from fara_desktop.engine.kv_disk import KVDiskStore
 from fara_desktop.engine.llama_backend import LlamaBackend
 from fara_desktop.vocabulary.messages import ChatMessage
@@ -28,10 +29,14 @@ def test_the_next_prompt_does_not_wait_for_the_disk(tmp_path: Path, family: str,
     backend = LlamaBackend(state_store=store)
     backend.load(model_of(family, tmp_path), PARAMS)
     try:
-        first = backend.reply(backend.prepare(HISTORY, 64), GREEDY, lambda: False, lambda *_: None, 1)
+        first = backend.reply(
+            backend.prepare(PromptRequest(HISTORY, 64)), ReplyRequest(GREEDY, lambda: False, lambda *_: None, 1)
+        )
         said = [*HISTORY, ChatMessage("assistant", first.text)]
-        second = backend.reply(backend.prepare([*said, ChatMessage("user", "a dog")], 64), GREEDY, lambda: False,
-                               lambda *_: None, 1)  # fmt: skip
+        second = backend.reply(
+            backend.prepare(PromptRequest([*said, ChatMessage("user", "a dog")], 64)),
+            ReplyRequest(GREEDY, lambda: False, lambda *_: None, 1),
+        )
         backend.keep_state()  # as the engine does once a reply has ended: the disk holds the write
         if path == "branch":  # a new chat sharing the history
             chat = [*said, ChatMessage("user", "a dog"), ChatMessage("assistant", second.text)]
@@ -43,8 +48,8 @@ def test_the_next_prompt_does_not_wait_for_the_disk(tmp_path: Path, family: str,
         result = []
 
         def ask() -> None:
-            prompt = backend.prepare(chat, 64)
-            result.append(backend.reply(prompt, GREEDY, lambda: False, lambda *_: None, conversation))
+            prompt = backend.prepare(PromptRequest(chat, 64))
+            result.append(backend.reply(prompt, ReplyRequest(GREEDY, lambda: False, lambda *_: None, conversation)))
             done.set()
 
         asker = threading.Thread(target=ask)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fara_desktop.engine.backend import PreparedPrompt, ReplyResult
+from fara_desktop.engine.backend import PreparedPrompt, PromptRequest, ReplyRequest, ReplyResult
 from fara_desktop.engine.kv_states import common_prefix
 from fara_desktop.engine.llama_backend import LlamaBackend
 from fara_desktop.planning.params import LoadParams
@@ -47,16 +47,16 @@ def test_a_follow_up_reads_the_last_answer_without_its_reasoning_and_the_new_wor
             began: list[int] = []
             cached = backend.read_ahead(prompt, 7, lambda: False, lambda _t, done: began.append(done))
             read = cached - began[0]
-        reply = backend.reply(prompt, WRITE, lambda: False, lambda *_: None, 7)
+        reply = backend.reply(prompt, ReplyRequest(WRITE, lambda: False, lambda *_: None, 7))
         return reply, read + reply.stats.prompt_tokens_evaluated
 
     try:
         for asked in ("And why is that so", "Say it once more"):
-            first = backend.prepare(chat, 64)
+            first = backend.prepare(PromptRequest(chat, 64))
             assert first.detail.rendered.text.endswith("<think>\n")  # the reply starts inside its reasoning
             written, _ = answer(first)
             chat += [ChatMessage("assistant", "It is four.", reasoning=written.text), ChatMessage("user", asked)]
-            follow = backend.prepare(chat, 64)
+            follow = backend.prepare(PromptRequest(chat, 64))
             new = len(follow.detail.tokens) - common_prefix(first.detail.tokens, follow.detail.tokens)
             result, read = answer(follow)
             read_over_new.append(read / new)

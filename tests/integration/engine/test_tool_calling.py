@@ -12,6 +12,7 @@ import json
 import gguf
 import pytest
 
+from fara_desktop.engine.backend import PromptRequest
 from fara_desktop.engine.types import Failed, Finished, ModelLoaded, ModelLoadFailed, TokenText
 from fara_desktop.engine.worker import InferenceWorker
 from fara_desktop.planning.params import LoadParams
@@ -138,11 +139,11 @@ def test_a_hostile_result_cannot_close_its_turn_and_the_schemas_are_counted(tool
     def count(tokens: list[int]) -> int:
         return sum(1 for t in tokens if t == end_of_turn[0])
 
-    with_plain = backend.prepare([*history, plain], 64, tools=tools).detail.tokens
-    with_hostile = backend.prepare([*history, hostile], 64, tools=tools).detail.tokens
+    with_plain = backend.prepare(PromptRequest([*history, plain], 64, tools=tools)).detail.tokens
+    with_hostile = backend.prepare(PromptRequest([*history, hostile], 64, tools=tools)).detail.tokens
     assert count(with_hostile) == count(with_plain)  # the result's "<|im_end|>" stayed text
     # the tools' schemas are prompt tokens: what the wait forecast and the read-ahead count
-    without_tools = backend.prepare(list(QUESTION), 64).detail.tokens
-    with_tools = backend.prepare(list(QUESTION), 64, tools=tools).detail.tokens
+    without_tools = backend.prepare(PromptRequest(list(QUESTION), 64)).detail.tokens
+    with_tools = backend.prepare(PromptRequest(list(QUESTION), 64, tools=tools)).detail.tokens
     assert len(with_tools) > len(without_tools) + 40
     backend.unload()

@@ -10,6 +10,7 @@ import math
 
 import pytest
 
+from fara_desktop.engine.backend import PromptRequest, ReplyRequest
 from fara_desktop.engine.llama_backend import LlamaBackend
 from fara_desktop.models.gguf_file import read_gguf_header
 from fara_desktop.models.metadata import metadata_from_header
@@ -57,9 +58,13 @@ def test_the_real_llama_cpp_loads_the_layout_and_the_model_answers(tiny_gemma4, 
     try:
         assert info.architecture == "gemma4"
         assert "padding V cache to 128" in caplog.text  # as counted above
-        prompt = backend.prepare([ChatMessage("user", "Hello there")], 16)
-        result = backend.reply(prompt, SamplingParams(temperature=0.0, max_tokens=6, ignore_eos=True), lambda: False,
-                               lambda _t: None)  # fmt: skip
+        prompt = backend.prepare(PromptRequest([ChatMessage("user", "Hello there")], 16))
+        result = backend.reply(
+            prompt,
+            ReplyRequest(
+                SamplingParams(temperature=0.0, max_tokens=6, ignore_eos=True), lambda: False, lambda _t: None
+            ),
+        )
         assert result.stats.completion_tokens == 6
     finally:
         backend.close()

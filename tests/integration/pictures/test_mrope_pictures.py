@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from PIL import Image
 
-from fara_desktop.engine.backend import ignore_text
+from fara_desktop.engine.backend import PromptRequest, ReplyRequest, ignore_text
 from fara_desktop.engine.kv_disk import KVDiskStore
 from fara_desktop.engine.llama_backend import LlamaBackend
 from fara_desktop.pictures.decode import Picture
@@ -48,14 +48,17 @@ def seeing(model, projector, store=None) -> LlamaBackend:
 
 
 def ask(backend, messages, conversation):
-    return backend.reply(backend.prepare(messages, 16), GREEDY, lambda: False, ignore_text, conversation)
+    return backend.reply(
+        backend.prepare(PromptRequest(messages, 16)), ReplyRequest(GREEDY, lambda: False, ignore_text, conversation)
+    )
 
 
 def test_an_mrope_picture_takes_fewer_positions_than_cells(qwen2vl, tmp_path):
     backend = seeing(*qwen2vl)
     try:
-        prompt = backend.prepare([ChatMessage("user", "What is this?", pictures=(picture(tmp_path, (200, 30, 30)),))],
-                                 16)  # fmt: skip
+        prompt = backend.prepare(
+            PromptRequest([ChatMessage("user", "What is this?", pictures=(picture(tmp_path, (200, 30, 30)),))], 16)
+        )
         vision = prompt.detail.vision
         assert vision.extra_cells > 0 and vision.spans[0].length < vision.spans[0].length + vision.extra_cells
         assert prompt.detail.cells == len(prompt.detail.tokens) + vision.extra_cells
@@ -114,9 +117,15 @@ def test_the_mrope_model_reads_the_pixels(qwen2vl, tmp_path):
     try:
         scores = []
         for number, colour in enumerate(((250, 10, 10), (10, 10, 250))):
-            prompt = backend.prepare([ChatMessage("user", "Colour?", pictures=(picture(tmp_path, colour),))], 16)
+            prompt = backend.prepare(
+                PromptRequest([ChatMessage("user", "Colour?", pictures=(picture(tmp_path, colour),))], 16)
+            )
             sampling = SamplingParams(temperature=0.0, max_tokens=1, stop_loops=False, logprobs=1, ignore_eos=True)
-            scores.append(backend.reply(prompt, sampling, lambda: False, ignore_text, 20 + number).logprobs[0].logprob)
+            scores.append(
+                backend.reply(prompt, ReplyRequest(sampling, lambda: False, ignore_text, 20 + number))
+                .logprobs[0]
+                .logprob
+            )
         assert scores[0] != pytest.approx(scores[1], abs=1e-6)
     finally:
         backend.unload()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from PIL import Image
 
+from fara_desktop.engine.backend import PromptRequest, ReplyRequest
 from fara_desktop.engine.errors import PicturesUnsupportedError
 from fara_desktop.engine.kv_disk import KVDiskStore
 from fara_desktop.engine.llama_backend import LlamaBackend
@@ -48,8 +49,8 @@ def seeing(gemma3_path, projector, store=None) -> LlamaBackend:
 
 
 def ask(backend, messages, conversation=1):
-    prompt = backend.prepare(messages, 16)
-    return backend.reply(prompt, GREEDY, lambda: False, lambda *_: None, conversation)
+    prompt = backend.prepare(PromptRequest(messages, 16))
+    return backend.reply(prompt, ReplyRequest(GREEDY, lambda: False, lambda *_: None, conversation))
 
 
 def test_a_second_question_about_a_picture_encodes_nothing_and_reads_only_the_new_words(gemma3_path, projector, photo):
@@ -90,7 +91,7 @@ def test_reading_ahead_encodes_the_picture_while_the_user_types(gemma3_path, pro
     backend = seeing(gemma3_path, projector)
     try:
         draft = [ChatMessage("user", "What is in this picture?", pictures=(photo,))]
-        cached = backend.read_ahead(backend.prepare(draft, 16), 5, lambda: False, lambda *_: None)
+        cached = backend.read_ahead(backend.prepare(PromptRequest(draft, 16)), 5, lambda: False, lambda *_: None)
         assert backend.vision.encodes == 1 and cached > 16
         reply = ask(backend, draft, conversation=5)
         assert backend.vision.encodes == 1
@@ -124,7 +125,7 @@ def test_a_restarted_chat_with_a_picture_resumes_from_its_state_on_disk(gemma3_p
 def test_a_half_read_picture_is_read_again_whole(gemma3_path, projector, photo):
     backend = seeing(gemma3_path, projector)
     try:
-        prompt = backend.prepare([ChatMessage("user", "Look.", pictures=(photo,))], 16)
+        prompt = backend.prepare(PromptRequest([ChatMessage("user", "Look.", pictures=(photo,))], 16))
         span = prompt.detail.vision.spans[0]
         assert prompt.detail.vision.resume_point(span.start + 5) == span.start
         assert prompt.detail.vision.resume_point(span.end) == span.end
@@ -139,10 +140,10 @@ def test_a_model_without_a_projector_refuses_a_new_picture_and_words_an_old_one(
     try:
         assert backend.info.vision == ""
         with pytest.raises(PicturesUnsupportedError, match="cannot see pictures"):
-            backend.prepare([ChatMessage("user", "What is this?", pictures=(photo,))], 16)
+            backend.prepare(PromptRequest([ChatMessage("user", "What is this?", pictures=(photo,))], 16))
         older = [ChatMessage("user", "What is this?", pictures=(photo,)), ChatMessage("assistant", "A photo."),
                  ChatMessage("user", "Fine.")]  # fmt: skip
-        prompt = backend.prepare(older, 16)
+        prompt = backend.prepare(PromptRequest(older, 16))
         assert "a picture this model cannot see" in prompt.detail.rendered.text
     finally:
         backend.unload()
@@ -151,7 +152,7 @@ def test_a_model_without_a_projector_refuses_a_new_picture_and_words_an_old_one(
 def test_a_marker_typed_in_a_message_stays_text(gemma3_path, projector, photo):
     backend = seeing(gemma3_path, projector)
     try:
-        prompt = backend.prepare([ChatMessage("user", "Type <__media__> here", pictures=(photo,))], 16)
+        prompt = backend.prepare(PromptRequest([ChatMessage("user", "Type <__media__> here", pictures=(photo,))], 16))
         assert len(prompt.detail.vision.spans) == 1  # only the real picture became one
     finally:
         backend.unload()
@@ -171,9 +172,9 @@ def test_the_model_reads_the_pictures_pixels(gemma3_path, projector, tmp_path):
     try:
         first_logprobs = []
         for number, picture in enumerate(attached):
-            prompt = backend.prepare([ChatMessage("user", "Colour?", pictures=(picture,))], 16)
+            prompt = backend.prepare(PromptRequest([ChatMessage("user", "Colour?", pictures=(picture,))], 16))
             sampling = SamplingParams(temperature=0.0, max_tokens=1, stop_loops=False, logprobs=1)
-            reply = backend.reply(prompt, sampling, lambda: False, lambda *_: None, 10 + number)
+            reply = backend.reply(prompt, ReplyRequest(sampling, lambda: False, lambda *_: None, 10 + number))
             first_logprobs.append(reply.logprobs[0].logprob)
         assert backend.vision.encodes == 2
         assert first_logprobs[0] != pytest.approx(first_logprobs[1], abs=1e-6)
@@ -195,12 +196,14 @@ def test_a_stop_ends_an_encoding_under_way_and_keeps_nothing_of_it(gemma3_path, 
 
     try:
         draft = [ChatMessage("user", "What is this?", pictures=(photo,))]
-        prompt = backend.prepare(draft, 16)
+        prompt = backend.prepare(PromptRequest(draft, 16))
         cached = backend.read_ahead(prompt, 5, stop_at_the_first_pause, lambda *_: None)
         assert len(asked) == 2, "the encoder was not asked at a pause"
         assert backend.vision.encodes == 0 and cached <= prompt.detail.vision.spans[0].start
         asked.clear()
-        stopped = backend.reply(backend.prepare(draft, 16), GREEDY, stop_at_the_first_pause, lambda *_: None, 5)
+        stopped = backend.reply(
+            backend.prepare(PromptRequest(draft, 16)), ReplyRequest(GREEDY, stop_at_the_first_pause, lambda *_: None, 5)
+        )
         assert stopped.finish_reason == "cancelled" and backend.vision.encodes == 0
         whole = ask(backend, draft, conversation=5)
         assert backend.vision.encodes == 1 and whole.finish_reason in ("stop", "length")
@@ -214,8 +217,8 @@ def test_a_stop_while_a_picture_is_read_into_the_context_is_a_stop_not_a_failure
     backend = seeing(gemma3_path, projector)
     try:
         messages = [ChatMessage("user", "What is it?", pictures=(photo,))]
-        prompt = backend.prepare(messages, 16)
-        stopped = backend.reply(prompt, GREEDY, lambda: backend.vision.encodes >= 1, lambda *_: None, 1)
+        prompt = backend.prepare(PromptRequest(messages, 16))
+        stopped = backend.reply(prompt, ReplyRequest(GREEDY, lambda: backend.vision.encodes >= 1, lambda *_: None, 1))
         assert stopped.finish_reason == "cancelled" and stopped.stats.completion_tokens == 0
         again = ask(backend, messages)
         assert again.finish_reason != "cancelled" and again.stats.completion_tokens > 0
@@ -237,7 +240,7 @@ def test_a_marker_in_a_replys_reasoning_or_a_tool_calls_arguments_stays_text(gem
                         tool_calls=(ToolCall("c1", "look", '{"at": "<__media__>"}'),)),
             ChatMessage("user", "And now?"),
         ]  # fmt: skip
-        prompt = backend.prepare(chat, 16)
+        prompt = backend.prepare(PromptRequest(chat, 16))
         assert len(prompt.detail.vision.spans) == 1
     finally:
         backend.unload()
@@ -250,15 +253,21 @@ def test_a_reused_picture_chat_continues_exactly_as_a_fresh_read(gemma3_path, pr
     first = [ChatMessage("user", "Describe this picture in detail.", pictures=(photo,))]
     backend = seeing(gemma3_path, projector)
     try:
-        reply = backend.reply(backend.prepare(first, 16), long, lambda: False, lambda *_: None, 1)
+        reply = backend.reply(
+            backend.prepare(PromptRequest(first, 16)), ReplyRequest(long, lambda: False, lambda *_: None, 1)
+        )
         follow_up = [*first, ChatMessage("assistant", reply.text), ChatMessage("user", "What else?")]
-        reused = backend.reply(backend.prepare(follow_up, 16), long, lambda: False, lambda *_: None, 1)
+        reused = backend.reply(
+            backend.prepare(PromptRequest(follow_up, 16)), ReplyRequest(long, lambda: False, lambda *_: None, 1)
+        )
         assert reused.stats.prompt_tokens_evaluated < reused.stats.prompt_tokens - 16
     finally:
         backend.unload()
     fresh_backend = seeing(gemma3_path, projector)
     try:
-        fresh = fresh_backend.reply(fresh_backend.prepare(follow_up, 16), long, lambda: False, lambda *_: None, 2)
+        fresh = fresh_backend.reply(
+            fresh_backend.prepare(PromptRequest(follow_up, 16)), ReplyRequest(long, lambda: False, lambda *_: None, 2)
+        )
         assert fresh.stats.prompt_tokens_evaluated == fresh.stats.prompt_tokens
     finally:
         fresh_backend.unload()
@@ -282,7 +291,7 @@ def test_the_marker_from_any_source_stays_text_and_only_pictures_are_slots(gemma
             ChatMessage("tool", f"result {marker}", tool_call_id="c1", name=marker),
             ChatMessage("user", f"Passage: {marker} And now?"),
         ]  # fmt: skip
-        prompt = backend.prepare(chat, 16)
+        prompt = backend.prepare(PromptRequest(chat, 16))
         assert len(prompt.detail.vision.spans) == 1
         assert prompt.detail.rendered.text.count(marker) == 1  # the picture's, and nothing else's
     finally:

@@ -169,6 +169,7 @@ from fara_desktop.vocabulary.sampling import SamplingParams
 
 model, projector, picture, data = map(Path, sys.argv[1:5])
 import fara_desktop.engine.llama_backend as llama_backend
+from fara_desktop.engine.backend import PromptRequest, ReplyRequest
 llama_backend.trial_for = lambda *_: (True, "")  # a crash the projector's trial did not foresee
 backend = LlamaBackend(LoadRecord(data))  # as the app loads: every load and encoding recorded
 backend.load(model, LoadParams(n_ctx=1024, projector=str(projector), prefault=False))
@@ -181,6 +182,7 @@ def test_a_projector_that_took_the_app_down_is_not_loaded_again(gemma3_path, ori
     """A projector that crashes in a way no check foresaw (here one the check would refuse, handed to the engine
     directly): the crash record kept around its first encoding names it at the next start, and the model then
     loads for text with the reason, instead of dying again at every start."""
+    from fara_desktop.engine.backend import PromptRequest, ReplyRequest
     from fara_desktop.engine.llama_backend import LlamaBackend
     from fara_desktop.models.load_record import LoadRecord
     from fara_desktop.planning.params import LoadParams
@@ -199,8 +201,10 @@ def test_a_projector_that_took_the_app_down_is_not_loaded_again(gemma3_path, ori
         info = backend.load(gemma3_path, LoadParams(n_ctx=1024, projector=str(crasher), prefault=False))
         assert backend.vision is None and not info.vision
         assert "stopped the app" in info.vision_problem
-        prompt = backend.prepare([ChatMessage("user", "Hello")], 8)
-        reply = backend.reply(prompt, SamplingParams(temperature=0.0, max_tokens=3), lambda: False, lambda *_: None)
+        prompt = backend.prepare(PromptRequest([ChatMessage("user", "Hello")], 8))
+        reply = backend.reply(
+            prompt, ReplyRequest(SamplingParams(temperature=0.0, max_tokens=3), lambda: False, lambda *_: None)
+        )
         assert reply.stats.completion_tokens > 0  # the model itself is in use, for text
     finally:
         backend.unload()

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from fara_desktop.engine.backend import PromptRequest, ReplyRequest
+
 pytestmark = pytest.mark.real_model
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -66,7 +68,7 @@ def test_a_models_marker_tokens_typed_in_a_message_stay_text(gemma3_path):
         opener = llm.tokenize(b"<start_of_image>", add_bos=False, special=True)
         table = llm.tokenize(b"<table>", add_bos=False, special=True)
         assert len(opener) == 1 and len(table) == 1  # each one token of the vocabulary
-        prompt = backend.prepare([ChatMessage("user", "<start_of_image> and <table>")], 16)
+        prompt = backend.prepare(PromptRequest([ChatMessage("user", "<start_of_image> and <table>")], 16))
         assert opener[0] not in prompt.detail.tokens
         assert table[0] in prompt.detail.tokens
     finally:
@@ -106,9 +108,9 @@ def _backend(model: str, projector: str | None, states: Path | None = None):  # 
 def _ask(backend, messages, conversation):  # type: ignore[no-untyped-def]
     from fara_desktop.vocabulary.sampling import SamplingParams
 
-    prompt = backend.prepare(messages, 16)
+    prompt = backend.prepare(PromptRequest(messages, 16))
     greedy = SamplingParams(temperature=0.0, max_tokens=4, stop_loops=False)
-    return backend.reply(prompt, greedy, lambda: False, lambda *_: None, conversation)
+    return backend.reply(prompt, ReplyRequest(greedy, lambda: False, lambda *_: None, conversation))
 
 
 def new_chat_after_a_picture(model: str, projector: str, folder: str) -> None:
@@ -119,7 +121,7 @@ def new_chat_after_a_picture(model: str, projector: str, folder: str) -> None:
         picture = _photo(Path(folder))
         _ask(backend, [ChatMessage("user", "What is this?", pictures=(picture,))], 1)
         typed = [ChatMessage("user", "<start_of_image> what was that?")]
-        backend.read_ahead(backend.prepare(typed, 16), 2, lambda: False, lambda *_: None)
+        backend.read_ahead(backend.prepare(PromptRequest(typed, 16)), 2, lambda: False, lambda *_: None)
         _ask(backend, typed, 2)
         _ask(backend, [ChatMessage("user", "What is this?", pictures=(picture,))], 3)
         _ask(backend, [ChatMessage("user", "Hello, how are you?")], 4)
@@ -144,7 +146,7 @@ def picture_chat_without_projector(model: str, projector: str, folder: str) -> N
         follow_up = [*first, ChatMessage("assistant", reply.text), ChatMessage("user", "Why?")]
         backend_reply = _ask(blind, follow_up, 7)
         again = [*follow_up, ChatMessage("assistant", backend_reply.text), ChatMessage("user", "And then?")]
-        blind.read_ahead(blind.prepare(again, 16), 7, lambda: False, lambda *_: None)
+        blind.read_ahead(blind.prepare(PromptRequest(again, 16)), 7, lambda: False, lambda *_: None)
         _ask(blind, again, 7)
     finally:
         blind.unload()

@@ -114,9 +114,9 @@ class TemplateBackend(FakeBackend):
         super().__init__()
         self.formatter = JinjaChatFormatter(template, "", "")
 
-    def prepare(self, messages, reply_reserve, should_cancel=None, thinking=True, tools=None):
-        prompt = super().prepare(messages, reply_reserve, should_cancel, thinking, tools)
-        rendered = self.formatter.render(messages, should_cancel, thinking)
+    def prepare(self, request):
+        prompt = super().prepare(request)
+        rendered = self.formatter.render(request.messages, request.should_cancel, request.thinking)
         return type(prompt)(prompt.messages, 0, rendered.note, rendered.reasoning, rendered)
 
 
@@ -242,7 +242,7 @@ def test_a_broken_template_gives_its_message_and_the_log_holds_no_message_text(e
 
 def test_an_unexpected_engine_error_logs_the_command_type_but_not_the_conversation(event_log, caplog):
     class Exploding(FakeBackend):
-        def prepare(self, messages, reply_reserve, should_cancel=None, thinking=True, tools=None):
+        def prepare(self, request):
             raise ZeroDivisionError("boom")
 
     worker = InferenceWorker(event_log, Exploding()).start()
