@@ -1,10 +1,10 @@
 """The state of one turn — a reply asked for, from Send to its end — as explicit phases and transitions.
 
-It used to live in magic request ids on the chat controller (``PENDING = -1``, ``DEFERRED = 0``) beside four
-loose fields that the start-up controller set too. Here each phase says what the reply waits for, each transition
-checks where it comes from (a wrong one is a ``TurnStateError``, a bug, not a silent mix-up), and the busy flag is
-mirrored in a ``threading.Event`` so that a background thread (the document indexer yielding to a reply) can read it
-without touching the controller. No Qt: the controllers drive it, the tests drive it without a window.
+One object owns the phase, so the controllers never read it from request ids or set each other's fields: each phase
+says what the reply waits for, each transition checks where it comes from (a wrong one is a ``TurnStateError``, a
+bug, not a silent mix-up), and the busy flag is mirrored in a ``threading.Event`` so that a background thread (the
+document indexer yielding to a reply) can read it without touching the controller. No Qt: the controllers drive it,
+the tests drive it without a window.
 
     IDLE ──send──▶ RETRIEVING ──passages──▶ PENDING ──painted──▶ GENERATING ──stop──▶ STOPPING
       ▲   └──────────send (no documents)──────▲   └──no model yet──▶ DEFERRED ──model queued──▲

@@ -2,8 +2,8 @@
 
 A client sends its whole conversation every time; the request continues the slot that shares the longest prefix
 with it, at least half of the slot's last prompt (a follow-up adds the reply and a question; a Regenerate sends the
-same prompt again; an Edit changes its end), as llama.cpp's server chooses its slots: four edits of one conversation
-no longer take four slots and drop the client's other conversations. Any other request is a conversation of its
+same prompt again; an Edit changes its end), as llama.cpp's server chooses its slots, so the edits of one conversation
+keep one slot and leave the client's other conversations theirs. Any other request is a conversation of its
 own and gets a new slot — started, where the principal's kept states share its beginning, from the best of them —
 so a client switching between two conversations keeps both. Each principal keeps its latest
 ``SLOTS_PER_PRINCIPAL``; the states themselves live in ``KVStateCache`` under the slot's key, inside the saved

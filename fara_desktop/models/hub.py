@@ -234,7 +234,7 @@ REACH_TIMEOUT_S = 8.0
 
 def check_reachable(base: str) -> None:
     """One TCP connection to the hub before asking it anything: huggingface_hub retries a failed connection five
-    times with back-off (~20 s), so offline a search used to sit there before saying anything. Raises
+    times with back-off (~20 s), so without it an offline search would sit there before saying anything. Raises
     ``DownloadInterruptedError`` with the reason."""
     scheme, host, port = origin(base)
     if urllib.request.getproxies().get(scheme) and not urllib.request.proxy_bypass(host):

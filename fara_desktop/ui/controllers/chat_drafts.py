@@ -1,6 +1,6 @@
 """What each chat's message box held when the user left it — the words typed and the pictures attached — given back
-when they return, for as long as the app runs. Before, both followed the user into the next chat, to be sent there
-by mistake. The pictures waiting in drafts are held in the picture ledger, so nothing deletes them meanwhile."""
+when they return, for as long as the app runs, so that nothing typed for one chat is sent to another by mistake.
+The pictures waiting in drafts are held in the picture ledger, so nothing deletes them meanwhile."""
 
 from __future__ import annotations
 

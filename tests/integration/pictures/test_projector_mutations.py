@@ -42,6 +42,7 @@ TYPES = [
 CHILD = """
 import sys
 from pathlib import Path
+from fara_desktop.engine.backend import PromptRequest, ReplyRequest
 from fara_desktop.engine.llama_backend import LlamaBackend
 from fara_desktop.pictures.store import PictureStore
 from fara_desktop.planning.params import LoadParams
@@ -56,8 +57,9 @@ if backend.vision is None:
     print("refused by mtmd:", backend.info.vision_problem)
     sys.exit(0)
 digest = "a" * 64
-prompt = backend.prepare([ChatMessage("user", "What is it?", pictures=(AttachedPicture(digest, picture),))], 8)
-backend.reply(prompt, SamplingParams(temperature=0.0, max_tokens=2), lambda: False, lambda *_: None, 1)
+question = ChatMessage("user", "What is it?", pictures=(AttachedPicture(digest, picture),))
+prompt = backend.prepare(PromptRequest([question], 8))
+backend.reply(prompt, ReplyRequest(SamplingParams(temperature=0.0, max_tokens=2), lambda: False, lambda *_: None, 1))
 print("read the picture")
 """
 
@@ -160,6 +162,7 @@ def test_a_mutated_projector_is_refused_or_survived(gemma3_path, original, pictu
 CRASHING_CHILD = """
 import sys
 from pathlib import Path
+from fara_desktop.engine.backend import PromptRequest, ReplyRequest
 from fara_desktop.engine.llama_backend import LlamaBackend
 from fara_desktop.models.load_record import LoadRecord
 from fara_desktop.planning.params import LoadParams
@@ -169,12 +172,12 @@ from fara_desktop.vocabulary.sampling import SamplingParams
 
 model, projector, picture, data = map(Path, sys.argv[1:5])
 import fara_desktop.engine.llama_backend as llama_backend
-from fara_desktop.engine.backend import PromptRequest, ReplyRequest
 llama_backend.trial_for = lambda *_: (True, "")  # a crash the projector's trial did not foresee
 backend = LlamaBackend(LoadRecord(data))  # as the app loads: every load and encoding recorded
 backend.load(model, LoadParams(n_ctx=1024, projector=str(projector), prefault=False))
-prompt = backend.prepare([ChatMessage("user", "What is it?", pictures=(AttachedPicture("a" * 64, picture),))], 8)
-backend.reply(prompt, SamplingParams(temperature=0.0, max_tokens=2), lambda: False, lambda *_: None, 1)
+question = ChatMessage("user", "What is it?", pictures=(AttachedPicture("a" * 64, picture),))
+prompt = backend.prepare(PromptRequest([question], 8))
+backend.reply(prompt, ReplyRequest(SamplingParams(temperature=0.0, max_tokens=2), lambda: False, lambda *_: None, 1))
 """
 
 

@@ -20,6 +20,7 @@ from fara_desktop.text.format import MIB
 MEASURE_RSS = r"""
 import json, sys, psutil, llama_cpp
 from pathlib import Path
+from fara_desktop.engine.backend import PromptRequest, ReplyRequest
 from fara_desktop.engine.llama_backend import LlamaBackend
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.vocabulary.messages import ChatMessage
@@ -30,8 +31,8 @@ before = process.memory_info().rss
 backend = LlamaBackend()
 backend.load(Path(sys.argv[1]), LoadParams(n_ctx=int(sys.argv[2]), prefault=False))
 text = "The quick brown fox jumps over the lazy dog. " * 60
-prompt = backend.prepare([ChatMessage("user", text)], 8)
-backend.reply(prompt, SamplingParams(temperature=0.0, max_tokens=4), lambda: False, lambda _t: None)
+prompt = backend.prepare(PromptRequest([ChatMessage("user", text)], 8))
+backend.reply(prompt, ReplyRequest(SamplingParams(temperature=0.0, max_tokens=4), lambda: False, lambda _t: None))
 print(json.dumps({"rss_increase": process.memory_info().rss - before, "prompt_tokens": len(prompt.detail.tokens)}))
 """
 
