@@ -17,7 +17,7 @@ from fara_desktop.app.chat_turns import ChatTurns, TurnView
 from fara_desktop.app.embedding import EmbedderService
 from fara_desktop.app.jobs import Jobs, Stage
 from fara_desktop.app.kernel_speeds import KernelSpeeds
-from fara_desktop.app.picture_intake import RequestPictureFiles, sweep_left_temp_files
+from fara_desktop.app.picture_intake import ApiPictureFiles, sweep_left_temp_files
 from fara_desktop.app.picture_ledger import PictureLedger
 from fara_desktop.chats.session import ChatSession
 from fara_desktop.chats.storage import ConversationStore, open_store
@@ -65,7 +65,7 @@ class EngineCore:
         self.embedding = embedding or EmbedderService()
         self.jobs.service("the embedding model", Stage.EMBEDDER, self.embedding.close)
         # the local API's pictures, kept while their request runs (created on first use: a folder of the cache)
-        self.request_picture_files = RequestPictureFiles(paths.cache / "api-pictures")
+        self.api_picture_files = ApiPictureFiles(paths.cache / "api-pictures")
         sweep_left_temp_files()  # a pasted picture's bytes, left by a process that was killed while reading it
         self._backend = backend
         self._state_store = state_store
@@ -167,7 +167,7 @@ class AppCore(EngineCore):
             self.session.new()
         its_pictures = self.store.pictures_of(conversation_id)
         self.store.delete(conversation_id)
-        self.pictures.let_go(its_pictures)  # unless another chat shows them or the tray or an import holds them
+        self.pictures.delete_unheld(its_pictures)  # unless another chat shows them or the tray or an import holds them
         if self._worker is not None:
             self._worker.forget_conversation(conversation_id)
         else:

@@ -47,11 +47,11 @@ class ModelLoading:
         projectors: Mapping[str, str] | None = None,
         avoid: Path | None = None,
     ) -> PreparedLoad:
-        """The start's plan and load decision (any thread; ``adopt`` makes it the one in use); ``avoid``: a model
+        """The start's plan and load decision (any thread; ``use_plan`` makes it the one in use); ``avoid``: a model
         that just failed to load."""
         return prepare_load(self.paths, preferred, folders, with_overrides, projectors, avoid)
 
-    def adopt(self, prepared: PreparedLoad) -> None:
+    def use_plan(self, prepared: PreparedLoad) -> None:
         self.plan = prepared.plan
 
     def calibration_after(self, info: ModelInfo, pinned_threads: int | None) -> list[int] | None:

@@ -105,7 +105,7 @@ class PictureIntake:
             return None
 
 
-class RequestPictureFiles:
+class ApiPictureFiles:
     """Pictures of local API requests: kept only while their request runs (a client's pictures are not the
     user's, and no chat refers to them), in a private folder of this process's own under ``folder`` (the window and
     ``fara-desktop serve`` run side by side: neither deletes the other's); ``take`` and ``release`` count users,

@@ -95,7 +95,7 @@ class PictureLedger:
         with self._lock:
             self._readings.pop(token, None)
 
-    def let_go(self, candidates: Iterable[str]) -> int:
+    def delete_unheld(self, candidates: Iterable[str]) -> int:
         """Delete those of ``candidates`` (a deleted chat's pictures) that no message shows, nobody here holds, and
         no other process took in within the grace (an import beside the window, whose messages are not written
         yet: the next start's sweep decides on those); how many were deleted."""

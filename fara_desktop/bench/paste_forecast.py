@@ -112,7 +112,7 @@ def paste_forecast(model: Path, params: LoadParams, paste_tokens: int, loaded: b
             if said.finished or left <= 0 or said.tok_per_s <= 0:
                 continue  # read before it could be judged: paste more
             reply_ratios.append(speed.seconds_for(left, said.cached) / waited)
-            speed.observe_now(said.tok_per_s, start, said.cached - start)
+            speed.observe_read_ahead(said.tok_per_s, start, said.cached - start)
             now_ratios.append(speed.seconds_for(left, said.cached) / waited)
             speeds.append(said.tok_per_s)
     finally:

@@ -98,7 +98,7 @@ class PrefixPaths:
         return PathResult(path, same, self.read, stats.prompt_tokens, stats.prompt_tokens_evaluated, reuse)
 
     def restart(self) -> None:
-        self.tested.keep_state(wait=True)
+        self.tested.save_to_disk(wait=True)
         self.tested.unload()
         self.tested = self._loaded()
 

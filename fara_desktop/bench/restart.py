@@ -44,14 +44,14 @@ def restart(model: Path, params: LoadParams, history_tokens: int) -> dict[str, A
             for _ in range(2):
                 chat += [ChatMessage("assistant", ask(chat, WORDS, 1)[0].text), ChatMessage("user", ASKED)]
             held = backend._llm.n_tokens if backend._llm is not None else 0  # what the state at quit holds
-            backend.keep_state(wait=True)  # at quit
+            backend.save_to_disk(wait=True)  # at quit
             state_bytes = sum(p.stat().st_size for p in Path(folder).glob("*.kvstate"))
         finally:
             backend.unload()
         backend.load(model, params)  # the app opened again
         try:
             resumed, resumed_s = ask(chat, FIRST_WORD, 1)
-            backend.keep_state()  # on its way to disk, as after every reply; the user goes on at once
+            backend.save_to_disk()  # on its way to disk, as after every reply; the user goes on at once
             branch, branch_s = ask([*chat[:-1], ChatMessage("user", "Who else was there?")], FIRST_WORD, 2)
             edit, edit_s = ask([*chat[:-1], ChatMessage("user", "Where was that?")], FIRST_WORD, 1)
         finally:

@@ -83,7 +83,7 @@ def resume_once(model: Path, params: LoadParams, tokens: int) -> dict[str, Any]:
             snapshot_s = time.perf_counter() - started
             assert kept is not None
             started = time.perf_counter()
-            backend.keep_state(wait=True)
+            backend.save_to_disk(wait=True)
             save_s = time.perf_counter() - started
             # A model keeping exact states also writes where its prompt ended (the one a Regenerate restores)
             files = sorted(Path(folder).glob("*.kvstate"), key=lambda f: f.name.startswith(f"c1-{CHECKPOINT_SLOT}"))

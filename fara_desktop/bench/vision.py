@@ -159,7 +159,7 @@ def _resume(model: Path, params: LoadParams, picture: AttachedPicture, folder: P
         writer.prepare(PromptRequest(chat, 16)),
         ReplyRequest(GREEDY, lambda: False, ignore_text, 1),
     )
-    writer.keep_state(wait=True)
+    writer.save_to_disk(wait=True)
     writer.unload()
     follow_up = [*chat, ChatMessage("assistant", reply.text), ChatMessage("user", "Say that again, shorter.")]
     times: dict[str, float] = {}

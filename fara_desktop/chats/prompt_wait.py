@@ -33,25 +33,25 @@ class PromptSpeed:
         # The read-ahead's own speed, and when it was measured. Gone after a reply that measured one, and after
         # ``NOW_KEPT_S``: a reply that reads only Enter's token measures nothing, and a speed of a busy moment
         # minutes ago said later pastes would take 2–6 minutes for waits of 21–38 s.
-        self._now, self._now_at = 0.0, 0.0
+        self._read_ahead_tok_per_s, self._read_ahead_at = 0.0, 0.0
 
     def reset(self, predicted: float, span: float = 0.0) -> None:
         """Another model is loaded."""
         self.predicted = predicted
         self.span = span
         self._measured.clear()
-        self._now = 0.0
+        self._read_ahead_tok_per_s = 0.0
 
     def observe(self, stats: GenerationStats) -> None:
         read = stats.prompt_tokens_evaluated
         if read >= MIN_MEASURED_TOKENS and stats.prompt_tok_per_s > 0:
             self._measured.append(self._at_start(stats.prompt_tok_per_s, stats.prompt_tokens - read, read))
-            self._now = 0.0  # the reply's reading is newer
+            self._read_ahead_tok_per_s = 0.0  # the reply's reading is newer
 
-    def observe_now(self, tok_per_s: float, start: int = 0, read: int = 0) -> None:
+    def observe_read_ahead(self, tok_per_s: float, start: int = 0, read: int = 0) -> None:
         """A read-ahead's speed so far, over ``read`` tokens from position ``start`` (0: not enough read yet)."""
         if tok_per_s > 0:
-            self._now, self._now_at = self._at_start(tok_per_s, start, read), self._clock()
+            self._read_ahead_tok_per_s, self._read_ahead_at = self._at_start(tok_per_s, start, read), self._clock()
 
     def _at_start(self, tok_per_s: float, start: int, read: int) -> float:
         return tok_per_s * self._cost(start, start + read) / max(read, 1) if read and self.span else tok_per_s
@@ -62,11 +62,15 @@ class PromptSpeed:
 
     @property
     def measured(self) -> bool:
-        return bool(self._measured) or self._speed_now > 0
+        return bool(self._measured) or self._fresh_read_ahead_tok_per_s > 0
 
     @property
-    def _speed_now(self) -> float:
-        return self._now if self._now > 0 and self._clock() - self._now_at <= NOW_KEPT_S else 0.0
+    def _fresh_read_ahead_tok_per_s(self) -> float:
+        return (
+            self._read_ahead_tok_per_s
+            if self._read_ahead_tok_per_s > 0 and self._clock() - self._read_ahead_at <= NOW_KEPT_S
+            else 0.0
+        )
 
     @property
     def tok_per_s(self) -> float:
@@ -75,7 +79,7 @@ class PromptSpeed:
         busy CPU slows more than Enter's full ones (``FULL_BATCH_GAIN``); a quiet one reads both alike, at about the
         replies' speed, which then bounds it."""
         replies = statistics.median(self._measured) if self._measured else 0.0
-        now = self._speed_now
+        now = self._fresh_read_ahead_tok_per_s
         if now > 0:
             return now if now >= replies else min(replies, now * FULL_BATCH_GAIN)
         return replies or self.predicted
@@ -99,7 +103,7 @@ class ReadAheadWait:
         if self._read_from is None or self._read_from[0] != ahead_id:
             self._read_from = (ahead_id, cached)  # its first report: where its reading begins
         start = self._read_from[1]
-        self.speed.observe_now(tok_per_s, start, cached - start)
+        self.speed.observe_read_ahead(tok_per_s, start, cached - start)
         return self.speed.seconds_for(tokens - cached, cached)
 
 

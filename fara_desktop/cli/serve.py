@@ -124,7 +124,7 @@ def _serve(
     prepared = loading.prepare(
         model, [Path(f) for f in settings.extra_model_folders], settings.inference.apply, settings.projectors
     )
-    loading.adopt(prepared)
+    loading.use_plan(prepared)
     plan, decision = prepared.plan, prepared.decision
     if plan.model is None:
         print("fara-desktop serve: no model found; give one with --model PATH", file=sys.stderr)
@@ -178,7 +178,7 @@ def _serve(
         key,
         allowed_origins=settings.local_api.allowed_origins,
         embedder=core.embedding.get,
-        pictures=core.request_picture_files,
+        pictures=core.api_picture_files,
     )
     try:
         server = ApiServer(api, host, port)

@@ -135,7 +135,7 @@ class Backend(Protocol):
         nothing to read ahead (a server) returns 0 and reports nothing."""
         ...
 
-    def keep_state(self, wait: bool = False) -> None:
+    def save_to_disk(self, wait: bool = False) -> None:
         """A reply ended and nothing waits: keep the chat's KV state where it survives a restart (``wait``: until
         it is kept). A backend without such state does nothing."""
         ...

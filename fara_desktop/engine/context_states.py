@@ -38,7 +38,7 @@ class ContextStates:
         # The state restored into the context and not yet decoded on (RAM snapshot, and its file when it came from
         # disk): one that fails in use is discarded and the prompt read again (``discard_restored``). Only while
         # the context holds it: a switch or a reset forgets it, so another chat's failure never blames it.
-        self.restored: tuple[KVSnapshot, Path | None] | None = None
+        self.restored_untried: tuple[KVSnapshot, Path | None] | None = None
         # False for recurrent and hybrid models: their context cannot be cut back to a prefix, so a prompt that
         # leaves what the context holds goes back to a checkpoint saved exactly at a prompt's end, or is re-read.
         self.rewindable = True
@@ -74,7 +74,7 @@ class ContextStates:
         if llm is not None:
             llm.reset()
         self.owner = None
-        self.restored = None
+        self.restored_untried = None
         if snapshots:
             self.cache.clear()
             self.api_slots.clear()
@@ -107,12 +107,14 @@ class ContextStates:
         cached = cached_prefix(llm, tokens, self.rewindable)
         if cached == 0 and llm.n_tokens:
             llm.reset()  # nothing can be kept: never a cut that would continue wrong (see ``can_cut_back``)
-            self.restored = None
+            self.restored_untried = None
         elif not self.rewindable:
             self.checkpoint(llm, conversation)  # the state about to be read past
         return cached
 
-    def kept_for(self, llm: Llama, conversation: Hashable | None, tokens: Sequence[int]) -> list[Sequence[int]]:
+    def continuable_tokens(
+        self, llm: Llama, conversation: Hashable | None, tokens: Sequence[int]
+    ) -> list[Sequence[int]]:
         """The tokens of the states a chat's prompt may continue — the context (its own, or the chat a Branch
         leaves), its snapshot in RAM and the closest other, its files on disk: what the model read and wrote,
         which the prompt may be spelled with (``own_tokens``)."""
@@ -142,7 +144,7 @@ class ContextStates:
             snapshot = snapshot_sequence(llm)
             if snapshot is not None:
                 self.cache.put(self.owner, snapshot)
-        self.restored = None  # a state restored for the chat left is not this one's to blame
+        self.restored_untried = None  # a state restored for the chat left is not this one's to blame
         self._enter(llm, principal_of(conversation))
         if conversation is None:
             return  # a one-off request reuses whatever prefix of the window's it shares, and is not kept
@@ -154,7 +156,7 @@ class ContextStates:
         if principal != self.principal:
             llm.reset()
             self.principal = principal
-            self.restored = None
+            self.restored_untried = None
 
     def _restore_saved_state(self, llm: Llama, conversation: Hashable, tokens: list[int]) -> None:
         """Restore the saved state (RAM, else disk) that saves the most reading of ``tokens``, when it saves more
@@ -172,7 +174,7 @@ class ContextStates:
                 (saved, source), shared = stored, usable_prefix(stored[0].tokens, tokens, rewind, window)
         if saved is not None and shared > current:
             if restore_sequence(llm, saved):
-                self.restored = (saved, source)
+                self.restored_untried = (saved, source)
             else:  # refused by llama.cpp: never again (a file would be tried at every open of its chat)
                 log.info("Could not restore the KV state of conversation %s; it will be re-read", conversation)
                 self.cache.discard(saved)
@@ -197,7 +199,7 @@ class ContextStates:
         loaded = self._disk.load(stored.path, self._identity) if stored is not None else None
         return (loaded, stored.path) if loaded is not None and stored is not None else None
 
-    def broken_off(self, llm: Llama) -> None:
+    def batch_interrupted(self, llm: Llama) -> None:
         """llama.cpp stopped (or failed) inside a batch. A KV cache drops that batch's cells and holds exactly
         ``input_ids[:n_tokens]``; a recurrent state has taken in part of the batch and cannot give it back, so the
         context is emptied and has no owner: the next prompt goes back to the checkpoint kept where the reading
@@ -207,7 +209,7 @@ class ContextStates:
             return
         llm.reset()
         self.owner = None
-        self.restored = None
+        self.restored_untried = None
         self._kept = None
         self._checkpointed = None
 
@@ -215,10 +217,10 @@ class ContextStates:
         """The state restored into the context failed in use: it is dropped (from RAM, and its file from disk: a
         state that restores but cannot be decoded would otherwise fail every reply of its chat, and of every chat
         sharing its start) and the context emptied, so the prompt is read again. False: nothing was restored."""
-        if self.restored is None:
+        if self.restored_untried is None:
             return False
-        snapshot, source = self.restored
-        self.restored = None
+        snapshot, source = self.restored_untried
+        self.restored_untried = None
         self.cache.discard(snapshot)
         if source is not None and self._disk is not None:
             self._disk.discard(source, why)
@@ -274,7 +276,7 @@ class ContextStates:
             self.cache.clear()
             self.api_slots.clear()
             self._checkpointed = None
-            self.restored = None
+            self.restored_untried = None
             if self._writer is not None:
                 self._writer.discard(None)
                 self._writer.wait_idle(30.0)
@@ -286,7 +288,7 @@ class ContextStates:
                 llm.reset()
             self.owner = None
             self._kept = None
-            self.restored = None
+            self.restored_untried = None
             self._checkpointed = None
         self.cache.forget(conversation)
         if self._writer is not None:

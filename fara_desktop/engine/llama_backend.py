@@ -44,7 +44,7 @@ from fara_desktop.engine.llama_tokens import (
     token_piece,
     within,
 )
-from fara_desktop.engine.own_tokens import longest_in_own_tokens
+from fara_desktop.engine.own_tokens import longest_respelled_as_read
 from fara_desktop.engine.projector_trial import trial_for
 from fara_desktop.engine.repetition import LoopDetector
 from fara_desktop.engine.text_stream import TextStream
@@ -332,7 +332,7 @@ class LlamaBackend:
         """The chats' states kept in RAM."""
         return self._states.cache
 
-    def keep_state(self, wait: bool = False) -> None:
+    def save_to_disk(self, wait: bool = False) -> None:
         self._states.save_to_disk(self._llm, wait)
 
     def forget_conversation(self, conversation: Hashable | None) -> None:
@@ -374,7 +374,7 @@ class LlamaBackend:
                 began = time.perf_counter()
                 stop_at = min(start + chunk, end, vision.next_picture(start) if vision else end)
                 llm.eval(tokens[start : min(stop_at, keep) if start < keep else stop_at])
-                self._states.restored = None  # decoded on: whatever was restored holds
+                self._states.restored_untried = None  # decoded on: whatever was restored holds
                 if llm.n_tokens == keep:  # where the reply keeps its state too: the next prompt parts there
                     self._states.checkpoint(llm, self._states.owner)
                 on_progress(len(tokens), llm.n_tokens)
@@ -385,7 +385,7 @@ class LlamaBackend:
             pass
         except RuntimeError as exc:  # llama.cpp aborted (stopped) the batch: the batches before it stay
             if should_stop() or not self._states.discard_restored(llm, str(exc)):
-                self._states.broken_off(llm)  # a recurrent state holding part of the batch is not continued
+                self._states.batch_interrupted(llm)  # a recurrent state holding part of the batch is not continued
                 log.info("Reading ahead stopped: %s", exc)
         finally:
             self._should_abort = _never
@@ -419,8 +419,8 @@ class LlamaBackend:
         text: ``own_tokens``) and the context at the longest prefix of them its principal may reuse; the projector's
         embeddings then its own."""
         if vision is None:
-            kept = self._states.kept_for(llm, owner, tokens)
-            tokens = longest_in_own_tokens(tokens, kept, *spelling(llm)) or tokens
+            kept = self._states.continuable_tokens(llm, owner, tokens)
+            tokens = longest_respelled_as_read(tokens, kept, *spelling(llm)) or tokens
         cached = self._states.restore_longest_prefix(llm, owner, tokens)
         if self._vision is not None:
             self._vision.principal = self._states.principal
@@ -494,7 +494,7 @@ class LlamaBackend:
             for token in generator:
                 if first_token_at is None:
                     first_token_at = time.perf_counter()
-                    self._states.restored = None  # decoded on: whatever was restored holds
+                    self._states.restored_untried = None  # decoded on: whatever was restored holds
                     # The abort callback is for prompt processing; per token the loop checks by itself.
                     self._should_abort = _never
                     self._prompt_report = None
@@ -526,8 +526,8 @@ class LlamaBackend:
         except RuntimeError as exc:
             if should_cancel():
                 finish = "cancelled"
-                self._states.broken_off(llm)  # a recurrent state holding part of the batch is not continued
-            elif first_token_at is None and self._states.restored is not None:
+                self._states.batch_interrupted(llm)  # a recurrent state holding part of the batch is not continued
+            elif first_token_at is None and self._states.restored_untried is not None:
                 raise _RestoredStateFailedError(str(exc)) from exc
             else:
                 raise GenerationError(f"llama.cpp failed while generating: {exc}") from exc

@@ -23,7 +23,9 @@ class UnspellableTokenError(ValueError):
 Tokenize = Callable[[bytes], list[int]]  # bytes → tokens, control tokens parsed, no start-of-text token added
 
 
-def in_own_tokens(tokens: Sequence[int], state: Sequence[int], spell: Spell, tokenize: Tokenize) -> list[int] | None:
+def respelled_as_read(
+    tokens: Sequence[int], state: Sequence[int], spell: Spell, tokenize: Tokenize
+) -> list[int] | None:
     """``tokens`` spelled with ``state``'s tokens as far as they spell the start of its text (all of them after a
     reply; up to the question a Branch or an Edit changes), the rest tokenized; None when that reuses no more
     than the tokens already shared, or the rest would not spell the same text (a tokenizer that adds a space
@@ -47,14 +49,14 @@ def in_own_tokens(tokens: Sequence[int], state: Sequence[int], spell: Spell, tok
     return respelled if spell(respelled[shared:]) == ours else None
 
 
-def longest_in_own_tokens(
+def longest_respelled_as_read(
     tokens: Sequence[int], states: Sequence[Sequence[int]], spell: Spell, tokenize: Tokenize
 ) -> list[int] | None:
     """The respelling that keeps the most of a state's tokens; None when none keeps more than the prompt as it is
     already shares with one of them (the context a follow-up continues must not lose to another chat's spelling)."""
     best: tuple[int, list[int] | None] = (max((common_prefix(tokens, s) for s in states), default=0), None)
     for state in states:
-        respelled = in_own_tokens(tokens, state, spell, tokenize)
+        respelled = respelled_as_read(tokens, state, spell, tokenize)
         if respelled is not None:
             kept = common_prefix(respelled, state)
             if kept > best[0]:

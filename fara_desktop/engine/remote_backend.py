@@ -295,7 +295,7 @@ class RemoteBackend:
     ) -> int:
         return 0  # the server reads the prompt when it is sent; its cache is its own
 
-    def keep_state(self, wait: bool = False) -> None:
+    def save_to_disk(self, wait: bool = False) -> None:
         return None  # the server keeps (or not) its own cache
 
     def forget_conversation(self, conversation: Hashable | None) -> None:

@@ -68,8 +68,8 @@ class RoutedBackend:
     ) -> int:
         return self._active.read_ahead(prompt, conversation, should_stop, on_progress, abort)
 
-    def keep_state(self, wait: bool = False) -> None:
-        self._active.keep_state(wait)
+    def save_to_disk(self, wait: bool = False) -> None:
+        self._active.save_to_disk(wait)
 
     def forget_conversation(self, conversation: Hashable | None) -> None:
         self.local.forget_conversation(conversation)  # its states are the local model's, whichever is in use

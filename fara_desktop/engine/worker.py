@@ -316,16 +316,16 @@ class InferenceWorker:
                 # for a moment: a Regenerate or the next question right after a reply does not wait for it.
                 command = self._commands.get(timeout=KEEP_STATE_AFTER_S if self._unsaved is not None else None)
             except queue.Empty:
-                self._keep_state()
+                self._save_to_disk()
                 continue
             if isinstance(command, ForgetConversation) and command.conversation in (None, self._unsaved):
                 self._unsaved = None  # a deleted chat is not kept on its way out
             if self._unsaved is not None and not (
                 isinstance(command, (Generate, ReadAhead)) and command.conversation == self._unsaved
             ):  # another chat, a switch, a calibration: the chat in the context is kept before it leaves
-                self._keep_state()
+                self._save_to_disk()
             if isinstance(command, Shutdown):
-                self._keep_state(wait=True)
+                self._save_to_disk(wait=True)
                 self._safe_close()
                 return
             if isinstance(command, Generate):
@@ -523,10 +523,10 @@ class InferenceWorker:
         except FaraError as exc:  # too long, no model, stopped while rendering: Enter will say what matters
             log.info("Reading ahead stopped: %s", type(exc).__name__)
 
-    def _keep_state(self, wait: bool = False) -> None:
+    def _save_to_disk(self, wait: bool = False) -> None:
         self._unsaved = None
         try:
-            self._backend.keep_state(wait)
+            self._backend.save_to_disk(wait)
         except Exception:  # a state is only a speed-up
             log.exception("Keeping the chat's state failed")
 

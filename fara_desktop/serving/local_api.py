@@ -61,7 +61,7 @@ from fara_desktop.serving.openai_format import (
     usage,
 )
 from fara_desktop.serving.principals import Principals
-from fara_desktop.serving.request_pictures import PictureTaker, RequestPictures, ServerStopping
+from fara_desktop.serving.request_pictures import ApiPictureIntake, KeepsApiPictures, ServerStopping
 from fara_desktop.system.socket_owner import connection_owner
 from fara_desktop.vocabulary.errors import FaraError
 from fara_desktop.vocabulary.pictures import AttachedPicture
@@ -158,7 +158,7 @@ class LocalApi:
     relay_servers: tuple[str, ...] = ()
     max_pending: int = MAX_PENDING
     embedder: Callable[[], TextEmbedder | None] = lambda: None  # loads it on first use: called off the event loop
-    pictures: PictureTaker | None = None  # takes the requests' pictures in (None: pictures are refused)
+    pictures: KeepsApiPictures | None = None  # takes the requests' pictures in (None: pictures are refused)
 
     def __post_init__(self) -> None:
         self._active = 0
@@ -168,7 +168,7 @@ class LocalApi:
         self._running_requests: set[int] = set()
         self._request_pictures: dict[int, tuple[AttachedPicture, ...]] = {}  # released when the request ends
         self._embedding_cancels: set[threading.Event] = set()
-        self._pictures_in = RequestPictures(self.pictures)
+        self._pictures_in = ApiPictureIntake(self.pictures)
         self.principals = Principals(self.api_key)  # who sends each request, and what each read and reused
         self.allowed_hosts: frozenset[str] | None = None
         self.app = Starlette(
@@ -430,7 +430,7 @@ class LocalApi:
         if not self.principals.keys and request.client is not None and request.scope.get("server"):
             host, port = request.scope["server"]
             owner = connection_owner((request.client.host, request.client.port), (host, int(port)))
-        principal = self.principals.of(request.headers.get("authorization", ""), owner)
+        principal = self.principals.principal_for(request.headers.get("authorization", ""), owner)
         if principal is not None:
             return principal
         return JSONResponse(error_body("A valid API key is required.", "authentication_error"), status_code=401)

@@ -98,7 +98,7 @@ class Principals:
         with self._lock:
             return {p: dataclasses.replace(u) for p, u in self._uses.items()}
 
-    def of(self, authorization: str, owner: int | None = None) -> str | None:
+    def principal_for(self, authorization: str, owner: int | None = None) -> str | None:
         """The principal an ``Authorization`` header names (None: no key matches; every key is compared, in
         constant time, so the time does not say how near a guess came). With no key, ``owner`` (the user id of the
         connection's other end, ``system.socket_owner``) keeps another user's programs apart from this user's."""

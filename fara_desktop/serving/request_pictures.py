@@ -20,8 +20,8 @@ from fara_desktop.vocabulary.pictures import AttachedPicture
 PICTURE_DECODERS = 2
 
 
-class PictureTaker(Protocol):
-    """What the API needs to take a request's pictures (``app.picture_intake.RequestPictureFiles``): decoded in the
+class KeepsApiPictures(Protocol):
+    """What the API needs to take a request's pictures (``app.picture_intake.ApiPictureFiles``): decoded in the
     sandbox (``should_stop`` asked between and during them) and kept while the request runs."""
 
     def take(
@@ -34,10 +34,10 @@ class ServerStopping(FaraError):
     """The server stopped while the request's pictures were waiting to be decoded: it is answered 503."""
 
 
-class RequestPictures:
+class ApiPictureIntake:
     """Takes admitted requests' pictures in through ``taker`` (None: pictures are refused), a few at a time."""
 
-    def __init__(self, taker: PictureTaker | None) -> None:
+    def __init__(self, taker: KeepsApiPictures | None) -> None:
         self.taker = taker
         self._decoders = ThreadPoolExecutor(PICTURE_DECODERS, thread_name_prefix="fara-api-pictures")
         self._stops: set[threading.Event] = set()  # one per request whose pictures are being decoded

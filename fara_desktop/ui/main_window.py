@@ -124,7 +124,7 @@ class MainWindow(WindowLayout):
         self.conversations.enteredChat.connect(lambda _shown: self.drafts.enter(self.session.conversation_id))
         self.api_keys = self.core.api_keys
         self.servers = ServersController(self, self.bridge.worker, self.api_keys, self.chat.sampling, self.core.jobs)
-        self.servers.pictures = self.core.request_picture_files
+        self.servers.pictures = self.core.api_picture_files
         self.servers.apiRequestsChanged.connect(self.chat.set_api_requests)
         self.chat.modelLoaded.connect(self.servers.warn_if_unencrypted)
         self.advice = CatalogAdvice(self.paths, lambda: self.settings)

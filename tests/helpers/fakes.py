@@ -166,7 +166,7 @@ class FakeBackend:
         """The fake model's time: a read-ahead's batches take their tokens' reading at ``read_ahead_speed``."""
         return self.clock_s
 
-    def keep_state(self, wait: bool = False) -> None:
+    def save_to_disk(self, wait: bool = False) -> None:
         self.kept_states += 1
 
     def forget_conversation(self, conversation: object) -> None:

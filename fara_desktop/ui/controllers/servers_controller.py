@@ -21,7 +21,7 @@ from fara_desktop.engine.worker import InferenceWorker
 from fara_desktop.serving.api_server import ApiServer
 from fara_desktop.serving.local_api import LocalApi, TextEmbedder
 from fara_desktop.serving.principals import ClientUse
-from fara_desktop.serving.request_pictures import PictureTaker
+from fara_desktop.serving.request_pictures import KeepsApiPictures
 from fara_desktop.settings import LocalApiSettings, RemoteChoice, Settings
 from fara_desktop.system.api_keys import LOCAL_API, ApiKeyStore
 from fara_desktop.ui.dialogs.local_api_page import LocalApiPage
@@ -79,7 +79,7 @@ class ServersController(QObject):
         self._api_settings: LocalApiSettings | None = None
         # the documents' embedding model, for /v1/embeddings (the window sets it; it locks and loads on first use)
         self.embedder_source: Callable[[], TextEmbedder | None] = lambda: None
-        self.pictures: PictureTaker | None = None  # takes the API requests' pictures in (the core's)
+        self.pictures: KeepsApiPictures | None = None  # takes the API requests' pictures in (the core's)
         self._warned: set[str] = set()
         self.apiActivity.connect(self._show_activity)
         self._api_requests = 0

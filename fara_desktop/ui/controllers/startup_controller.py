@@ -152,7 +152,7 @@ class StartupController(QObject):
     def apply_plan(self, prepared: PreparedLoad) -> None:
         plan, decision = prepared.plan, prepared.decision
         screen = self.screen
-        self.loading.adopt(prepared)
+        self.loading.use_plan(prepared)
         for crash in plan.crashed_now:
             crashed = Path(crash.path)
             instead = f"Started with {plan.model.display_name} instead. " if plan.model is not None else ""

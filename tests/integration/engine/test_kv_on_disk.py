@@ -87,7 +87,7 @@ def reply(backend: LlamaBackend, messages: list[ChatMessage], conversation: int)
 
 def save_and_forget(backend: LlamaBackend) -> Path:
     """The chat's state goes to disk, and the context is emptied as a restart would."""
-    backend.keep_state(wait=True)
+    backend.save_to_disk(wait=True)
     backend.forget_context(snapshots=True)
     files = list(backend._states.store.folder.glob("*.kvstate"))  # type: ignore[union-attr]
     assert len(files) == 1
@@ -242,7 +242,7 @@ def test_a_model_replaced_at_the_same_path_size_and_time_does_not_get_the_old_mo
     chat = [*history("kites", 6), ChatMessage("user", "How high do they fly?")]
     backend.load(first, PARAMS)
     reply(backend, chat, 9)
-    backend.keep_state(wait=True)
+    backend.save_to_disk(wait=True)
     backend.unload()
     stamp = first.stat()
     shutil.copyfile(second, first)  # the other model, put where the first was, with its size and times

@@ -59,7 +59,7 @@ def test_a_follow_up_and_a_restart_read_only_the_new_message(tmp_path: Path, smo
         )
         assert branch.stats.prompt_tokens_evaluated <= new_message + 8, "a Branch read the chat's replies again"
         in_memory = reply(backend, chat, CONTINUE)  # back to the chat (a near-tie may go otherwise from a checkpoint)
-        backend.keep_state(wait=True)  # its state is the one kept at quit
+        backend.save_to_disk(wait=True)  # its state is the one kept at quit
     finally:
         backend.unload()
     assert respelled, "no reply was spelled otherwise by the tokenizer: the test shows nothing"

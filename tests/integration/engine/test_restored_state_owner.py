@@ -1,7 +1,7 @@
-"""Issue 61, suspected: a stale ``ContextStates.restored`` after an early-returning read-ahead (or a cancelled reply):
-a later decode failure could delete that state's file. Confirmed: a read-ahead that restored a chat from disk and
-was stopped before reading left the state marked "restored, not yet decoded on"; a reply of another chat that then
-failed once blamed it, and the first chat's file was deleted. A state is blamed only while the context holds it."""
+"""Issue 61, suspected: a stale ``ContextStates.restored_untried`` after an early-returning read-ahead (or a cancelled
+reply): a later decode failure could delete that state's file. Confirmed: a read-ahead that restored a chat from disk
+and was stopped before reading left the state marked "restored, not yet decoded on"; a reply of another chat that
+then failed once blamed it, and the first chat's file was deleted. A state is blamed only while the context holds it."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def test_a_failure_in_another_chat_never_deletes_a_state_a_stopped_read_ahead_re
     first.load(model, PARAMS)
     try:
         first.reply(first.prepare(PromptRequest(chat, 64)), ReplyRequest(GREEDY, lambda: False, lambda *_: None, 1))
-        first.keep_state(wait=True)  # chat 1's state on disk, as at quit
+        first.save_to_disk(wait=True)  # chat 1's state on disk, as at quit
     finally:
         first.unload()
     assert store.size_of(1) > 0

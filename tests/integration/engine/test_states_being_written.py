@@ -37,7 +37,7 @@ def test_the_next_prompt_does_not_wait_for_the_disk(tmp_path: Path, family: str,
             backend.prepare(PromptRequest([*said, ChatMessage("user", "a dog")], 64)),
             ReplyRequest(GREEDY, lambda: False, lambda *_: None, 1),
         )
-        backend.keep_state()  # as the engine does once a reply has ended: the disk holds the write
+        backend.save_to_disk()  # as the engine does once a reply has ended: the disk holds the write
         if path == "branch":  # a new chat sharing the history
             chat = [*said, ChatMessage("user", "a dog"), ChatMessage("assistant", second.text)]
             chat.append(ChatMessage("user", "hi"))

@@ -80,7 +80,7 @@ def test_every_path_that_keeps_a_prefix_continues_as_a_fresh_read_of_the_same_to
 
     from fara_desktop.bench.prefix_paths import prefix_paths
 
-    monkeypatch.setattr("fara_desktop.engine.llama_backend.longest_in_own_tokens", lambda *_args: None)
+    monkeypatch.setattr("fara_desktop.engine.llama_backend.longest_respelled_as_read", lambda *_args: None)
     model = write_shape_q8(replace(TINY, sliding_window=128), smollm2_path, tmp_path / "gemma4-window-128.gguf")
     figures = prefix_paths(model, LoadParams(n_ctx=2048, n_threads=2, prefault=False))
     assert figures["prefix_paths_batch_split_stable"], "the control: this model's continuation depends on batches"

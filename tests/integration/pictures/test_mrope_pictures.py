@@ -95,7 +95,7 @@ def test_a_restart_resumes_an_mrope_chat_from_disk_without_encoding(qwen2vl, tmp
     first = [ChatMessage("user", "What colour dominates here? " * 8, pictures=(photo,))]
     backend = seeing(model, projector, store)
     reply = ask(backend, first, 9)
-    backend.keep_state(wait=True)
+    backend.save_to_disk(wait=True)
     backend.unload()
     follow_up = [*first, ChatMessage("assistant", reply.text), ChatMessage("user", "Why?")]
     restarted = seeing(model, projector, store)

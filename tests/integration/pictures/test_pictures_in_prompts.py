@@ -105,7 +105,7 @@ def test_a_restarted_chat_with_a_picture_resumes_from_its_state_on_disk(gemma3_p
     backend = seeing(gemma3_path, projector, store)
     first = [ChatMessage("user", "What colour is this? " * 6, pictures=(photo,))]
     reply = ask(backend, first, conversation=7)
-    backend.keep_state(wait=True)
+    backend.save_to_disk(wait=True)
     backend.unload()
     restarted = seeing(gemma3_path, projector, store)
     try:

@@ -138,7 +138,7 @@ def picture_chat_without_projector(model: str, projector: str, folder: str) -> N
     first = [ChatMessage("user", "What colour is this? " * 4, pictures=(_photo(Path(folder)),))]
     try:
         reply = _ask(backend, first, 7)
-        backend.keep_state(wait=True)
+        backend.save_to_disk(wait=True)
     finally:
         backend.unload()
     blind = _backend(model, None, states)  # the same model, its projector left out

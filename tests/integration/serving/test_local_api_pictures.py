@@ -12,7 +12,7 @@ import openai
 import pytest
 from PIL import Image
 
-from fara_desktop.app.picture_intake import PictureIntake, RequestPictureFiles
+from fara_desktop.app.picture_intake import ApiPictureFiles, PictureIntake
 from fara_desktop.engine.llama_backend import LlamaBackend
 from fara_desktop.engine.types import Finished
 from fara_desktop.pictures.store import PictureStore
@@ -40,7 +40,7 @@ def png(colour: tuple[int, int, int]) -> bytes:
 def seeing_server(gemma3_path, tmp_path_factory):
     folder = tmp_path_factory.mktemp("api-pictures")
     projector = write_projector(folder / "mmproj-gemma-3-270m.gguf", n_embd=128, n_ff=256, n_layer=2)
-    passing = RequestPictureFiles(folder / "passing")
+    passing = ApiPictureFiles(folder / "passing")
     params = LoadParams(n_ctx=1024, projector=str(projector), prefault=False)
     server, worker, info = serve_model(gemma3_path, params, pictures=passing)
     yield server, info, passing.store
@@ -92,7 +92,7 @@ def test_a_picture_a_chat_sent_is_encoded_again_for_a_client_whose_follow_up_enc
     """Issue 52: the embeddings were kept by the picture's digest alone and shared with the chats — a client could
     tell by the clock (~20 s on a real projector) whether the user had that picture."""
     projector = write_projector(tmp_path / "mmproj-gemma-3-270m.gguf", n_embd=128, n_ff=256, n_layer=2)
-    passing = RequestPictureFiles(tmp_path / "passing")
+    passing = ApiPictureFiles(tmp_path / "passing")
     backend = LlamaBackend()
     params = LoadParams(n_ctx=1024, projector=str(projector), prefault=False)
     server, worker, info = serve_model(gemma3_path, params, pictures=passing, backend=backend)

@@ -19,7 +19,7 @@ def test_threads_are_measured_once_for_a_model_here_unless_pinned_or_a_servers(f
     prepared = loading.prepare(smollm2_path, [], lambda tuned: tuned.load_params())
     info = ModelInfo(smollm2_path, "SmolLM2", "llama", 2048, 8192, 2, 2, "f16", False, "gguf template", 0.5, 1)
     assert loading.plan is None and loading.calibration_after(info, None) is None
-    loading.adopt(prepared)
+    loading.use_plan(prepared)
     plan = loading.plan
     assert plan is not None and plan.needs_calibration and plan.model is not None
     candidates = loading.calibration_after(info, None)
@@ -38,7 +38,7 @@ def test_threads_are_measured_once_for_a_model_here_unless_pinned_or_a_servers(f
 def _adopted(smollm2_path):  # type: ignore[no-untyped-def]
     paths = app_paths().ensure()
     loading = ModelLoading(paths)
-    loading.adopt(loading.prepare(smollm2_path, [], lambda tuned: tuned.load_params()))
+    loading.use_plan(loading.prepare(smollm2_path, [], lambda tuned: tuned.load_params()))
     return paths, loading
 
 

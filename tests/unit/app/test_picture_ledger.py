@@ -11,7 +11,7 @@ import sys
 import time
 
 from fara_desktop.app.core import AppCore
-from fara_desktop.app.picture_intake import RequestPictureFiles
+from fara_desktop.app.picture_intake import ApiPictureFiles
 from fara_desktop.app.picture_ledger import PictureLedger
 from fara_desktop.chats.storage import ConversationStore, database_path
 from fara_desktop.files.paths import app_paths
@@ -79,7 +79,7 @@ def test_deleting_a_chat_leaves_the_pictures_the_tray_and_an_import_hold(fara_ho
             core.delete_chat(old)
             assert importing == shown and core.pictures.store.digests() == {shown, in_tray}
         core.pictures.hold("tray", ())  # sent elsewhere or removed: nobody holds them now
-        assert core.pictures.let_go({shown, in_tray}) == 2
+        assert core.pictures.delete_unheld({shown, in_tray}) == 2
         assert core.pictures.store.digests() == set()
     finally:
         core.close()
@@ -107,7 +107,7 @@ def test_the_window_and_serve_keep_their_api_pictures_apart(tmp_path):
         in_their_request = theirs.put(RED)
         ended = PictureStore(folder / "p999999999")  # no such process
         ended.put(BLUE)
-        mine = RequestPictureFiles(folder)
+        mine = ApiPictureFiles(folder)
         assert theirs.digests() == {in_their_request}, "a second process deleted the first's request pictures"
         assert not ended.folder.exists()
         assert mine.store.folder.parent == folder and mine.store.folder != theirs.folder

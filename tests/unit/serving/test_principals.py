@@ -14,16 +14,17 @@ def stats(prompt: int, read: int) -> GenerationStats:
 
 def test_without_a_key_every_client_on_this_computer_is_one_principal():
     principals = Principals(None)
-    assert principals.of("") == principals.of("Bearer anything") == LOCAL_CLIENTS
+    assert principals.principal_for("") == principals.principal_for("Bearer anything") == LOCAL_CLIENTS
 
 
 def test_each_key_is_a_principal_of_its_own_named_by_a_fingerprint_never_by_the_key():
     principals = Principals("sk-editor-0123456789abcd\n  sk-notes-xyz\nsk-editor-0123456789abcd")
     assert principals.keys == ("sk-editor-0123456789abcd", "sk-notes-xyz")
-    editor, notes = principals.of("Bearer sk-editor-0123456789abcd"), principals.of("Bearer sk-notes-xyz")
+    editor = principals.principal_for("Bearer sk-editor-0123456789abcd")
+    notes = principals.principal_for("Bearer sk-notes-xyz")
     assert editor and notes and editor != notes
     assert "sk-" not in editor + notes
-    assert principals.of("Bearer sk-notes-xy") is None and principals.of("") is None
+    assert principals.principal_for("Bearer sk-notes-xy") is None and principals.principal_for("") is None
     principals.record(notes, stats(100, 100))
     principals.record(editor, stats(120, 20))
     principals.record(editor, None)  # failed before it read
@@ -38,8 +39,8 @@ def test_keys_are_one_per_line_each_kept_whole():
         "correct horse battery staple", "x7Qp2,zR9mK4vT8wL3nB6")  # fmt: skip
     assert split_keys(None) == split_keys("") == ()
     principals = Principals("correct horse battery staple")
-    assert principals.of("Bearer correct horse battery staple") is not None
-    assert [principals.of(f"Bearer {word}") for word in ("horse", "correct", "staple")] == [None, None, None]
+    assert principals.principal_for("Bearer correct horse battery staple") is not None
+    assert [principals.principal_for(f"Bearer {word}") for word in ("horse", "correct", "staple")] == [None, None, None]
 
 
 @pytest.mark.parametrize(("keys", "said"), [
@@ -57,8 +58,8 @@ def test_a_key_that_cannot_be_one_is_refused_with_the_reason_never_the_key(keys,
 
 def test_new_keys_keep_the_use_of_the_keys_that_stay():
     earlier = Principals("sk-editor-0123456789abcd\nsk-notes-0123456789")
-    earlier.record(earlier.of("Bearer sk-notes-0123456789") or "", stats(50, 50))
-    earlier.record(earlier.of("Bearer sk-editor-0123456789abcd") or "", stats(10, 10))
+    earlier.record(earlier.principal_for("Bearer sk-notes-0123456789") or "", stats(50, 50))
+    earlier.record(earlier.principal_for("Bearer sk-editor-0123456789abcd") or "", stats(10, 10))
     now = Principals("sk-notes-0123456789\nsk-new-0123456789", earlier=earlier)
     assert [(u.label, u.requests) for u in now.uses()] == [("Key 1 (…6789)", 1)]
-    assert now.of("Bearer sk-editor-0123456789abcd") is None
+    assert now.principal_for("Bearer sk-editor-0123456789abcd") is None

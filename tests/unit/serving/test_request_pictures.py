@@ -29,7 +29,7 @@ PIXEL = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n stand-in
 
 
 class HeldPictures:
-    """Stands in for ``RequestPictureFiles``: each take waits until the test lets it go, or until it is told to stop."""
+    """Stands in for ``ApiPictureFiles``: each take waits until the test lets it go, or until it is told to stop."""
 
     def __init__(self) -> None:
         self.started = threading.Semaphore(0)
@@ -124,14 +124,14 @@ def test_the_decoding_stops_when_the_server_stops(server):
 
 
 def test_pictures_taken_as_the_client_left_are_released():
-    """Issue 61, suspected: ``RequestPictures`` counters leaked on cancellation. Confirmed: a request cancelled
+    """Issue 61, suspected: ``ApiPictureIntake`` counters leaked on cancellation. Confirmed: a request cancelled
     while the sandbox finished its pictures (the client left at that moment) never released them — the files and
     their counts stayed until the process ended. What the decoding took after its request was gone is released."""
     import asyncio
     import contextlib
 
     from fara_desktop.serving.openai_format import ChatRequest
-    from fara_desktop.serving.request_pictures import RequestPictures
+    from fara_desktop.serving.request_pictures import ApiPictureIntake
     from fara_desktop.vocabulary.messages import ChatMessage
     from fara_desktop.vocabulary.sampling import SamplingParams
 
@@ -154,7 +154,7 @@ def test_pictures_taken_as_the_client_left_are_released():
             self.released.set()
 
     taker = FinishesAnyway()
-    pictures = RequestPictures(taker)
+    pictures = ApiPictureIntake(taker)
     asked = (ChatMessage("user", "what is this"),)
     chat = ChatRequest(asked, SamplingParams(), False, False, pictures=((b"png", b"png"),))
 
