@@ -1,0 +1,225 @@
+"""Several sequences decoded together in one llama.cpp context, as llama.cpp's server serves its slots.
+
+Generation on a CPU is bound by reading the weights; one pass over them serves a token of every sequence in the
+batch, so four sequences cost little more than one (measured in docs/performance.md). ``SequenceBatch`` owns a
+context of its own over a loaded model (llama.cpp's low-level API: ``n_seq_max`` sequences, each with its own KV
+cells) and steps it: each ``step`` decodes one token of every sequence that is generating plus a chunk of one prompt
+being read, so a long prompt holds the others' next tokens for one chunk at most. Each sequence has its own sampler
+chain, token budget and cancel; one that ends (its end-of-generation token, its budget, a cancel) frees its cells at
+once for the next. Runs on one thread (the inference thread's); ``close`` frees the native objects.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from fara_desktop.engine.errors import GenerationError, PromptTooLongError
+from fara_desktop.vocabulary.errors import FaraError
+from fara_desktop.vocabulary.sampling import SamplingParams
+
+Ended = Literal["stop", "length", "context", "cancelled"]
+TokenSink = Callable[[int], None]
+
+
+class SequencesFullError(FaraError):
+    """Every sequence of the batch is in use: the request waits for one to end."""
+
+
+@dataclass
+class _Sequence:
+    seq_id: int
+    prompt: list[int]
+    max_tokens: int
+    on_token: TokenSink
+    should_cancel: Callable[[], bool]
+    sampler: Any  # llama_sampler_p, this sequence's own chain
+    ignore_eos: bool = False
+    read: int = 0  # prompt tokens decoded so far
+    next_token: int | None = None  # sampled, not decoded yet
+    generated: list[int] = field(default_factory=list)
+
+    @property
+    def position(self) -> int:
+        """Where ``next_token`` goes: after the prompt and the tokens generated before it."""
+        return self.read + len(self.generated) - 1
+
+
+@dataclass(frozen=True)
+class SequenceEnd:
+    """A sequence that ended in the last step: its tokens and why it ended."""
+
+    seq_id: int
+    tokens: tuple[int, ...]
+    ended: Ended
+    prompt_tokens: int
+
+
+def sampler_chain(llama_cpp: Any, sampling: SamplingParams, seed: int) -> Any:
+    """A llama.cpp sampler chain for ``sampling``: the repeat penalty over the last 64 tokens, then greedy at
+    temperature 0, else top-k, top-p, min-p, temperature and a seeded draw."""
+    chain = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
+    if sampling.repeat_penalty != 1.0:
+        penalties = llama_cpp.llama_sampler_init_penalties(64, sampling.repeat_penalty, 0.0, 0.0)
+        llama_cpp.llama_sampler_chain_add(chain, penalties)
+    if sampling.temperature <= 0:
+        llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_greedy())
+        return chain
+    llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_top_k(sampling.top_k))
+    llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_top_p(sampling.top_p, 1))
+    llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_min_p(sampling.min_p, 1))
+    llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_temp(sampling.temperature))
+    draw_seed = sampling.seed if sampling.seed is not None else seed
+    llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_dist(draw_seed & 0xFFFFFFFF))
+    return chain
+
+
+class SequenceBatch:
+    """``sequences`` conversations decoded together over ``model`` (a ``llama_model_p``), each with ``n_ctx`` cells."""
+
+    def __init__(self, model: Any, n_ctx: int, sequences: int, n_threads: int, n_batch: int = 512) -> None:
+        import llama_cpp
+
+        self._llama_cpp = llama_cpp
+        self.n_ctx, self.sequences, self.n_batch = n_ctx, sequences, n_batch
+        params = llama_cpp.llama_context_default_params()
+        params.n_ctx = n_ctx * sequences
+        params.n_batch = params.n_ubatch = n_batch
+        params.n_seq_max = sequences
+        params.n_threads = params.n_threads_batch = n_threads
+        params.kv_unified = False  # each sequence its own n_ctx cells: one never takes another's room
+        self._ctx = llama_cpp.llama_init_from_model(model, params)
+        if not self._ctx:
+            raise GenerationError("llama.cpp could not make a context for several sequences.")
+        self._memory = llama_cpp.llama_get_memory(self._ctx)
+        self._vocab = llama_cpp.llama_model_get_vocab(model)
+        self._batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
+        self._active: dict[int, _Sequence] = {}
+        self._seeds = 0
+        self.decodes = 0  # llama_decode calls made (what the tests count)
+
+    # ------------------------------------------------------------------ sequences
+
+    @property
+    def free(self) -> int:
+        return self.sequences - len(self._active)
+
+    @property
+    def active(self) -> int:
+        return len(self._active)
+
+    def add(
+        self,
+        prompt: list[int],
+        sampling: SamplingParams,
+        on_token: TokenSink,
+        should_cancel: Callable[[], bool] = lambda: False,
+    ) -> int:
+        """A new sequence reading ``prompt`` then generating; its id. Raises ``SequencesFullError`` when every
+        sequence is in use, ``PromptTooLongError`` when the prompt leaves no room for a reply."""
+        if not prompt or len(prompt) >= self.n_ctx:
+            raise PromptTooLongError(f"The prompt takes {len(prompt)} of the sequence's {self.n_ctx} tokens.")
+        seq_id = next((i for i in range(self.sequences) if i not in self._active), None)
+        if seq_id is None:
+            raise SequencesFullError("Every sequence is in use.")
+        self._seeds += 1
+        budget = min(sampling.max_tokens or self.n_ctx, self.n_ctx - len(prompt))
+        sampler = sampler_chain(self._llama_cpp, sampling, 0x5EED + self._seeds)
+        self._active[seq_id] = _Sequence(
+            seq_id, list(prompt), budget, on_token, should_cancel, sampler, sampling.ignore_eos
+        )
+        return seq_id
+
+    def cancel(self, seq_id: int) -> SequenceEnd | None:
+        """End a sequence now (its client left): its cells are freed; the others' are untouched."""
+        sequence = self._active.get(seq_id)
+        return self._end(sequence, "cancelled") if sequence is not None else None
+
+    # ------------------------------------------------------------------ stepping
+
+    def step(self) -> list[SequenceEnd]:
+        """One decode: a token of every generating sequence, then as much of one prompt as the batch has room
+        for. Returns the sequences that ended."""
+        llama_cpp, batch = self._llama_cpp, self._batch
+        ended = [self._end(s, "cancelled") for s in list(self._active.values()) if s.should_cancel()]
+        batch.n_tokens = 0
+        outputs: list[tuple[int, _Sequence]] = []  # (index in the batch, sequence) whose logits are sampled
+        for sequence in self._active.values():
+            if sequence.next_token is not None:
+                outputs.append((self._put(sequence.next_token, sequence.position, sequence.seq_id, True), sequence))
+        reading = next((s for s in self._active.values() if s.read < len(s.prompt)), None)
+        if reading is not None:
+            room = self.n_batch - batch.n_tokens
+            chunk = reading.prompt[reading.read : reading.read + room]
+            for offset, token in enumerate(chunk):
+                last = reading.read + offset == len(reading.prompt) - 1
+                index = self._put(token, reading.read + offset, reading.seq_id, last)
+                if last:
+                    outputs.append((index, reading))
+            reading.read += len(chunk)
+        if batch.n_tokens == 0:
+            return ended
+        status = llama_cpp.llama_decode(self._ctx, batch)
+        self.decodes += 1
+        if status != 0:
+            raise GenerationError(f"llama.cpp could not decode the batch (status {status}).")
+        for index, sequence in outputs:
+            token = int(llama_cpp.llama_sampler_sample(sequence.sampler, self._ctx, index))
+            if not sequence.ignore_eos and llama_cpp.llama_vocab_is_eog(self._vocab, token):
+                ended.append(self._end(sequence, "stop"))
+                continue
+            sequence.generated.append(token)
+            sequence.next_token = token
+            sequence.on_token(token)
+            if len(sequence.generated) >= sequence.max_tokens:
+                full = len(sequence.prompt) + len(sequence.generated) >= self.n_ctx
+                ended.append(self._end(sequence, "context" if full else "length"))
+        return ended
+
+    def _put(self, token: int, position: int, seq_id: int, logits: bool) -> int:
+        batch = self._batch
+        i = batch.n_tokens
+        batch.token[i] = token
+        batch.pos[i] = position
+        batch.n_seq_id[i] = 1
+        batch.seq_id[i][0] = seq_id
+        batch.logits[i] = logits
+        batch.n_tokens = i + 1
+        return i
+
+    def _end(self, sequence: _Sequence, why: Ended) -> SequenceEnd:
+        llama_cpp = self._llama_cpp
+        del self._active[sequence.seq_id]
+        llama_cpp.llama_memory_seq_rm(self._memory, sequence.seq_id, -1, -1)
+        llama_cpp.llama_sampler_free(sequence.sampler)
+        return SequenceEnd(sequence.seq_id, tuple(sequence.generated), why, len(sequence.prompt))
+
+    def run(self, until: Callable[[], bool] = lambda: False) -> list[SequenceEnd]:
+        """Step until no sequence is left (or ``until()``); every sequence that ended, in order."""
+        ended: list[SequenceEnd] = []
+        while self._active and not until():
+            ended.extend(self.step())
+        return ended
+
+    def close(self) -> None:
+        llama_cpp = self._llama_cpp
+        for sequence in list(self._active.values()):
+            self._end(sequence, "cancelled")
+        if self._batch is not None:
+            llama_cpp.llama_batch_free(self._batch)
+            self._batch = None
+        if self._ctx:
+            llama_cpp.llama_free(self._ctx)
+            self._ctx = None
+
+
+def piece_of(llama_cpp: Any, vocab: Any, token: int) -> bytes:
+    """A token's bytes (special tokens' text included)."""
+    buffer = ctypes.create_string_buffer(64)
+    n = llama_cpp.llama_token_to_piece(vocab, token, buffer, len(buffer), 0, True)
+    if n < 0:
+        buffer = ctypes.create_string_buffer(-n)
+        n = llama_cpp.llama_token_to_piece(vocab, token, buffer, len(buffer), 0, True)
+    return buffer.raw[:n]

@@ -1,0 +1,134 @@
+"""Several sequences in one llama.cpp context (issue 63's engine step), with the real library and SmolLM2: each
+sequence's greedy reply is what it gives alone, a cancel leaves the others' tokens untouched, one decode serves a
+token of every sequence, and a long prompt holds the others for one chunk at most."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fara_desktop.engine.errors import PromptTooLongError
+from fara_desktop.engine.sequence_batch import SequenceBatch, SequencesFullError, piece_of
+from fara_desktop.vocabulary.sampling import SamplingParams
+
+pytestmark = pytest.mark.real_model
+
+GREEDY = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=24, ignore_eos=True)
+QUESTIONS = (
+    "What is the capital of France?",
+    "Write a haiku about the sea.",
+    "List three prime numbers.",
+    "Why is the sky blue?",
+)
+
+
+@pytest.fixture(scope="module")
+def llm(smollm2_path: Path):
+    from llama_cpp import Llama
+
+    model = Llama(str(smollm2_path), n_ctx=512, n_threads=2, verbose=False)
+    yield model
+    model.close()
+
+
+def prompt_of(llm, question: str) -> list[int]:
+    text = f"<|im_start|>user\n{question}<|im_end|>\n<|im_start|>assistant\n"
+    return llm.tokenize(text.encode(), add_bos=False, special=True)
+
+
+def replies(llm, questions, sequences: int, n_batch: int = 512, cancel_after: dict[int, int] | None = None):
+    """Each question's tokens, all added at once to a batch of ``sequences``; ``cancel_after``: question index →
+    tokens after which its client leaves."""
+    batch = SequenceBatch(llm.model, 256, sequences, 2, n_batch)
+    got: dict[int, list[int]] = {}
+    try:
+        ids = {}
+        for i, question in enumerate(questions):
+            got[i] = []
+            leave = (cancel_after or {}).get(i)
+            ids[i] = batch.add(
+                prompt_of(llm, question),
+                GREEDY,
+                got[i].append,
+                (lambda got_i=got[i], leave=leave: leave is not None and len(got_i) >= leave),
+            )
+        ends = batch.run()
+        return got, {e.seq_id: e for e in ends}, ids, batch.decodes
+    finally:
+        batch.close()
+
+
+def test_each_sequences_greedy_reply_is_what_it_gives_alone(llm):
+    alone = {i: replies(llm, [q], 1)[0][0] for i, q in enumerate(QUESTIONS)}
+    together, ends, _, _ = replies(llm, QUESTIONS, 4)
+    assert all(len(t) == 24 for t in together.values())
+    assert {e.ended for e in ends.values()} == {"length"}
+    # Batching may change the CPU's rounding (another kernel for four rows than for one): the replies must agree
+    # token for token at least up to the first difference a rounding could make, measured here as ≥ 20 of 24.
+    for i in range(len(QUESTIONS)):
+        shared = next((k for k, (a, b) in enumerate(zip(alone[i], together[i], strict=True)) if a != b), 24)
+        assert shared >= 20, (i, alone[i], together[i])
+    import llama_cpp
+
+    vocab = llama_cpp.llama_model_get_vocab(llm.model)
+    text = b"".join(piece_of(llama_cpp, vocab, t) for t in together[0]).decode(errors="ignore")
+    assert "Paris" in text
+
+
+def test_one_decode_serves_a_token_of_every_sequence(llm):
+    _, _, _, one = replies(llm, QUESTIONS[:1], 1)
+    _, _, _, four = replies(llm, QUESTIONS, 4)
+    # One sequence: its prompt in one decode, then one decode a token (the 24th token is sampled, not decoded).
+    assert one == 1 + 23
+    # Four: the prompts one chunk each (the first steps also decode the tokens of the sequences already reading),
+    # then one decode for the four sequences' next tokens: far from four times as many.
+    assert four <= 4 + 23
+
+
+def test_a_client_leaving_mid_reply_leaves_the_others_tokens_untouched(llm):
+    whole, _, _, _ = replies(llm, QUESTIONS, 4)
+    cut, ends, ids, _ = replies(llm, QUESTIONS, 4, cancel_after={1: 5})
+    assert ends[ids[1]].ended == "cancelled" and len(cut[1]) == 5
+    assert cut[1] == whole[1][:5]
+    for i in (0, 2, 3):
+        assert cut[i] == whole[i]
+
+
+def test_a_long_prompt_holds_the_generating_sequences_for_one_chunk_at_most(llm):
+    batch = SequenceBatch(llm.model, 512, 2, 2, n_batch=32)
+    try:
+        first: list[int] = []
+        batch.add(prompt_of(llm, QUESTIONS[0]), GREEDY, first.append)
+        while not first:
+            batch.step()
+        long_prompt = prompt_of(llm, "Summarise this: " + "the quick brown fox jumps over the lazy dog " * 30)
+        assert len(long_prompt) > 5 * 32
+        second: list[int] = []
+        batch.add(long_prompt, GREEDY, second.append)
+        steps = 0
+        while not second:
+            before = len(first)
+            batch.step()
+            steps += 1
+            assert len(first) == before + 1  # every step gave the first sequence its next token
+        assert steps == -(-len(long_prompt) // 31)  # the prompt read in chunks of what the batch had room for
+    finally:
+        batch.close()
+
+
+def test_a_full_batch_refuses_until_a_sequence_ends_and_a_prompt_too_long_is_refused(llm):
+    batch = SequenceBatch(llm.model, 64, 2, 2)
+    try:
+        tokens: list[int] = []
+        batch.add(prompt_of(llm, "Hi"), GREEDY, tokens.append)
+        second = batch.add(prompt_of(llm, "Hello"), GREEDY, tokens.append)
+        with pytest.raises(SequencesFullError):
+            batch.add(prompt_of(llm, "Hey"), GREEDY, tokens.append)
+        batch.step()
+        assert batch.cancel(second) is not None and batch.free == 1
+        assert batch.add(prompt_of(llm, "Hey"), GREEDY, tokens.append) == second  # its cells were freed
+        with pytest.raises(PromptTooLongError):
+            batch.add(list(range(1, 65)), GREEDY, tokens.append)
+    finally:
+        batch.close()
