@@ -9,12 +9,12 @@ _ = object()
 _.bandwidth_section, _.engine_section, _.app_section, _.memory_section
 _.startup_section, _.turns_section, _.cold_section, _.resume_section, _.typeahead_section, _.retrieval_section
 _.vision_section, _.api_section, _.kernels_section
-_.loops_section, _.prefix_section
+_.loops_section, _.prefix_section, _.parallel_section
 
 # Interfaces other code calls: llama.cpp's ctypes structs, sqlite3, lxml's parser target, urllib's handlers,
 # uvicorn's server, Jinja's sandbox, QTextDocument's resource loader.
 _.type_k, _.type_v, _.flash_attn_type, _.no_perf, _.progress_callback, _.lazy_mode
-_.use_extra_bufts, _.ftype, _.nthread
+_.use_extra_bufts, _.ftype, _.nthread, _.n_seq_max, _.kv_unified
 _.row_factory
 attrib, _.comment
 _.http_open, _.https_open
@@ -37,7 +37,7 @@ _._listing, _.paste_button, _.search_button
 import_conversation  # one conversation through the import path (chats/export.py)
 _.import_json  # an export's dict back into the store (round-trip tests)
 split_reasoning  # a whole reply through the streaming splitter at once (the splitter's tests)
-_.unsaved_count, _.integrity_ok, _.vector_count, _.replying, _.passages_embedded, _.threads_that_ran_the_model, _.queued, _.arch_value, _.streaming_message, _.code_blocks
+_.decodes, _.unsaved_count, _.integrity_ok, _.vector_count, _.replying, _.passages_embedded, _.threads_that_ran_the_model, _.queued, _.arch_value, _.streaming_message, _.code_blocks
 _.children_started  # the sandbox children an import started (tests/integration/pictures/test_pictures_carried.py)
 
 # The user guide's settings table is written from the settings' descriptions; its test compares the two.

@@ -29,6 +29,7 @@ SECTIONS = (
     "vision",
     "api",
     "kernels",
+    "parallel",
 )
 SECTION_HELP = {
     "bandwidth": "the machine's memory read bandwidth, probed twice",
@@ -62,10 +63,13 @@ SECTION_HELP = {
     "fastest and against llama.cpp's default",
     "api": "the local API as a chat client uses it (fara-desktop serve, a key per app): a ~2,500-token "
     "conversation's follow-up vs its first request, and the tokens another key reused (must be 0)",
+    "parallel": "several conversations decoded together in one context (1, 2, 4, 8 sequences of a 500-token "
+    "prompt and 128 tokens out, interleaved, medians): aggregate generation and its gain over one, and the "
+    "p95 first token of 8 arriving together against one at a time",
 }
 SLOW_AT_SIZE = frozenset({"turns", "cold"})  # not run by default when generation is predicted below 20 tok/s
 # slow, or not about the chat model's speed
-ONLY_WHEN_ASKED = frozenset({"cold", "retrieval", "loops", "prefix", "vision", "api", "kernels"})
+ONLY_WHEN_ASKED = frozenset({"cold", "retrieval", "loops", "prefix", "vision", "api", "kernels", "parallel"})
 BIG_MODEL_TOK_PER_S = 20.0
 
 

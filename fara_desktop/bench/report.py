@@ -22,6 +22,7 @@ from fara_desktop.bench.api_cache import api_cache
 from fara_desktop.bench.cold_probe import MODES as COLD_MODES
 from fara_desktop.bench.kernels import kernel_speeds
 from fara_desktop.bench.loops import loop_detection
+from fara_desktop.bench.parallel import parallel_generation
 from fara_desktop.bench.paste_forecast import paste_forecast
 from fara_desktop.bench.plan import SECTION_HELP, SECTIONS, default_sections, plan_for
 from fara_desktop.bench.prefix_paths import prefix_paths
@@ -126,6 +127,7 @@ STAGE_TITLES = {
     "vision": "pictures: encoding, reuse, resume, memory and hostile files",
     "api": "the local API's prompt cache: a client's follow-up vs its first request, and another key's reuse",
     "kernels": "the kernel paths: each correct one's prompt and reply speed, interleaved in child processes",
+    "parallel": "several conversations decoded together: aggregate generation by count, first tokens",
 }
 
 
@@ -406,6 +408,14 @@ class Benchmark:
         prompt = min(512, max(64, self.plan.pp_tokens))
         rounds = 3 if self.quick else 5
         self.out.update(kernel_speeds(self.model, self.tuned.n_threads_batch, rounds, prompt, 32))
+
+    def parallel_section(self) -> None:
+        self.close()
+        quick = self.quick
+        figures = parallel_generation(
+            self.model, self.params, 120 if quick else 500, 16 if quick else 128, 1 if quick else 3
+        )
+        self.out.update(figures)
 
     def vision_section(self) -> None:
         self.close()

@@ -176,6 +176,16 @@ def table(out: dict[str, Any]) -> str:
             ),
             row("local API: tokens another key reused", f"{out['api_cross_principal_reuse_tokens']}"),
         ]
+    if "parallel_gen_tok_per_s_1" in out:
+        speeds = " / ".join(f"{out[f'parallel_gen_tok_per_s_{n}']:.1f}" for n in (1, 2, 4, 8))
+        rows += [
+            row("several conversations at once: generation tok/s with 1 / 2 / 4 / 8", speeds),
+            row("  4 sequences / 1 (goal ≥ 1.7)", f"{out['parallel_gain_4']:.2f}"),
+            row(
+                "  p95 first token, 8 together / one at a time (goal ≤ 0.5)",
+                f"{out['parallel_first_token_p95_8_over_sequential']:.2f}",
+            ),
+        ]
     rows += kernel_rows(out, row)
     rows += retrieval_rows(out.get("retrieval"))
     rows += vision_rows(out)

@@ -11,7 +11,6 @@ once for the next. Runs on one thread (the inference thread's); ``close`` frees 
 
 from __future__ import annotations
 
-import ctypes
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -180,7 +179,7 @@ class SequenceBatch:
 
     def _put(self, token: int, position: int, seq_id: int, logits: bool) -> int:
         batch = self._batch
-        i = batch.n_tokens
+        i = int(batch.n_tokens)
         batch.token[i] = token
         batch.pos[i] = position
         batch.n_seq_id[i] = 1
@@ -213,13 +212,3 @@ class SequenceBatch:
         if self._ctx:
             llama_cpp.llama_free(self._ctx)
             self._ctx = None
-
-
-def piece_of(llama_cpp: Any, vocab: Any, token: int) -> bytes:
-    """A token's bytes (special tokens' text included)."""
-    buffer = ctypes.create_string_buffer(64)
-    n = llama_cpp.llama_token_to_piece(vocab, token, buffer, len(buffer), 0, True)
-    if n < 0:
-        buffer = ctypes.create_string_buffer(-n)
-        n = llama_cpp.llama_token_to_piece(vocab, token, buffer, len(buffer), 0, True)
-    return buffer.raw[:n]

@@ -85,6 +85,18 @@ def test_a_paste_that_arrives_in_pieces_is_read_ahead_and_kept_for_enter(smollm2
     assert figures["read_ahead_reused_fraction_quiet"] > 0.99  # Enter read its last token, not the paste
 
 
+def test_the_parallel_section_runs_each_count_of_sequences_and_prints_its_lines(fara_home, smollm2_path):
+    """Issue 63's engine step through the command (the figures: `bench --section parallel` at 1.7B, in
+    docs/performance.md): 1, 2, 4 and 8 sequences, each run once with --quick, and the table's lines."""
+    env = {**os.environ, "FARA_HOME": str(fara_home)}
+    command = [sys.executable, "-m", "fara_desktop", "bench", "--quick", "--section", "parallel"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "generation tok/s with 1 / 2 / 4 / 8" in result.stdout and "4 sequences / 1" in result.stdout
+    saved = json.loads(max((fara_home / "data" / "benchmarks").glob("*.json")).read_text(encoding="utf-8"))
+    assert [len(saved["parallel_rounds"][n]) for n in ("1", "2", "4", "8")] == [1, 1, 1, 1]
+
+
 def test_one_section_runs_alone_and_a_second_run_is_compared_with_the_first(fara_home, smollm2_path):
     env = {**os.environ, "FARA_HOME": str(fara_home)}
     command = [sys.executable, "-m", "fara_desktop", "bench", "--quick", "--json", "--section", "bandwidth"]
