@@ -11,7 +11,8 @@ once for the next. Runs on one thread (the inference thread's); ``close`` frees 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import ctypes
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -36,7 +37,9 @@ class _Sequence:
     should_cancel: Callable[[], bool]
     sampler: Any  # llama_sampler_p, this sequence's own chain
     ignore_eos: bool = False
-    read: int = 0  # prompt tokens decoded so far
+    keep: bool = False  # its state is copied out when it ends (``SequenceEnd.state``)
+    reused: int = 0  # prompt tokens a restored state held
+    read: int = 0  # prompt tokens decoded so far (or restored)
     next_token: int | None = None  # sampled, not decoded yet
     generated: list[int] = field(default_factory=list)
 
@@ -47,13 +50,25 @@ class _Sequence:
 
 
 @dataclass(frozen=True)
+class SequenceState:
+    """A sequence's cells copied out of the context (``llama_state_seq_get_data``), and the tokens they hold: a
+    later prompt that starts with them continues from here in any free sequence."""
+
+    tokens: tuple[int, ...]
+    data: bytes
+
+
+@dataclass(frozen=True)
 class SequenceEnd:
-    """A sequence that ended in the last step: its tokens and why it ended."""
+    """A sequence that ended in the last step: its tokens, why it ended, the prompt tokens it read and reused, and
+    its state when it was asked to keep it."""
 
     seq_id: int
     tokens: tuple[int, ...]
     ended: Ended
     prompt_tokens: int
+    reused: int = 0
+    state: SequenceState | None = None
 
 
 def sampler_chain(llama_cpp: Any, sampling: SamplingParams, seed: int) -> Any:
@@ -115,9 +130,14 @@ class SequenceBatch:
         sampling: SamplingParams,
         on_token: TokenSink,
         should_cancel: Callable[[], bool] = lambda: False,
+        restore: SequenceState | None = None,
+        keep: bool = False,
     ) -> int:
-        """A new sequence reading ``prompt`` then generating; its id. Raises ``SequencesFullError`` when every
-        sequence is in use, ``PromptTooLongError`` when the prompt leaves no room for a reply."""
+        """A new sequence reading ``prompt`` then generating; its id. ``restore``: a state whose tokens the prompt
+        may start with — what they share is not read again (a state that shares nothing, or that llama.cpp cannot
+        cut back to what is shared, is not used). ``keep``: its state is copied out when it ends. Raises
+        ``SequencesFullError`` when every sequence is in use, ``PromptTooLongError`` when the prompt leaves no room
+        for a reply."""
         if not prompt or len(prompt) >= self.n_ctx:
             raise PromptTooLongError(f"The prompt takes {len(prompt)} of the sequence's {self.n_ctx} tokens.")
         seq_id = next((i for i in range(self.sequences) if i not in self._active), None)
@@ -126,10 +146,40 @@ class SequenceBatch:
         self._seeds += 1
         budget = min(sampling.max_tokens or self.n_ctx, self.n_ctx - len(prompt))
         sampler = sampler_chain(self._llama_cpp, sampling, 0x5EED + self._seeds)
-        self._active[seq_id] = _Sequence(
-            seq_id, list(prompt), budget, on_token, should_cancel, sampler, sampling.ignore_eos
-        )
+        sequence = _Sequence(seq_id, list(prompt), budget, on_token, should_cancel, sampler, sampling.ignore_eos, keep)
+        self._active[seq_id] = sequence
+        if restore is not None:
+            sequence.reused = sequence.read = self._restore(seq_id, restore, prompt)
         return seq_id
+
+    def _restore(self, seq_id: int, state: SequenceState, prompt: Sequence[int]) -> int:
+        """``state`` into the free sequence ``seq_id``; the prompt tokens it holds (0: it is not used)."""
+        llama_cpp = self._llama_cpp
+        shared = 0
+        for a, b in zip(state.tokens, prompt, strict=False):
+            if a != b:
+                break
+            shared += 1
+        shared = min(shared, len(prompt) - 1)  # the prompt's last token is read: its logits give the first token
+        if shared <= 0:
+            return 0
+        buffer = (ctypes.c_uint8 * len(state.data)).from_buffer_copy(state.data)
+        if llama_cpp.llama_state_seq_set_data(self._ctx, buffer, len(state.data), seq_id) != len(state.data):
+            llama_cpp.llama_memory_seq_rm(self._memory, seq_id, -1, -1)
+            return 0
+        if shared < len(state.tokens) and not llama_cpp.llama_memory_seq_rm(self._memory, seq_id, shared, -1):
+            llama_cpp.llama_memory_seq_rm(self._memory, seq_id, -1, -1)  # a recurrent state cannot be cut back
+            return 0
+        return shared
+
+    def _state_of(self, sequence: _Sequence) -> SequenceState:
+        llama_cpp = self._llama_cpp
+        size = llama_cpp.llama_state_seq_get_size(self._ctx, sequence.seq_id)
+        buffer = (ctypes.c_uint8 * size)()
+        written = llama_cpp.llama_state_seq_get_data(self._ctx, buffer, size, sequence.seq_id)
+        pending = 1 if sequence.next_token is not None else 0  # the last token sampled, never decoded
+        decoded = sequence.prompt[: sequence.read] + sequence.generated[: len(sequence.generated) - pending]
+        return SequenceState(tuple(decoded), bytes(buffer)[:written])
 
     def cancel(self, seq_id: int) -> SequenceEnd | None:
         """End a sequence now (its client left): its cells are freed; the others' are untouched."""
@@ -164,6 +214,8 @@ class SequenceBatch:
         self.decodes += 1
         if status != 0:
             raise GenerationError(f"llama.cpp could not decode the batch (status {status}).")
+        for _, sequence in outputs:
+            sequence.next_token = None  # decoded: its cells hold it
         for index, sequence in outputs:
             token = int(llama_cpp.llama_sampler_sample(sequence.sampler, self._ctx, index))
             if not sequence.ignore_eos and llama_cpp.llama_vocab_is_eog(self._vocab, token):
@@ -190,10 +242,13 @@ class SequenceBatch:
 
     def _end(self, sequence: _Sequence, why: Ended) -> SequenceEnd:
         llama_cpp = self._llama_cpp
+        state = self._state_of(sequence) if sequence.keep and why != "cancelled" else None
         del self._active[sequence.seq_id]
         llama_cpp.llama_memory_seq_rm(self._memory, sequence.seq_id, -1, -1)
         llama_cpp.llama_sampler_free(sequence.sampler)
-        return SequenceEnd(sequence.seq_id, tuple(sequence.generated), why, len(sequence.prompt))
+        return SequenceEnd(
+            sequence.seq_id, tuple(sequence.generated), why, len(sequence.prompt), sequence.reused, state
+        )
 
     def run(self, until: Callable[[], bool] = lambda: False) -> list[SequenceEnd]:
         """Step until no sequence is left (or ``until()``); every sequence that ended, in order."""

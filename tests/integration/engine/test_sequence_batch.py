@@ -40,15 +40,19 @@ def prompt_of(llm, question: str) -> list[int]:
 def replies(llm, questions, sequences: int, n_batch: int = 512, cancel_after: dict[int, int] | None = None):
     """Each question's tokens, all added at once to a batch of ``sequences``; ``cancel_after``: question index →
     tokens after which its client leaves."""
-    batch = SequenceBatch(llm.model, 256, sequences, 2, n_batch)
+    return replies_to_prompts(llm, [prompt_of(llm, q) for q in questions], sequences, n_batch, cancel_after)
+
+
+def replies_to_prompts(llm, prompts, sequences: int = 1, n_batch: int = 512, cancel_after=None):
+    batch = SequenceBatch(llm.model, 512, sequences, 2, n_batch)
     got: dict[int, list[int]] = {}
     try:
         ids = {}
-        for i, question in enumerate(questions):
+        for i, prompt in enumerate(prompts):
             got[i] = []
             leave = (cancel_after or {}).get(i)
             ids[i] = batch.add(
-                prompt_of(llm, question),
+                prompt,
                 GREEDY,
                 got[i].append,
                 (lambda got_i=got[i], leave=leave: leave is not None and len(got_i) >= leave),
@@ -127,5 +131,51 @@ def test_a_full_batch_refuses_until_a_sequence_ends_and_a_prompt_too_long_is_ref
         assert batch.add(prompt_of(llm, "Hey"), GREEDY, tokens.append) == second  # its cells were freed
         with pytest.raises(PromptTooLongError):
             batch.add(list(range(1, 65)), GREEDY, tokens.append)
+    finally:
+        batch.close()
+
+
+def test_a_follow_up_restored_into_another_sequence_reads_only_its_new_tokens(llm):
+    """A conversation's state kept when its reply ends goes into whichever sequence is free for its next turn
+    (``llama_state_seq_*``): only the reply's last token and the new question are read, and the greedy reply is
+    what a fresh read of the whole conversation gives (to the rounding bound of the first test)."""
+    batch = SequenceBatch(llm.model, 512, 2, 2)
+    try:
+        first: list[int] = []
+        batch.add(prompt_of(llm, "Hi"), GREEDY, first.append, keep=True)
+        blocker: list[int] = []
+        batch.add(prompt_of(llm, QUESTIONS[1]), GREEDY, blocker.append)
+        (end,) = [e for e in batch.run() if e.seq_id == 0]
+        assert end.state is not None and len(end.state.tokens) == len(prompt_of(llm, "Hi")) + 23
+        follow_up = [*prompt_of(llm, "Hi"), *first, *llm.tokenize(b"<|im_end|>\n", add_bos=False, special=True)]
+        follow_up += prompt_of(llm, "And in French?")
+        restored: list[int] = []
+        batch.add(prompt_of(llm, QUESTIONS[2]), GREEDY, blocker.append)  # another chat takes sequence 0 …
+        seq = batch.add(follow_up, GREEDY, restored.append, restore=end.state)
+        assert seq == 1  # … so the state moves to sequence 1
+        (again,) = [e for e in batch.run() if e.seq_id == seq]
+        assert again.reused == len(end.state.tokens)
+        fresh, _, _, _ = replies_to_prompts(llm, [follow_up])
+        shared = next((k for k, (a, b) in enumerate(zip(fresh[0], restored, strict=True)) if a != b), 24)
+        assert shared >= 20, (fresh[0], restored)
+    finally:
+        batch.close()
+
+
+def test_a_state_the_prompt_leaves_is_cut_back_to_what_they_share(llm):
+    """An edited question: the state holds the old one; the sequence keeps the shared start and reads the rest."""
+    batch = SequenceBatch(llm.model, 512, 1, 2)
+    try:
+        batch.add(prompt_of(llm, "Tell me about the moon."), GREEDY, lambda _t: None, keep=True)
+        (end,) = batch.run()
+        assert end.state is not None
+        edited = prompt_of(llm, "Tell me about the sun.")
+        shared = next(k for k, (a, b) in enumerate(zip(end.state.tokens, edited, strict=False)) if a != b)
+        got: list[int] = []
+        batch.add(edited, GREEDY, got.append, restore=end.state)
+        (again,) = batch.run()
+        assert again.reused == shared
+        fresh, _, _, _ = replies_to_prompts(llm, [edited])
+        assert got[:20] == fresh[0][:20]
     finally:
         batch.close()
