@@ -8,14 +8,13 @@ lazily so the rest of the core loads without it.
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from fara_desktop.engine.backend import PreparedPrompt, PromptRequest, ReplyRequest, ReplyResult
 from fara_desktop.engine.chat_format import ChatFormatter, RenderedPrompt
@@ -36,20 +35,16 @@ from fara_desktop.engine.llama_loading import fits_beside, open_model, state_ide
 from fara_desktop.engine.llama_prompt import LlamaPrompt, checkpoint_at, llama_prompt, prompt_reporter, reasoning_tail
 from fara_desktop.engine.llama_state import sliding_window, start_prefault
 from fara_desktop.engine.llama_tokens import (
-    PIECE_BUFFER,
     call_grammar,
     json_grammar,
     spelling,
     token_logprob,
-    token_piece,
-    within,
 )
 from fara_desktop.engine.own_tokens import longest_respelled_as_read
 from fara_desktop.engine.projector_trial import trial_for
-from fara_desktop.engine.repetition import LoopDetector
-from fara_desktop.engine.text_stream import TextStream
+from fara_desktop.engine.reply_writing import Finish, ReplyWriting
 from fara_desktop.engine.thread_calibration import measure_threads
-from fara_desktop.engine.types import ModelInfo, ModelSource, RemoteModel, TokenLogprob
+from fara_desktop.engine.types import ModelInfo, ModelSource, RemoteModel
 from fara_desktop.engine.vision import EncodingStopped, VisionModel, VisionPrompt, marked, open_vision, placed_pictures
 from fara_desktop.machine.llama_internals import cut_context
 from fara_desktop.models.gguf_checks import check_loadable
@@ -450,21 +445,20 @@ class LlamaBackend:
         tokens, reused = self._restore(llm, conversation, tokens, vision)
         extra_cells = vision.extra_cells if vision is not None else 0
         max_tokens = sampling.max_tokens or info.n_ctx
-        stream = TextStream((*detail.rendered.stop, *sampling.stop))
         forced = detail.rendered.forced_calls
         vocab = llama_cpp.llama_model_get_vocab(llm.model)
         grammar = call_grammar(vocab, forced, prompt.tools) if forced else json_grammar(vocab, sampling.json_schema)
         special = prompt.tool_family is not None  # call markers are often control tokens: their text is needed
+        top = sampling.logprobs
+        logprob_of = (lambda token, piece: token_logprob(llm, vocab, token, piece, top)) if top is not None else None
+        loops_checked = not forced and sampling.json_schema is None
+        writing = ReplyWriting(vocab, sampling, detail.rendered.stop, on_text, special, loops_checked, logprob_of)
         if detail.rendered.reply_prefix and not prefix_sent:
             on_text(detail.rendered.reply_prefix)  # the call's opening the prompt already wrote
-        buffer = ctypes.create_string_buffer(PIECE_BUFFER)
         if sampling.seed is not None:
             llm.set_seed(sampling.seed)
 
-        completion = 0
-        logprobs: list[TokenLogprob] = []
-        finish: Literal["stop", "length", "context", "cancelled", "repetition"] = "stop"
-        loops = LoopDetector() if sampling.stop_loops and not forced and sampling.json_schema is None else None
+        finish: Finish = "stop"
         started = time.perf_counter()
         first_token_at: float | None = None
         self._should_abort = should_cancel
@@ -501,25 +495,11 @@ class LlamaBackend:
                 if should_cancel():
                     finish = "cancelled"
                     break
-                if not sampling.ignore_eos and llama_cpp.llama_vocab_is_eog(vocab, token):
-                    break
-                completion += 1
-                piece = token_piece(vocab, token, buffer, special)
-                if sampling.logprobs is not None:
-                    logprobs.append(token_logprob(llm, vocab, token, piece, sampling.logprobs))
-                text = stream.feed(piece)
-                if text:
-                    on_text(text)
-                if stream.stopped:
-                    break
-                if loops is not None and loops.feed(text):
-                    finish = "repetition"  # every further token would be the same paragraph again
-                    break
-                if completion >= max_tokens:
-                    finish = "length"
-                    break
-                if llm.n_tokens + extra_cells + 1 >= info.n_ctx:
-                    finish = "context"
+                ended = writing.take(token, max_tokens)
+                if ended is None and llm.n_tokens + extra_cells + 1 >= info.n_ctx:
+                    ended = "context"
+                if ended is not None:
+                    finish = ended
                     break
         except EncodingStopped:
             finish = "cancelled"
@@ -536,15 +516,10 @@ class LlamaBackend:
             self._should_abort = _never
             self._prompt_report = None
         if finish != "cancelled":
-            tail = stream.flush()
-            if tail:
-                on_text(tail)
-            closing = next((c.closing for c in forced if stream.text.startswith(c.opening)), "")
-            if closing:
-                on_text(closing)
+            writing.end(forced)
         times, cells = (started, first_token_at), llm.n_tokens + extra_cells
-        stats = reply_stats(len(tokens), len(tokens) - reused, completion, times, cells, info.n_ctx)
-        return ReplyResult(stream.text, stats, finish, within(tuple(logprobs), len(stream.text.encode("utf-8"))))
+        stats = reply_stats(len(tokens), len(tokens) - reused, writing.tokens, times, cells, info.n_ctx)
+        return ReplyResult(writing.text, stats, finish, writing.shown_logprobs())
 
     def _read_to_the_last_token(self, llm: Llama, detail: LlamaPrompt, tokens: list[int], reused: int) -> None:
         """A model that cannot cut back (or a prompt with pictures) reads its prompt here, not in llama-cpp-python's
