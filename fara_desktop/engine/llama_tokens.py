@@ -52,13 +52,23 @@ def within(logprobs: tuple[TokenLogprob, ...], length: int) -> tuple[TokenLogpro
 def json_grammar(vocab: Any, schema: str | None) -> LlamaGrammar | None:
     """llama.cpp's grammar for JSON output: any JSON object (``""``), or one that follows a JSON schema (within
     the budget of ``engine.json_grammar``, and built once by llama.cpp before it reaches the sampler chain)."""
+    text = json_gbnf(vocab, schema)
+    if text is None:
+        return None
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    return LlamaGrammar.from_string(text, verbose=False)
+
+
+def json_gbnf(vocab: Any, schema: str | None) -> str | None:
+    """The GBNF ``json_grammar`` builds, checked by llama.cpp for ``vocab`` (None: free text)."""
     if schema is None:
         return None
-    from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar
+    from llama_cpp.llama_grammar import JSON_GBNF
 
     text = schema_gbnf(schema) if schema else JSON_GBNF
     check_with_llama(vocab, text)
-    return LlamaGrammar.from_string(text, verbose=False)
+    return text
 
 
 def call_grammar(vocab: Any, forced: Sequence[ForcedCall], tools: ToolOffer | None) -> LlamaGrammar:

@@ -17,11 +17,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from fara_desktop.engine.errors import GenerationError, PromptTooLongError
+from fara_desktop.engine.llama_tokens import json_gbnf
 from fara_desktop.vocabulary.errors import FaraError
 from fara_desktop.vocabulary.sampling import SamplingParams
 
-Ended = Literal["stop", "length", "context", "cancelled"]
-TokenSink = Callable[[int], None]
+Ended = Literal["stop", "length", "context", "cancelled", "repetition"]
+# Each token written, as it comes; what it returns ends the sequence (a stop string: "stop"; a loop: "repetition")
+TokenSink = Callable[[int], Ended | None]
 
 
 class SequencesFullError(FaraError):
@@ -37,6 +39,7 @@ class _Sequence:
     should_cancel: Callable[[], bool]
     sampler: Any  # llama_sampler_p, this sequence's own chain
     ignore_eos: bool = False
+    first: bool = False  # the window's chat: its prompt is read before the others'
     keep: bool = False  # its state is copied out when it ends (``SequenceEnd.state``)
     reused: int = 0  # prompt tokens a restored state held
     read: int = 0  # prompt tokens decoded so far (or restored)
@@ -71,10 +74,13 @@ class SequenceEnd:
     state: SequenceState | None = None
 
 
-def sampler_chain(llama_cpp: Any, sampling: SamplingParams, seed: int) -> Any:
-    """A llama.cpp sampler chain for ``sampling``: the repeat penalty over the last 64 tokens, then greedy at
-    temperature 0, else top-k, top-p, min-p, temperature and a seeded draw."""
+def sampler_chain(llama_cpp: Any, sampling: SamplingParams, seed: int, grammar: tuple[Any, str] | None) -> Any:
+    """A llama.cpp sampler chain for ``sampling``: ``grammar`` (vocabulary, GBNF) first, the repeat penalty over the
+    last 64 tokens, then greedy at temperature 0, else top-k, top-p, min-p, temperature and a seeded draw."""
     chain = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
+    if grammar is not None:
+        vocab, text = grammar
+        llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_grammar(vocab, text.encode(), b"root"))
     if sampling.repeat_penalty != 1.0:
         penalties = llama_cpp.llama_sampler_init_penalties(64, sampling.repeat_penalty, 0.0, 0.0)
         llama_cpp.llama_sampler_chain_add(chain, penalties)
@@ -132,21 +138,26 @@ class SequenceBatch:
         should_cancel: Callable[[], bool] = lambda: False,
         restore: SequenceState | None = None,
         keep: bool = False,
+        first: bool = False,
     ) -> int:
         """A new sequence reading ``prompt`` then generating; its id. ``restore``: a state whose tokens the prompt
         may start with — what they share is not read again (a state that shares nothing, or that llama.cpp cannot
-        cut back to what is shared, is not used). ``keep``: its state is copied out when it ends. Raises
-        ``SequencesFullError`` when every sequence is in use, ``PromptTooLongError`` when the prompt leaves no room
-        for a reply."""
+        cut back to what is shared, is not used). ``keep``: its state is copied out when it ends. ``first``: its
+        prompt is read before any other's (the window's chat). ``sampling.json_schema`` holds this sequence alone to
+        its grammar. Raises ``SequencesFullError`` when every sequence is in use, ``PromptTooLongError`` when the
+        prompt leaves no room for a reply, ``GrammarError`` for a schema no grammar can be built of."""
         if not prompt or len(prompt) >= self.n_ctx:
             raise PromptTooLongError(f"The prompt takes {len(prompt)} of the sequence's {self.n_ctx} tokens.")
         seq_id = next((i for i in range(self.sequences) if i not in self._active), None)
         if seq_id is None:
             raise SequencesFullError("Every sequence is in use.")
+        gbnf = json_gbnf(self._vocab, sampling.json_schema)
         self._seeds += 1
         budget = min(sampling.max_tokens or self.n_ctx, self.n_ctx - len(prompt))
-        sampler = sampler_chain(self._llama_cpp, sampling, 0x5EED + self._seeds)
-        sequence = _Sequence(seq_id, list(prompt), budget, on_token, should_cancel, sampler, sampling.ignore_eos, keep)
+        grammar = (self._vocab, gbnf) if gbnf is not None else None
+        sampler = sampler_chain(self._llama_cpp, sampling, 0x5EED + self._seeds, grammar)
+        sequence = _Sequence(seq_id, list(prompt), budget, on_token, should_cancel, sampler, sampling.ignore_eos)
+        sequence.first, sequence.keep = first, keep
         self._active[seq_id] = sequence
         if restore is not None:
             sequence.reused = sequence.read = self._restore(seq_id, restore, prompt)
@@ -198,7 +209,8 @@ class SequenceBatch:
         for sequence in self._active.values():
             if sequence.next_token is not None:
                 outputs.append((self._put(sequence.next_token, sequence.position, sequence.seq_id, True), sequence))
-        reading = next((s for s in self._active.values() if s.read < len(s.prompt)), None)
+        waiting = [s for s in self._active.values() if s.read < len(s.prompt)]
+        reading = next((s for s in waiting if s.first), waiting[0] if waiting else None)
         if reading is not None:
             room = self.n_batch - batch.n_tokens
             chunk = reading.prompt[reading.read : reading.read + room]
@@ -223,8 +235,10 @@ class SequenceBatch:
                 continue
             sequence.generated.append(token)
             sequence.next_token = token
-            sequence.on_token(token)
-            if len(sequence.generated) >= sequence.max_tokens:
+            said = sequence.on_token(token)
+            if said is not None:
+                ended.append(self._end(sequence, said))
+            elif len(sequence.generated) >= sequence.max_tokens:
                 full = len(sequence.prompt) + len(sequence.generated) >= self.n_ctx
                 ended.append(self._end(sequence, "context" if full else "length"))
         return ended

@@ -4,6 +4,7 @@ token of every sequence, and a long prompt holds the others for one chunk at mos
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -177,5 +178,54 @@ def test_a_state_the_prompt_leaves_is_cut_back_to_what_they_share(llm):
         assert again.reused == shared
         fresh, _, _, _ = replies_to_prompts(llm, [edited])
         assert got[:20] == fresh[0][:20]
+    finally:
+        batch.close()
+
+
+def test_each_sequence_keeps_its_own_stop_strings_and_grammar(llm):
+    """One sequence held to a JSON schema, one ending at its own stop string, one free: each as it would be alone
+    (the free one's tokens unchanged beside the other two)."""
+    import llama_cpp
+
+    from fara_desktop.engine.reply_writing import ReplyWriting
+
+    vocab = llama_cpp.llama_model_get_vocab(llm.model)
+    schema = '{"type": "object", "properties": {"city": {"type": "string", "maxLength": 12}}, "required": ["city"]}'
+    as_json = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=40, json_schema=schema)
+    free, _, _, _ = replies(llm, QUESTIONS[3:], 1)
+    writers = {
+        name: ReplyWriting(vocab, sampling, stop, lambda _t: None, False, False, None)
+        for name, sampling, stop in (("json", as_json, ()), ("stop", GREEDY, ("Paris",)), ("free", GREEDY, ()))
+    }
+    batch = SequenceBatch(llm.model, 256, 3, 2)
+    try:
+        ids = {
+            name: batch.add(prompt_of(llm, question), sampling, lambda t, w=writers[name]: w.take(t, 1000))
+            for name, question, sampling in (
+                ("json", "Name a city as JSON.", as_json),
+                ("stop", QUESTIONS[0], GREEDY),
+                ("free", QUESTIONS[3], GREEDY),
+            )
+        }
+        ends = {e.seq_id: e for e in batch.run()}
+    finally:
+        batch.close()
+    assert ends[ids["json"]].ended == "stop"  # the grammar's object closed, then only the end of the turn was allowed
+    assert isinstance(json.loads(writers["json"].text)["city"], str)
+    assert ends[ids["stop"]].ended == "stop" and "Paris" not in writers["stop"].text
+    assert list(ends[ids["free"]].tokens) == free[0]
+
+
+def test_the_windows_prompt_is_read_before_the_prompts_that_came_first(llm):
+    batch = SequenceBatch(llm.model, 512, 3, 2, n_batch=32)
+    try:
+        long_prompt = prompt_of(llm, "Summarise this: " + "the quick brown fox jumps over the lazy dog " * 20)
+        api: list[int] = []
+        batch.add(long_prompt, GREEDY, api.append)
+        batch.step()  # the API client's prompt is being read
+        window: list[int] = []
+        batch.add(prompt_of(llm, "Hi"), GREEDY, window.append, first=True)
+        batch.step()
+        assert len(window) == 1 and not api  # the window's short prompt was read in the next step, whole
     finally:
         batch.close()
