@@ -9,7 +9,7 @@ _ = object()
 _.bandwidth_section, _.engine_section, _.app_section, _.memory_section
 _.startup_section, _.turns_section, _.cold_section, _.resume_section, _.typeahead_section, _.retrieval_section
 _.vision_section, _.api_section, _.kernels_section
-_.loops_section, _.prefix_section, _.parallel_section
+_.loops_section, _.prefix_section, _.parallel_section, _.speculative_section
 
 # Interfaces other code calls: llama.cpp's ctypes structs, sqlite3, lxml's parser target, urllib's handlers,
 # uvicorn's server, Jinja's sandbox, QTextDocument's resource loader.

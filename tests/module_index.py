@@ -8,6 +8,7 @@ TESTED_THROUGH: dict[str, tuple[str, str]] = {
     # the benchmark's child processes and tables: run by the bench's own test
     "fara_desktop.bench.kernels": ("tests/integration/bench/test_bench.py", '"kernels"'),
     "fara_desktop.bench.cold_probe": ("tests/integration/bench/test_bench.py", "cold"),
+    "fara_desktop.bench.speculative": ("tests/integration/bench/test_bench.py", '"speculative"'),
     "fara_desktop.bench.parallel": ("tests/integration/bench/test_bench.py", '"parallel"'),
     "fara_desktop.bench.loops": ("tests/integration/bench/test_bench.py", "loop"),
     "fara_desktop.bench.restart": ("tests/integration/bench/test_bench.py", "restart_tokens_reread"),

@@ -30,6 +30,7 @@ SECTIONS = (
     "api",
     "kernels",
     "parallel",
+    "speculative",
 )
 SECTION_HELP = {
     "bandwidth": "the machine's memory read bandwidth, probed twice",
@@ -66,10 +67,15 @@ SECTION_HELP = {
     "parallel": "several conversations decoded together in one context (1, 2, 4, 8 sequences of a 500-token "
     "prompt and 128 tokens out, interleaved, medians): aggregate generation and its gain over one, and the "
     "p95 first token of 8 arriving together against one at a time",
+    "speculative": "proposals from the reply's own text, checked in the same decode: three copying and three free "
+    "tasks with and without (interleaved, medians, the replies compared token for token), and a drafter always "
+    "right (the ceiling here) and always wrong (the cost before the self-tuning turns it off)",
 }
 SLOW_AT_SIZE = frozenset({"turns", "cold"})  # not run by default when generation is predicted below 20 tok/s
 # slow, or not about the chat model's speed
-ONLY_WHEN_ASKED = frozenset({"cold", "retrieval", "loops", "prefix", "vision", "api", "kernels", "parallel"})
+ONLY_WHEN_ASKED = frozenset(
+    {"cold", "retrieval", "loops", "prefix", "vision", "api", "kernels", "parallel", "speculative"}
+)
 BIG_MODEL_TOK_PER_S = 20.0
 
 

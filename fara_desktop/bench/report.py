@@ -40,6 +40,7 @@ from fara_desktop.bench.runner import (
     multi_turn,
     startup,
 )
+from fara_desktop.bench.speculative import speculative
 from fara_desktop.bench.sweep import EngineConfig, run_sweep, sweep_configs
 from fara_desktop.bench.typed_paste import typed_paste
 from fara_desktop.bench.vision import vision
@@ -128,6 +129,7 @@ STAGE_TITLES = {
     "api": "the local API's prompt cache: a client's follow-up vs its first request, and another key's reuse",
     "kernels": "the kernel paths: each correct one's prompt and reply speed, interleaved in child processes",
     "parallel": "several conversations decoded together: aggregate generation by count, first tokens",
+    "speculative": "proposals from the reply's own text: copying and free tasks, the ceiling and the cost",
 }
 
 
@@ -416,6 +418,13 @@ class Benchmark:
             self.model, self.params, 120 if quick else 500, 16 if quick else 128, 1 if quick else 3
         )
         self.out.update(figures)
+
+    def speculative_section(self) -> None:
+        self.close()
+        out_tokens = 24 if self.quick else (64 if self.plan.big else 160)
+        self.out.update(
+            speculative(self.model, self.params, out_tokens, 1 if self.quick else (2 if self.plan.big else 3))
+        )
 
     def vision_section(self) -> None:
         self.close()

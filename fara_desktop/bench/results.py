@@ -186,6 +186,19 @@ def table(out: dict[str, Any]) -> str:
                 f"{out['parallel_first_token_p95_8_over_sequential']:.2f}",
             ),
         ]
+    if "speculative_same_replies" in out:
+        rows += [
+            row(
+                "proposals from the reply's text, with ÷ without: worst copying task",
+                f"{out['speculative_copying_worst_ratio']:.2f}",
+            ),
+            row("  worst free-writing task (goal ≥ 0.97)", f"{out['speculative_free_worst_ratio']:.2f}"),
+            row(
+                "  always right (the ceiling here) / always wrong (goal ≥ 0.95)",
+                f"{out['speculative_ceiling_ratio']:.2f} / {out['speculative_never_right_ratio']:.2f}",
+            ),
+            row("  the replies token for token as without", "yes" if out["speculative_same_replies"] else "NO"),
+        ]
     rows += kernel_rows(out, row)
     rows += retrieval_rows(out.get("retrieval"))
     rows += vision_rows(out)

@@ -12,12 +12,14 @@ once for the next. Runs on one thread (the inference thread's); ``close`` frees 
 from __future__ import annotations
 
 import ctypes
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from fara_desktop.engine.errors import GenerationError, PromptTooLongError
 from fara_desktop.engine.llama_tokens import json_gbnf
+from fara_desktop.engine.ngram_draft import DecodeCost, NgramDrafter
 from fara_desktop.vocabulary.errors import FaraError
 from fara_desktop.vocabulary.sampling import SamplingParams
 
@@ -42,6 +44,8 @@ class _Sequence:
     first: bool = False  # the window's chat: its prompt is read before the others'
     keep: bool = False  # its state is copied out when it ends (``SequenceEnd.state``)
     reused: int = 0  # prompt tokens a restored state held
+    drafter: NgramDrafter | None = None  # proposals from its own text (greedy sequences that asked for them)
+    undecoded: int = 0  # 1 while its last generated token is not in its cells yet
     read: int = 0  # prompt tokens decoded so far (or restored)
     next_token: int | None = None  # sampled, not decoded yet
     generated: list[int] = field(default_factory=list)
@@ -119,6 +123,8 @@ class SequenceBatch:
         self._active: dict[int, _Sequence] = {}
         self._seeds = 0
         self.decodes = 0  # llama_decode calls made (what the tests count)
+        self.proposed = self.accepted = 0  # tokens proposed from the sequences' own text, and accepted
+        self.cost = DecodeCost()
 
     # ------------------------------------------------------------------ sequences
 
@@ -139,11 +145,14 @@ class SequenceBatch:
         restore: SequenceState | None = None,
         keep: bool = False,
         first: bool = False,
+        speculate: bool | NgramDrafter = False,
     ) -> int:
         """A new sequence reading ``prompt`` then generating; its id. ``restore``: a state whose tokens the prompt
         may start with — what they share is not read again (a state that shares nothing, or that llama.cpp cannot
         cut back to what is shared, is not used). ``keep``: its state is copied out when it ends. ``first``: its
-        prompt is read before any other's (the window's chat). ``sampling.json_schema`` holds this sequence alone to
+        prompt is read before any other's (the window's chat). ``speculate``: a greedy sequence proposes its next
+        tokens from its own text and checks them in the same decode (``NgramDrafter``, or the drafter given); the
+        reply is the same token for token. ``sampling.json_schema`` holds this sequence alone to
         its grammar. Raises ``SequencesFullError`` when every sequence is in use, ``PromptTooLongError`` when the
         prompt leaves no room for a reply, ``GrammarError`` for a schema no grammar can be built of."""
         if not prompt or len(prompt) >= self.n_ctx:
@@ -158,6 +167,8 @@ class SequenceBatch:
         sampler = sampler_chain(self._llama_cpp, sampling, 0x5EED + self._seeds, grammar)
         sequence = _Sequence(seq_id, list(prompt), budget, on_token, should_cancel, sampler, sampling.ignore_eos)
         sequence.first, sequence.keep = first, keep
+        if speculate is not False and sampling.temperature <= 0:
+            sequence.drafter = speculate if isinstance(speculate, NgramDrafter) else NgramDrafter()
         self._active[seq_id] = sequence
         if restore is not None:
             sequence.reused = sequence.read = self._restore(seq_id, restore, prompt)
@@ -188,8 +199,7 @@ class SequenceBatch:
         size = llama_cpp.llama_state_seq_get_size(self._ctx, sequence.seq_id)
         buffer = (ctypes.c_uint8 * size)()
         written = llama_cpp.llama_state_seq_get_data(self._ctx, buffer, size, sequence.seq_id)
-        pending = 1 if sequence.next_token is not None else 0  # the last token sampled, never decoded
-        decoded = sequence.prompt[: sequence.read] + sequence.generated[: len(sequence.generated) - pending]
+        decoded = sequence.prompt[: sequence.read] + sequence.generated[: len(sequence.generated) - sequence.undecoded]
         return SequenceState(tuple(decoded), bytes(buffer)[:written])
 
     def cancel(self, seq_id: int) -> SequenceEnd | None:
@@ -200,17 +210,24 @@ class SequenceBatch:
     # ------------------------------------------------------------------ stepping
 
     def step(self) -> list[SequenceEnd]:
-        """One decode: a token of every generating sequence, then as much of one prompt as the batch has room
-        for. Returns the sequences that ended."""
+        """One decode: a token of every generating sequence (with its proposals, for one that speculates), then as
+        much of one prompt as the batch has room for. Returns the sequences that ended."""
         llama_cpp, batch = self._llama_cpp, self._batch
         ended = [self._end(s, "cancelled") for s in list(self._active.values()) if s.should_cancel()]
         batch.n_tokens = 0
-        outputs: list[tuple[int, _Sequence]] = []  # (index in the batch, sequence) whose logits are sampled
-        for sequence in self._active.values():
-            if sequence.next_token is not None:
-                outputs.append((self._put(sequence.next_token, sequence.position, sequence.seq_id, True), sequence))
-        waiting = [s for s in self._active.values() if s.read < len(s.prompt)]
-        reading = next((s for s in waiting if s.first), waiting[0] if waiting else None)
+        writing = [s for s in self._active.values() if s.next_token is not None]
+        outputs: list[tuple[_Sequence, list[int], list[int]]] = []  # sequence, its indices in the batch, proposals
+        for k, sequence in enumerate(writing):
+            assert sequence.next_token is not None
+            room = self.n_batch - batch.n_tokens - (len(writing) - k)  # one cell kept for each sequence after it
+            room = min(room, self.n_ctx - sequence.position - 2, sequence.max_tokens - len(sequence.generated))
+            others = len(writing) + batch.n_tokens - k  # this decode's tokens without proposals, as far as known
+            drafter = sequence.drafter
+            drafts = drafter.draft(self._history(sequence), self.cost, others, room) if drafter else []
+            tokens = [sequence.next_token, *drafts]
+            indices = [self._put(t, sequence.position + i, sequence.seq_id, True) for i, t in enumerate(tokens)]
+            outputs.append((sequence, indices, drafts))
+        reading = self._reading()
         if reading is not None:
             room = self.n_batch - batch.n_tokens
             chunk = reading.prompt[reading.read : reading.read + room]
@@ -218,30 +235,64 @@ class SequenceBatch:
                 last = reading.read + offset == len(reading.prompt) - 1
                 index = self._put(token, reading.read + offset, reading.seq_id, last)
                 if last:
-                    outputs.append((index, reading))
+                    outputs.append((reading, [index], []))
             reading.read += len(chunk)
         if batch.n_tokens == 0:
             return ended
+        started = time.perf_counter()
         status = llama_cpp.llama_decode(self._ctx, batch)
+        if reading is None:  # a decode that only wrote: what a token costs in one, for the proposals
+            self.cost.observe(int(batch.n_tokens), time.perf_counter() - started)
         self.decodes += 1
         if status != 0:
             raise GenerationError(f"llama.cpp could not decode the batch (status {status}).")
-        for _, sequence in outputs:
-            sequence.next_token = None  # decoded: its cells hold it
-        for index, sequence in outputs:
-            token = int(llama_cpp.llama_sampler_sample(sequence.sampler, self._ctx, index))
-            if not sequence.ignore_eos and llama_cpp.llama_vocab_is_eog(self._vocab, token):
-                ended.append(self._end(sequence, "stop"))
-                continue
-            sequence.generated.append(token)
-            sequence.next_token = token
-            said = sequence.on_token(token)
-            if said is not None:
-                ended.append(self._end(sequence, said))
-            elif len(sequence.generated) >= sequence.max_tokens:
-                full = len(sequence.prompt) + len(sequence.generated) >= self.n_ctx
-                ended.append(self._end(sequence, "context" if full else "length"))
+        for sequence, _, _ in outputs:
+            sequence.next_token, sequence.undecoded = None, 0  # decoded: its cells hold it
+        for sequence, indices, drafts in outputs:
+            after = sequence.read + len(sequence.generated)  # the first position past what is decoded for sure
+            why, accepted = self._write_from(sequence, indices, drafts)
+            if sequence.drafter is not None and drafts:
+                sequence.drafter.judge(len(drafts), accepted)
+                self.proposed += len(drafts)
+                self.accepted += accepted
+                llama_cpp.llama_memory_seq_rm(self._memory, sequence.seq_id, after + accepted, -1)  # the rejected
+            if why is not None:
+                ended.append(self._end(sequence, why))
         return ended
+
+    def _reading(self) -> _Sequence | None:
+        waiting = [s for s in self._active.values() if s.read < len(s.prompt)]
+        return next((s for s in waiting if s.first), waiting[0] if waiting else None)
+
+    @staticmethod
+    def _history(sequence: _Sequence) -> list[int]:
+        return sequence.prompt + sequence.generated
+
+    def _write_from(self, sequence: _Sequence, indices: list[int], drafts: list[int]) -> tuple[Ended | None, int]:
+        """The tokens the decode gives ``sequence``: one per index while the model agrees with the proposals (each
+        agreed proposal is decoded already, so the model's next token follows it); why it ended, and how many
+        proposals were accepted."""
+        accepted = 0
+        for i, index in enumerate(indices):
+            token = int(self._llama_cpp.llama_sampler_sample(sequence.sampler, self._ctx, index))
+            drafted = i < len(drafts) and token == drafts[i]
+            accepted += drafted
+            why = self._write(sequence, token, drafted)
+            if why is not None or not drafted:
+                return why, accepted
+        return None, accepted
+
+    def _write(self, sequence: _Sequence, token: int, decoded: bool) -> Ended | None:
+        if not sequence.ignore_eos and self._llama_cpp.llama_vocab_is_eog(self._vocab, token):
+            return "stop"
+        sequence.generated.append(token)
+        sequence.next_token, sequence.undecoded = (None, 0) if decoded else (token, 1)
+        said = sequence.on_token(token)
+        if said is not None:
+            return said
+        if len(sequence.generated) >= sequence.max_tokens:
+            return "context" if len(sequence.prompt) + len(sequence.generated) >= self.n_ctx else "length"
+        return None
 
     def _put(self, token: int, position: int, seq_id: int, logits: bool) -> int:
         batch = self._batch

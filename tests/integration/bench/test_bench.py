@@ -97,6 +97,22 @@ def test_the_parallel_section_runs_each_count_of_sequences_and_prints_its_lines(
     assert [len(saved["parallel_rounds"][n]) for n in ("1", "2", "4", "8")] == [1, 1, 1, 1]
 
 
+def test_the_speculative_section_writes_the_same_replies_with_proposals_and_prints_its_lines(fara_home, smollm2_path):
+    """Issue 65's first method through the command (the figures: `bench --section speculative` on SmolLM2 and the
+    1.7B shape, in docs/performance.md): every task with and without proposals, the same tokens each time."""
+    env = {**os.environ, "FARA_HOME": str(fara_home)}
+    command = [sys.executable, "-m", "fara_desktop", "bench", "--quick", "--section", "speculative"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "the replies token for token as without" in result.stdout
+    saved = json.loads(max((fara_home / "data" / "benchmarks").glob("*.json")).read_text(encoding="utf-8"))
+    assert saved["speculative_same_replies"] is True
+    right = saved["speculative_accepted_of_proposed"]["always right"].split("/")
+    assert int(right[0]) == int(right[1]) > 0  # the ceiling's proposals are all accepted
+    wrong = saved["speculative_accepted_of_proposed"]["always wrong"].split("/")
+    assert int(wrong[0]) == 0
+
+
 def test_one_section_runs_alone_and_a_second_run_is_compared_with_the_first(fara_home, smollm2_path):
     env = {**os.environ, "FARA_HOME": str(fara_home)}
     command = [sys.executable, "-m", "fara_desktop", "bench", "--quick", "--json", "--section", "bandwidth"]

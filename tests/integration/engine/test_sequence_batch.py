@@ -229,3 +229,37 @@ def test_the_windows_prompt_is_read_before_the_prompts_that_came_first(llm):
         assert len(window) == 1 and not api  # the window's short prompt was read in the next step, whole
     finally:
         batch.close()
+
+
+COPY = (
+    "Repeat this text exactly: The harbour lights came on one by one as the fishing boats returned, and the old "
+    "keeper climbed the stairs of the lighthouse to wind the clock that had told the town the hour for a century."
+)
+
+
+def test_proposals_from_the_sequences_own_text_give_the_same_reply_in_fewer_decodes(llm):
+    """Issue 65's first method on the engine's sequences: a greedy reply that copies its prompt, with and without
+    proposals from its own text — token for token the same, the proposals accepted, fewer decodes; beside it a
+    sequence that does not speculate is unchanged."""
+    sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=48, ignore_eos=True)
+    runs = {}
+    for speculate in (False, True):
+        for beside in (False, True):
+            batch = SequenceBatch(llm.model, 512, 2, 2)
+            try:
+                copied: list[int] = []
+                other: list[int] = []
+                batch.add(prompt_of(llm, COPY), sampling, copied.append, speculate=speculate)
+                if beside:
+                    batch.add(prompt_of(llm, QUESTIONS[0]), sampling, other.append)
+                batch.run()
+                runs[speculate, beside] = (copied, other, batch.decodes, batch.proposed, batch.accepted)
+            finally:
+                batch.close()
+    for beside in (False, True):
+        plain, fast = runs[False, beside], runs[True, beside]
+        assert fast[0] == plain[0] and fast[1] == plain[1]
+        assert plain[3] == 0 and fast[4] > 0
+    alone_plain, alone_fast = runs[False, False], runs[True, False]
+    # each accepted proposal is a token the model wrote without a decode of its own
+    assert alone_fast[2] <= alone_plain[2] - alone_fast[4] // 2, (alone_plain[2], alone_fast[2:])
