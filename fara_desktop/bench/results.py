@@ -197,7 +197,10 @@ def table(out: dict[str, Any]) -> str:
                 "  always right (the ceiling here) / always wrong (goal ≥ 0.95)",
                 f"{out['speculative_ceiling_ratio']:.2f} / {out['speculative_never_right_ratio']:.2f}",
             ),
-            row("  the replies token for token as without", "yes" if out["speculative_same_replies"] else "NO"),
+            row(
+                "  the replies token for token as without (else: tokens shared, worst)",
+                "yes" if out["speculative_same_replies"] else f"no ({out['speculative_text_shared_tokens_worst']})",
+            ),
         ]
     rows += kernel_rows(out, row)
     rows += retrieval_rows(out.get("retrieval"))

@@ -37,8 +37,9 @@ def propose(history: Sequence[int], count: int) -> list[int]:
 
 
 class DecodeCost:
-    """A decode's seconds as llama.cpp takes them here, fitted as ``fixed + per_token × tokens`` over the decodes
-    that wrote tokens (no prompt read in them), older ones forgotten gradually (the machine's load drifts)."""
+    """A step's seconds here — the decode, the sampling of each token and the step's own work — fitted as
+    ``fixed + per_token × tokens`` over the steps that only wrote (no prompt read in them), older ones forgotten
+    gradually (the machine's load drifts)."""
 
     FORGET = 0.97
 

@@ -119,6 +119,8 @@ class SequenceBatch:
             raise GenerationError("llama.cpp could not make a context for several sequences.")
         self._memory = llama_cpp.llama_get_memory(self._ctx)
         self._vocab = llama_cpp.llama_model_get_vocab(model)
+        # A recurrent state cannot be cut back to a prefix: no proposals (the rejected ones could not be undone)
+        self.rewindable = not (llama_cpp.llama_model_is_recurrent(model) or llama_cpp.llama_model_is_hybrid(model))
         self._batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
         self._active: dict[int, _Sequence] = {}
         self._seeds = 0
@@ -147,14 +149,15 @@ class SequenceBatch:
         first: bool = False,
         speculate: bool | NgramDrafter = False,
     ) -> int:
-        """A new sequence reading ``prompt`` then generating; its id. ``restore``: a state whose tokens the prompt
-        may start with — what they share is not read again (a state that shares nothing, or that llama.cpp cannot
-        cut back to what is shared, is not used). ``keep``: its state is copied out when it ends. ``first``: its
-        prompt is read before any other's (the window's chat). ``speculate``: a greedy sequence proposes its next
-        tokens from its own text and checks them in the same decode (``NgramDrafter``, or the drafter given); the
-        reply is the same token for token. ``sampling.json_schema`` holds this sequence alone to
-        its grammar. Raises ``SequencesFullError`` when every sequence is in use, ``PromptTooLongError`` when the
-        prompt leaves no room for a reply, ``GrammarError`` for a schema no grammar can be built of."""
+        """A new sequence reading ``prompt`` then generating; its id. ``restore``: a state whose tokens the prompt may
+        start with — what they share is not read again (a state that shares nothing, or that llama.cpp cannot cut back
+        to what is shared, is not used). ``keep``: its state is copied out when it ends. ``first``: its prompt is read
+        before any other's (the window's chat). ``speculate``: a greedy sequence proposes its next tokens from its own
+        text and checks them in the same decode (``NgramDrafter``, or the drafter given), on a model whose cells can be
+        cut back (not a recurrent or hybrid one); the reply is the one plain decoding gives, as far as the CPU rounds a
+        decode of several tokens as it rounds one. ``sampling.json_schema`` holds this sequence alone to its grammar.
+        Raises ``SequencesFullError`` when every sequence is in use, ``PromptTooLongError`` when the prompt leaves no
+        room for a reply, ``GrammarError`` for a schema no grammar can be built of."""
         if not prompt or len(prompt) >= self.n_ctx:
             raise PromptTooLongError(f"The prompt takes {len(prompt)} of the sequence's {self.n_ctx} tokens.")
         seq_id = next((i for i in range(self.sequences) if i not in self._active), None)
@@ -167,7 +170,7 @@ class SequenceBatch:
         sampler = sampler_chain(self._llama_cpp, sampling, 0x5EED + self._seeds, grammar)
         sequence = _Sequence(seq_id, list(prompt), budget, on_token, should_cancel, sampler, sampling.ignore_eos)
         sequence.first, sequence.keep = first, keep
-        if speculate is not False and sampling.temperature <= 0:
+        if speculate is not False and sampling.temperature <= 0 and self.rewindable:
             sequence.drafter = speculate if isinstance(speculate, NgramDrafter) else NgramDrafter()
         self._active[seq_id] = sequence
         if restore is not None:
@@ -213,6 +216,7 @@ class SequenceBatch:
         """One decode: a token of every generating sequence (with its proposals, for one that speculates), then as
         much of one prompt as the batch has room for. Returns the sequences that ended."""
         llama_cpp, batch = self._llama_cpp, self._batch
+        started = time.perf_counter()
         ended = [self._end(s, "cancelled") for s in list(self._active.values()) if s.should_cancel()]
         batch.n_tokens = 0
         writing = [s for s in self._active.values() if s.next_token is not None]
@@ -239,10 +243,7 @@ class SequenceBatch:
             reading.read += len(chunk)
         if batch.n_tokens == 0:
             return ended
-        started = time.perf_counter()
         status = llama_cpp.llama_decode(self._ctx, batch)
-        if reading is None:  # a decode that only wrote: what a token costs in one, for the proposals
-            self.cost.observe(int(batch.n_tokens), time.perf_counter() - started)
         self.decodes += 1
         if status != 0:
             raise GenerationError(f"llama.cpp could not decode the batch (status {status}).")
@@ -258,6 +259,8 @@ class SequenceBatch:
                 llama_cpp.llama_memory_seq_rm(self._memory, sequence.seq_id, after + accepted, -1)  # the rejected
             if why is not None:
                 ended.append(self._end(sequence, why))
+        if reading is None:  # a step that only wrote: what a token costs in one (decode and sampling), for proposals
+            self.cost.observe(sum(len(indices) for _, indices, _ in outputs), time.perf_counter() - started)
         return ended
 
     def _reading(self) -> _Sequence | None:
