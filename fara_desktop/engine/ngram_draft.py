@@ -5,7 +5,8 @@ document's passage, an edit of pasted text or code, JSON re-formatted.
 
 ``NgramDrafter`` tunes itself, measured in use, not assumed: each proposed token is decoded, so it costs what a
 token costs in a decode here (little on a machine bound by reading the weights, nearly a whole decode on one bound
-by computing); it proposes as many as the sequence's measured acceptance pays for, and none where none pays."""
+by computing); it proposes as many as the sequence's measured acceptance pays for, and none where none pays; and
+once its steps with proposals have been timed against plain ones, a sequence they made slower stops proposing."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ SHORTEST_MATCH = 2
 MAX_PROPOSED = 12
 PROBE = 2  # proposed while the cost of a token in a decode is not known yet
 MIN_GAIN = 0.05  # a count pays when it is expected to write this much faster than plain decoding
+JUDGED_AFTER = 8  # steps with proposals timed before a sequence's proposals are judged against plain steps
 
 
 def propose(history: Sequence[int], count: int) -> list[int]:
@@ -45,6 +47,11 @@ class DecodeCost:
 
     def __init__(self) -> None:
         self._n = self._x = self._y = self._xx = self._xy = 0.0
+        self.plain_seconds_per_token = 0.0  # of the steps without proposals, averaged with the same forgetting
+
+    def plain_step(self, seconds_per_token: float) -> None:
+        previous = self.plain_seconds_per_token
+        self.plain_seconds_per_token = seconds_per_token if previous == 0 else 0.9 * previous + 0.1 * seconds_per_token
 
     def observe(self, tokens: int, seconds: float) -> None:
         f = self.FORGET
@@ -71,6 +78,9 @@ class NgramDrafter:
     tries: float = 5.0  # proposed tokens that were judged (those after a rejection never were)
     proposed: int = 0
     accepted: int = 0
+    timed_steps: int = 0  # steps with proposals timed, and their seconds per token written (averaged)
+    seconds_per_token: float = 0.0
+    off: bool = False  # measured slower than plain decoding: no more proposals for this sequence
 
     @property
     def acceptance(self) -> float:
@@ -79,6 +89,13 @@ class NgramDrafter:
     def count(self, cost: DecodeCost, others: int, room: int) -> int:
         """How many tokens to propose beside ``others`` tokens in the decode (this sequence's own next one
         included): the count with the most tokens written per second expected; 0 when proposing does not pay."""
+        if self.off or (
+            self.timed_steps >= JUDGED_AFTER
+            and cost.plain_seconds_per_token > 0
+            and self.seconds_per_token > cost.plain_seconds_per_token * (1 - MIN_GAIN / 2)
+        ):
+            self.off = True  # measured in use: its steps wrote slower than plain ones
+            return 0
         fitted = cost.fitted()
         if fitted is None:
             return min(PROBE, room)  # a decode of another size: the cost of one more token is measured
@@ -95,6 +112,12 @@ class NgramDrafter:
     def draft(self, history: Sequence[int], cost: DecodeCost, others: int, room: int) -> list[int]:
         count = self.count(cost, others, room)
         return propose(history, count) if count > 0 else []
+
+    def timed(self, seconds_per_token: float) -> None:
+        """A step with this sequence's proposals took ``seconds_per_token`` for each token written."""
+        self.timed_steps += 1
+        previous = self.seconds_per_token
+        self.seconds_per_token = seconds_per_token if previous == 0 else 0.8 * previous + 0.2 * seconds_per_token
 
     def judge(self, proposed: int, accepted: int) -> None:
         """``accepted`` of the ``proposed`` tokens matched what the model wrote (in order: the first rejection ends

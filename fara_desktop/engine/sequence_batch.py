@@ -249,9 +249,11 @@ class SequenceBatch:
             raise GenerationError(f"llama.cpp could not decode the batch (status {status}).")
         for sequence, _, _ in outputs:
             sequence.next_token, sequence.undecoded = None, 0  # decoded: its cells hold it
+        written = 0
         for sequence, indices, drafts in outputs:
             after = sequence.read + len(sequence.generated)  # the first position past what is decoded for sure
             why, accepted = self._write_from(sequence, indices, drafts)
+            written += sequence.read + len(sequence.generated) - after
             if sequence.drafter is not None and drafts:
                 sequence.drafter.judge(len(drafts), accepted)
                 self.proposed += len(drafts)
@@ -260,7 +262,13 @@ class SequenceBatch:
             if why is not None:
                 ended.append(self._end(sequence, why))
         if reading is None:  # a step that only wrote: what a token costs in one (decode and sampling), for proposals
-            self.cost.observe(sum(len(indices) for _, indices, _ in outputs), time.perf_counter() - started)
+            seconds = time.perf_counter() - started
+            self.cost.observe(sum(len(indices) for _, indices, _ in outputs), seconds)
+            drafting = [s.drafter for s, _, drafts in outputs if drafts and s.drafter is not None]
+            for drafter in drafting:
+                drafter.timed(seconds / max(written, 1))
+            if not drafting:
+                self.cost.plain_step(seconds / max(written, 1))
         return ended
 
     def _reading(self) -> _Sequence | None:

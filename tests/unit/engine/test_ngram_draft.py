@@ -54,3 +54,20 @@ def test_a_sequence_whose_proposals_are_rejected_stops_proposing():
     assert drafter.acceptance < 0.05 and drafter.count(cost, 1, 12) == 0
     assert drafter.draft([1, 2, 1, 2], cost, 1, 8) == []
     assert (drafter.proposed, drafter.accepted) == (400, 0)
+
+
+def test_a_sequence_whose_steps_with_proposals_wrote_slower_than_plain_ones_stops_proposing():
+    """Measured in use, whatever the cost model expected: its timed steps against the plain steps'."""
+    cost = cost_of(0.080, 0.002)
+    for _ in range(10):
+        cost.plain_step(0.080)
+    drafter = NgramDrafter(successes=90, tries=100)
+    for _ in range(7):
+        drafter.timed(0.100)
+    assert drafter.count(cost, 1, 12) > 0  # not judged yet
+    drafter.timed(0.100)
+    assert drafter.count(cost, 1, 12) == 0 and drafter.off
+    faster = NgramDrafter(successes=90, tries=100)
+    for _ in range(20):
+        faster.timed(0.030)
+    assert faster.count(cost, 1, 12) > 0
