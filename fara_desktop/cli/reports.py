@@ -13,11 +13,10 @@ from fara_desktop.files.paths import AppPaths
 from fara_desktop.machine.hardware import detect_hardware
 from fara_desktop.machine.kernel_check import PathVerdict
 from fara_desktop.machine.kernels import ensure_kernel_path
-from fara_desktop.machine.llama_build import weights_are_repacked
 from fara_desktop.machine.measurements import MachineCache
 from fara_desktop.models.discovery import scan_models
-from fara_desktop.planning.cost import MachineFacts, cost_here
-from fara_desktop.planning.planner import bandwidth
+from fara_desktop.planning.cost import cost_here
+from fara_desktop.planning.planner import bandwidth, machine_facts
 from fara_desktop.planning.tuning import choose_model, size_class
 from fara_desktop.settings import load_settings
 from fara_desktop.text.format import format_size
@@ -96,15 +95,7 @@ def models_report(paths: AppPaths, as_json: bool = False) -> int:
     memory = psutil.virtual_memory()
     usable = [m.metadata for m in scan.usable if m.metadata]
     speed = bandwidth(profile, cache)
-    facts = MachineFacts(
-        profile.physical_cores,
-        profile.usable_cores,
-        memory.available,
-        memory.total,
-        speed,
-        weights_are_repacked(),
-        cpu_features=tuple(profile.cpu_features),
-    )
+    facts = machine_facts(profile, cache)
     costs = {
         meta.path: cost_here(meta, replace(facts, calibrated_threads=cache.threads(profile, size_class(meta))))
         for meta in usable

@@ -11,13 +11,12 @@ from typing import Any
 import psutil
 
 from fara_desktop.machine.hardware import detect_hardware
-from fara_desktop.machine.llama_build import weights_are_repacked
 from fara_desktop.machine.measurements import MachineCache
 from fara_desktop.models.catalog import CatalogEntry, CatalogQuant, load_catalog, option_key
 from fara_desktop.models.discovery import scan_models
 from fara_desktop.models.metadata import ModelMetadata
 from fara_desktop.planning.cost import CostHere, MachineFacts, cost_here
-from fara_desktop.planning.planner import bandwidth
+from fara_desktop.planning.planner import bandwidth, machine_facts
 from fara_desktop.planning.tuning import COMFORTABLE_TOK_PER_S, FitVerdict, architecture_reasons, choose_model
 from fara_desktop.text.format import format_size
 
@@ -202,15 +201,7 @@ def assess_catalog_here(models_dir: Path, cache_dir: Path, extra_folders: Iterab
     cache = MachineCache(cache_dir / MachineCache.FILE_NAME)
     speed = bandwidth(profile, cache)
     installed = [Path(model.path) for model in scan.usable]
-    facts = MachineFacts(
-        profile.physical_cores,
-        profile.usable_cores,
-        memory.available,
-        memory.total,
-        speed,
-        weights_are_repacked(),
-        cpu_features=tuple(profile.cpu_features),
-    )
+    facts = machine_facts(profile, cache)
     read = {model.path: model.metadata for model in scan.usable if model.metadata}
     assessment = assess_catalog(
         load_catalog(),

@@ -78,6 +78,21 @@ def bandwidth(hardware: HardwareProfile, cache: MachineCache) -> float:
     return value
 
 
+def machine_facts(hardware: HardwareProfile, cache: MachineCache) -> MachineFacts:
+    """What a model's cost depends on here: the cores, the memory free now, the read bandwidth (measured once and
+    kept), and the build's repacking and instruction sets."""
+    memory = psutil.virtual_memory()
+    return MachineFacts(
+        hardware.physical_cores,
+        hardware.usable_cores,
+        memory.available,
+        memory.total,
+        bandwidth(hardware, cache),
+        weights_are_repacked(),
+        cpu_features=tuple(hardware.cpu_features),
+    )
+
+
 def tuned_for(meta: ModelMetadata, hardware: HardwareProfile, cache: MachineCache) -> TunedParams:
     """The one place the app's tuning is asked for a model here and now (the window, the server and the benchmark):
     free memory now, this machine's calibrated threads, the battery, the llama.cpp build."""
@@ -106,15 +121,7 @@ def plan_startup(
     memory = psutil.virtual_memory()
     usable = [m for m in scan.usable if avoid is None or Path(m.path) != avoid]
     speed = bandwidth(hardware, cache)
-    facts = MachineFacts(
-        hardware.physical_cores,
-        hardware.usable_cores,
-        memory.available,
-        memory.total,
-        speed,
-        weights_are_repacked(),
-        cpu_features=tuple(hardware.cpu_features),
-    )
+    facts = machine_facts(hardware, cache)
     costs = {
         m.path: cost_here(
             m.metadata, replace(facts, calibrated_threads=cache.threads(hardware, size_class(m.metadata)))
