@@ -47,7 +47,7 @@ class DecodeCost:
 
     def __init__(self) -> None:
         self._n = self._x = self._y = self._xx = self._xy = 0.0
-        self.plain_seconds_per_token = 0.0  # of the steps without proposals, averaged with the same forgetting
+        self.plain_seconds_per_token = 0.0  # of the steps without proposals (an average that forgets the oldest)
 
     def plain_step(self, seconds_per_token: float) -> None:
         previous = self.plain_seconds_per_token
