@@ -13,6 +13,7 @@ from typing import Any
 
 from fara_desktop.engine.llama_loading import open_model
 from fara_desktop.engine.sequence_batch import SequenceBatch
+from fara_desktop.engine.sequence_scheduler import SequenceRequest, SequenceScheduler
 from fara_desktop.models.gguf_file import read_gguf_header
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.vocabulary.sampling import SamplingParams
@@ -29,8 +30,9 @@ def _prompts(llm: Any, count: int, tokens: int) -> list[list[int]]:
 
 
 def _round(batch: SequenceBatch, prompts: list[list[int]], out_tokens: int) -> tuple[float, list[float]]:
-    """All ``prompts`` added at once; (aggregate generation tok/s once every prompt is read, each first token's
-    seconds)."""
+    """All ``prompts`` submitted at once to the scheduler; (aggregate generation tok/s once every prompt is read,
+    each first token's seconds)."""
+    scheduler = SequenceScheduler(batch)
     started = time.perf_counter()
     firsts: dict[int, float] = {}
     counts: dict[int, int] = {}
@@ -42,11 +44,12 @@ def _round(batch: SequenceBatch, prompts: list[list[int]], out_tokens: int) -> t
             counts[i] += 1
             firsts.setdefault(i, time.perf_counter() - started)
 
-        batch.add(prompt, sampling, got)
+        scheduler.submit(SequenceRequest(prompt, sampling, got))
     while len(firsts) < len(prompts):
-        batch.step()
+        scheduler.step()
     read_all, written = time.perf_counter(), sum(counts.values())
-    batch.run()
+    while not scheduler.idle:
+        scheduler.step()
     seconds = time.perf_counter() - read_all
     return (sum(counts.values()) - written) / max(seconds, 1e-9), sorted(firsts.values())
 

@@ -263,3 +263,46 @@ def test_proposals_from_the_sequences_own_text_give_the_same_reply_in_fewer_deco
     alone_plain, alone_fast = runs[False, False], runs[True, False]
     # each accepted proposal is a token the model wrote without a decode of its own
     assert alone_fast[2] <= alone_plain[2] - alone_fast[4] // 2, (alone_plain[2], alone_fast[2:])
+
+
+def test_the_next_free_sequence_goes_to_the_window_then_to_the_clients_in_their_order(llm):
+    """Two sequences, both taken by clients; a third client, then the window's chat, then a client that leaves
+    while it waits: the first sequence to free goes to the window, the next to the third client, and the one that
+    left never takes one. Every request ends."""
+    from fara_desktop.engine.sequence_scheduler import SequenceRequest, SequenceScheduler
+
+    short = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=6, ignore_eos=True)
+    batch = SequenceBatch(llm.model, 256, 2, 2)
+    scheduler = SequenceScheduler(batch)
+    order: list[str] = []
+    try:
+        left = [False]
+
+        def request(name: str, window: bool = False) -> SequenceRequest:
+            def first_token(_token: int, name: str = name) -> None:
+                if name not in order:
+                    order.append(name)
+
+            return SequenceRequest(prompt_of(llm, f"Say {name}."), short, first_token, window=window)
+
+        tickets = {name: scheduler.submit(request(name)) for name in ("client 1", "client 2")}
+        ends: dict[int, object] = dict(scheduler.step())  # both take a sequence
+        assert scheduler.waiting == 0 and batch.active == 2
+        tickets["client 3"] = scheduler.submit(request("client 3"))
+        tickets["window"] = scheduler.submit(request("window", window=True))
+        leaving = request("client 4")
+        leaving.should_cancel = lambda: left[0]
+        tickets["client 4"] = scheduler.submit(leaving)
+        steps = 0
+        while not scheduler.idle:
+            if steps == 1:
+                left[0] = True  # client 4 leaves while it waits
+            assert batch.active <= 2
+            ends.update(dict(scheduler.step()))
+            steps += 1
+        assert set(ends) == set(tickets.values())
+        assert order[:2] == ["client 1", "client 2"] or order[:2] == ["client 2", "client 1"]
+        assert order[2:] == ["window", "client 3"]
+        assert ends[tickets["client 4"]].ended == "cancelled" and ends[tickets["client 4"]].tokens == ()
+    finally:
+        batch.close()
