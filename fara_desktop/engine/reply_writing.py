@@ -33,7 +33,10 @@ class ReplyWriting:
         loops_checked: bool,
         logprob_of: LogprobOf | None,
     ) -> None:
+        import llama_cpp
+
         self.vocab, self.sampling, self.on_text, self.special = vocab, sampling, on_text, special
+        self._is_end = llama_cpp.llama_vocab_is_eog  # looked up once, not at every token
         self.stream = TextStream((*stop, *sampling.stop))
         self.loops = LoopDetector() if loops_checked and sampling.stop_loops else None
         self.logprob_of = logprob_of
@@ -43,9 +46,7 @@ class ReplyWriting:
 
     def take(self, token: int, max_tokens: int) -> Finish | None:
         """``token`` written; why the reply ends with it, or None to go on."""
-        import llama_cpp
-
-        if not self.sampling.ignore_eos and llama_cpp.llama_vocab_is_eog(self.vocab, token):
+        if not self.sampling.ignore_eos and self._is_end(self.vocab, token):
             return "stop"
         self.tokens += 1
         piece = token_piece(self.vocab, token, self._buffer, self.special)
