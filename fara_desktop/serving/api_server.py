@@ -3,6 +3,7 @@ window) or the calling one (``fara-desktop serve``), and stopped with every requ
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import socket
 import threading
@@ -39,12 +40,32 @@ def raise_open_file_limit() -> None:
 def _stopping_everything_on_signals(server_class: type[Any], api: LocalApi) -> type[Any]:
     """uvicorn's server, whose SIGTERM and Ctrl+C also end every request under way at once. Served on the main
     thread (``fara-desktop serve``) uvicorn takes those signals for itself and waits for every request to finish
-    (SIGTERM waited 8 s for eight requests' pictures, 120 s under a flood): the handler set before never ran."""
+    (SIGTERM waited 8 s for eight requests' pictures, 120 s under a flood): the handler set before never ran.
+
+    A signal's handler runs between two bytecodes of whatever the main thread was doing, locks held included (the
+    picture decoders' pool, inside ``submit``: ``serve`` hung one run in three). So it takes no lock: it only asks
+    the event loop, on which the server runs, to end the requests once the interrupted code has gone on."""
 
     class StoppingServer(server_class):  # type: ignore[misc]
+        loop: asyncio.AbstractEventLoop | None = None
+
+        async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+            self.loop = asyncio.get_running_loop()
+            try:
+                await super().serve(sockets=sockets)
+            finally:
+                self.loop = None
+
         def handle_exit(self, sig: int, frame: Any) -> None:
             super().handle_exit(sig, frame)
-            api.stop_everything()
+            self.end_requests()
+
+        def end_requests(self) -> None:
+            """Every request under way ended on the event loop, soon (lock-free: a signal's handler may call it)."""
+            loop = self.loop
+            if loop is not None:
+                with contextlib.suppress(RuntimeError):  # the loop closed: no request is under way
+                    loop.call_soon_threadsafe(api.stop_everything)
 
     return StoppingServer
 
@@ -116,13 +137,16 @@ class ApiServer:
         self._server.run(sockets=[self._socket])
 
     def request_stop(self) -> None:
-        """Ask ``run`` to end (any thread, a signal handler too; before ``run`` began as well): every request under
-        way ends now, and ``run`` returns once uvicorn has seen it. The socket stays for ``stop`` to close."""
+        """Ask ``run`` to end (any thread, a signal handler too: it takes no lock; before ``run`` began as well):
+        every request under way is ended by the event loop, and ``run`` returns once uvicorn has seen it. The
+        socket stays for ``stop`` to close."""
         self._server.should_exit = True
-        self.api.stop_everything()
+        self._server.end_requests()
 
     def stop(self, timeout: float = 5.0) -> None:
+        """Stop serving and end every request under way now (not from a signal's handler: use ``request_stop``)."""
         self.request_stop()
+        self.api.stop_everything()
         if self._thread is not None:
             self._thread.join(timeout)
         self._socket.close()

@@ -415,7 +415,8 @@ class LocalApi:
         self.api_key = keys
 
     def stop_everything(self) -> None:
-        """The server is stopping: every request under way ends now (any thread; a signal handler too)."""
+        """The server is stopping: every request under way ends now (any thread; never a signal's handler: it takes
+        locks, which the code the signal interrupted may hold)."""
         self._pictures_in.stop()
         for request_id in list(self._running_requests):
             self.queue.cancel_request(request_id)

@@ -173,3 +173,22 @@ def test_pictures_taken_as_the_client_left_are_released():
     assert taker.released.wait(30), "the pictures taken for a request that was gone were never released"
     assert taker.given_back == taker.taken and len(taker.taken) == 2
     pictures.stop()
+
+
+def test_a_signal_that_interrupts_the_intake_inside_its_own_lock_still_ends_every_request(server):
+    """``serve`` hung one run in three under a flood of pictures: SIGTERM was handled on the thread that was inside
+    the decoders' ``submit``, holding their pool's lock, and the handler waited for that lock for ever. The signal's
+    handler takes no lock now: it hands the ending of the requests to the server's event loop, which ends them once
+    the interrupted code goes on."""
+    import signal
+
+    api, pictures = server
+    threading.Thread(target=lambda: httpx.post(f"{api.address}/chat/completions", json=picture_request(),
+                                               timeout=30), daemon=True).start()  # fmt: skip
+    assert pictures.started.acquire(timeout=10)
+    handler = threading.Thread(target=api._server.handle_exit, args=(signal.SIGTERM, None), daemon=True)
+    with api.api._pictures_in._decoders._shutdown_lock:  # as the code the signal interrupted holds it
+        handler.start()
+        handler.join(5)
+        assert not handler.is_alive(), "the signal's handler waited for a lock the code it interrupted holds"
+    assert pictures.stopped.wait(5), "the signal left a request's pictures decoding"
