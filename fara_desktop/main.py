@@ -54,7 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         from fara_desktop.cli.serve import run_serve
 
-        return run_serve(paths, args.serve_model, args.host, args.port, args.serve_api_key, args.api_key_file)
+        return run_serve(
+            paths, args.serve_model, args.host, args.port, args.serve_api_key, args.api_key_file, args.parallel
+        )
     if args.command == "bench":
         from fara_desktop.bench.report import run_benchmark
 

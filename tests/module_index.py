@@ -35,6 +35,7 @@ TESTED_THROUGH: dict[str, tuple[str, str]] = {
     "fara_desktop.engine.llama_prompt": ("tests/integration/pictures/test_mrope_pictures.py", "cells"),
     "fara_desktop.engine.llama_state": ("tests/integration/engine/test_kv_on_disk.py", "snapshot"),
     "fara_desktop.engine.llama_tokens": ("tests/integration/serving/test_local_api.py", "logprobs"),
+    "fara_desktop.engine.parallel_replies": ("tests/integration/serving/test_parallel_api.py", "parallel"),
     "fara_desktop.engine.reply_channels": ("tests/integration/engine/test_llama_backend.py", "TokenText"),
     "fara_desktop.engine.sse": ("tests/integration/serving/test_api_tools.py", "stream=True"),
     "fara_desktop.engine.tool_grammar": ("tests/integration/engine/test_remote_backend.py", "tool_choice"),

@@ -42,6 +42,12 @@ def build_parser() -> argparse.ArgumentParser:
         "cache its own; or set FARA_API_KEY (keys separated by commas)",
     )
     serve.add_argument(
+        "--parallel",
+        type=int,
+        metavar="N",
+        help="requests answered at once, decoded together (each with a KV cache of its own; default: Settings')",
+    )
+    serve.add_argument(
         "--api-key",
         dest="serve_api_key",
         metavar="KEY",

@@ -13,6 +13,7 @@ import queue
 import signal
 import sys
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 
@@ -83,8 +84,15 @@ class StoppedBeforeServing(Exception):
 
 
 def run_serve(
-    paths: AppPaths, model: Path | None, host: str, port: int, api_key: str | None, key_file: Path | None = None
+    paths: AppPaths,
+    model: Path | None,
+    host: str,
+    port: int,
+    api_key: str | None,
+    key_file: Path | None = None,
+    parallel: int | None = None,
 ) -> int:
+    """Serve until SIGTERM or Ctrl+C; ``parallel``: the requests decoded together (None: as Settings say)."""
     try:
         key = serve_key(paths, api_key, key_file, os.environ)
     except FaraError as exc:
@@ -100,7 +108,7 @@ def run_serve(
     signal.signal(signal.SIGINT, stop_early)
     started: list[EngineCore] = []
     try:
-        return _serve(paths, model, host, port, key, started)
+        return _serve(paths, model, host, port, key, started, parallel)
     except StoppedBeforeServing:
         print("fara-desktop serve: stopped before it served", file=sys.stderr)
         return end_serving(started)
@@ -117,9 +125,18 @@ def end_serving(started: list[EngineCore]) -> int:
 
 
 def _serve(
-    paths: AppPaths, model: Path | None, host: str, port: int, key: str | None, started: list[EngineCore]
+    paths: AppPaths,
+    model: Path | None,
+    host: str,
+    port: int,
+    key: str | None,
+    started: list[EngineCore],
+    parallel: int | None,
 ) -> int:
     settings = load_settings(paths.config).settings
+    if parallel is not None:
+        inference = replace(settings.inference, parallel=parallel).validated()
+        settings = replace(settings, inference=inference)
     loading = ModelLoading(paths)  # the window's loop: plan, load, then measure the threads once
     prepared = loading.prepare(
         model, [Path(f) for f in settings.extra_model_folders], settings.inference.apply, settings.projectors
@@ -197,7 +214,10 @@ def _serve(
     signal.signal(signal.SIGINT, stop)
     print(server.address, flush=True)  # the first line: scripts read the address from it
     print(
-        printable(f"serving {info.name} ({info.n_ctx:,}-token context, {format_count(info.n_threads, 'thread')})"),
+        printable(
+            f"serving {info.name} ({info.n_ctx:,}-token context, {format_count(info.n_threads, 'thread')}"
+            + (f", {info.parallel} requests at once)" if info.parallel > 1 else ")")
+        ),
         flush=True,
     )
     if info.kernel_reason:

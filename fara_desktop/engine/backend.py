@@ -15,6 +15,7 @@ from fara_desktop.engine.reasoning import ReasoningSyntax
 from fara_desktop.engine.tool_calls import ToolCallFamily
 from fara_desktop.engine.types import ModelInfo, ModelSource, TokenLogprob
 from fara_desktop.planning.params import LoadParams
+from fara_desktop.vocabulary.errors import FaraError
 from fara_desktop.vocabulary.messages import ChatMessage
 from fara_desktop.vocabulary.sampling import SamplingParams
 from fara_desktop.vocabulary.stats import GenerationStats
@@ -87,6 +88,20 @@ class ReplyResult:
     tool_calls: tuple[ToolCall, ...] = ()  # calls a server read out of the reply itself (sent apart from the text)
 
 
+class RepliesTogether(Protocol):
+    """Replies that decode together (``ParallelReplies``): the worker hands it the local API's requests it
+    ``takes`` and steps it between commands; each reply's ``done`` is called on the worker's thread."""
+
+    @property
+    def idle(self) -> bool: ...
+    def takes(self, prompt: PreparedPrompt, sampling: SamplingParams) -> bool: ...
+    def submit(
+        self, prompt: PreparedPrompt, request: ReplyRequest, done: Callable[[ReplyResult | FaraError], None]
+    ) -> None: ...
+    def step(self) -> None: ...
+    def fail_all(self, error: FaraError) -> None: ...
+
+
 class Backend(Protocol):
     """What the worker needs from a model runtime (``LlamaBackend``, or a fake in GUI tests)."""
 
@@ -121,6 +136,11 @@ class Backend(Protocol):
         ...
 
     def reply(self, prompt: PreparedPrompt, request: ReplyRequest) -> ReplyResult: ...
+
+    @property
+    def parallel(self) -> RepliesTogether | None:
+        """Where the API's replies decode together (None: one at a time, through ``reply``)."""
+        ...
 
     def read_ahead(
         self,

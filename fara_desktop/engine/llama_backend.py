@@ -41,6 +41,7 @@ from fara_desktop.engine.llama_tokens import (
     token_logprob,
 )
 from fara_desktop.engine.own_tokens import longest_respelled_as_read
+from fara_desktop.engine.parallel_replies import ParallelReplies
 from fara_desktop.engine.projector_trial import trial_for
 from fara_desktop.engine.reply_writing import Finish, ReplyWriting
 from fara_desktop.engine.thread_calibration import measure_threads
@@ -86,6 +87,7 @@ class LlamaBackend:
         self._loaded_as: tuple[Path, LoadParams] | None = None  # what to load again when a switch fails
         self._states = ContextStates(state_store)  # whose chat is in the context, and the states kept for each
         self._vision: VisionModel | None = None  # the projector loaded beside the model: it sees pictures
+        self._parallel: ParallelReplies | None = None  # the API's replies decoding together, when asked for
 
     # ------------------------------------------------------------------ loading
 
@@ -137,6 +139,11 @@ class LlamaBackend:
                 projector = Path(params.projector)
                 trial = partial(trial_for, Path(llm.model_path), projector, info.kernel_path, info.n_threads_batch)
                 self._vision, info = open_vision(llm, info, projector, self._stop_asked, self._load_record, trial)
+            if params.parallel > 1:
+                self._parallel = ParallelReplies(
+                    llm.model, info.n_ctx, params.parallel, info.n_threads, llm.n_batch, like=llm.context_params
+                )
+                info = replace(info, parallel=params.parallel)
             self._info = info
             self._loaded_as = (info.path, params) if isinstance(info.path, Path) else None
             self._states.attach(state_identity(info), info.rewindable, sliding_window(llm))
@@ -146,6 +153,11 @@ class LlamaBackend:
         if params.use_mmap and params.prefault and isinstance(info.path, Path):
             start_prefault(info.path)
         return info
+
+    @property
+    def parallel(self) -> ParallelReplies | None:
+        """The API's replies decoding together (None: the model was loaded for one at a time)."""
+        return self._parallel
 
     @property
     def vision(self) -> VisionModel | None:
@@ -179,6 +191,8 @@ class LlamaBackend:
         best = max(results, key=lambda t: results[t])
         llama_cpp.llama_set_n_threads(llm.ctx, best, info.n_threads_batch)
         llm.reset()
+        if self._parallel is not None:
+            self._parallel.set_threads(best)
         self._info = replace(info, n_threads=best)
         return results, busy
 
@@ -190,6 +204,9 @@ class LlamaBackend:
         if self._llm is None:
             return None
         path = self._info.path if self._info else None
+        parallel, self._parallel = self._parallel, None
+        if parallel is not None:  # its context is over the model: freed first, its replies ended
+            parallel.close()
         vision, self._vision = self._vision, None
         if vision is not None:
             vision.close()
@@ -332,6 +349,8 @@ class LlamaBackend:
 
     def forget_conversation(self, conversation: Hashable | None) -> None:
         self._states.forget(self._llm, conversation)
+        if self._parallel is not None:
+            self._parallel.forget(conversation)
 
     def read_ahead(
         self,

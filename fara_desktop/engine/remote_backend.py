@@ -304,6 +304,11 @@ class RemoteBackend:
     def prepare_raw(self, text: str, reply_reserve: int) -> PreparedPrompt:
         raise GenerationError("Completing raw text is done with a model on this computer, not relayed to a server.")
 
+    @property
+    def parallel(self) -> None:
+        """None: the server batches its requests itself; they are sent one at a time from here."""
+        return None
+
     def reply(self, prompt: PreparedPrompt, request: ReplyRequest) -> ReplyResult:
         sampling, should_cancel, on_text = request.sampling, request.should_cancel, request.on_text
         model, client = self._model, self._client

@@ -8,10 +8,13 @@ import secrets
 import string
 import time
 from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
 
+from fara_desktop.engine.backend import PreparedPrompt, ReplyResult
 from fara_desktop.engine.reasoning import ReasoningSplitter, ReasoningSyntax
 from fara_desktop.engine.tool_calls import ToolCallSplitter
-from fara_desktop.engine.types import Event, TokenText
+from fara_desktop.engine.types import Cancelled, Event, Finished, TokenText
 from fara_desktop.vocabulary.tools import ToolCall
 
 EventSink = Callable[[Event], None]
@@ -72,6 +75,25 @@ class ReplyChannels:
         self.reasoning_tokens = 0
         self._thinking_from: float | None = None
         self._thinking_to: float | None = None
+
+    @classmethod
+    def for_prompt(cls, prompt: PreparedPrompt, batcher: TokenBatcher) -> ReplyChannels:
+        """The channels of a reply to ``prompt``: its model's reasoning markers, and its tools' calls when offered."""
+        splitter = None
+        if prompt.tool_family is not None and prompt.tools is not None:
+            schemas = {name: _schema(text) for name, text in prompt.tools.schemas().items()}
+            splitter = ToolCallSplitter(prompt.tool_family, schemas)
+        return cls(prompt.reasoning, batcher, splitter)
+
+    def final(self, request_id: int, result: ReplyResult) -> Finished | Cancelled:
+        """The reply's last event, from what these channels took apart (reasoning, answer, calls) and its result."""
+        reasoning, answer = self.reasoning, self.answer  # every piece of result.text went through them
+        stats = replace(result.stats, reasoning_tokens=self.reasoning_tokens, thinking_s=round(self.thinking_s, 3))
+        if result.finish_reason == "cancelled":
+            return Cancelled(request_id, answer, stats, reasoning.strip())
+        calls = self.tool_calls() + result.tool_calls
+        finish = "tool_calls" if calls else result.finish_reason
+        return Finished(request_id, answer, stats, finish, reasoning.strip(), result.logprobs, calls)
 
     def add(self, text: str, reasoning: bool | None = None) -> None:
         """One token's text; ``reasoning`` None: split it by the model's markers, else it is already known."""
@@ -136,3 +158,11 @@ class ReplyChannels:
 
 def new_call_id() -> str:
     return "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(9))
+
+
+def _schema(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

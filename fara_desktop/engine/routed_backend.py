@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 
-from fara_desktop.engine.backend import Backend, PreparedPrompt, PromptRequest, ReplyRequest, ReplyResult
+from fara_desktop.engine.backend import (
+    Backend,
+    PreparedPrompt,
+    PromptRequest,
+    RepliesTogether,
+    ReplyRequest,
+    ReplyResult,
+)
 from fara_desktop.engine.types import ModelInfo, ModelSource, RemoteModel
 from fara_desktop.planning.params import LoadParams
 
@@ -57,6 +64,10 @@ class RoutedBackend:
 
     def reply(self, prompt: PreparedPrompt, request: ReplyRequest) -> ReplyResult:
         return self._active.reply(prompt, request)
+
+    @property
+    def parallel(self) -> RepliesTogether | None:
+        return self._active.parallel
 
     def read_ahead(
         self,

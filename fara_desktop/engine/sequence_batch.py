@@ -78,15 +78,16 @@ class SequenceEnd:
     state: SequenceState | None = None
 
 
-def sampler_chain(llama_cpp: Any, sampling: SamplingParams, seed: int, grammar: tuple[Any, str] | None) -> Any:
-    """A llama.cpp sampler chain for ``sampling``: ``grammar`` (vocabulary, GBNF) first, the repeat penalty over the
-    last 64 tokens, then greedy at temperature 0, else top-k, top-p, min-p, temperature and a seeded draw."""
+def sampler_chain(llama_cpp: Any, sampling: SamplingParams, seed: int, vocab: Any, gbnf: str | None) -> Any:
+    """A llama.cpp sampler chain for ``sampling``: the grammar ``gbnf`` first, the repeat penalty over the last 64
+    tokens, then greedy at temperature 0, else top-k, top-p, min-p, temperature and a seeded draw."""
     chain = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
-    if grammar is not None:
-        vocab, text = grammar
-        llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_grammar(vocab, text.encode(), b"root"))
+    if gbnf is not None:
+        llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_grammar(vocab, gbnf.encode(), b"root"))
     if sampling.repeat_penalty != 1.0:
-        penalties = llama_cpp.llama_sampler_init_penalties(64, sampling.repeat_penalty, 0.0, 0.0)
+        # this llama.cpp's penalties take the vocabulary's size first (the last 64 tokens: llama-cpp-python's own)
+        n_vocab = llama_cpp.llama_vocab_n_tokens(vocab)
+        penalties = llama_cpp.llama_sampler_init_penalties(n_vocab, 64, sampling.repeat_penalty, 0.0, 0.0)
         llama_cpp.llama_sampler_chain_add(chain, penalties)
     if sampling.temperature <= 0:
         llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_greedy())
@@ -103,7 +104,12 @@ def sampler_chain(llama_cpp: Any, sampling: SamplingParams, seed: int, grammar: 
 class SequenceBatch:
     """``sequences`` conversations decoded together over ``model`` (a ``llama_model_p``), each with ``n_ctx`` cells."""
 
-    def __init__(self, model: Any, n_ctx: int, sequences: int, n_threads: int, n_batch: int = 512) -> None:
+    def __init__(
+        self, model: Any, n_ctx: int, sequences: int, n_threads: int, n_batch: int = 512, like: Any = None
+    ) -> None:
+        """``like``: the ``llama_context_params`` of the model's own context, whose attention and KV cache types this
+        context takes (flash attention or not rounds differently: a greedy reply would part from the same reply
+        written there)."""
         import llama_cpp
 
         self._llama_cpp = llama_cpp
@@ -114,6 +120,9 @@ class SequenceBatch:
         params.n_seq_max = sequences
         params.n_threads = params.n_threads_batch = n_threads
         params.kv_unified = False  # each sequence its own n_ctx cells: one never takes another's room
+        if like is not None:
+            params.flash_attn_type, params.swa_full = like.flash_attn_type, like.swa_full
+            params.type_k, params.type_v = like.type_k, like.type_v
         self._ctx = llama_cpp.llama_init_from_model(model, params)
         if not self._ctx:
             raise GenerationError("llama.cpp could not make a context for several sequences.")
@@ -166,8 +175,7 @@ class SequenceBatch:
         gbnf = json_gbnf(self._vocab, sampling.json_schema)
         self._seeds += 1
         budget = min(sampling.max_tokens or self.n_ctx, self.n_ctx - len(prompt))
-        grammar = (self._vocab, gbnf) if gbnf is not None else None
-        sampler = sampler_chain(self._llama_cpp, sampling, 0x5EED + self._seeds, grammar)
+        sampler = sampler_chain(self._llama_cpp, sampling, 0x5EED + self._seeds, self._vocab, gbnf)
         sequence = _Sequence(seq_id, list(prompt), budget, on_token, should_cancel, sampler, sampling.ignore_eos)
         sequence.first, sequence.keep = first, keep
         if speculate is not False and sampling.temperature <= 0 and self.rewindable:
@@ -333,10 +341,18 @@ class SequenceBatch:
             ended.extend(self.step())
         return ended
 
-    def close(self) -> None:
-        llama_cpp = self._llama_cpp
+    def set_threads(self, n_threads: int) -> None:
+        """The threads each decode uses from now on (the count measured fastest for this model)."""
+        self._llama_cpp.llama_set_n_threads(self._ctx, n_threads, n_threads)
+
+    def end_all(self) -> None:
+        """Every sequence ends now, its cells freed (a decode failed: none of them can be trusted to go on)."""
         for sequence in list(self._active.values()):
             self._end(sequence, "cancelled")
+
+    def close(self) -> None:
+        llama_cpp = self._llama_cpp
+        self.end_all()
         if self._batch is not None:
             llama_cpp.llama_batch_free(self._batch)
             self._batch = None

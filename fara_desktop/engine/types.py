@@ -169,6 +169,7 @@ class ModelInfo:
     kernel_reason: str = ""  # why that path, in words
     kernel_summary: str = ""  # the path and why in a few words (the hardware panel's line)
     size_class: str = ""  # the model-size class its kernel and thread speeds are kept for ("": unknown)
+    parallel: int = 1  # the local API's replies it decodes together (``LoadParams.parallel``)
 
     @property
     def remote(self) -> bool:

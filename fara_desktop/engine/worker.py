@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import math
 import queue
@@ -11,16 +10,14 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
-from fara_desktop.engine.backend import Backend, PromptRequest, ReplyRequest
-from fara_desktop.engine.errors import CalibrationYieldedError, LoadCancelledError, RequestCancelled
+from fara_desktop.engine.backend import Backend, PreparedPrompt, PromptRequest, ReplyRequest, ReplyResult, TextSink
+from fara_desktop.engine.errors import CalibrationYieldedError, GenerationError, LoadCancelledError, RequestCancelled
 from fara_desktop.engine.kv_disk import KVDiskStore
 from fara_desktop.engine.llama_backend import LlamaBackend
 from fara_desktop.engine.remote_backend import RemoteBackend
 from fara_desktop.engine.reply_channels import ReplyChannels, TokenBatcher
 from fara_desktop.engine.routed_backend import RoutedBackend
-from fara_desktop.engine.tool_calls import ToolCallSplitter
 from fara_desktop.engine.types import (
     CalibrateThreads,
     CalibrationFailed,
@@ -93,14 +90,6 @@ def describe(command: Command) -> str:
     return type(command).__name__
 
 
-def _schema(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
 class InferenceWorker:
     """One long-lived thread fed by a ``queue.Queue`` of commands.
 
@@ -141,6 +130,8 @@ class InferenceWorker:
         self._unsaved: int | None = None  # the chat whose state changed since it was last kept
         self._working = False  # a reply, a read-ahead, a load or a calibration is being handled
         self._last_active = time.monotonic()  # when the engine last ended such a command
+        self._parallel_running = 0  # the local API's replies decoding together (``ParallelReplies``)
+        self._calibration_after: CalibrateThreads | None = None  # measured once the parallel replies have ended
 
     # ------------------------------------------------------------------ public, any thread
 
@@ -274,12 +265,12 @@ class InferenceWorker:
         """Whether the user waits on the engine now (a reply or read-ahead queued or running, a model loading or
         being measured): background measurements give way (``app/kernel_speeds``)."""
         with self._lock:
-            return self._working or self._replies_waiting > 0 or self._aheads_waiting > 0
+            return self._working or self._replies_waiting > 0 or self._aheads_waiting > 0 or self._parallel_running > 0
 
     def quiet_seconds(self) -> float:
         """How long the engine has had nothing to do (0 while it works or something waits)."""
         with self._lock:
-            if self._working or self._replies_waiting > 0 or self._aheads_waiting > 0:
+            if self._working or self._replies_waiting > 0 or self._aheads_waiting > 0 or self._parallel_running > 0:
                 return 0.0
             return time.monotonic() - self._last_active
 
@@ -311,12 +302,22 @@ class InferenceWorker:
 
     def _run(self) -> None:
         while True:
+            parallel = self._parallel_busy()
+            if not parallel and self._calibration_after is not None:
+                self._commands.put(self._calibration_after)
+                self._calibration_after = None
             try:
                 # A reply's state is copied out of llama.cpp (0.9 s for 3,000 tokens at 1.7B) once nothing has come
                 # for a moment: a Regenerate or the next question right after a reply does not wait for it.
-                command = self._commands.get(timeout=KEEP_STATE_AFTER_S if self._unsaved is not None else None)
+                if parallel:  # the parallel replies decode between commands, one step at a time
+                    command = self._commands.get_nowait()
+                else:
+                    command = self._commands.get(timeout=KEEP_STATE_AFTER_S if self._unsaved is not None else None)
             except queue.Empty:
-                self._save_to_disk()
+                if parallel:
+                    self._step_parallel()
+                else:
+                    self._save_to_disk()
                 continue
             if isinstance(command, ForgetConversation) and command.conversation in (None, self._unsaved):
                 self._unsaved = None  # a deleted chat is not kept on its way out
@@ -325,6 +326,7 @@ class InferenceWorker:
             ):  # another chat, a switch, a calibration: the chat in the context is kept before it leaves
                 self._save_to_disk()
             if isinstance(command, Shutdown):
+                self._step_parallel()  # everything is cancelled by now: the replies under way end, undecoded
                 self._save_to_disk(wait=True)
                 self._safe_close()
                 return
@@ -348,12 +350,14 @@ class InferenceWorker:
                 self._working = False
                 self._last_active = time.monotonic()
             try:
-                self._emit(final)  # the one place a command's final event is sent: exactly one per command
+                if final is not None:  # the one place a command's final event is sent (a parallel reply's: its own)
+                    self._emit(final)
             except Exception:  # a sink that fails (its window gone) must not end the thread
                 log.exception("The end of %s could not be delivered", describe(command))
 
-    def _handle(self, command: Command) -> Event:
-        """Run one command; its final event (the events on the way are emitted as they come)."""
+    def _handle(self, command: Command) -> Event | None:
+        """Run one command; its final event (the events on the way are emitted as they come), or None for a reply
+        that went to the parallel replies (its final event comes as it ends)."""
         if isinstance(command, LoadModel):
             return self._load(command)
         if isinstance(command, Generate):
@@ -412,10 +416,16 @@ class InferenceWorker:
         info = self._backend.info
         if info is None or info.remote:  # a server's threads are the server's business: nothing to measure here
             return CalibrationFailed("no model on this computer is loaded to measure")
+        if self._parallel_busy():  # taken again from the queue it would give way at once, for ever
+            self._calibration_after = command
+            return CalibrationPostponed()
         try:
             results, busy = self._backend.calibrate_threads(command.candidates, command.tokens, self._reply_waiting)
         except CalibrationYieldedError:
-            self._commands.put(command)  # measured again after the replies that were waiting
+            if self._parallel_busy():
+                self._calibration_after = command
+            else:
+                self._commands.put(command)  # measured again after the replies that were waiting
             return CalibrationPostponed()
         except FaraError as exc:
             log.warning("Thread calibration failed: %s", exc)
@@ -427,59 +437,102 @@ class InferenceWorker:
     def _reply_waiting(self) -> bool:
         """A calibration gives way: a reply waits, or the app is closing (it must not wait for a measurement)."""
         with self._lock:
-            return self._replies_waiting > 0 or self._stopping
+            return self._replies_waiting > 0 or self._parallel_running > 0 or self._stopping
 
-    def _generate(self, command: Generate) -> Finished | Cancelled | Failed:
+    def _generate(self, command: Generate) -> Finished | Cancelled | Failed | None:
+        """The reply's final event; None when a sequence of the parallel replies took it (a local API request, on a
+        model loaded with several): its final event comes as its sequence ends, and the worker takes the next
+        command meanwhile."""
         request_id = command.request_id
         if self.is_cancelled(request_id):
             return Cancelled(request_id, "", None)
         self._emit(GenerationStarted(request_id))
         should_cancel = lambda: self.is_cancelled(request_id)  # noqa: E731
         try:
-            info = self._backend.info
-            n_ctx = info.n_ctx if info else 0
-            reserve = reply_reserve(command.sampling, n_ctx)
-            if command.raw:
-                prompt = self._backend.prepare_raw(command.messages[0].content, reserve)
-            else:
-                prompt = self._backend.prepare(
-                    PromptRequest(command.messages, reserve, should_cancel, command.thinking, command.tools)
-                )
-            if prompt.dropped_messages:
-                self._emit(HistoryTrimmed(request_id, prompt.dropped_messages, prompt.kept_messages))
-            if prompt.note:
-                self._emit(PromptAdjusted(request_id, prompt.note))
-            splitter = None
-            if prompt.tool_family is not None and prompt.tools is not None:
-                schemas = {name: _schema(text) for name, text in prompt.tools.schemas().items()}
-                splitter = ToolCallSplitter(prompt.tool_family, schemas)
-            channels = ReplyChannels(prompt.reasoning, TokenBatcher(request_id, self._emit), splitter)
+            prompt = self._prompt_for(command, should_cancel)
+            channels = ReplyChannels.for_prompt(prompt, TokenBatcher(request_id, self._emit))
+            request = ReplyRequest(
+                command.sampling,
+                should_cancel=should_cancel,
+                on_text=channels.add,
+                conversation=command.conversation,
+                on_prompt_progress=lambda done, total: self._emit(PromptProgress(request_id, done, total)),
+            )
+            parallel = self._backend.parallel
+            with self._lock:
+                for_a_client = request_id in self._sinks
+            if parallel is not None and for_a_client and parallel.takes(prompt, command.sampling):
+                parallel.submit(prompt, request, lambda outcome: self._parallel_ended(command, channels, outcome))
+                with self._lock:
+                    self._parallel_running += 1
+                return None
+            if parallel is not None and not parallel.idle:  # the sequences go on between this reply's tokens
+                request = dataclasses.replace(request, on_text=self._stepping_parallel(channels.add))
             try:
-                result = self._backend.reply(
-                    prompt,
-                    ReplyRequest(
-                        command.sampling,
-                        should_cancel=should_cancel,
-                        on_text=channels.add,
-                        conversation=command.conversation,
-                        on_prompt_progress=lambda done, total: self._emit(PromptProgress(request_id, done, total)),
-                    ),
-                )
+                result = self._backend.reply(prompt, request)
             finally:
                 channels.finish()
         except RequestCancelled:
             return Cancelled(request_id, "", None)
         except FaraError as exc:
             return Failed(request_id, str(exc), type(exc).__name__)
-        reasoning, answer = channels.reasoning, channels.answer  # every piece of result.text went through them
-        stats = dataclasses.replace(
-            result.stats, reasoning_tokens=channels.reasoning_tokens, thinking_s=round(channels.thinking_s, 3)
-        )
-        if result.finish_reason == "cancelled":
-            return Cancelled(request_id, answer, stats, reasoning.strip())
-        calls = channels.tool_calls() + result.tool_calls
-        finish = "tool_calls" if calls else result.finish_reason
-        return Finished(request_id, answer, stats, finish, reasoning.strip(), result.logprobs, calls)
+        return channels.final(request_id, result)
+
+    def _prompt_for(self, command: Generate, should_cancel: Callable[[], bool]) -> PreparedPrompt:
+        info = self._backend.info
+        reserve = reply_reserve(command.sampling, info.n_ctx if info else 0)
+        if command.raw:
+            prompt = self._backend.prepare_raw(command.messages[0].content, reserve)
+        else:
+            prompt = self._backend.prepare(
+                PromptRequest(command.messages, reserve, should_cancel, command.thinking, command.tools)
+            )
+        if prompt.dropped_messages:
+            self._emit(HistoryTrimmed(command.request_id, prompt.dropped_messages, prompt.kept_messages))
+        if prompt.note:
+            self._emit(PromptAdjusted(command.request_id, prompt.note))
+        return prompt
+
+    # ------------------------------------------------------------------ the parallel replies
+
+    def _parallel_busy(self) -> bool:
+        parallel = self._backend.parallel
+        return parallel is not None and not parallel.idle
+
+    def _step_parallel(self) -> None:
+        """One decode of the local API's replies under way (each that ends sends its final event)."""
+        parallel = self._backend.parallel
+        if parallel is None or parallel.idle:
+            return
+        try:
+            parallel.step()
+        except Exception:  # the thread survives, and every reply under way still ends with its event
+            log.exception("Unexpected error in the inference thread while decoding the parallel replies")
+            parallel.fail_all(GenerationError("Something went wrong inside the engine; details are in the log file."))
+
+    def _stepping_parallel(self, on_text: TextSink) -> TextSink:
+        """``on_text`` that also steps the parallel replies: they go on while a reply of the model's own context
+        (the window's, a request with pictures) is written."""
+
+        def stepping(text: str, reasoning: bool | None = None) -> None:
+            on_text(text, reasoning)
+            self._step_parallel()
+
+        return stepping
+
+    def _parallel_ended(self, command: Generate, channels: ReplyChannels, outcome: ReplyResult | FaraError) -> None:
+        with self._lock:
+            self._parallel_running -= 1
+            self._last_active = time.monotonic()
+        try:
+            channels.finish()
+            if isinstance(outcome, FaraError):
+                final: Event = Failed(command.request_id, str(outcome), type(outcome).__name__)
+            else:
+                final = channels.final(command.request_id, outcome)
+            self._emit(final)
+        except Exception:  # a sink that fails (its client gone) must not end the thread
+            log.exception("The end of %s could not be delivered", describe(command))
 
     def _read_ahead(self, command: ReadAhead) -> ReadAheadProgress:
         """Ends with one ``ReadAheadProgress(finished=True)`` for this read-ahead: the window waits for it (and

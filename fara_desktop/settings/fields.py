@@ -108,6 +108,16 @@ FIELDS: tuple[SettingField, ...] = (
         auto="auto",
     ),
     SettingField(
+        "inference.parallel",
+        "Parallel API conversations",
+        "Local API requests answered at once: one pass over the weights writes a token of each, so four cost "
+        "this CPU little more than one. Each takes a KV cache of the full context length of its own. auto: one "
+        "at a time.",
+        1,
+        16,
+        auto="auto",
+    ),
+    SettingField(
         "inference.kernel_path",
         "Kernel path",
         "How llama.cpp multiplies the weights on this CPU. auto "

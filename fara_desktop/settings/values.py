@@ -32,6 +32,7 @@ class InferenceOverrides:
     use_mmap: bool | None = None
     use_mlock: bool | None = None
     kernel_path: str | None = None
+    parallel: int | None = None  # the local API's conversations decoded together; auto: one at a time
 
     def validated(self) -> InferenceOverrides:
         """Counts of 0 or less (or not numbers) mean auto; others are brought into their range (a context of 100
@@ -53,6 +54,7 @@ class InferenceOverrides:
             use_mmap=self.use_mmap if isinstance(self.use_mmap, bool) else None,
             use_mlock=self.use_mlock if isinstance(self.use_mlock, bool) else None,
             kernel_path=self.kernel_path if self.kernel_path in KERNEL_PATHS else None,
+            parallel=count("parallel", self.parallel),
         )
 
     def apply(self, tuned: TunedParams) -> LoadParams:
@@ -67,6 +69,7 @@ class InferenceOverrides:
             use_mmap=self.use_mmap if self.use_mmap is not None else tuned.use_mmap,
             use_mlock=self.use_mlock if self.use_mlock is not None else tuned.use_mlock,
         ).load_params()
+        loaded = replace(loaded, parallel=self.parallel or 1)
         return loaded if self.flash_attn is None else replace(loaded, flash_attn=self.flash_attn)
 
 

@@ -111,6 +111,11 @@ class FakeBackend:
             return PreparedPrompt(tuple(messages), tool_family=self.tool_family, tools=tools)
         return PreparedPrompt(tuple(messages))
 
+    @property
+    def parallel(self) -> None:
+        """None: this fake replies one at a time."""
+        return None
+
     def reply(self, prompt: PreparedPrompt, request: ReplyRequest) -> ReplyResult:
         sampling, should_cancel, on_text = request.sampling, request.should_cancel, request.on_text
         on_prompt_progress = request.on_prompt_progress

@@ -107,6 +107,7 @@ class InferencePage(QWidget):
         self.mlock = _tri_state(
             "inference.use_mlock", "lockInMemory", tuned.use_mlock if tuned else False, chosen.use_mlock
         )
+        self.parallel = _auto_spin("inference.parallel", "parallelConversations", 1, chosen.parallel)
         self.kernel = _kernel_paths(chosen.kernel_path)
         fields: tuple[tuple[str, QSpinBox | QComboBox], ...] = (
             ("n_ctx", self.ctx),
@@ -117,6 +118,7 @@ class InferencePage(QWidget):
             ("flash_attn", self.flash),
             ("use_mmap", self.mmap),
             ("use_mlock", self.mlock),
+            ("parallel", self.parallel),
             ("kernel_path", self.kernel),
         )
         for key, field in fields:
@@ -146,6 +148,7 @@ class InferencePage(QWidget):
             use_mmap=self.mmap.currentData(),
             use_mlock=self.mlock.currentData(),
             kernel_path=self.kernel.currentData(),
+            parallel=spin_value(self.parallel, "inference.parallel"),
         ).validated()
 
 

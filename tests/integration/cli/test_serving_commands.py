@@ -529,3 +529,58 @@ def test_stopping_serve_before_it_serves_ends_it_cleanly_and_blames_nobody(fara_
         again.send_signal(signal.SIGTERM)
         again.wait(60)
         end(again)
+
+
+@pytest.mark.real_model
+def test_serve_parallel_streams_eight_clients_and_sigterm_ends_every_stream(fara_home, smollm2_path, tmp_path):
+    """Issue 63: ``serve --parallel 4`` with eight clients streaming (four decode, four wait for a sequence); SIGTERM
+    ends serve cleanly (status 0, no traceback), every stream ends, and no process of it is left."""
+    import time
+
+    import httpx
+
+    env = {**os.environ, "FARA_HOME": str(fara_home), "PYTHONUNBUFFERED": "1"}
+    errors = tmp_path / "stderr.txt"
+    with open(errors, "w") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "fara_desktop", "serve", "--port", "0", "--parallel", "4", "--model",
+             str(smollm2_path)], stdout=subprocess.PIPE, stderr=stderr, text=True, env=env, start_new_session=True,
+        )  # fmt: skip
+    try:
+        address = process.stdout.readline().strip()  # type: ignore[union-attr]
+        assert address.startswith("http://127.0.0.1:"), errors.read_text()[-2000:]
+        assert "4 requests at once" in process.stdout.readline()  # type: ignore[union-attr]
+        streaming = threading.Semaphore(0)
+        ended: list[str] = []
+        body = {"messages": [{"role": "user", "content": "Tell me a very long story."}], "max_tokens": 2000,
+                "stream": True, "temperature": 0}  # fmt: skip
+
+        def stream() -> None:
+            pieces = 0
+            try:
+                with httpx.stream("POST", f"{address}/chat/completions", json=body, timeout=60) as reply:
+                    for line in reply.iter_lines():
+                        pieces += line.startswith("data: {")
+                        if pieces == 1:
+                            streaming.release()
+                ended.append("whole")
+            except httpx.HTTPError:
+                ended.append("cut")  # the connection ended with the server
+
+        clients = [threading.Thread(target=stream) for _ in range(8)]
+        for client in clients:
+            client.start()
+        for _ in range(4):  # four stream at once; the other four wait for a sequence
+            assert streaming.acquire(timeout=60), errors.read_text()[-2000:]
+        sent = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0, errors.read_text()[-2000:]
+        waited = time.monotonic() - sent
+        for client in clients:
+            client.join(30)
+        assert len(ended) == 8 and not any(c.is_alive() for c in clients)
+        assert "Traceback" not in errors.read_text()
+        wait_until(lambda pid=process.pid: not group_alive(pid), 10, "the server's processes to end")
+        assert waited <= 2.0, waited
+    finally:
+        end(process)

@@ -1,0 +1,167 @@
+"""Several local API clients answered at once (issue 63): a model loaded with ``parallel`` sequences decodes every
+client's reply together, with the real model, the real worker and the official ``openai`` client."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import openai
+import pytest
+
+from fara_desktop.planning.params import LoadParams
+from fara_desktop.serving.api_server import ApiServer
+from fara_desktop.serving.local_api import LocalApi
+from fara_desktop.vocabulary.sampling import SamplingParams
+from tests.conftest import wait_until
+from tests.helpers.local_api_server import serve_model
+
+QUESTIONS = [
+    "Write a long story about a lighthouse keeper.",
+    "Explain how bread is baked, step by step.",
+    "Describe the planets of the solar system.",
+    "List ten uses of a paperclip and explain each.",
+]
+TOKENS = 40
+
+
+@pytest.fixture(scope="module")
+def together(smollm2_path):
+    server, worker, info = serve_model(smollm2_path, LoadParams(n_ctx=2048, prefault=False, parallel=4))
+    yield server, worker, info
+    server.stop()
+    assert worker.shutdown(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def alone(smollm2_path):
+    server, worker, info = serve_model(smollm2_path, LoadParams(n_ctx=2048, prefault=False))
+    yield server, worker, info
+    server.stop()
+    assert worker.shutdown(timeout=30)
+
+
+def client(server: ApiServer, key: str = "unused") -> openai.OpenAI:
+    return openai.OpenAI(base_url=server.address, api_key=key, max_retries=0)
+
+
+def ask(server: ApiServer, question: str, tokens: int = TOKENS, key: str = "unused") -> str:
+    reply = client(server, key).chat.completions.create(
+        model="m", messages=[{"role": "user", "content": question}], temperature=0, max_tokens=tokens
+    )
+    return reply.choices[0].message.content or ""
+
+
+def stream(server: ApiServer, question: str, log: dict[str, list[float]], texts: dict[str, str]) -> None:
+    """``question`` streamed; when its first piece came and when it ended go to ``log``, its text to ``texts``."""
+    chunks = client(server).chat.completions.create(
+        model="m", messages=[{"role": "user", "content": question}], temperature=0, max_tokens=TOKENS, stream=True
+    )
+    pieces: list[str] = []
+    for chunk in chunks:
+        if chunk.choices and chunk.choices[0].delta.content:
+            if not pieces:
+                log["first"].append(time.monotonic())
+            pieces.append(chunk.choices[0].delta.content)
+    log["ended"].append(time.monotonic())
+    texts[question] = "".join(pieces)
+
+
+@pytest.mark.real_model
+def test_four_streams_all_begin_before_any_ends_and_each_is_its_reply_alone(together, alone):
+    server, worker, _info = together
+    parallel = worker._backend.parallel
+    assert parallel is not None and parallel.sequences == 4
+    decodes_before = parallel.batch.decodes
+    log: dict[str, list[float]] = {"first": [], "ended": []}
+    texts: dict[str, str] = {}
+    clients = [threading.Thread(target=stream, args=(server, q, log, texts)) for q in QUESTIONS]
+    for thread in clients:
+        thread.start()
+    for thread in clients:
+        thread.join(120)
+    assert len(texts) == 4 and all(texts.values())
+    assert max(log["first"]) < min(log["ended"]), "a client's first piece came after another's reply had ended"
+    # one decode served several clients: far fewer decodes than the tokens written and the prompts read
+    assert parallel.batch.decodes - decodes_before < 4 * TOKENS
+    for question in QUESTIONS:  # greedy: what the same request gives alone, in the model's own context
+        assert texts[question] == ask(alone[0], question), question
+
+
+@pytest.mark.real_model
+def test_a_client_that_leaves_mid_reply_changes_no_other_clients_reply(together):
+    server, worker, _info = together
+    parallel = worker._backend.parallel
+    expected = {q: ask(server, q) for q in QUESTIONS[:2]}
+    texts: dict[str, str] = {}
+    left = threading.Event()
+    beside: list[int] = []
+
+    def leave() -> None:
+        chunks = client(server).chat.completions.create(
+            model="m", messages=[{"role": "user", "content": QUESTIONS[3]}], temperature=0, max_tokens=400,
+            stream=True,
+        )  # fmt: skip
+        for _chunk in chunks:
+            if parallel.running >= 3:  # the others are under way beside it
+                beside.append(parallel.running)
+                break
+        chunks.close()
+        left.set()
+
+    def stay(question: str) -> None:
+        texts[question] = ask(server, question)
+
+    threads = [threading.Thread(target=leave)] + [threading.Thread(target=stay, args=(q,)) for q in expected]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert left.is_set() and beside, "the client left after the others had ended"
+    assert texts == expected
+    wait_until(lambda: parallel.idle, 30, "the sequence of the client that left to be freed")
+
+
+@pytest.mark.real_model
+def test_a_follow_up_continues_its_own_clients_kept_sequence_never_another_clients(smollm2_path):
+    from fara_desktop.engine.types import ModelLoaded
+    from fara_desktop.engine.worker import InferenceWorker
+
+    events: list[object] = []
+    loaded = threading.Event()
+
+    def sink(event: object) -> None:
+        events.append(event)
+        if isinstance(event, ModelLoaded):
+            loaded.set()
+
+    worker = InferenceWorker(sink).start()
+    worker.load_model(smollm2_path, LoadParams(n_ctx=2048, prefault=False, parallel=2))
+    assert loaded.wait(60)
+    info = events[-1].info  # type: ignore[attr-defined]
+    keys = "first-client-key-0001\nsecond-client-key-0002"
+    server = ApiServer(LocalApi(worker, lambda: info, lambda: SamplingParams(temperature=0.0), keys))
+    server.start()
+    try:
+        history = [{"role": "user", "content": QUESTIONS[0]}]
+        first = client(server, "first-client-key-0001").chat.completions.create(
+            model="m", messages=history, temperature=0, max_tokens=24
+        )
+        history += [{"role": "assistant", "content": first.choices[0].message.content}]
+        history += [{"role": "user", "content": "And then?"}]
+
+        def follow_up(key: str) -> tuple[int, int]:
+            reply = client(server, key).chat.completions.create(
+                model="m", messages=history, temperature=0, max_tokens=8
+            )
+            usage = reply.usage
+            assert usage is not None and usage.prompt_tokens_details is not None
+            return usage.prompt_tokens, usage.prompt_tokens_details.cached_tokens or 0
+
+        prompt, cached_by_other = follow_up("second-client-key-0002")
+        assert cached_by_other == 0, "another client's kept sequence was continued"
+        prompt, cached = follow_up("first-client-key-0001")
+        assert cached >= first.usage.prompt_tokens, (prompt, cached)  # only the new turn was read
+    finally:
+        server.stop()
+        assert worker.shutdown(timeout=30)
