@@ -55,7 +55,14 @@ def main(argv: list[str] | None = None) -> int:
         from fara_desktop.cli.serve import run_serve
 
         return run_serve(
-            paths, args.serve_model, args.host, args.port, args.serve_api_key, args.api_key_file, args.parallel
+            paths,
+            args.serve_model,
+            args.host,
+            args.port,
+            args.serve_api_key,
+            args.api_key_file,
+            args.parallel,
+            args.context,
         )
     if args.command == "bench":
         from fara_desktop.bench.report import run_benchmark

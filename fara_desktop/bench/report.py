@@ -23,6 +23,7 @@ from fara_desktop.bench.cold_probe import MODES as COLD_MODES
 from fara_desktop.bench.kernels import kernel_speeds
 from fara_desktop.bench.loops import loop_detection
 from fara_desktop.bench.parallel import parallel_generation
+from fara_desktop.bench.parallel_serving import parallel_serving
 from fara_desktop.bench.paste_forecast import paste_forecast
 from fara_desktop.bench.plan import SECTION_HELP, SECTIONS, default_sections, plan_for
 from fara_desktop.bench.prefix_paths import prefix_paths
@@ -418,6 +419,11 @@ class Benchmark:
             self.model, self.params, 120 if quick else 500, 16 if quick else 128, 1 if quick else 3
         )
         self.out.update(figures)
+        # then as clients see it: through ``serve``, each client a process (and llama.cpp's server beside it)
+        threads = self.params.n_threads or self.tuned.n_threads
+        self.out.update(
+            parallel_serving(self.model, threads, 40 if quick else 430, 8 if quick else 128, 1 if quick else 3)
+        )
 
     def speculative_section(self) -> None:
         self.close()

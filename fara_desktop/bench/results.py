@@ -186,6 +186,31 @@ def table(out: dict[str, Any]) -> str:
                 f"{out['parallel_first_token_p95_8_over_sequential']:.2f}",
             ),
         ]
+    if "serving_ours_tok_per_s_1" in out:
+        rows += [
+            row(
+                "through serve, clients as processes: tok/s with 1 / 4 clients",
+                f"{out['serving_ours_tok_per_s_1']:.1f} / {out['serving_ours_tok_per_s_4']:.1f}",
+            ),
+            row("  4 clients / 1 (goal ≥ 1.7)", f"{out['serving_ours_gain_4']:.2f}"),
+            row(
+                "  p95 first token of 8 clients, s: together / one at a time (goal ≤ 0.5×)",
+                f"{out['serving_ours_first_token_p95_8_s']:.1f} / "
+                f"{out['serving_first_token_p95_8_one_at_a_time_s']:.1f} "
+                f"= {out['serving_first_token_p95_8_over_one_at_a_time']:.2f}",
+            ),
+        ]
+    if "serving_llama_cpp_tok_per_s_1" in out:
+        rows += [
+            row(
+                "  llama.cpp's server -np 4: tok/s with 1 / 4 clients",
+                f"{out['serving_llama_cpp_tok_per_s_1']:.1f} / {out['serving_llama_cpp_tok_per_s_4']:.1f}",
+            ),
+            row(
+                "  llama.cpp's server: p95 first token of 8 clients, s",
+                f"{out['serving_llama_cpp_first_token_p95_8_s']:.1f}",
+            ),
+        ]
     if "speculative_same_replies" in out:
         rows += [
             row(

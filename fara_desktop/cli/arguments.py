@@ -42,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
         "cache its own; or set FARA_API_KEY (keys separated by commas)",
     )
     serve.add_argument(
+        "--context", type=int, metavar="TOKENS", help="the context length of each conversation (default: Settings')"
+    )
+    serve.add_argument(
         "--parallel",
         type=int,
         metavar="N",

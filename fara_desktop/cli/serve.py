@@ -91,8 +91,10 @@ def run_serve(
     api_key: str | None,
     key_file: Path | None = None,
     parallel: int | None = None,
+    context: int | None = None,
 ) -> int:
-    """Serve until SIGTERM or Ctrl+C; ``parallel``: the requests decoded together (None: as Settings say)."""
+    """Serve until SIGTERM or Ctrl+C; ``parallel``: the requests decoded together, ``context``: each one's context
+    length (None: as Settings say)."""
     try:
         key = serve_key(paths, api_key, key_file, os.environ)
     except FaraError as exc:
@@ -108,7 +110,7 @@ def run_serve(
     signal.signal(signal.SIGINT, stop_early)
     started: list[EngineCore] = []
     try:
-        return _serve(paths, model, host, port, key, started, parallel)
+        return _serve(paths, model, host, port, key, started, (parallel, context))
     except StoppedBeforeServing:
         print("fara-desktop serve: stopped before it served", file=sys.stderr)
         return end_serving(started)
@@ -131,12 +133,16 @@ def _serve(
     port: int,
     key: str | None,
     started: list[EngineCore],
-    parallel: int | None,
+    pinned: tuple[int | None, int | None],
 ) -> int:
     settings = load_settings(paths.config).settings
-    if parallel is not None:
-        inference = replace(settings.inference, parallel=parallel).validated()
-        settings = replace(settings, inference=inference)
+    parallel, context = pinned
+    inference = replace(
+        settings.inference,
+        parallel=parallel if parallel is not None else settings.inference.parallel,
+        n_ctx=context if context is not None else settings.inference.n_ctx,
+    )
+    settings = replace(settings, inference=inference.validated())
     loading = ModelLoading(paths)  # the window's loop: plan, load, then measure the threads once
     prepared = loading.prepare(
         model, [Path(f) for f in settings.extra_model_folders], settings.inference.apply, settings.projectors

@@ -89,12 +89,17 @@ def test_the_parallel_section_runs_each_count_of_sequences_and_prints_its_lines(
     """Issue 63's engine step through the command (the figures: `bench --section parallel` at 1.7B, in
     docs/performance.md): 1, 2, 4 and 8 sequences, each run once with --quick, and the table's lines."""
     env = {**os.environ, "FARA_HOME": str(fara_home)}
+    env.pop("FARA_LLAMA_SERVER", None)  # llama.cpp's server beside it is for the figures, not the suite
     command = [sys.executable, "-m", "fara_desktop", "bench", "--quick", "--section", "parallel"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "generation tok/s with 1 / 2 / 4 / 8" in result.stdout and "4 sequences / 1" in result.stdout
     saved = json.loads(max((fara_home / "data" / "benchmarks").glob("*.json")).read_text(encoding="utf-8"))
     assert [len(saved["parallel_rounds"][n]) for n in ("1", "2", "4", "8")] == [1, 1, 1, 1]
+    # and through serve, each client a process of its own
+    assert "through serve, clients as processes" in result.stdout and "p95 first token of 8 clients" in result.stdout
+    assert [len(v) for v in saved["serving_rounds"]["ours"].values()] == [1, 1, 1]
+    assert saved["serving_ours_tok_per_s_4"] > 0 and saved["serving_first_token_p95_8_one_at_a_time_s"] > 0
 
 
 def test_the_speculative_section_writes_the_same_replies_with_proposals_and_prints_its_lines(fara_home, smollm2_path):
