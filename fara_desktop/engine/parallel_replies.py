@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fara_desktop.engine.backend import PreparedPrompt, ReplyRequest, ReplyResult
 from fara_desktop.engine.errors import GenerationError
@@ -124,6 +124,7 @@ class ParallelReplies:
                 request.should_cancel,
                 restore=restore,
                 keep=principal is not None,
+                speculate=sampling.temperature <= 0,  # greedy: proposals from its own text, while they pay here
             )
         )
         self._replies[ticket] = reply
@@ -149,6 +150,7 @@ class ParallelReplies:
         stats = reply_stats(
             reply.tokens, reply.tokens - end.reused, reply.writing.tokens, times, cells, self.batch.n_ctx
         )
+        stats = replace(stats, draft_proposed=end.proposed, draft_accepted=end.accepted)
         reply.done(ReplyResult(reply.writing.text, stats, end.ended))
 
     # ------------------------------------------------------------------ kept states

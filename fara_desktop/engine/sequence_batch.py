@@ -49,6 +49,8 @@ class _Sequence:
     read: int = 0  # prompt tokens decoded so far (or restored)
     next_token: int | None = None  # sampled, not decoded yet
     generated: list[int] = field(default_factory=list)
+    proposed: int = 0  # tokens its drafter proposed, and of those the model accepted
+    accepted: int = 0
 
     @property
     def position(self) -> int:
@@ -76,6 +78,8 @@ class SequenceEnd:
     prompt_tokens: int
     reused: int = 0
     state: SequenceState | None = None
+    proposed: int = 0  # tokens proposed from its own text, and accepted (speculation)
+    accepted: int = 0
 
 
 def sampler_chain(llama_cpp: Any, sampling: SamplingParams, seed: int, vocab: Any, gbnf: str | None) -> Any:
@@ -266,6 +270,8 @@ class SequenceBatch:
                 sequence.drafter.judge(len(drafts), accepted)
                 self.proposed += len(drafts)
                 self.accepted += accepted
+                sequence.proposed += len(drafts)
+                sequence.accepted += accepted
                 llama_cpp.llama_memory_seq_rm(self._memory, sequence.seq_id, after + accepted, -1)  # the rejected
             if why is not None:
                 ended.append(self._end(sequence, why))
@@ -331,7 +337,14 @@ class SequenceBatch:
         llama_cpp.llama_memory_seq_rm(self._memory, sequence.seq_id, -1, -1)
         llama_cpp.llama_sampler_free(sequence.sampler)
         return SequenceEnd(
-            sequence.seq_id, tuple(sequence.generated), why, len(sequence.prompt), sequence.reused, state
+            sequence.seq_id,
+            tuple(sequence.generated),
+            why,
+            len(sequence.prompt),
+            sequence.reused,
+            state,
+            sequence.proposed,
+            sequence.accepted,
         )
 
     def run(self, until: Callable[[], bool] = lambda: False) -> list[SequenceEnd]:

@@ -488,7 +488,12 @@ def usage(stats: GenerationStats | None) -> dict[str, Any]:
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
         "prompt_tokens_details": {"cached_tokens": cached},
-        "completion_tokens_details": {"reasoning_tokens": stats.reasoning_tokens if stats else 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": stats.reasoning_tokens if stats else 0,
+            # OpenAI's names for a prediction's tokens: here the ones proposed from the reply's own text
+            "accepted_prediction_tokens": stats.draft_accepted if stats else 0,
+            "rejected_prediction_tokens": stats.draft_proposed - stats.draft_accepted if stats else 0,
+        },
     }
 
 

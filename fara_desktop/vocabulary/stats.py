@@ -29,6 +29,10 @@ class GenerationStats:
     # why a finished reply ended early ("length", "context", "repetition"; "" when it ended by itself): kept with
     # the reply so that it says so under it, after a reopen too
     ended_early: str = ""
+    # speculative decoding: tokens proposed from the reply's own text and checked in the same pass, and of those
+    # the ones the model wrote too (each accepted one a token the memory bus did not have to pay for)
+    draft_proposed: int = 0
+    draft_accepted: int = 0
 
 
 def reply_stats(
