@@ -89,6 +89,16 @@ def aggregate(results: list[dict[str, Any]]) -> float:
     return tokens / max(seconds, 1e-9)
 
 
+def generation(results: list[dict[str, Any]]) -> float:
+    """The clients' writing speeds summed: each client's tokens after its first, over the seconds from its first
+    to its end (its prompt's reading left out: how fast replies are written once they began)."""
+    rates = [
+        (int(r["usage"].get("completion_tokens", 0)) - 1) / max(float(r["ended"]) - float(r["first"]), 1e-9)
+        for r in results
+    ]
+    return sum(rate for rate in rates if rate > 0)
+
+
 def p95_first_token(results: list[dict[str, Any]]) -> float:
     waits = sorted(float(r["first"]) - float(r["started"]) for r in results)
     return waits[max(0, round(0.95 * len(waits)) - 1)]
@@ -121,12 +131,16 @@ def parallel_serving(
     servers = {"ours": ours(model, 4, context)}
     if binary:
         servers["llama_cpp"] = llama_cpps(Path(binary), model, 4, context, threads)
-    figures: dict[str, dict[str, list[float]]] = {name: {"one": [], "four": [], "p95_8": []} for name in servers}
+    figures: dict[str, dict[str, list[float]]] = {
+        name: {"one": [], "four": [], "writing_one": [], "writing_four": [], "p95_8": []} for name in servers
+    }
     for _ in range(rounds):
         for name, command in servers.items():
             clients = _runs(command, (1, 4, 8), words, tokens)
             figures[name]["one"].append(aggregate(clients[1]))
             figures[name]["four"].append(aggregate(clients[4]))
+            figures[name]["writing_one"].append(generation(clients[1]))
+            figures[name]["writing_four"].append(generation(clients[4]))
             figures[name]["p95_8"].append(p95_first_token(clients[8]))
     one_at_a_time = p95_first_token(_runs(ours(model, 1, context), (8,), words, tokens)[8])  # measured once
     out: dict[str, Any] = {}
@@ -137,6 +151,11 @@ def parallel_serving(
             statistics.median(f / o for f, o in zip(runs["four"], runs["one"], strict=True)), 3
         )
         out[f"serving_{name}_first_token_p95_8_s"] = round(statistics.median(runs["p95_8"]), 2)
+        out[f"serving_{name}_writing_tok_per_s_1"] = round(statistics.median(runs["writing_one"]), 2)
+        out[f"serving_{name}_writing_tok_per_s_4"] = round(statistics.median(runs["writing_four"]), 2)
+        out[f"serving_{name}_writing_gain_4"] = round(
+            statistics.median(f / o for f, o in zip(runs["writing_four"], runs["writing_one"], strict=True)), 3
+        )
     out["serving_first_token_p95_8_one_at_a_time_s"] = round(one_at_a_time, 2)
     out["serving_first_token_p95_8_over_one_at_a_time"] = round(
         out["serving_ours_first_token_p95_8_s"] / max(one_at_a_time, 1e-9), 3

@@ -45,6 +45,7 @@ from fara_desktop.bench.speculative import speculative
 from fara_desktop.bench.sweep import EngineConfig, run_sweep, sweep_configs
 from fara_desktop.bench.typed_paste import typed_paste
 from fara_desktop.bench.vision import vision
+from fara_desktop.bench.window_beside_clients import window_beside_clients
 from fara_desktop.files.paths import AppPaths
 from fara_desktop.machine.bandwidth import measure_read_bandwidth
 from fara_desktop.machine.hardware import detect_hardware
@@ -424,6 +425,7 @@ class Benchmark:
         self.out.update(
             parallel_serving(self.model, threads, 40 if quick else 430, 8 if quick else 128, 1 if quick else 3)
         )
+        self.out.update(window_beside_clients(self.model, self.params, 1 if quick else 3, 4 if quick else 16))
 
     def speculative_section(self) -> None:
         self.close()

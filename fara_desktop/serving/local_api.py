@@ -255,9 +255,14 @@ class LocalApi:
             if chat.has_pictures:
                 chat, taken = await self._pictures_in.take(chat, info, lambda then: _when_gone(request, then))
             # the principal's own conversations only: never another client's or a chat's (``engine.types.ApiClient``)
-            request_id = self.queue.generate(
-                chat.messages, chat.sampling, ApiClient(principal), True, deliver, raw=chat.raw, tools=chat.tools
-            )
+            self.principals.admitted(principal)  # before: its end may come before ``generate`` returns
+            try:
+                request_id = self.queue.generate(
+                    chat.messages, chat.sampling, ApiClient(principal), True, deliver, raw=chat.raw, tools=chat.tools
+                )
+            except BaseException:
+                self.principals.admitted(principal, -1)
+                raise
         except BaseException as exc:
             self._activity(-1)
             self._pictures_in.release(taken)

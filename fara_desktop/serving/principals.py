@@ -35,6 +35,7 @@ class ClientUse:
     requests: int = 0
     read: int = 0
     reused: int = 0
+    running: int = 0  # its requests admitted and not ended yet (decoding, or waiting for the model)
 
 
 MIN_KEY_LENGTH = 8  # "my", "x7Qp2": a key this short is guessed, and was a list split where it should not be
@@ -112,14 +113,24 @@ class Principals:
                 found = principal
         return found
 
-    def record(self, principal: str, stats: GenerationStats | None) -> None:
-        """A request of ``principal`` ended (``stats``: what it read, when it got as far as reading)."""
+    def _use(self, principal: str) -> ClientUse:
         label = self._labels.get(principal, principal)
         if principal.startswith(OTHER_USER):
             label = f"Programs of another user of this computer (user id {principal.removeprefix(OTHER_USER)})"
+        return self._uses.setdefault(principal, ClientUse(label))
+
+    def admitted(self, principal: str, change: int = 1) -> None:
+        """A request of ``principal`` was handed to the engine (``change`` -1: it could not be after all)."""
         with self._lock:
-            use = self._uses.setdefault(principal, ClientUse(label))
+            use = self._use(principal)
+            use.running = max(0, use.running + change)
+
+    def record(self, principal: str, stats: GenerationStats | None) -> None:
+        """A request of ``principal`` ended (``stats``: what it read, when it got as far as reading)."""
+        with self._lock:
+            use = self._use(principal)
             use.requests += 1
+            use.running = max(0, use.running - 1)
             if stats is not None:
                 use.read += stats.prompt_tokens_evaluated
                 use.reused += max(0, stats.prompt_tokens - stats.prompt_tokens_evaluated)
@@ -127,4 +138,4 @@ class Principals:
     def uses(self) -> list[ClientUse]:
         """Each principal that sent a request, in the order they first did."""
         with self._lock:
-            return [ClientUse(u.label, u.requests, u.read, u.reused) for u in self._uses.values()]
+            return [ClientUse(u.label, u.requests, u.read, u.reused, u.running) for u in self._uses.values()]

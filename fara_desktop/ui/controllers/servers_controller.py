@@ -184,6 +184,9 @@ class ServersController(QObject):
             text += " · reachable from the network"
         if active:
             text += f" · {active} request{'s' if active != 1 else ''} from other apps"
+            info = self.worker.loaded_model
+            if info is not None and info.parallel > 1 and active > 1:  # Settings ▸ Inference ▸ Parallel API...
+                text += f", {min(active, info.parallel)} decoding together"
         label.setText(text)
         label.setToolTip("Other apps can use the loaded model at this address (OpenAI-compatible).")
         label.show()

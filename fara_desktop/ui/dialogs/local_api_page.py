@@ -220,8 +220,9 @@ class LocalApiPage(QWidget):
 
 
 def client_line(use: ClientUse) -> str:
-    """ "Key 1 (…9f3a): 3 requests · 2,540 tokens read · 4,890 reused (66 %)"."""
+    """ "Key 1 (…9f3a): 3 requests · 2 under way now · 2,540 tokens read · 4,890 reused (66 %)"."""
     total = use.read + use.reused
     share = f" ({round(100 * use.reused / total)} %)" if total else ""
     requests = f"{use.requests:,} request{'s' if use.requests != 1 else ''}"
-    return f"{use.label}: {requests} · {use.read:,} tokens read · {use.reused:,} reused{share}"
+    now = f" · {use.running:,} under way now" if use.running else ""
+    return f"{use.label}: {requests}{now} · {use.read:,} tokens read · {use.reused:,} reused{share}"

@@ -12,6 +12,7 @@ import pytest
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.serving.api_server import ApiServer
 from fara_desktop.serving.local_api import LocalApi
+from fara_desktop.vocabulary.messages import ChatMessage
 from fara_desktop.vocabulary.sampling import SamplingParams
 from tests.conftest import wait_until
 from tests.helpers.local_api_server import serve_model
@@ -196,3 +197,43 @@ def test_a_greedy_reply_proposes_its_next_tokens_from_its_own_text_and_usage_say
     plain = client(alone[0]).chat.completions.create(model="m", messages=question, temperature=0, max_tokens=60)
     assert plain.usage.completion_tokens_details.accepted_prediction_tokens == 0  # one at a time: no proposals
     assert agree(reply.choices[0].message.content or "", plain.choices[0].message.content or "")
+
+
+@pytest.mark.real_model
+def test_the_windows_reply_is_written_while_the_clients_sequences_go_on_between_its_tokens(together):
+    """Issue 63: the window's chat is answered in the model's own context while three clients decode together; the
+    clients' sequences are stepped between the window's tokens (they do not wait for its whole reply), and the
+    window's reply is the one it gets alone."""
+    from fara_desktop.bench.window_beside_clients import _Replies
+    from fara_desktop.engine.types import Finished
+
+    _server, worker, _info = together
+    parallel = worker._backend.parallel
+    replies = _Replies()
+    texts: dict[int, str] = {}
+
+    def window_sink(event: object) -> None:  # the window's events: the worker's own sink
+        if isinstance(event, Finished):
+            texts[event.request_id] = event.text
+        replies(event)  # type: ignore[arg-type]
+
+    window = [ChatMessage("user", "What is the capital of France?")]
+    greedy = SamplingParams(temperature=0.0, max_tokens=16, ignore_eos=True)
+    default, worker._emit_default = worker._emit_default, window_sink
+    try:
+        alone = worker.generate(window, greedy)
+        replies.wait(lambda: alone in replies.ended)
+        streaming = SamplingParams(temperature=0.0, max_tokens=100_000, ignore_eos=True)
+        clients = [worker.generate([ChatMessage("user", q)], streaming, on_event=replies) for q in QUESTIONS[:3]]
+        replies.wait(lambda: all(c in replies.first for c in clients))
+        before = parallel.batch.decodes
+        beside = worker.generate(window, greedy)
+        replies.wait(lambda: beside in replies.ended)
+        stepped = parallel.batch.decodes - before
+        for client in clients:
+            worker.cancel_request(client)
+        replies.wait(lambda: all(c in replies.ended for c in clients))
+    finally:
+        worker._emit_default = default
+    assert stepped >= 8, f"the clients' sequences were stepped {stepped} times during a 16-token reply"
+    assert texts[beside] == texts[alone]  # both in the model's own context: the same kernels

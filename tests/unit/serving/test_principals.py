@@ -63,3 +63,21 @@ def test_new_keys_keep_the_use_of_the_keys_that_stay():
     now = Principals("sk-notes-0123456789\nsk-new-0123456789", earlier=earlier)
     assert [(u.label, u.requests) for u in now.uses()] == [("Key 1 (…6789)", 1)]
     assert now.principal_for("Bearer sk-editor-0123456789abcd") is None
+
+
+def test_each_client_shows_its_requests_under_way_until_they_end():
+    """Issue 63: with several requests decoding together, the Local API page says how many each client has under
+    way now; one that could not be handed to the engine is taken back."""
+    from fara_desktop.ui.dialogs.local_api_page import client_line
+
+    principals = Principals("sk-editor-0123456789abcd")
+    editor = principals.principal_for("Bearer sk-editor-0123456789abcd") or ""
+    for _ in range(3):
+        principals.admitted(editor)
+    principals.admitted(editor, -1)  # refused on its way to the engine
+    principals.record(editor, stats(100, 40))
+    (use,) = principals.uses()
+    assert (use.requests, use.running) == (1, 1)
+    assert "1 request · 1 under way now · 40 tokens read" in client_line(use)
+    principals.record(editor, None)
+    assert principals.uses()[0].running == 0 and "under way" not in client_line(principals.uses()[0])
