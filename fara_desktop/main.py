@@ -63,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
             args.api_key_file,
             args.parallel,
             args.context,
+            args.speculation,
         )
     if args.command == "bench":
         from fara_desktop.bench.report import run_benchmark

@@ -205,6 +205,14 @@ def table(out: dict[str, Any]) -> str:
                 f"= {out['serving_first_token_p95_8_over_one_at_a_time']:.2f}",
             ),
         ]
+    if "serving_ours_plain_writing_gain_4" in out:
+        rows.append(
+            row(
+                "  without proposals from the text: writing tok/s with 1 / 4 clients",
+                f"{out['serving_ours_plain_writing_tok_per_s_1']:.1f} / "
+                f"{out['serving_ours_plain_writing_tok_per_s_4']:.1f} = {out['serving_ours_plain_writing_gain_4']:.2f}",
+            )
+        )
     if "window_first_token_beside_3_over_idle" in out:
         rows.append(
             row(

@@ -66,9 +66,9 @@ class ScriptedDrafter(NgramDrafter):
         super().__init__()
         self.reply, self.prompt_length, self.right = reply, prompt_length, right
 
-    def draft(self, history: Sequence[int], cost: DecodeCost, others: int, room: int) -> list[int]:
+    def draft(self, history: Sequence[int], cost: DecodeCost, others: int, room: int, writers: int = 1) -> list[int]:
         # the ceiling proposes CEILING_COUNT a step whatever they cost; the wrong one as the self-tuning says
-        count = min(CEILING_COUNT, room) if self.right else self.count(cost, others, room)
+        count = min(CEILING_COUNT, room) if self.right else self.count(cost, others, room, writers)
         written = len(history) - self.prompt_length
         upcoming = self.reply[written : written + count]
         return upcoming if self.right else [t - 1 if t > 0 else t + 1 for t in upcoming]  # never the model's

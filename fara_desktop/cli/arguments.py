@@ -45,6 +45,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--context", type=int, metavar="TOKENS", help="the context length of each conversation (default: Settings')"
     )
     serve.add_argument(
+        "--speculation",
+        choices=("auto", "off"),
+        help="greedy replies decoded together propose tokens from their own text (default: Settings')",
+    )
+    serve.add_argument(
         "--parallel",
         type=int,
         metavar="N",

@@ -92,9 +92,10 @@ def run_serve(
     key_file: Path | None = None,
     parallel: int | None = None,
     context: int | None = None,
+    speculation: str | None = None,
 ) -> int:
     """Serve until SIGTERM or Ctrl+C; ``parallel``: the requests decoded together, ``context``: each one's context
-    length (None: as Settings say)."""
+    length, ``speculation``: "auto" or "off" (None: as Settings say)."""
     try:
         key = serve_key(paths, api_key, key_file, os.environ)
     except FaraError as exc:
@@ -110,7 +111,7 @@ def run_serve(
     signal.signal(signal.SIGINT, stop_early)
     started: list[EngineCore] = []
     try:
-        return _serve(paths, model, host, port, key, started, (parallel, context))
+        return _serve(paths, model, host, port, key, started, (parallel, context, speculation))
     except StoppedBeforeServing:
         print("fara-desktop serve: stopped before it served", file=sys.stderr)
         return end_serving(started)
@@ -133,14 +134,15 @@ def _serve(
     port: int,
     key: str | None,
     started: list[EngineCore],
-    pinned: tuple[int | None, int | None],
+    pinned: tuple[int | None, int | None, str | None],
 ) -> int:
     settings = load_settings(paths.config).settings
-    parallel, context = pinned
+    parallel, context, speculation = pinned
     inference = replace(
         settings.inference,
         parallel=parallel if parallel is not None else settings.inference.parallel,
         n_ctx=context if context is not None else settings.inference.n_ctx,
+        speculation=(speculation != "off") if speculation is not None else settings.inference.speculation,
     )
     settings = replace(settings, inference=inference.validated())
     loading = ModelLoading(paths)  # the window's loop: plan, load, then measure the threads once

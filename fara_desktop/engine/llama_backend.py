@@ -141,7 +141,13 @@ class LlamaBackend:
                 self._vision, info = open_vision(llm, info, projector, self._stop_asked, self._load_record, trial)
             if params.parallel > 1:
                 self._parallel = ParallelReplies(
-                    llm.model, info.n_ctx, params.parallel, info.n_threads, llm.n_batch, like=llm.context_params
+                    llm.model,
+                    info.n_ctx,
+                    params.parallel,
+                    info.n_threads,
+                    llm.n_batch,
+                    like=llm.context_params,
+                    speculate=params.speculate,
                 )
                 info = replace(info, parallel=params.parallel)
             self._info = info

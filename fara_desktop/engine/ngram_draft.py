@@ -86,9 +86,11 @@ class NgramDrafter:
     def acceptance(self) -> float:
         return self.successes / self.tries
 
-    def count(self, cost: DecodeCost, others: int, room: int) -> int:
+    def count(self, cost: DecodeCost, others: int, room: int, writers: int = 1) -> int:
         """How many tokens to propose beside ``others`` tokens in the decode (this sequence's own next one
-        included): the count with the most tokens written per second expected; 0 when proposing does not pay."""
+        included), of ``writers`` sequences writing a token each: the count with the most tokens written per second
+        by all of them expected — a proposal slows every sequence's step, not only its own (four clients wrote 11 %
+        slower when each sequence weighed only its own gain); 0 when proposing does not pay."""
         if self.off or (
             self.timed_steps >= JUDGED_AFTER
             and cost.plain_seconds_per_token > 0
@@ -101,16 +103,16 @@ class NgramDrafter:
             return min(PROBE, room)  # a decode of another size: the cost of one more token is measured
         fixed, per_token = fitted
         q = min(self.acceptance, 0.98)
-        best, best_rate = 0, 1.0 / (fixed + per_token * others)
+        best, best_rate = 0, writers / (fixed + per_token * others)
         for k in range(1, min(MAX_PROPOSED, room) + 1):
             expected = 1 + q * (1 - q**k) / (1 - q)  # the next token, and the run of proposals accepted before it
-            rate = expected / (fixed + per_token * (others + k))
+            rate = (writers - 1 + expected) / (fixed + per_token * (others + k))
             if rate > best_rate * (1 + MIN_GAIN):
                 best, best_rate = k, rate
         return best
 
-    def draft(self, history: Sequence[int], cost: DecodeCost, others: int, room: int) -> list[int]:
-        count = self.count(cost, others, room)
+    def draft(self, history: Sequence[int], cost: DecodeCost, others: int, room: int, writers: int = 1) -> list[int]:
+        count = self.count(cost, others, room, writers)
         return propose(history, count) if count > 0 else []
 
     def timed(self, seconds_per_token: float) -> None:

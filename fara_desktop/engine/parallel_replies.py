@@ -56,8 +56,10 @@ class ParallelReplies:
         n_batch: int = 512,
         kept_bytes: int = KEPT_BYTES,
         like: object = None,
+        speculate: bool = True,
     ) -> None:
-        """``like``: the model's own context's parameters (``SequenceBatch``: its replies are written alike)."""
+        """``like``: the model's own context's parameters (``SequenceBatch``: its replies are written alike);
+        ``speculate``: greedy replies propose tokens from their own text (``NgramDrafter``)."""
         import llama_cpp
 
         self._llama_cpp = llama_cpp
@@ -67,6 +69,7 @@ class ParallelReplies:
         self._replies: dict[int, _Reply] = {}  # by the scheduler's ticket
         self._kept: list[tuple[str, SequenceState]] = []  # the least recently used first
         self.kept_bytes = kept_bytes
+        self.speculate = speculate
 
     @property
     def sequences(self) -> int:
@@ -124,7 +127,7 @@ class ParallelReplies:
                 request.should_cancel,
                 restore=restore,
                 keep=principal is not None,
-                speculate=sampling.temperature <= 0,  # greedy: proposals from its own text, while they pay here
+                speculate=self.speculate and sampling.temperature <= 0,  # greedy: proposals while they pay here
             )
         )
         self._replies[ticket] = reply

@@ -239,7 +239,7 @@ class SequenceBatch:
             room = min(room, self.n_ctx - sequence.position - 2, sequence.max_tokens - len(sequence.generated))
             others = len(writing) + batch.n_tokens - k  # this decode's tokens without proposals, as far as known
             drafter = sequence.drafter
-            drafts = drafter.draft(self._history(sequence), self.cost, others, room) if drafter else []
+            drafts = drafter.draft(self._history(sequence), self.cost, others, room, len(writing)) if drafter else []
             tokens = [sequence.next_token, *drafts]
             indices = [self._put(t, sequence.position + i, sequence.seq_id, True) for i, t in enumerate(tokens)]
             outputs.append((sequence, indices, drafts))

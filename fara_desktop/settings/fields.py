@@ -118,6 +118,14 @@ FIELDS: tuple[SettingField, ...] = (
         auto="auto",
     ),
     SettingField(
+        "inference.speculation",
+        "Speculative decoding",
+        "Parallel API conversations with greedy sampling propose their next tokens from their own text (a quoted "
+        "passage, an edit of pasted text) and check them in the same pass; auto proposes only as many as were "
+        "measured to pay on this machine, and none where they do not. The replies are the same either way.",
+        auto="auto",
+    ),
+    SettingField(
         "inference.kernel_path",
         "Kernel path",
         "How llama.cpp multiplies the weights on this CPU. auto "

@@ -33,6 +33,7 @@ class InferenceOverrides:
     use_mlock: bool | None = None
     kernel_path: str | None = None
     parallel: int | None = None  # the local API's conversations decoded together; auto: one at a time
+    speculation: bool | None = None  # their greedy replies propose tokens from their own text; auto: on
 
     def validated(self) -> InferenceOverrides:
         """Counts of 0 or less (or not numbers) mean auto; others are brought into their range (a context of 100
@@ -55,6 +56,7 @@ class InferenceOverrides:
             use_mlock=self.use_mlock if isinstance(self.use_mlock, bool) else None,
             kernel_path=self.kernel_path if self.kernel_path in KERNEL_PATHS else None,
             parallel=count("parallel", self.parallel),
+            speculation=self.speculation if isinstance(self.speculation, bool) else None,
         )
 
     def apply(self, tuned: TunedParams) -> LoadParams:
@@ -69,7 +71,7 @@ class InferenceOverrides:
             use_mmap=self.use_mmap if self.use_mmap is not None else tuned.use_mmap,
             use_mlock=self.use_mlock if self.use_mlock is not None else tuned.use_mlock,
         ).load_params()
-        loaded = replace(loaded, parallel=self.parallel or 1)
+        loaded = replace(loaded, parallel=self.parallel or 1, speculate=self.speculation is not False)
         return loaded if self.flash_attn is None else replace(loaded, flash_attn=self.flash_attn)
 
 

@@ -108,6 +108,7 @@ class InferencePage(QWidget):
             "inference.use_mlock", "lockInMemory", tuned.use_mlock if tuned else False, chosen.use_mlock
         )
         self.parallel = _auto_spin("inference.parallel", "parallelConversations", 1, chosen.parallel)
+        self.speculation = _tri_state("inference.speculation", "speculation", True, chosen.speculation)
         self.kernel = _kernel_paths(chosen.kernel_path)
         fields: tuple[tuple[str, QSpinBox | QComboBox], ...] = (
             ("n_ctx", self.ctx),
@@ -119,6 +120,7 @@ class InferencePage(QWidget):
             ("use_mmap", self.mmap),
             ("use_mlock", self.mlock),
             ("parallel", self.parallel),
+            ("speculation", self.speculation),
             ("kernel_path", self.kernel),
         )
         for key, field in fields:
@@ -149,6 +151,7 @@ class InferencePage(QWidget):
             use_mlock=self.mlock.currentData(),
             kernel_path=self.kernel.currentData(),
             parallel=spin_value(self.parallel, "inference.parallel"),
+            speculation=self.speculation.currentData(),
         ).validated()
 
 

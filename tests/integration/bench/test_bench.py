@@ -99,6 +99,7 @@ def test_the_parallel_section_runs_each_count_of_sequences_and_prints_its_lines(
     # and through serve, each client a process of its own
     assert "through serve, clients as processes" in result.stdout and "p95 first token of 8 clients" in result.stdout
     assert [len(v) for v in saved["serving_rounds"]["ours"].values()] == [1, 1, 1, 1, 1]
+    assert saved["serving_ours_plain_writing_tok_per_s_4"] > 0  # the batching alone, proposals off
     assert saved["serving_ours_tok_per_s_4"] > 0 and saved["serving_first_token_p95_8_one_at_a_time_s"] > 0
     # and the window's chat beside three clients, in the engine as the app runs it
     assert "the window's first token beside 3 streaming clients" in result.stdout
