@@ -239,8 +239,8 @@ COPY = (
 
 def test_proposals_from_the_sequences_own_text_give_the_same_reply_in_fewer_decodes(llm):
     """Issue 65's first method on the engine's sequences: a greedy reply that copies its prompt, with and without
-    proposals from its own text — token for token the same, the proposals accepted, fewer decodes; beside it a
-    sequence that does not speculate is unchanged."""
+    proposals from its own text — token for token the same, the proposals accepted, fewer decodes; beside another
+    sequence that writes it proposes none, and that sequence is unchanged."""
     sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=48, ignore_eos=True)
     runs = {}
     for speculate in (False, True):
@@ -259,7 +259,11 @@ def test_proposals_from_the_sequences_own_text_give_the_same_reply_in_fewer_deco
     for beside in (False, True):
         plain, fast = runs[False, beside], runs[True, beside]
         assert fast[0] == plain[0] and fast[1] == plain[1]
-        assert plain[3] == 0 and fast[4] > 0
+        assert plain[3] == 0
+    assert runs[True, False][4] > 0  # alone, its proposals are accepted
+    # beside another sequence that writes, it proposes none: that sequence's tokens fill the decode, and they are
+    # certain (proposals beside three clients cost 9 % of the writing through serve on the 1.7B shape)
+    assert runs[True, True][3] == 0
     alone_plain, alone_fast = runs[False, False], runs[True, False]
     # each accepted proposal is a token the model wrote without a decode of its own
     assert alone_fast[2] <= alone_plain[2] - alone_fast[4] // 2, (alone_plain[2], alone_fast[2:])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import openai
 import pytest
@@ -181,22 +182,33 @@ def test_a_follow_up_continues_its_own_clients_kept_sequence_never_another_clien
 
 @pytest.mark.real_model
 def test_a_greedy_reply_proposes_its_next_tokens_from_its_own_text_and_usage_says_how_many_were_accepted(
-    together, alone
+    smollm2_path, alone
 ):
     """Issue 65 in the parallel replies: a greedy sequence proposes tokens from its prompt and reply (n-grams) and
     checks them in the same decode; the reply is the one plain decoding gives, and ``usage`` counts the proposals
-    as OpenAI counts a prediction's tokens (accepted and rejected)."""
-    server = together[0]
-    passage = "The lighthouse stood on the rock for a hundred years, and its keeper lit the lamp every night."
-    question = [{"role": "user", "content": f"Repeat this sentence exactly, twice: {passage}"}]
-    reply = client(server).chat.completions.create(model="m", messages=question, temperature=0, max_tokens=60)
+    as OpenAI counts a prediction's tokens (accepted and rejected). A server of its own: until a decode's cost is
+    measured here a sequence probes with two proposals; once it is, whether they pay is this machine's to say
+    (SmolLM2 is bound by computing here: they often do not), which a test cannot count on."""
+    server, worker, _info = serve_model(smollm2_path, LoadParams(n_ctx=2048, prefault=False, parallel=2))
+    try:
+        reply, plain = _copy_twice(server, alone[0])
+    finally:
+        server.stop()
+        assert worker.shutdown(timeout=30)
     details = reply.usage.completion_tokens_details
     accepted, rejected = details.accepted_prediction_tokens, details.rejected_prediction_tokens
     assert accepted + rejected > 0, "no token was proposed from a reply that repeats its prompt"
     assert accepted <= reply.usage.completion_tokens
-    plain = client(alone[0]).chat.completions.create(model="m", messages=question, temperature=0, max_tokens=60)
     assert plain.usage.completion_tokens_details.accepted_prediction_tokens == 0  # one at a time: no proposals
     assert agree(reply.choices[0].message.content or "", plain.choices[0].message.content or "")
+
+
+def _copy_twice(server: ApiServer, one_at_a_time: ApiServer) -> tuple[Any, Any]:
+    passage = "The lighthouse stood on the rock for a hundred years, and its keeper lit the lamp every night."
+    question = [{"role": "user", "content": f"Repeat this sentence exactly, twice: {passage}"}]
+    reply = client(server).chat.completions.create(model="m", messages=question, temperature=0, max_tokens=60)
+    plain = client(one_at_a_time).chat.completions.create(model="m", messages=question, temperature=0, max_tokens=60)
+    return reply, plain
 
 
 @pytest.mark.real_model
