@@ -7,7 +7,6 @@ other key reused are reported from ``usage.prompt_tokens_details.cached_tokens``
 from __future__ import annotations
 
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -15,6 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from fara_desktop.system.process_end import stop_process
 
 CLIENT_KEY = "sk-bench-first-client-0001"
 MAX_ROUNDS = 8
@@ -81,14 +82,7 @@ def api_cache(model: Path, tokens: int, rounds: int) -> dict[str, Any]:
             with httpx.Client(base_url=address, timeout=1800) as client:
                 runs = [_round(client, tokens, seed) for seed in range(min(rounds, MAX_ROUNDS))]
         finally:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(10)
-            if process.stdout is not None:
-                process.stdout.close()
+            stop_process(process, 60)
     return {
         "api_cache": {"runs": runs},
         "api_followup_over_first": statistics.median(r["followup_s"] / r["first_s"] for r in runs),

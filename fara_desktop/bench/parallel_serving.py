@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from fara_desktop.system.process_end import stop_process
+
 LLAMA_SERVER_ENV = "FARA_LLAMA_SERVER"
 # llama-server in a process that refuses itself AMX tiles when this CPU has them, as the app's own kernel path does
 # where llama.cpp's AMX matmul faults (``machine.amx_refusal``): the same kernels on both sides
@@ -113,14 +115,7 @@ def _runs(
         _clients(address, 1, 8, 4)
         return {count: _clients(address, count, words, tokens) for count in counts}
     finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
-        if process.stdout is not None:
-            process.stdout.close()
+        stop_process(process, 30)
 
 
 def parallel_serving(

@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
+import subprocess
 import sys
 import threading
 from typing import NoReturn
@@ -63,3 +65,16 @@ def exit_now(code: int) -> NoReturn:
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
     os._exit(code)
+
+
+def stop_process(process: subprocess.Popen[str], grace_s: float, how: int = signal.SIGTERM) -> None:
+    """A child this process started (a server a benchmark runs) asked to end with ``how``, killed when it has not
+    within ``grace_s``, and its output pipe closed."""
+    process.send_signal(how)
+    try:
+        process.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(10)
+    if process.stdout is not None:
+        process.stdout.close()
