@@ -12,7 +12,6 @@ TESTED_THROUGH: dict[str, tuple[str, str]] = {
     "fara_desktop.bench.parallel": ("tests/integration/bench/test_bench.py", '"parallel"'),
     "fara_desktop.bench.parallel_serving": ("tests/integration/bench/test_bench.py", "through serve"),
     "fara_desktop.bench.stream_client": ("tests/integration/bench/test_bench.py", "each client a process"),
-    "fara_desktop.bench.window_beside_clients": ("tests/integration/bench/test_bench.py", "beside three clients"),
     "fara_desktop.bench.loops": ("tests/integration/bench/test_bench.py", "loop"),
     "fara_desktop.bench.restart": ("tests/integration/bench/test_bench.py", "restart_tokens_reread"),
     "fara_desktop.bench.results": ("tests/integration/bench/test_bench.py", "bench"),

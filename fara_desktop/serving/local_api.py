@@ -166,6 +166,7 @@ class LocalApi:
         self._lock = threading.Lock()
         # What is under way, so that stopping the server ends it at once (SIGTERM waited 67 s for embeddings).
         self._running_requests: set[int] = set()
+        self._stopping = False  # the server is stopping: a request that arrives now is refused, not started
         self._request_pictures: dict[int, tuple[AttachedPicture, ...]] = {}  # released when the request ends
         self._embedding_cancels: set[threading.Event] = set()
         self._pictures_in = ApiPictureIntake(self.pictures)
@@ -238,6 +239,8 @@ class LocalApi:
             return JSONResponse(error_body(str(tools_unsupported(info.name))), status_code=400)
         if (too_much := too_long(chat, info.n_ctx)) is not None:
             return JSONResponse(error_body(too_much, "invalid_request_error"), status_code=400)
+        if self._stopping:  # it would start after every request under way was ended, and hold up the server's end
+            return JSONResponse(error_body("The server is stopping.", "server_error"), status_code=503)
         if self._active >= self.max_pending:  # on the event loop's thread: no race with the increment below
             return self._busy()
         events: asyncio.Queue[Event] = asyncio.Queue()
@@ -422,6 +425,7 @@ class LocalApi:
     def stop_everything(self) -> None:
         """The server is stopping: every request under way ends now (any thread; never a signal's handler: it takes
         locks, which the code the signal interrupted may hold)."""
+        self._stopping = True
         self._pictures_in.stop()
         for request_id in list(self._running_requests):
             self.queue.cancel_request(request_id)

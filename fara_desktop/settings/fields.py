@@ -120,9 +120,8 @@ FIELDS: tuple[SettingField, ...] = (
     SettingField(
         "inference.speculation",
         "Speculative decoding",
-        "Parallel API conversations with greedy sampling propose their next tokens from their own text (a quoted "
-        "passage, an edit of pasted text) and check them in the same pass; auto proposes only as many as were "
-        "measured to pay on this machine, and none where they do not. The replies are the same either way.",
+        "A greedy reply of a parallel API conversation proposes its next tokens from its own text (a quote, an "
+        "edit of pasted text) and checks them in one pass, as many as measured to pay here. Same replies.",
         auto="auto",
     ),
     SettingField(

@@ -192,3 +192,14 @@ def test_a_signal_that_interrupts_the_intake_inside_its_own_lock_still_ends_ever
         handler.join(5)
         assert not handler.is_alive(), "the signal's handler waited for a lock the code it interrupted holds"
     assert pictures.stopped.wait(5), "the signal left a request's pictures decoding"
+
+
+def test_a_request_that_arrives_once_the_server_is_stopping_is_refused_not_started(server):
+    """``serve --parallel 4`` with eight clients hung on SIGTERM one run in four: a request whose handler ran after
+    every request under way had been ended was started anyway, wrote its 2,000 tokens, and uvicorn waited for it."""
+    api, _pictures = server
+    queue = api.api.queue
+    api.api.stop_everything()
+    refused = post(api, {"messages": [{"role": "user", "content": "Hi"}]})
+    assert refused.status_code == 503 and "stopping" in refused.json()["error"]["message"]
+    assert queue.requests == []
