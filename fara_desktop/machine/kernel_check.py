@@ -32,7 +32,7 @@ from fara_desktop.files.atomic import read_cache_file, save_cache_file
 from fara_desktop.machine.busy import BUSY_CORES, OtherProgramsMeter
 from fara_desktop.machine.kernel_paths import BY_KEY, DEFAULT, NO_AMX, PLAIN, KernelPath, describe
 from fara_desktop.machine.kernel_probe import ProbeRequest, child_main
-from fara_desktop.system.process_end import process_ending
+from fara_desktop.system.process_end import process_ending, release_child
 from fara_desktop.vocabulary.errors import FaraError
 
 log = logging.getLogger(__name__)
@@ -155,7 +155,7 @@ def run_child(
             process.kill()
         process.join()
         code = process.exitcode
-        process.close()
+        release_child(process)
     if kind in ("hung", "stopped"):
         return kind, value
     if process_ending():  # ended by the process's end (``end_child_processes``), not by the kernels it ran

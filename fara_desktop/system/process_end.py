@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import threading
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import psutil
 
@@ -78,3 +78,12 @@ def stop_process(process: subprocess.Popen[str], grace_s: float, how: int = sign
         process.wait(10)
     if process.stdout is not None:
         process.stdout.close()
+
+
+def release_child(process: Any) -> None:
+    """Wait for a ``multiprocessing`` child that was told to end, and release its pipe. Another thread's
+    ``Process.start`` reaps every ended child of the process (``multiprocessing``'s ``_cleanup``): when it reaps this
+    one first, ``join`` returns with no status recorded and ``close`` refuses; the pipe then closes with the object."""
+    process.join()
+    with contextlib.suppress(ValueError):
+        process.close()

@@ -41,6 +41,7 @@ from typing import Any
 
 import psutil
 
+from fara_desktop.system.process_end import release_child
 from fara_desktop.vocabulary.errors import FaraError
 
 log = logging.getLogger(__name__)
@@ -298,8 +299,7 @@ class Sandbox:
             _end_group(self._process)  # before it is reaped: its number cannot have been given to another
             if self._process.is_alive():
                 self._process.kill()
-            self._process.join()
-            self._process.close()
+            release_child(self._process)
             self._process = None
 
     def close(self) -> None:

@@ -14,6 +14,11 @@ def echo(fd: int | None, text: str, *, emit: Callable[[Any], None]) -> str:
     return text
 
 
+def own_pid(fd: int | None, *, emit: Callable[[Any], None]) -> int:
+    """The child's process number."""
+    return os.getpid()
+
+
 def read_descriptor(fd: int | None, limit: int, *, emit: Callable[[Any], None]) -> bytes:
     assert fd is not None
     return os.read(fd, limit)

@@ -136,3 +136,18 @@ def test_passages_and_results_of_the_wrong_shape_refuse_the_file():
     for bad_result in (("a" * 64, 11), ("a", 1), ["a" * 64, 1], ("a" * 64, True)):
         with pytest.raises(UnreadableFile):
             checked_result(bad_result, 10)
+
+
+def test_a_child_reaped_by_another_thread_first_still_closes():
+    """CI (stop 71): ``serve`` under a flood of pictures printed ``ValueError: Cannot close a process while it is still
+    running`` from a sandbox's close. Each decoding thread starts its own child, and ``Process.start`` reaps every
+    ended child of the process (``multiprocessing``'s ``_cleanup``): when it reaps this one between our ``join`` and
+    its record of the status, ``join`` returns with the child unrecorded. Reaped here the same way, by hand."""
+    import psutil
+
+    box = Sandbox()
+    pid = box.run(jobs.own_pid, None, (), SMALL)
+    psutil.Process(pid).kill()
+    assert os.waitpid(pid, 0)[0] == pid  # reaped, as another thread's _cleanup does, before the sandbox knows
+    box.close()  # raised ValueError
+    assert not psutil.pid_exists(pid)
