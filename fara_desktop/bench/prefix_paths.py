@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from fara_desktop.engine.backend import PromptRequest, ReplyRequest, ReplyResult
+from fara_desktop.engine.backend import PreparedPrompt, PromptRequest, ReplyRequest, ReplyResult
 from fara_desktop.engine.kv_disk import KVDiskStore
 from fara_desktop.engine.llama_backend import LlamaBackend
+from fara_desktop.engine.parallel_replies import ParallelReplies
 from fara_desktop.engine.types import ApiClient
 from fara_desktop.planning.params import LoadParams
+from fara_desktop.vocabulary.errors import FaraError
 from fara_desktop.vocabulary.messages import ChatMessage
 from fara_desktop.vocabulary.sampling import SamplingParams
 
@@ -61,6 +63,7 @@ class PrefixPaths:
         self.model, self.params, self.store = model, params, store
         self.decoded = 0
         self.read = 0
+        self.in_sequences = 0  # replies written as a sequence of the batch (a model loaded for several at once)
         self.tested = self._loaded()
         self.reference = LlamaBackend()
         self.reference.load(model, params)
@@ -80,9 +83,32 @@ class PrefixPaths:
 
     def say(self, messages: list[ChatMessage], conversation: object) -> ReplyResult:
         prompt = self.tested.prepare(PromptRequest(messages, 64))
+        request = ReplyRequest(GREEDY, lambda: False, lambda *_: None, conversation)
+        parallel = self.tested.parallel
+        if isinstance(conversation, ApiClient) and parallel is not None and parallel.takes(prompt, GREEDY):
+            return self._say_in_a_sequence(parallel, prompt, request)
         before = self.decoded
-        result = self.tested.reply(prompt, ReplyRequest(GREEDY, lambda: False, lambda *_: None, conversation))
+        result = self.tested.reply(prompt, request)
         self.read = self.decoded - before - max(0, result.stats.completion_tokens - 1)  # of the prompt, really
+        return result
+
+    def _say_in_a_sequence(
+        self, parallel: ParallelReplies, prompt: PreparedPrompt, request: ReplyRequest
+    ) -> ReplyResult:
+        """An API client's request as the worker gives it to a model loaded for several at once: a sequence of the
+        batch, beside another that writes all along (the context holds two)."""
+        done: list[ReplyResult | FaraError] = []
+        beside = self.tested.prepare(PromptRequest([ChatMessage("user", "the dog and the cat")], 64))
+        long = replace(GREEDY, max_tokens=10_000)
+        parallel.submit(beside, ReplyRequest(long, lambda: bool(done), lambda *_: None, None), lambda _r: None)
+        before = parallel.batch.prompt_tokens_read
+        parallel.submit(prompt, request, done.append)
+        while not parallel.idle:
+            parallel.step()
+        (result,) = done
+        assert isinstance(result, ReplyResult), result
+        self.in_sequences += 1
+        self.read = parallel.batch.prompt_tokens_read - before - len(beside.detail.tokens)
         return result
 
     def fresh(self, messages: list[ChatMessage]) -> str:

@@ -15,7 +15,7 @@ from fara_desktop.engine.api_slots import ApiSlots
 from fara_desktop.engine.kv_disk import CHECKPOINT_SLOT, MIN_TOKENS, KVDiskStore, KVDiskWriter, StateIdentity
 from fara_desktop.engine.kv_states import KVSnapshot, KVStateCache, usable_prefix
 from fara_desktop.engine.llama_state import cached_prefix, restore_sequence, snapshot_sequence
-from fara_desktop.engine.types import WINDOW, ApiClient, ApiSlot, principal_of
+from fara_desktop.engine.types import WINDOW, ApiClient, ApiSlot, SequenceSlot, principal_of
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -91,8 +91,7 @@ class ContextStates:
         many of ``tokens``'s first. An API client's request continues one of its principal's slots."""
         if isinstance(conversation, ApiClient):
             conversation, dropped = self.api_slots.slot_for(conversation.principal, tokens)
-            for slot in dropped:
-                self.cache.forget(slot)
+            self.forget_slots(dropped)
         if conversation != self.owner:
             self._switch(llm, conversation, tokens)
         elif principal_of(conversation) != self.principal:  # no owner, and another principal's tokens (set aside)
@@ -111,6 +110,12 @@ class ContextStates:
         elif not self.rewindable:
             self.checkpoint(llm, conversation)  # the state about to be read past
         return cached
+
+    def forget_slots(self, dropped: list[ApiSlot]) -> None:
+        """Slots an API principal no longer keeps: their states go, the model's own context's and the sequences'."""
+        for slot in dropped:
+            self.cache.forget(slot)
+            self.cache.forget(SequenceSlot(slot.principal, slot.number))
 
     def continuable_tokens(
         self, llm: Llama, conversation: Hashable | None, tokens: Sequence[int]

@@ -12,7 +12,7 @@ from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
-from fara_desktop.engine.types import WINDOW, principal_of
+from fara_desktop.engine.types import WINDOW, SequenceSlot, principal_of
 
 DEFAULT_BUDGET_BYTES = 512 * 1024 * 1024
 CHECKPOINTS_PER_OWNER = 4  # prompts' ends a chat can go back to: its last four turns
@@ -65,14 +65,21 @@ class KVStateCache:
         return snapshot
 
     def closest(
-        self, tokens: Sequence[int], rewindable: bool = True, principal: str = WINDOW, window: int = 0
+        self,
+        tokens: Sequence[int],
+        rewindable: bool = True,
+        principal: str = WINDOW,
+        window: int = 0,
+        sequences: bool = False,
     ) -> KVSnapshot | None:
         """The snapshot of ``principal`` sharing the longest usable prefix with ``tokens`` (``usable_prefix``): a
         chat branched off another (or an edit of an early message) starts from its parent's state instead of
-        re-reading the shared history. Another principal's snapshots are never looked at."""
+        re-reading the shared history. Another principal's snapshots are never looked at; ``sequences``: only those
+        kept by the parallel replies' sequences (``SequenceSlot``), else only the others."""
         best, best_length = None, 0
         for key, snapshot in self._items.items():
-            if principal_of(key.owner if isinstance(key, _Checkpoint) else key) != principal:
+            owner = key.owner if isinstance(key, _Checkpoint) else key
+            if principal_of(owner) != principal or isinstance(owner, SequenceSlot) != sequences:
                 continue
             length = usable_prefix(snapshot.tokens, tokens, rewindable, window)
             if length > best_length:

@@ -145,6 +145,8 @@ class LlamaBackend:
                     info.n_ctx,
                     params.parallel,
                     info.n_threads,
+                    self._states,
+                    spelling(llm),
                     llm.n_batch,
                     like=llm.context_params,
                     speculate=params.speculate,
@@ -354,9 +356,7 @@ class LlamaBackend:
         self._states.save_to_disk(self._llm, wait)
 
     def forget_conversation(self, conversation: Hashable | None) -> None:
-        self._states.forget(self._llm, conversation)
-        if self._parallel is not None:
-            self._parallel.forget(conversation)
+        self._states.forget(self._llm, conversation)  # the sequences' kept states with the rest
 
     def read_ahead(
         self,

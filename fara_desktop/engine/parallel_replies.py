@@ -3,9 +3,13 @@ loaded model, admitted by ``SequenceScheduler``, its tokens written as a reply o
 them (``ReplyWriting``: stop strings, the loop check, the budget), so several clients stream at once and one pass
 over the weights serves a token of each.
 
-A sequence's state is kept when its reply ends, for its principal alone: the principal's next request restores
-the kept state that shares the longest prefix with its prompt and reads only the rest. The states are counted in
-bytes (``kept_bytes``), the least recently used dropped first. What a sequence cannot do — pictures, log
+A sequence's state is kept when its reply ends, for its principal alone, as one of its slots (``ApiSlots``: the
+slot sharing the longest prefix above a similarity threshold, else a new one in place of the least recently used,
+as llama.cpp's server chooses): the principal's next request restores the slot's state, or its other state sharing
+the longest prefix, and reads only the rest. The states live in the model's ``ContextStates`` — counted in bytes
+inside the saved readings' budget, beside the window's chats (under ``SequenceSlot`` keys: llama.cpp restores a
+state only into a context of the layout that wrote it, so a sequence never tries one of the model's own context's,
+nor that context one of theirs). What a sequence cannot do — pictures, log
 probabilities, a forced tool call's grammar, mirostat — is replied to in the model's own context
 (``takes`` says which). Runs on the inference thread; its owner (``LlamaBackend``) closes it before the model.
 """
@@ -13,22 +17,24 @@ probabilities, a forced tool call's grammar, mirostat — is replied to in the m
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from fara_desktop.engine.backend import PreparedPrompt, ReplyRequest, ReplyResult
+from fara_desktop.engine.context_states import ContextStates
 from fara_desktop.engine.errors import GenerationError
+from fara_desktop.engine.kv_states import KVSnapshot, usable_prefix
 from fara_desktop.engine.llama_prompt import LlamaPrompt
 from fara_desktop.engine.llama_tokens import json_gbnf
+from fara_desktop.engine.own_tokens import Spell, Tokenize, longest_respelled_as_read
 from fara_desktop.engine.reply_writing import ReplyWriting
 from fara_desktop.engine.sequence_batch import Ended, SequenceBatch, SequenceEnd, SequenceState
 from fara_desktop.engine.sequence_scheduler import SequenceRequest, SequenceScheduler
-from fara_desktop.engine.types import ApiClient, principal_of
+from fara_desktop.engine.types import ApiClient, SequenceSlot
 from fara_desktop.vocabulary.errors import FaraError
 from fara_desktop.vocabulary.sampling import SamplingParams
 from fara_desktop.vocabulary.stats import reply_stats
 
-KEPT_BYTES = 512 * 1024 * 1024  # the states kept for the API's principals, together
 ReplyDone = Callable[[ReplyResult | FaraError], None]
 
 
@@ -37,7 +43,7 @@ class _Reply:
     tokens: int  # the prompt's
     writing: ReplyWriting
     request: ReplyRequest
-    principal: str | None  # whose state is kept when it ends (None: a one-off, nothing kept)
+    slot: SequenceSlot | None  # where its state is kept when it ends (None: a one-off, nothing kept)
     done: ReplyDone
     started: float
     first_token_at: float | None = None
@@ -53,12 +59,15 @@ class ParallelReplies:
         n_ctx: int,
         sequences: int,
         n_threads: int,
+        states: ContextStates,
+        spelling: tuple[Spell, Tokenize],
         n_batch: int = 512,
-        kept_bytes: int = KEPT_BYTES,
         like: object = None,
         speculate: bool = True,
     ) -> None:
-        """``like``: the model's own context's parameters (``SequenceBatch``: its replies are written alike);
+        """``states``: the model's saved readings, where the sequences' states are kept (its owner's); ``spelling``:
+        how the model spells and tokenizes (a prompt is spelled with the tokens a kept state read, ``own_tokens``);
+        ``like``: the model's own context's parameters (``SequenceBatch``: its replies are written alike);
         ``speculate``: greedy replies propose tokens from their own text (``NgramDrafter``)."""
         import llama_cpp
 
@@ -67,8 +76,8 @@ class ParallelReplies:
         self.batch = SequenceBatch(model, n_ctx, sequences, n_threads, n_batch, like)
         self._scheduler = SequenceScheduler(self.batch)
         self._replies: dict[int, _Reply] = {}  # by the scheduler's ticket
-        self._kept: list[tuple[str, SequenceState]] = []  # the least recently used first
-        self.kept_bytes = kept_bytes
+        self._states = states
+        self._spelling = spelling
         self.speculate = speculate
 
     @property
@@ -109,8 +118,12 @@ class ParallelReplies:
         on_text = request.on_text
         writing = ReplyWriting(self._vocab, sampling, detail.rendered.stop, on_text, special, loops_checked, None)
         owner = request.conversation
-        principal = principal_of(owner) if isinstance(owner, ApiClient) else None
-        reply = _Reply(len(detail.tokens), writing, request, principal, done, time.perf_counter())
+        tokens = list(detail.tokens)
+        slot = self._slot_for(owner.principal, tokens) if isinstance(owner, ApiClient) else None
+        restore = None
+        if slot is not None:
+            tokens, restore = self._kept_for(slot, tokens)
+        reply = _Reply(len(tokens), writing, request, slot, done, time.perf_counter())
         max_tokens = sampling.max_tokens or self.batch.n_ctx
 
         def on_token(token: int) -> Ended | None:
@@ -118,15 +131,14 @@ class ParallelReplies:
                 reply.first_token_at = time.perf_counter()
             return writing.take(token, max_tokens)
 
-        restore = self._take_kept(principal, detail.tokens) if principal is not None else None
         ticket = self._scheduler.submit(
             SequenceRequest(
-                list(detail.tokens),
+                tokens,
                 sampling,
                 on_token,
                 request.should_cancel,
                 restore=restore,
-                keep=principal is not None,
+                keep=slot is not None,
                 speculate=self.speculate and sampling.temperature <= 0,  # greedy: proposals while they pay here
             )
         )
@@ -146,8 +158,10 @@ class ParallelReplies:
     def _finish(self, reply: _Reply, end: SequenceEnd) -> None:
         if end.ended != "cancelled":
             reply.writing.end(())
-        if end.state is not None and reply.principal is not None:
-            self._keep(reply.principal, end.state)
+        if end.state is not None and reply.slot is not None:
+            if end.checkpoint is not None:
+                self._states.cache.put_checkpoint(reply.slot, KVSnapshot(end.checkpoint.tokens, end.checkpoint.data))
+            self._states.cache.put(reply.slot, KVSnapshot(end.state.tokens, end.state.data))
         times = (reply.started, reply.first_token_at)
         cells = end.prompt_tokens + len(end.tokens)
         stats = reply_stats(
@@ -158,37 +172,26 @@ class ParallelReplies:
 
     # ------------------------------------------------------------------ kept states
 
-    def _take_kept(self, principal: str, tokens: list[int]) -> SequenceState | None:
-        """The principal's kept state sharing the longest prefix with ``tokens`` (taken out: the reply keeps its own
-        when it ends); None when none shares a token."""
-        best, best_shared = None, 0
-        for index, (owner, state) in enumerate(self._kept):
-            if owner != principal:
-                continue
-            shared = 0
-            for a, b in zip(state.tokens, tokens, strict=False):
-                if a != b:
-                    break
-                shared += 1
-            if shared > best_shared:
-                best, best_shared = index, shared
-        return self._kept.pop(best)[1] if best is not None else None
+    def _slot_for(self, principal: str, tokens: list[int]) -> SequenceSlot:
+        slot, dropped = self._states.api_slots.slot_for(principal, tokens)
+        self._states.forget_slots(dropped)
+        return SequenceSlot(slot.principal, slot.number)
 
-    def _keep(self, principal: str, state: SequenceState) -> None:
-        self._kept.append((principal, state))
-        while self._kept and sum(len(s.data) for _, s in self._kept) > self.kept_bytes:
-            self._kept.pop(0)
-
-    @property
-    def kept(self) -> int:
-        return len(self._kept)
-
-    def forget(self, conversation: Hashable | None) -> None:
-        """Every kept state of this API principal (None: of all)."""
-        if conversation is None:
-            self._kept.clear()
-        elif isinstance(conversation, ApiClient):
-            self._kept = [(p, s) for p, s in self._kept if p != conversation.principal]
+    def _kept_for(self, slot: SequenceSlot, tokens: list[int]) -> tuple[list[int], SequenceState | None]:
+        """The prompt spelled with the tokens the principal's kept states read where they spell its text
+        (``own_tokens``: a reply's tokens seldom come back as they were written), and the slot's state, or the
+        principal's other state, that saves the most reading of it (a recurrent model's only where it ends exactly
+        on a prefix; a sliding window's only from its end); None when none saves any. Another principal's states
+        are never looked at."""
+        cache, rewindable, window = self._states.cache, self._states.rewindable, self._states.window
+        closest = cache.closest(tokens, rewindable, slot.principal, window, sequences=True)
+        candidates = [s for s in (cache.get(slot), closest) if s]
+        respelled = longest_respelled_as_read(tokens, [s.tokens for s in candidates], *self._spelling)
+        if respelled is not None and len(respelled) < self.batch.n_ctx:
+            tokens = respelled
+        scored = [(usable_prefix(s.tokens, tokens, rewindable, window), s) for s in candidates]
+        shared, best = max(scored, key=lambda item: item[0], default=(0, None))
+        return tokens, SequenceState(best.tokens, best.data) if best is not None and shared > 0 else None
 
     # ------------------------------------------------------------------ the end
 
@@ -206,7 +209,6 @@ class ParallelReplies:
     def close(self) -> None:
         """Every reply under way ends (``done`` gets a ``GenerationError``), then the context is freed."""
         replies, self._replies = list(self._replies.values()), {}
-        self._kept.clear()
         self.batch.close()
         for reply in replies:
             reply.done(GenerationError("The model was unloaded while it replied."))

@@ -51,6 +51,7 @@ class _Sequence:
     generated: list[int] = field(default_factory=list)
     proposed: int = 0  # tokens its drafter proposed, and of those the model accepted
     accepted: int = 0
+    checkpoint: SequenceState | None = None  # its state once its prompt was read (``SequenceBatch.checkpoints``)
 
     @property
     def position(self) -> int:
@@ -64,13 +65,14 @@ class SequenceState:
     later prompt that starts with them continues from here in any free sequence."""
 
     tokens: tuple[int, ...]
-    data: bytes
+    data: memoryview | bytearray  # writable: a ``KVSnapshot`` of the model's own context takes it as it is
 
 
 @dataclass(frozen=True)
 class SequenceEnd:
     """A sequence that ended in the last step: its tokens, why it ended, the prompt tokens it read and reused, and
-    its state when it was asked to keep it."""
+    its state when it was asked to keep it (with, on a model whose restored states cannot be cut back, its state at
+    the prompt's end: ``checkpoint``)."""
 
     seq_id: int
     tokens: tuple[int, ...]
@@ -80,6 +82,7 @@ class SequenceEnd:
     state: SequenceState | None = None
     proposed: int = 0  # tokens proposed from its own text, and accepted (speculation)
     accepted: int = 0
+    checkpoint: SequenceState | None = None
 
 
 def sampler_chain(llama_cpp: Any, sampling: SamplingParams, seed: int, vocab: Any, gbnf: str | None) -> Any:
@@ -134,10 +137,16 @@ class SequenceBatch:
         self._vocab = llama_cpp.llama_model_get_vocab(model)
         # A recurrent state cannot be cut back to a prefix: no proposals (the rejected ones could not be undone)
         self.rewindable = not (llama_cpp.llama_model_is_recurrent(model) or llama_cpp.llama_model_is_hybrid(model))
+        # A kept sequence's state at its prompt's end too, where a restored state cannot be cut back (a recurrent
+        # state; a sliding window's, restored, holds only the window before its end): a follow-up whose last reply
+        # comes back spelled otherwise (``own_tokens`` respells only what is valid text) continues from there.
+        self.checkpoints = not self.rewindable or int(llama_cpp.llama_model_n_swa(model)) > 0
         self._batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
         self._active: dict[int, _Sequence] = {}
         self._seeds = 0
         self.decodes = 0  # llama_decode calls made (what the tests count)
+        self.prompt_tokens_read = 0  # prompt tokens decoded (a restored state's are not)
+        self.restores_refused = 0  # states llama.cpp would not take back
         self.proposed = self.accepted = 0  # tokens proposed from the sequences' own text, and accepted
         self.cost = DecodeCost()
 
@@ -203,6 +212,7 @@ class SequenceBatch:
         buffer = (ctypes.c_uint8 * len(state.data)).from_buffer_copy(state.data)
         if llama_cpp.llama_state_seq_set_data(self._ctx, buffer, len(state.data), seq_id) != len(state.data):
             llama_cpp.llama_memory_seq_rm(self._memory, seq_id, -1, -1)
+            self.restores_refused += 1
             return 0
         if shared < len(state.tokens) and not llama_cpp.llama_memory_seq_rm(self._memory, seq_id, shared, -1):
             llama_cpp.llama_memory_seq_rm(self._memory, seq_id, -1, -1)  # a recurrent state cannot be cut back
@@ -215,7 +225,7 @@ class SequenceBatch:
         buffer = (ctypes.c_uint8 * size)()
         written = llama_cpp.llama_state_seq_get_data(self._ctx, buffer, size, sequence.seq_id)
         decoded = sequence.prompt[: sequence.read] + sequence.generated[: len(sequence.generated) - sequence.undecoded]
-        return SequenceState(tuple(decoded), bytes(buffer)[:written])
+        return SequenceState(tuple(decoded), memoryview(buffer).cast("B")[:written])
 
     def cancel(self, seq_id: int) -> SequenceEnd | None:
         """End a sequence now (its client left): its cells are freed; the others' are untouched."""
@@ -259,6 +269,7 @@ class SequenceBatch:
                 if last:
                     outputs.append((reading, [index], []))
             reading.read += len(chunk)
+            self.prompt_tokens_read += len(chunk)
         if batch.n_tokens == 0:
             return ended
         status = llama_cpp.llama_decode(self._ctx, batch)
@@ -267,6 +278,8 @@ class SequenceBatch:
             raise GenerationError(f"llama.cpp could not decode the batch (status {status}).")
         for sequence, _, _ in outputs:
             sequence.next_token, sequence.undecoded = None, 0  # decoded: its cells hold it
+        if reading is not None and reading.keep and self.checkpoints and reading.read == len(reading.prompt):
+            reading.checkpoint = self._state_of(reading)  # before its first token is written: the prompt's end
         written = 0
         for sequence, indices, drafts in outputs:
             after = sequence.read + len(sequence.generated)  # the first position past what is decoded for sure
@@ -351,6 +364,7 @@ class SequenceBatch:
             state,
             sequence.proposed,
             sequence.accepted,
+            sequence.checkpoint if state is not None else None,
         )
 
     def run(self, until: Callable[[], bool] = lambda: False) -> list[SequenceEnd]:

@@ -61,6 +61,13 @@ class ApiSlot:
     number: int
 
 
+@dataclass(frozen=True)
+class SequenceSlot(ApiSlot):
+    """The same slot's state kept by a sequence of the replies decoded together (``ParallelReplies``): llama.cpp
+    restores a state only into a context of the layout that wrote it (a stream per sequence there, one here), so
+    each context finds only its own."""
+
+
 Conversation = int | ApiClient | None  # None: a one-off request that may reuse whatever prefix it shares
 
 

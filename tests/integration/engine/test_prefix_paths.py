@@ -81,3 +81,23 @@ def test_a_regenerate_after_a_reply_longer_than_the_sliding_window_continues_as_
         assert again.same, "the Regenerate continued from a window that is no longer there"
     finally:
         paths.close()
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_path_holds_with_two_sequences_in_the_context(tmp_path, family):
+    """Issue 63: the model loaded for two replies at once (``LoadParams.parallel``): the API client's requests are
+    sequences of the batch, each beside another that writes all along; its follow-up continues its own kept state
+    (read well under half), another client's same words are read whole, and every continuation is a fresh read's.
+    The window's paths, in the model's own context beside the batch, hold as before."""
+    paths = PrefixPaths(model_of(family, tmp_path), replace(PARAMS, parallel=2), KVDiskStore(tmp_path / "kv"))
+    try:
+        for result in paths.walk():
+            assert result.same, f"{result.path}: the continuation differs from a fresh read"
+            assert result.read == result.reported, f"{result.path}: the reply's figures say otherwise"
+            if result.expect_reuse and not (family in SLIDING_WINDOW and result.path in CUT_AFTER_A_RESTORE):
+                assert result.read < result.prompt_tokens / 2, f"{result.path}: read {result.read} tokens again"
+            elif not result.expect_reuse:
+                assert result.read == result.prompt_tokens, f"{result.path}: reused what it may not"
+        assert paths.in_sequences == 3  # the API's three paths went through the sequences
+    finally:
+        paths.close()
