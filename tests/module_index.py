@@ -69,7 +69,6 @@ TESTED_THROUGH: dict[str, tuple[str, str]] = {
     "fara_desktop.ui.widgets.download_row": ("tests/integration/ui/test_models_dialog.py", "rows"),
     "fara_desktop.ui.widgets.file_dialogs": ("tests/unit/ui/test_window.py", "folders.start"),
     "fara_desktop.ui.widgets.flow_layout": ("tests/integration/ui/test_documents_chat.py", "citation"),
-    "fara_desktop.ui.widgets.hardware_panel": ("tests/integration/ui/test_real_model_window.py", "hardware_panel"),
     "fara_desktop.ui.widgets.notice_bar": ("tests/unit/ui/test_notice_bar.py", "notice"),
     "fara_desktop.ui.widgets.plain_text": ("tests/unit/ui/test_hostile_text_rendering.py", "PlainText"),
     "fara_desktop.ui.widgets.setting_fields": ("tests/unit/ui/test_settings_pages.py", "accessibleDescription"),

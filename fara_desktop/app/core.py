@@ -111,7 +111,8 @@ class SettingsApplied:
     tools_problem: str | None  # the MCP servers' JSON does not parse: none runs
     tools_changed: bool
     appearance_changed: bool
-    reload: bool  # the model is to be chosen and loaded again (its folders or tuning changed)
+    reload: bool  # the model is to be chosen and loaded again (its folders or tuning changed; the local API went
+    # on or off while its parallel conversations are tuned: they are made at load)
 
 
 class AppCore(EngineCore):
@@ -201,7 +202,8 @@ class AppCore(EngineCore):
             (old.theme, old.font_size) != (settings.theme, settings.font_size),
             old.inference != settings.inference
             or old.extra_model_folders != settings.extra_model_folders
-            or old.projectors != settings.projectors,
+            or old.projectors != settings.projectors
+            or (old.local_api.enabled != settings.local_api.enabled and settings.inference.parallel is None),
         )
 
     def configure_tools(self, tools: ToolSettings) -> str | None:

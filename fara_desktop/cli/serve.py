@@ -14,6 +14,7 @@ import signal
 import sys
 from collections.abc import Mapping
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from types import FrameType
 
@@ -147,7 +148,10 @@ def _serve(
     settings = replace(settings, inference=inference.validated())
     loading = ModelLoading(paths)  # the window's loop: plan, load, then measure the threads once
     prepared = loading.prepare(
-        model, [Path(f) for f in settings.extra_model_folders], settings.inference.apply, settings.projectors
+        model,
+        [Path(f) for f in settings.extra_model_folders],
+        partial(settings.inference.apply, serving=True),
+        settings.projectors,
     )
     loading.use_plan(prepared)
     plan, decision = prepared.plan, prepared.decision

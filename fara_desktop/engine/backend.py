@@ -68,13 +68,17 @@ class PromptRequest:
 @dataclass(frozen=True)
 class ReplyRequest:
     """How a prepared prompt is replied to (``Backend.reply``): the sampling, the cancel asked between tokens,
-    where the text goes, the conversation whose reading is kept, and where the prompt's reading is reported."""
+    where the text goes, the conversation whose reading is kept, where the prompt's reading is reported, and what
+    runs between its chunks."""
 
     sampling: SamplingParams
     should_cancel: Callable[[], bool]
     on_text: TextSink
     conversation: Hashable | None = None
     on_prompt_progress: Callable[[int, int], None] | None = None
+    # called between the chunks of a prompt longer than one batch, which is then read chunk by chunk: the local
+    # API's replies decoding together go on there (a long prompt holds their tokens one chunk at most)
+    between_chunks: Callable[[], None] | None = None
 
 
 @dataclass(frozen=True)

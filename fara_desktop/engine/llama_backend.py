@@ -494,8 +494,10 @@ class LlamaBackend:
         # goes back to); llama-cpp-python's own prefix matching would cut its state back, which it cannot be. A
         # prompt with pictures is read here too: llama-cpp-python cannot decode a picture.
         split = not self._states.rewindable or vision is not None
+        between = request.between_chunks
+        chunked = between is not None and not split and to_read > llm.n_batch  # read here, stepping between
         generator = llm.generate(
-            tokens[-1:] if split else tokens,
+            tokens[-1:] if split or chunked else tokens,
             top_k=sampling.top_k,
             top_p=sampling.top_p,
             min_p=sampling.min_p,
@@ -504,12 +506,14 @@ class LlamaBackend:
             mirostat_mode=sampling.mirostat_mode,
             mirostat_tau=sampling.mirostat_tau,
             mirostat_eta=sampling.mirostat_eta,
-            reset=not split,
+            reset=not (split or chunked),
             grammar=grammar,
         )
         try:
             if split:
                 self._read_to_the_last_token(llm, detail, tokens, reused)
+            elif chunked and between is not None:
+                self._read_between_chunks(llm, tokens, reused, between, should_cancel)
             for token in generator:
                 if first_token_at is None:
                     first_token_at = time.perf_counter()
@@ -545,6 +549,18 @@ class LlamaBackend:
         times, cells = (started, first_token_at), llm.n_tokens + extra_cells
         stats = reply_stats(len(tokens), len(tokens) - reused, writing.tokens, times, cells, info.n_ctx)
         return ReplyResult(writing.text, stats, finish, writing.shown_logprobs())
+
+    @staticmethod
+    def _read_between_chunks(
+        llm: Llama, tokens: list[int], reused: int, between: Callable[[], None], should_cancel: Callable[[], bool]
+    ) -> None:
+        """The prompt up to its last token (``generate`` reads that one, for the first token's logits), a batch at a
+        time as ``Llama.eval`` reads it, with ``between()`` after each batch."""
+        for start in range(reused, len(tokens) - 1, llm.n_batch):
+            if should_cancel():
+                raise EncodingStopped
+            llm.eval(tokens[start : min(start + llm.n_batch, len(tokens) - 1)])
+            between()
 
     def _read_to_the_last_token(self, llm: Llama, detail: LlamaPrompt, tokens: list[int], reused: int) -> None:
         """A model that cannot cut back (or a prompt with pictures) reads its prompt here, not in llama-cpp-python's

@@ -208,5 +208,5 @@ def fits_beside(header: GGUFHeader, params: LoadParams) -> bool:
         return False
     n_ctx = params.context_for(metadata.context_length)
     memory = psutil.virtual_memory()
-    verdict = fit_verdict(metadata, n_ctx, memory.available, memory.total, params.kv_type)
+    verdict = fit_verdict(metadata, n_ctx, memory.available, memory.total, params.kv_type, parallel=params.parallel)
     return verdict.verdict == "fits"

@@ -466,8 +466,9 @@ class InferenceWorker:
                 with self._lock:
                     self._parallel_running += 1
                 return None
-            if parallel is not None and not parallel.idle:  # the sequences go on between this reply's tokens
-                request = dataclasses.replace(request, on_text=self._stepping_parallel(channels.add))
+            if parallel is not None and not parallel.idle:  # the sequences go on between its chunks and tokens
+                stepping = self._stepping_parallel(channels.add)
+                request = dataclasses.replace(request, on_text=stepping, between_chunks=self._step_parallel)
             try:
                 result = self._backend.reply(prompt, request)
             finally:

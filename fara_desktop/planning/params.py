@@ -47,6 +47,7 @@ class TunedParams:
     use_mmap: bool
     use_mlock: bool
     reasons: dict[str, str]
+    parallel: int = 1  # the local API's replies decoded together while it is on (``InferenceOverrides.apply``)
 
     def load_params(self) -> LoadParams:
         """These values as the engine loads them (a quantized KV cache needs flash attention)."""

@@ -197,7 +197,9 @@ def fit_refusal(model: DiscoveredModel, params: LoadParams) -> str | None:
         return None
     memory = psutil.virtual_memory()
     n_ctx = params.context_for(model.metadata.context_length)
-    verdict = fit_verdict(model.metadata, n_ctx, memory.available, memory.total, params.kv_type)
+    verdict = fit_verdict(
+        model.metadata, n_ctx, memory.available, memory.total, params.kv_type, parallel=params.parallel
+    )
     if verdict.verdict != "too_big":
         return None
     advice = f" Instead: {'; or '.join(verdict.suggestions)}." if verdict.suggestions else ""
@@ -233,7 +235,9 @@ def decide_load(
         return LoadDecision(params, None, None)
     n_ctx = params.context_for(model.metadata.context_length)
     doubled = params.use_mmap and weights_are_repacked()
-    estimate = estimate_memory(model.metadata, n_ctx, params.kv_type, mapped_and_repacked=doubled)
+    estimate = estimate_memory(
+        model.metadata, n_ctx, params.kv_type, mapped_and_repacked=doubled, parallel=params.parallel
+    )
     projector = chosen_projector(model, projector_choices or {})
     eyes = projector_shape_of(projector) if projector else None
     if eyes is not None:  # the model sees pictures: its projector loads with it, and counts in its memory

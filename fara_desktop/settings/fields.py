@@ -111,8 +111,8 @@ FIELDS: tuple[SettingField, ...] = (
         "inference.parallel",
         "Parallel API conversations",
         "Local API requests answered at once: one pass over the weights writes a token of each, so four cost "
-        "this CPU little more than one. Each takes a KV cache of the full context length of its own. auto: one "
-        "at a time.",
+        "this CPU little more than one. Each takes a KV cache of the whole context. auto: while the API is on, "
+        "four (or two) where they fit.",
         1,
         16,
         auto="auto",

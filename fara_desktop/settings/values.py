@@ -32,7 +32,7 @@ class InferenceOverrides:
     use_mmap: bool | None = None
     use_mlock: bool | None = None
     kernel_path: str | None = None
-    parallel: int | None = None  # the local API's conversations decoded together; auto: one at a time
+    parallel: int | None = None  # the local API's conversations decoded together; auto: as many as fit (API on)
     speculation: bool | None = None  # their greedy replies propose tokens from their own text; auto: on
 
     def validated(self) -> InferenceOverrides:
@@ -59,8 +59,9 @@ class InferenceOverrides:
             speculation=self.speculation if isinstance(self.speculation, bool) else None,
         )
 
-    def apply(self, tuned: TunedParams) -> LoadParams:
-        """The tuned values with the ones the user pinned put in their place."""
+    def apply(self, tuned: TunedParams, serving: bool = False) -> LoadParams:
+        """The tuned values with the ones the user pinned put in their place; ``serving``: the local API is on (the
+        tuned number of its replies decode together; else one at a time)."""
         loaded = replace(
             tuned,
             n_ctx=self.n_ctx or tuned.n_ctx,
@@ -71,7 +72,8 @@ class InferenceOverrides:
             use_mmap=self.use_mmap if self.use_mmap is not None else tuned.use_mmap,
             use_mlock=self.use_mlock if self.use_mlock is not None else tuned.use_mlock,
         ).load_params()
-        loaded = replace(loaded, parallel=self.parallel or 1, speculate=self.speculation is not False)
+        parallel = self.parallel or (tuned.parallel if serving else 1)
+        loaded = replace(loaded, parallel=parallel, speculate=self.speculation is not False)
         return loaded if self.flash_attn is None else replace(loaded, flash_attn=self.flash_attn)
 
 

@@ -126,6 +126,7 @@ class MainWindow(WindowLayout):
         self.servers = ServersController(self, self.bridge.worker, self.api_keys, self.chat.sampling, self.core.jobs)
         self.servers.pictures = self.core.api_picture_files
         self.servers.apiRequestsChanged.connect(self.chat.set_api_requests)
+        self.servers.apiRequestsChanged.connect(self.hardware_panel.show_api_requests)
         self.chat.modelLoaded.connect(self.servers.warn_if_unencrypted)
         self.advice = CatalogAdvice(self.paths, lambda: self.settings)
         self.chat.modelLoaded.connect(self.advice.models_that_call_tools)

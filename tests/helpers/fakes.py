@@ -84,6 +84,7 @@ class FakeBackend:
             vision="mmproj-fake.gguf" if Path(path).name.startswith("seeing") else "",  # a model that sees
             picture_tokens=256 if Path(path).name.startswith("seeing") else 0,
             picture_seconds=0.8 if Path(path).name.startswith("seeing") else 0.0,
+            parallel=params.parallel,
         )
         return self._info
 

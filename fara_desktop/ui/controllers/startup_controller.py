@@ -8,6 +8,7 @@ changed meanwhile) wins over a slower older one.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -134,11 +135,13 @@ class StartupController(QObject):
         preferred = preferred or saved
         folders = [Path(f) for f in settings.extra_model_folders]
 
-        overrides = settings.inference  # as they are now: a change in Settings starts a new plan
+        # the overrides as they are now (a change in Settings starts a new plan); the local API's replies decode
+        # together while it is on (their tuned number; one at a time otherwise)
+        tuned_to_params = partial(settings.inference.apply, serving=settings.local_api.enabled)
         projectors = dict(settings.projectors)
 
         def work() -> PreparedLoad:
-            return self.loading.prepare(preferred, folders, overrides.apply, projectors, avoid)
+            return self.loading.prepare(preferred, folders, tuned_to_params, projectors, avoid)
 
         self.planStarted.emit()
         self._generation += 1

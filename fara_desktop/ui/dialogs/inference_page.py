@@ -107,7 +107,9 @@ class InferencePage(QWidget):
         self.mlock = _tri_state(
             "inference.use_mlock", "lockInMemory", tuned.use_mlock if tuned else False, chosen.use_mlock
         )
-        self.parallel = _auto_spin("inference.parallel", "parallelConversations", 1, chosen.parallel)
+        self.parallel = _auto_spin(
+            "inference.parallel", "parallelConversations", tuned.parallel if tuned else 1, chosen.parallel
+        )
         self.speculation = _tri_state("inference.speculation", "speculation", True, chosen.speculation)
         self.kernel = _kernel_paths(chosen.kernel_path)
         fields: tuple[tuple[str, QSpinBox | QComboBox], ...] = (

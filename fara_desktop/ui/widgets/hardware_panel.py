@@ -67,7 +67,7 @@ def tuned_text(value: object, user_value: object) -> str:
 class HardwarePanel(QFrame):
     """Read-only facts, refreshed from events and a slow timer (RAM); never blocks the GUI thread."""
 
-    MODEL_KEYS = ("Name", "Why", "Format", "Context", "Threads", "KV cache", "Batch", "Kernels")
+    MODEL_KEYS = ("Name", "Why", "Format", "Context", "Threads", "KV cache", "Batch", "API replies", "Kernels")
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -122,6 +122,8 @@ class HardwarePanel(QFrame):
             self.set_value(key, "—")
         self._tuned: TunedParams | None = None
         self._overrides = InferenceOverrides()
+        self._parallel = 1  # the loaded model's local API replies decoded together (``ModelInfo.parallel``)
+        self._api_requests = 0
 
     def _section(self, title: str, keys: list[str]) -> QWidget:
         box = QFrame()
@@ -200,7 +202,10 @@ class HardwarePanel(QFrame):
     def show_memory_plan(self, estimate: MemoryEstimate) -> None:
         eyes = f" + {format_size(estimate.vision)} to see pictures" if estimate.vision else ""
         self.set_value("Model weights", format_size(estimate.weights) + eyes)
-        self.set_value("KV memory", f"{format_size(estimate.kv_cache)} ({estimate.kv_type}, {estimate.n_ctx:,} tokens)")
+        sequences = f" + {format_size(estimate.sequences)} for the API's replies" if estimate.sequences else ""
+        self.set_value(
+            "KV memory", f"{format_size(estimate.kv_cache)} ({estimate.kv_type}, {estimate.n_ctx:,} tokens){sequences}"
+        )
 
     def show_model_loading(self, name: str) -> None:
         self.set_value("Name", f"loading {name}…")
@@ -222,7 +227,7 @@ class HardwarePanel(QFrame):
             self.set_value("Name", f"{info.name} (on {info.server})")
             self.set_value("Why", "chosen by you: runs on a server")
             self.set_value("Format", "the server's chat template")
-            for key in ("Context", "Threads", "KV cache", "Batch"):
+            for key in ("Context", "Threads", "KV cache", "Batch", "API replies"):
                 self.set_value(key, "the server's")
             for key in ("Model weights", "KV memory"):  # nothing of a local model stays loaded
                 self.set_value(key, "on the server")
@@ -246,8 +251,23 @@ class HardwarePanel(QFrame):
             "KV cache", tuned_text(info.kv_type, mine.kv_type) + (" · flash attn" if info.flash_attn else "")
         )
         self.set_value("Batch", tuned_text(self._tuned.n_batch if self._tuned else 512, mine.n_batch))
+        self._parallel = info.parallel
+        self.show_api_requests(self._api_requests)
         self.set_value("Kernels", info.kernel_summary or info.kernel_path or "—")
         self._values["Kernels"].setToolTip(plain_tooltip(info.kernel_reason))
+
+    def show_api_requests(self, active: int) -> None:
+        """The local API's requests under way (``ServersController.apiRequestsChanged``): how many of them the
+        loaded model decodes together now (Settings ▸ Inference ▸ Parallel API conversations)."""
+        self._api_requests = active
+        if self.value("Context") in ("—", "the server's"):
+            return  # no local model
+        parallel = self._parallel
+        if parallel <= 1:
+            self.set_value("API replies", "one at a time" + (f" · {active} under way" if active else ""))
+            return
+        shown = f"{parallel} at once" + (" (yours)" if self._overrides.parallel is not None else " (auto)")
+        self.set_value("API replies", shown + (f" · {min(active, parallel)} decoding now" if active else ""))
 
     def show_calibration(self, tok_per_s: dict[int, float], best: int, user_threads: int | None) -> None:
         measured = ", ".join(f"{format_count(t, 'thread')} {v:.0f} tok/s" for t, v in sorted(tok_per_s.items()))

@@ -249,3 +249,51 @@ def test_the_windows_reply_is_written_while_the_clients_sequences_go_on_between_
         worker._emit_default = default
     assert stepped >= 8, f"the clients' sequences were stepped {stepped} times during a 16-token reply"
     assert texts[beside] == texts[alone]  # both in the model's own context: the same kernels
+
+
+@pytest.mark.real_model
+def test_a_long_window_prompt_holds_the_clients_tokens_one_chunk_at_most(together):
+    """Issue 63: "a long prompt never holds the others' tokens for more than one chunk". The window's prompt of
+    about 1,500 tokens is read in the model's own context a batch (512) at a time, the clients' sequences stepped
+    after each batch: they decode before the window's first token (once, between commands, without it), and its
+    reply is the one it gets alone."""
+    from fara_desktop.bench.window_beside_clients import _Replies
+    from fara_desktop.engine.types import Finished, TokenText
+
+    _server, worker, _info = together
+    parallel = worker._backend.parallel
+    replies = _Replies()
+    texts: dict[int, str] = {}
+    at_first_token: dict[int, int] = {}
+
+    def window_sink(event: object) -> None:  # on the inference thread: the decodes counted as the token comes
+        if isinstance(event, TokenText):
+            at_first_token.setdefault(event.request_id, parallel.batch.decodes)
+        if isinstance(event, Finished):
+            texts[event.request_id] = event.text
+        replies(event)  # type: ignore[arg-type]
+
+    long = " ".join(f"Note {n}: the lighthouse keeper wrote the weather, the ships and the tide." for n in range(90))
+    window = [ChatMessage("user", f"{long}\nWhat did the keeper write?")]
+    greedy = SamplingParams(temperature=0.0, max_tokens=8, ignore_eos=True)
+    default, worker._emit_default = worker._emit_default, window_sink
+    try:
+        worker._backend.local.forget_context()  # read whole each time
+        alone = worker.generate(window, greedy)
+        replies.wait(lambda: alone in replies.ended)
+        worker._backend.local.forget_context()
+        streaming = SamplingParams(temperature=0.0, max_tokens=100_000, ignore_eos=True)
+        clients = [worker.generate([ChatMessage("user", q)], streaming, on_event=replies) for q in QUESTIONS[:3]]
+        replies.wait(lambda: all(c in replies.first for c in clients))
+        before = parallel.batch.decodes
+        beside = worker.generate(window, greedy)
+        replies.wait(lambda: beside in replies.ended)
+        for client in clients:
+            worker.cancel_request(client)
+        replies.wait(lambda: all(c in replies.ended for c in clients))
+    finally:
+        worker._emit_default = default
+    stepped = at_first_token[beside] - before
+    assert stepped >= 3, f"the clients decoded {stepped} times while the window read its prompt"
+    # its last batch is split off its last token here: a CPU may round that batch otherwise (``agree``)
+    assert agree(texts[beside], texts[alone]), (texts[beside], texts[alone])

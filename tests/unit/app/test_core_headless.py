@@ -133,6 +133,15 @@ def test_settings_are_applied_saved_and_say_what_changed(fara_home):
         assert changed.tools_problem is not None and "cannot be read" in changed.tools_problem
         assert app.core.chat_states.budget_bytes == 0
         assert load_settings(app.core.paths.config).settings.theme == "dark"
+        # the local API switched on: its parallel conversations (tuned, made at load) need the model loaded again,
+        # unless their number is pinned (the model already has it)
+        now = app.core.settings
+        api_on = dataclasses.replace(now, local_api=dataclasses.replace(now.local_api, enabled=True))
+        assert app.core.apply_settings(api_on).reload
+        pinned = dataclasses.replace(api_on, inference=dataclasses.replace(api_on.inference, parallel=2))
+        app.core.apply_settings(pinned)
+        api_off = dataclasses.replace(pinned, local_api=dataclasses.replace(pinned.local_api, enabled=False))
+        assert not app.core.apply_settings(api_off).reload
     finally:
         app.close()
 

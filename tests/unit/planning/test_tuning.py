@@ -129,3 +129,28 @@ def test_a_build_that_repacks_weights_reads_the_file_instead_of_mapping_it():
     once = estimate_memory(LLAMA_8B, 4096)
     twice = estimate_memory(LLAMA_8B, 4096, mapped_and_repacked=True)
     assert twice.total - once.total == LLAMA_8B.weights_bytes
+
+
+def test_parallel_conversations_are_as_many_as_fit_and_counted_in_the_fit_check():
+    """Issue 63: auto decodes four local API replies together where their KV caches fit beside the model, two where
+    only two do, else one; the fit check counts their context (a KV cache of the whole context each)."""
+    assert tune(LLAMA_8B, 4, 8, 24 * GIB, 32 * GIB).parallel == 4
+    two = tune(LLAMA_8B, 4, 8, 12 * GIB, 32 * GIB)  # 8,192 tokens: 1 GiB of cache a sequence
+    assert two.parallel == 2 and "1.00 GiB" in two.reasons["parallel"]
+    assert tune(LLAMA_8B, 4, 8, 9 * GIB, 32 * GIB).parallel == 1
+    alone, four = estimate_memory(LLAMA_8B, 8192), estimate_memory(LLAMA_8B, 8192, parallel=4)
+    assert four.sequences == 4 * GIB + four.compute and four.total == alone.total + four.sequences
+    assert estimate_memory(LLAMA_8B, 8192, parallel=1).sequences == 0
+    assert fit_verdict(LLAMA_8B, 8192, available=12 * GIB, total=32 * GIB).verdict == "fits"
+    too_many = fit_verdict(LLAMA_8B, 8192, available=12 * GIB, total=32 * GIB, parallel=8)
+    assert too_many.verdict == "too_big"
+    (suggestion,) = too_many.suggestions
+    assert suggestion.startswith("fewer parallel API conversations, or one at a time")
+
+
+def test_parallel_conversations_are_made_only_while_the_local_api_is_on_unless_pinned():
+    tuned = tune(LLAMA_8B, 4, 8, 24 * GIB, 32 * GIB)
+    assert InferenceOverrides().apply(tuned).parallel == 1  # the window without the API: nothing reserved
+    assert InferenceOverrides().apply(tuned, serving=True).parallel == 4  # serve, or the API switched on
+    assert InferenceOverrides(parallel=3).apply(tuned).parallel == 3
+    assert InferenceOverrides(parallel=1).apply(tuned, serving=True).parallel == 1

@@ -1,0 +1,42 @@
+"""The hardware panel says how the local API's replies are decoded (issue 63): how many at once, tuned or pinned,
+and how many decode together now; their KV caches beside the model's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fara_desktop.planning.params import LoadParams
+from fara_desktop.planning.tuning import estimate_memory
+from fara_desktop.settings import InferenceOverrides
+from fara_desktop.ui.widgets.hardware_panel import HardwarePanel
+from tests.helpers.fakes import FakeBackend
+from tests.unit.planning.test_tuning import LLAMA_8B
+
+
+def test_the_panel_shows_the_api_replies_decoding_together_now(qtbot):
+    panel = HardwarePanel()
+    qtbot.addWidget(panel)
+    panel.show_api_requests(3)  # before a model: nothing to say yet
+    assert panel.value("API replies") == "—"
+    panel.show_model(FakeBackend().load(Path("four.gguf"), LoadParams(parallel=4)))
+    assert panel.value("API replies") == "4 at once (auto) · 3 decoding now"
+    panel.show_api_requests(6)
+    assert panel.value("API replies") == "4 at once (auto) · 4 decoding now"
+    panel.show_api_requests(0)
+    assert panel.value("API replies") == "4 at once (auto)"
+    tuned = panel._tuned
+    panel.show_tuning(tuned, InferenceOverrides(parallel=2))  # type: ignore[arg-type]
+    panel.show_model(FakeBackend().load(Path("two.gguf"), LoadParams(parallel=2)))
+    assert panel.value("API replies") == "2 at once (yours)"
+    panel.show_model(FakeBackend().load(Path("one.gguf"), LoadParams()))
+    panel.show_api_requests(2)
+    assert panel.value("API replies") == "one at a time · 2 under way"
+
+
+def test_the_kv_memory_counts_the_api_replies_caches(qtbot):
+    panel = HardwarePanel()
+    qtbot.addWidget(panel)
+    panel.show_memory_plan(estimate_memory(LLAMA_8B, 8192))
+    assert "API" not in panel.value("KV memory")
+    panel.show_memory_plan(estimate_memory(LLAMA_8B, 8192, parallel=4))
+    assert panel.value("KV memory").endswith("+ 4.18 GiB for the API's replies")
