@@ -53,7 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--parallel",
         type=int,
         metavar="N",
-        help="requests answered at once, decoded together (each with a KV cache of its own; default: Settings')",
+        help="requests answered at once, decoded together (each with a KV cache of its own; default: Settings', "
+        "auto: four, or two, where they fit in memory)",
     )
     serve.add_argument(
         "--api-key",
