@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from fara_desktop.bench.prefix_paths import GREEDY, PrefixPaths, split_stable
+from fara_desktop.bench.prefix_paths import GREEDY, PathResult, PrefixPaths, split_stable
 from fara_desktop.engine.backend import PromptRequest, ReplyRequest
 from fara_desktop.engine.kv_disk import KVDiskStore
 from fara_desktop.engine.types import ApiClient
@@ -43,17 +43,21 @@ def model_of(family: str, folder: Path) -> Path:
     return write_tiny_model(path, family, chat_template=TEMPLATE, context_length=2048)
 
 
+def assert_the_path_holds(result: PathResult, family: str) -> None:
+    assert result.same, f"{result.path}: the continuation differs from a fresh read"
+    assert result.read == result.reported, f"{result.path}: the reply's figures say otherwise"
+    if result.expect_reuse and not (family in SLIDING_WINDOW and result.path in CUT_AFTER_A_RESTORE):
+        assert result.read < result.prompt_tokens / 2, f"{result.path}: read {result.read} tokens again"
+    elif not result.expect_reuse:  # a first reply, or a principal that may not reuse what another left
+        assert result.read == result.prompt_tokens, f"{result.path}: reused what it may not"
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_path_that_keeps_a_prefix_continues_as_a_fresh_read(tmp_path, family):
     paths = PrefixPaths(model_of(family, tmp_path), PARAMS, KVDiskStore(tmp_path / "kv"))
     try:
         for result in paths.walk():
-            assert result.same, f"{result.path}: the continuation differs from a fresh read"
-            assert result.read == result.reported, f"{result.path}: the reply's figures say otherwise"
-            if result.expect_reuse and not (family in SLIDING_WINDOW and result.path in CUT_AFTER_A_RESTORE):
-                assert result.read < result.prompt_tokens / 2, f"{result.path}: read {result.read} tokens again"
-            elif not result.expect_reuse:  # a first reply, or a principal that may not reuse what another left
-                assert result.read == result.prompt_tokens, f"{result.path}: reused what it may not"
+            assert_the_path_holds(result, family)
             if result.path == "regenerate":
                 assert result.read <= 1, "a Regenerate reads its prompt again"
         # the control: F32 weights give the same continuation however the prompt is split into batches
@@ -92,12 +96,7 @@ def test_every_path_holds_with_two_sequences_in_the_context(tmp_path, family):
     paths = PrefixPaths(model_of(family, tmp_path), replace(PARAMS, parallel=2), KVDiskStore(tmp_path / "kv"))
     try:
         for result in paths.walk():
-            assert result.same, f"{result.path}: the continuation differs from a fresh read"
-            assert result.read == result.reported, f"{result.path}: the reply's figures say otherwise"
-            if result.expect_reuse and not (family in SLIDING_WINDOW and result.path in CUT_AFTER_A_RESTORE):
-                assert result.read < result.prompt_tokens / 2, f"{result.path}: read {result.read} tokens again"
-            elif not result.expect_reuse:
-                assert result.read == result.prompt_tokens, f"{result.path}: reused what it may not"
+            assert_the_path_holds(result, family)
         assert paths.in_sequences == 3  # the API's three paths went through the sequences
     finally:
         paths.close()

@@ -211,6 +211,31 @@ def _copy_twice(server: ApiServer, one_at_a_time: ApiServer) -> tuple[Any, Any]:
     return reply, plain
 
 
+def alone_then_beside_three_clients(
+    worker: Any, replies: Any, window: list[ChatMessage], greedy: SamplingParams, fresh: bool = False
+) -> tuple[int, int, int, int]:
+    """The window's request alone, then again while three clients stream (their requests cancelled after it):
+    the two requests, and the sequences' decodes before and after the second. ``fresh``: each read whole."""
+    parallel = worker._backend.parallel
+    if fresh:
+        worker._backend.local.forget_context()
+    alone = worker.generate(window, greedy)
+    replies.wait(lambda: alone in replies.ended)
+    if fresh:
+        worker._backend.local.forget_context()
+    streaming = SamplingParams(temperature=0.0, max_tokens=100_000, ignore_eos=True)
+    clients = [worker.generate([ChatMessage("user", q)], streaming, on_event=replies) for q in QUESTIONS[:3]]
+    replies.wait(lambda: all(c in replies.first for c in clients))
+    before = parallel.batch.decodes
+    beside = worker.generate(window, greedy)
+    replies.wait(lambda: beside in replies.ended)
+    after = parallel.batch.decodes
+    for client in clients:
+        worker.cancel_request(client)
+    replies.wait(lambda: all(c in replies.ended for c in clients))
+    return alone, beside, before, after
+
+
 @pytest.mark.real_model
 def test_the_windows_reply_is_written_while_the_clients_sequences_go_on_between_its_tokens(together):
     """Issue 63: the window's chat is answered in the model's own context while three clients decode together; the
@@ -220,7 +245,6 @@ def test_the_windows_reply_is_written_while_the_clients_sequences_go_on_between_
     from fara_desktop.engine.types import Finished
 
     _server, worker, _info = together
-    parallel = worker._backend.parallel
     replies = _Replies()
     texts: dict[int, str] = {}
 
@@ -233,20 +257,10 @@ def test_the_windows_reply_is_written_while_the_clients_sequences_go_on_between_
     greedy = SamplingParams(temperature=0.0, max_tokens=16, ignore_eos=True)
     default, worker._emit_default = worker._emit_default, window_sink
     try:
-        alone = worker.generate(window, greedy)
-        replies.wait(lambda: alone in replies.ended)
-        streaming = SamplingParams(temperature=0.0, max_tokens=100_000, ignore_eos=True)
-        clients = [worker.generate([ChatMessage("user", q)], streaming, on_event=replies) for q in QUESTIONS[:3]]
-        replies.wait(lambda: all(c in replies.first for c in clients))
-        before = parallel.batch.decodes
-        beside = worker.generate(window, greedy)
-        replies.wait(lambda: beside in replies.ended)
-        stepped = parallel.batch.decodes - before
-        for client in clients:
-            worker.cancel_request(client)
-        replies.wait(lambda: all(c in replies.ended for c in clients))
+        alone, beside, before, after = alone_then_beside_three_clients(worker, replies, window, greedy)
     finally:
         worker._emit_default = default
+    stepped = after - before
     assert stepped >= 8, f"the clients' sequences were stepped {stepped} times during a 16-token reply"
     assert texts[beside] == texts[alone]  # both in the model's own context: the same kernels
 
@@ -278,19 +292,7 @@ def test_a_long_window_prompt_holds_the_clients_tokens_one_chunk_at_most(togethe
     greedy = SamplingParams(temperature=0.0, max_tokens=8, ignore_eos=True)
     default, worker._emit_default = worker._emit_default, window_sink
     try:
-        worker._backend.local.forget_context()  # read whole each time
-        alone = worker.generate(window, greedy)
-        replies.wait(lambda: alone in replies.ended)
-        worker._backend.local.forget_context()
-        streaming = SamplingParams(temperature=0.0, max_tokens=100_000, ignore_eos=True)
-        clients = [worker.generate([ChatMessage("user", q)], streaming, on_event=replies) for q in QUESTIONS[:3]]
-        replies.wait(lambda: all(c in replies.first for c in clients))
-        before = parallel.batch.decodes
-        beside = worker.generate(window, greedy)
-        replies.wait(lambda: beside in replies.ended)
-        for client in clients:
-            worker.cancel_request(client)
-        replies.wait(lambda: all(c in replies.ended for c in clients))
+        alone, beside, before, _after = alone_then_beside_three_clients(worker, replies, window, greedy, fresh=True)
     finally:
         worker._emit_default = default
     stepped = at_first_token[beside] - before
