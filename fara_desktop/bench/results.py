@@ -248,6 +248,14 @@ def table(out: dict[str, Any]) -> str:
                 "  always right (the ceiling here) / always wrong (goal ≥ 0.95)",
                 f"{out['speculative_ceiling_ratio']:.2f} / {out['speculative_never_right_ratio']:.2f}",
             ),
+            *(
+                row(f"  a draft model, {label}: with ÷ without", f"{out[key]:.2f}")
+                for key, label in (
+                    ("speculative_draft_same_model_ratio", "the same model (it always agrees)"),
+                    ("speculative_draft_smaller_model_ratio", "the embedded SmolLM2-135M"),
+                )
+                if key in out
+            ),
             row(
                 "  the replies token for token as without (else: tokens shared, worst)",
                 "yes" if out["speculative_same_replies"] else f"no ({out['speculative_text_shared_tokens_worst']})",

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from fara_desktop.engine.draft_model import DraftModel, DraftVocabularyError
 from fara_desktop.engine.llama_loading import open_model
 from fara_desktop.engine.ngram_draft import DecodeCost, NgramDrafter
 from fara_desktop.engine.sequence_batch import SequenceBatch
@@ -91,33 +92,56 @@ def _written(
     return tokens, speed
 
 
-def speculative(model: Path, params: LoadParams, out_tokens: int = 160, rounds: int = 3) -> dict[str, Any]:
-    """The section's figures (see the module)."""
+def _drafts(model: Path, smaller: Path | None, params: LoadParams, target: Any, n_ctx: int) -> dict[str, Any]:
+    """Draft models over ``target`` by kind: the same file (it always agrees: the ceiling with the draft's own
+    cost) and ``smaller`` where it shares the vocabulary; each with its ``Llama``, for the caller to close."""
+    opened: dict[str, Any] = {}
+    for kind, path in (("draft: the same model", model), ("draft: a smaller model", smaller)):
+        if path is None:
+            continue
+        llm = open_model(path, read_gguf_header(path), params, None, None)[0]
+        try:
+            opened[kind] = (DraftModel(llm.model, target.model, n_ctx, 1, params.n_threads or 2), llm)
+        except DraftVocabularyError:
+            llm.close()
+    return opened
+
+
+def speculative(
+    model: Path, params: LoadParams, out_tokens: int = 160, rounds: int = 3, smaller: Path | None = None
+) -> dict[str, Any]:
+    """The section's figures (see the module); ``smaller``: a draft model for this one, where its vocabulary is
+    this one's."""
     llm, formatter, _, used = open_model(model, read_gguf_header(model), params, None, None)
     from fara_desktop.vocabulary.messages import ChatMessage
 
     sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=out_tokens, ignore_eos=True)
-    kinds = ("text", "always right", "always wrong")
-    ratios: dict[str, dict[str, list[float]]] = {kind: {name: [] for name in TASKS} for kind in kinds}
-    same = True
-    shared = out_tokens  # the tokens every reply with proposals shared with plain decoding's before they parted
-    proposed = dict.fromkeys(kinds, 0)
-    accepted = dict.fromkeys(kinds, 0)
+    kinds: tuple[str, ...] = ("text", "always right", "always wrong")
+    drafts: dict[str, Any] = {}
     try:
         prompts = {
             name: llm.tokenize(formatter.render([ChatMessage("user", text)]).text.encode(), special=True)
             for name, text in TASKS.items()
         }
         n_ctx = max(len(p) for p in prompts.values()) + out_tokens + 8
+        drafts = _drafts(model, smaller, params, llm, n_ctx)
+        kinds = (*kinds, *drafts)
+        ratios: dict[str, dict[str, list[float]]] = {kind: {name: [] for name in TASKS} for kind in kinds}
+        same = True
+        shared = out_tokens  # the tokens every reply with proposals shared with plain decoding's before they parted
+        proposed = dict.fromkeys(kinds, 0)
+        accepted = dict.fromkeys(kinds, 0)
         batch = SequenceBatch(llm.model, n_ctx, 1, used.n_threads or 2)
         try:
             for _ in range(rounds):
                 for name, prompt in prompts.items():
                     plain, plain_speed = _written(batch, prompt, sampling, False)
                     for kind in kinds:
-                        drafter = (
+                        drafter: NgramDrafter = (
                             NgramDrafter()
                             if kind == "text"
+                            else drafts[kind][0].drafter()
+                            if kind in drafts
                             else ScriptedDrafter(plain, len(prompt), kind == "always right")
                         )
                         before = (batch.proposed, batch.accepted)
@@ -136,6 +160,9 @@ def speculative(model: Path, params: LoadParams, out_tokens: int = 160, rounds: 
         finally:
             batch.close()
     finally:
+        for draft, draft_llm in drafts.values():
+            draft.close()
+            draft_llm.close()
         llm.close()
     text = ratios["text"]
     out: dict[str, Any] = {f"speculative_ratio_{name}": round(statistics.median(r), 3) for name, r in text.items()}
@@ -146,6 +173,9 @@ def speculative(model: Path, params: LoadParams, out_tokens: int = 160, rounds: 
         min(statistics.median(r) for name, r in text.items() if name.startswith("free")), 3
     )
     for kind, key in (("always right", "ceiling"), ("always wrong", "never_right")):
+        out[f"speculative_{key}_ratio"] = round(statistics.median(x for r in ratios[kind].values() for x in r), 3)
+    for kind in drafts:
+        key = "draft_same_model" if "same" in kind else "draft_smaller_model"
         out[f"speculative_{key}_ratio"] = round(statistics.median(x for r in ratios[kind].values() for x in r), 3)
     out["speculative_same_replies"] = same
     out["speculative_text_shared_tokens_worst"] = shared

@@ -103,10 +103,11 @@ class NgramDrafter:
             return min(PROBE, room)  # a decode of another size: the cost of one more token is measured
         fixed, per_token = fitted
         q = min(self.acceptance, 0.98)
+        making = self.proposal_seconds()
         best, best_rate = 0, writers / (fixed + per_token * others)
         for k in range(1, min(MAX_PROPOSED, room) + 1):
             expected = 1 + q * (1 - q**k) / (1 - q)  # the next token, and the run of proposals accepted before it
-            rate = (writers - 1 + expected) / (fixed + per_token * (others + k))
+            rate = (writers - 1 + expected) / (fixed + per_token * (others + k) + making * k)
             if rate > best_rate * (1 + MIN_GAIN):
                 best, best_rate = k, rate
         return best
@@ -114,6 +115,13 @@ class NgramDrafter:
     def draft(self, history: Sequence[int], cost: DecodeCost, others: int, room: int, writers: int = 1) -> list[int]:
         count = self.count(cost, others, room, writers)
         return propose(history, count) if count > 0 else []
+
+    def proposal_seconds(self) -> float:
+        """What making one proposal costs besides its place in the decode (nothing: a look-up in the text)."""
+        return 0.0
+
+    def release(self) -> None:
+        """The sequence ended (a drafter with cells of its own frees them)."""
 
     def timed(self, seconds_per_token: float) -> None:
         """A step with this sequence's proposals took ``seconds_per_token`` for each token written."""

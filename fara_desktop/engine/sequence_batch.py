@@ -354,6 +354,8 @@ class SequenceBatch:
         state = self._state_of(sequence) if sequence.keep and why != "cancelled" else None
         del self._active[sequence.seq_id]
         llama_cpp.llama_memory_seq_rm(self._memory, sequence.seq_id, -1, -1)
+        if sequence.drafter is not None:
+            sequence.drafter.release()
         llama_cpp.llama_sampler_free(sequence.sampler)
         return SequenceEnd(
             sequence.seq_id,
