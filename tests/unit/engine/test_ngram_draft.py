@@ -81,3 +81,23 @@ def test_beside_other_writing_sequences_a_proposal_must_pay_for_the_step_it_slow
     drafter = NgramDrafter()
     assert drafter.count(cost, others=1, room=8, writers=1) > 0
     assert drafter.count(cost, others=4, room=8, writers=4) == 0
+
+
+class _Drafted(NgramDrafter):
+    """A drafter whose proposals cost ``seconds`` each to make (a draft model's decode)."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(successes=95, tries=100)
+        self.seconds = seconds
+
+    def proposal_seconds(self) -> float:
+        return self.seconds
+
+
+def test_a_proposal_costs_what_making_it_costs_too():
+    """A draft model's proposals each cost a decode of the draft: a draft as big as the model (the same file) never
+    pays, one a tenth of its cost does (1.7B: a step 80 ms, SmolLM2-135M's decode about 8 ms)."""
+    bound_by_reading = cost_of(0.080, 0.002)
+    assert _Drafted(0.0).count(bound_by_reading, 1, 12) >= 4
+    assert _Drafted(0.008).count(bound_by_reading, 1, 12) >= 2
+    assert _Drafted(0.080).count(bound_by_reading, 1, 12) == 0
