@@ -16,6 +16,7 @@ from typing import Any
 from fara_desktop.engine.errors import GenerationError
 from fara_desktop.engine.kv_states import common_prefix
 from fara_desktop.engine.ngram_draft import PROBE, DecodeCost, NgramDrafter
+from fara_desktop.engine.sequence_batch import free_batch_and_context, sequences_context
 from fara_desktop.vocabulary.errors import FaraError
 
 VOCAB_SAMPLE = 997  # one token in this many is compared by its text (and the first 256, the control tokens)
@@ -49,15 +50,7 @@ class DraftModel:
         if not same_vocabulary(llama_cpp, target, model):
             raise DraftVocabularyError("The draft model does not share this model's vocabulary.")
         self._llama_cpp = llama_cpp
-        params = llama_cpp.llama_context_default_params()
-        params.n_ctx = n_ctx * sequences
-        params.n_batch = params.n_ubatch = 512
-        params.n_seq_max = sequences
-        params.n_threads = params.n_threads_batch = n_threads
-        params.kv_unified = False
-        self._ctx = llama_cpp.llama_init_from_model(model, params)
-        if not self._ctx:
-            raise GenerationError("llama.cpp could not make a context for the draft model.")
+        self._ctx = sequences_context(llama_cpp, model, n_ctx, sequences, n_threads, 512)
         self._memory = llama_cpp.llama_get_memory(self._ctx)
         self._batch = llama_cpp.llama_batch_init(512, 0, 1)
         self._greedy = llama_cpp.llama_sampler_init_greedy()
@@ -108,12 +101,8 @@ class DraftModel:
         if self._greedy is not None:
             llama_cpp.llama_sampler_free(self._greedy)
             self._greedy = None
-        if self._batch is not None:
-            llama_cpp.llama_batch_free(self._batch)
-            self._batch = None
-        if self._ctx:
-            llama_cpp.llama_free(self._ctx)
-            self._ctx = None
+        free_batch_and_context(llama_cpp, self._batch, self._ctx)
+        self._batch = self._ctx = None
 
 
 class DraftModelDrafter(NgramDrafter):

@@ -108,6 +108,34 @@ def sampler_chain(llama_cpp: Any, sampling: SamplingParams, seed: int, vocab: An
     return chain
 
 
+def sequences_context(
+    llama_cpp: Any, model: Any, n_ctx: int, sequences: int, n_threads: int, n_batch: int, like: Any = None
+) -> Any:
+    """A llama.cpp context over ``model`` holding ``sequences`` sequences of ``n_ctx`` cells each; ``like``: a
+    context's parameters whose attention and KV cache types it takes. Raises ``GenerationError``."""
+    params = llama_cpp.llama_context_default_params()
+    params.n_ctx = n_ctx * sequences
+    params.n_batch = params.n_ubatch = n_batch
+    params.n_seq_max = sequences
+    params.n_threads = params.n_threads_batch = n_threads
+    params.kv_unified = False  # each sequence its own n_ctx cells: one never takes another's room
+    if like is not None:
+        params.flash_attn_type, params.swa_full = like.flash_attn_type, like.swa_full
+        params.type_k, params.type_v = like.type_k, like.type_v
+    ctx = llama_cpp.llama_init_from_model(model, params)
+    if not ctx:
+        raise GenerationError("llama.cpp could not make a context for several sequences.")
+    return ctx
+
+
+def free_batch_and_context(llama_cpp: Any, batch: Any, ctx: Any) -> None:
+    """A batch and the context it was decoded in, freed (either may be None: freed before)."""
+    if batch is not None:
+        llama_cpp.llama_batch_free(batch)
+    if ctx:
+        llama_cpp.llama_free(ctx)
+
+
 class SequenceBatch:
     """``sequences`` conversations decoded together over ``model`` (a ``llama_model_p``), each with ``n_ctx`` cells."""
 
@@ -121,18 +149,7 @@ class SequenceBatch:
 
         self._llama_cpp = llama_cpp
         self.n_ctx, self.sequences, self.n_batch = n_ctx, sequences, n_batch
-        params = llama_cpp.llama_context_default_params()
-        params.n_ctx = n_ctx * sequences
-        params.n_batch = params.n_ubatch = n_batch
-        params.n_seq_max = sequences
-        params.n_threads = params.n_threads_batch = n_threads
-        params.kv_unified = False  # each sequence its own n_ctx cells: one never takes another's room
-        if like is not None:
-            params.flash_attn_type, params.swa_full = like.flash_attn_type, like.swa_full
-            params.type_k, params.type_v = like.type_k, like.type_v
-        self._ctx = llama_cpp.llama_init_from_model(model, params)
-        if not self._ctx:
-            raise GenerationError("llama.cpp could not make a context for several sequences.")
+        self._ctx = sequences_context(llama_cpp, model, n_ctx, sequences, n_threads, n_batch, like)
         self._memory = llama_cpp.llama_get_memory(self._ctx)
         self._vocab = llama_cpp.llama_model_get_vocab(model)
         # A recurrent state cannot be cut back to a prefix: no proposals (the rejected ones could not be undone)
@@ -386,11 +403,6 @@ class SequenceBatch:
             self._end(sequence, "cancelled")
 
     def close(self) -> None:
-        llama_cpp = self._llama_cpp
         self.end_all()
-        if self._batch is not None:
-            llama_cpp.llama_batch_free(self._batch)
-            self._batch = None
-        if self._ctx:
-            llama_cpp.llama_free(self._ctx)
-            self._ctx = None
+        free_batch_and_context(self._llama_cpp, self._batch, self._ctx)
+        self._batch = self._ctx = None
