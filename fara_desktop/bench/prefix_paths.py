@@ -89,7 +89,9 @@ class PrefixPaths:
             return self._say_in_a_sequence(parallel, prompt, request)
         before = self.decoded
         result = self.tested.reply(prompt, request)
-        self.read = self.decoded - before - max(0, result.stats.completion_tokens - 1)  # of the prompt, really
+        # of the prompt, really (a reply checking proposals writes its tokens with decodes of its own, not ``eval``)
+        written_by_eval = 0 if self.tested.speculated else max(0, result.stats.completion_tokens - 1)
+        self.read = self.decoded - before - written_by_eval
         return result
 
     def _say_in_a_sequence(

@@ -47,6 +47,7 @@ from fara_desktop.engine.reply_writing import Finish, ReplyWriting
 from fara_desktop.engine.thread_calibration import measure_threads
 from fara_desktop.engine.types import ModelInfo, ModelSource, RemoteModel
 from fara_desktop.engine.vision import EncodingStopped, VisionModel, VisionPrompt, marked, open_vision, placed_pictures
+from fara_desktop.engine.window_speculation import WindowSpeculation, plain_tokens
 from fara_desktop.machine.llama_internals import cut_context
 from fara_desktop.models.gguf_checks import check_loadable
 from fara_desktop.models.gguf_file import read_gguf_header
@@ -88,6 +89,8 @@ class LlamaBackend:
         self._states = ContextStates(state_store)  # whose chat is in the context, and the states kept for each
         self._vision: VisionModel | None = None  # the projector loaded beside the model: it sees pictures
         self._parallel: ParallelReplies | None = None  # the API's replies decoding together, when asked for
+        self._speculation = WindowSpeculation(False)  # the window's replies checking proposals, where they may
+        self.speculated = False  # whether the last reply was written checking proposals (``window_speculation``)
 
     # ------------------------------------------------------------------ loading
 
@@ -152,6 +155,7 @@ class LlamaBackend:
                     speculate=params.speculate,
                 )
                 info = replace(info, parallel=params.parallel)
+            self._speculation = WindowSpeculation(params.speculate and info.rewindable)
             self._info = info
             self._loaded_as = (info.path, params) if isinstance(info.path, Path) else None
             self._states.attach(state_identity(info), info.rewindable, sliding_window(llm))
@@ -496,24 +500,22 @@ class LlamaBackend:
         split = not self._states.rewindable or vision is not None
         between = request.between_chunks
         chunked = between is not None and not split and to_read > llm.n_batch  # read here, stepping between
-        generator = llm.generate(
-            tokens[-1:] if split or chunked else tokens,
-            top_k=sampling.top_k,
-            top_p=sampling.top_p,
-            min_p=sampling.min_p,
-            temp=sampling.temperature,
-            repeat_penalty=sampling.repeat_penalty,
-            mirostat_mode=sampling.mirostat_mode,
-            mirostat_tau=sampling.mirostat_tau,
-            mirostat_eta=sampling.mirostat_eta,
-            reset=not (split or chunked),
-            grammar=grammar,
-        )
+        plain = split or grammar is not None or top is not None  # no proposals: decoded as llama-cpp-python does
+        speculating = None if plain else self._speculation.writing(llm, sampling)
+        self.speculated = speculating is not None
+        if speculating is not None:
+            generator = speculating.tokens(tokens)
+        else:
+            generator = plain_tokens(
+                llm, tokens[-1:] if split or chunked else tokens, sampling, grammar, not (split or chunked)
+            )
         try:
             if split:
                 self._read_to_the_last_token(llm, detail, tokens, reused)
             elif chunked and between is not None:
                 self._read_between_chunks(llm, tokens, reused, between, should_cancel)
+            elif speculating is not None:  # it reads the rest, its last token always (for the first's logits)
+                cut_context(llm, min(reused, len(tokens) - 1))
             for token in generator:
                 if first_token_at is None:
                     first_token_at = time.perf_counter()
@@ -548,6 +550,8 @@ class LlamaBackend:
             writing.end(forced)
         times, cells = (started, first_token_at), llm.n_tokens + extra_cells
         stats = reply_stats(len(tokens), len(tokens) - reused, writing.tokens, times, cells, info.n_ctx)
+        if speculating is not None:
+            stats = replace(stats, draft_proposed=speculating.proposed, draft_accepted=speculating.accepted)
         return ReplyResult(writing.text, stats, finish, writing.shown_logprobs())
 
     @staticmethod

@@ -68,7 +68,7 @@ class ParallelReplies:
         """``states``: the model's saved readings, where the sequences' states are kept (its owner's); ``spelling``:
         how the model spells and tokenizes (a prompt is spelled with the tokens a kept state read, ``own_tokens``);
         ``like``: the model's own context's parameters (``SequenceBatch``: its replies are written alike);
-        ``speculate``: greedy replies propose tokens from their own text (``NgramDrafter``)."""
+        ``speculate``: replies propose tokens from their own text (``NgramDrafter``)."""
         import llama_cpp
 
         self._llama_cpp = llama_cpp
@@ -139,7 +139,7 @@ class ParallelReplies:
                 request.should_cancel,
                 restore=restore,
                 keep=slot is not None,
-                speculate=self.speculate and sampling.temperature <= 0,  # greedy: proposals while they pay here
+                speculate=self.speculate,  # proposals while they pay here (sampled ones keep their distribution)
             )
         )
         self._replies[ticket] = reply

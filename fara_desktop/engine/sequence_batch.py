@@ -44,7 +44,7 @@ class _Sequence:
     first: bool = False  # the window's chat: its prompt is read before the others'
     keep: bool = False  # its state is copied out when it ends (``SequenceEnd.state``)
     reused: int = 0  # prompt tokens a restored state held
-    drafter: NgramDrafter | None = None  # proposals from its own text (greedy sequences that asked for them)
+    drafter: NgramDrafter | None = None  # proposals from its own text (sequences that asked for them)
     undecoded: int = 0  # 1 while its last generated token is not in its cells yet
     read: int = 0  # prompt tokens decoded so far (or restored)
     next_token: int | None = None  # sampled, not decoded yet
@@ -191,12 +191,14 @@ class SequenceBatch:
         """A new sequence reading ``prompt`` then generating; its id. ``restore``: a state whose tokens the prompt may
         start with — what they share is not read again (a state that shares nothing, or that llama.cpp cannot cut back
         to what is shared, is not used). ``keep``: its state is copied out when it ends. ``first``: its prompt is read
-        before any other's (the window's chat). ``speculate``: a greedy sequence proposes its next tokens from its own
-        text and checks them in the same decode (``NgramDrafter``, or the drafter given), on a model whose cells can be
-        cut back (not a recurrent or hybrid one); the reply is the one plain decoding gives, as far as the CPU rounds a
-        decode of several tokens as it rounds one. ``sampling.json_schema`` holds this sequence alone to its grammar.
-        Raises ``SequencesFullError`` when every sequence is in use, ``PromptTooLongError`` when the prompt leaves no
-        room for a reply, ``GrammarError`` for a schema no grammar can be built of."""
+        before any other's (the window's chat). ``speculate``: the sequence proposes its next tokens from its own text
+        and checks them in the same decode (``NgramDrafter``, or the drafter given), on a model whose cells can be cut
+        back (not a recurrent or hybrid one); its sampler samples each position and keeps a proposal while it drew it
+        (llama.cpp's rule: one draw a token written, so a greedy or seeded reply is the one plain decoding gives, as
+        far as the CPU rounds a decode of several tokens as it rounds one). ``sampling.json_schema`` holds this
+        sequence alone to its grammar. Raises ``SequencesFullError`` when every sequence is in use,
+        ``PromptTooLongError`` when the prompt leaves no room for a reply, ``GrammarError`` for a schema no grammar
+        can be built of."""
         if not prompt or len(prompt) >= self.n_ctx:
             raise PromptTooLongError(f"The prompt takes {len(prompt)} of the sequence's {self.n_ctx} tokens.")
         seq_id = next((i for i in range(self.sequences) if i not in self._active), None)
@@ -208,7 +210,7 @@ class SequenceBatch:
         sampler = sampler_chain(self._llama_cpp, sampling, 0x5EED + self._seeds, self._vocab, gbnf)
         sequence = _Sequence(seq_id, list(prompt), budget, on_token, should_cancel, sampler, sampling.ignore_eos)
         sequence.first, sequence.keep = first, keep
-        if speculate is not False and sampling.temperature <= 0 and self.rewindable:
+        if speculate is not False and self.rewindable:
             sequence.drafter = speculate if isinstance(speculate, NgramDrafter) else NgramDrafter()
         self._active[seq_id] = sequence
         if restore is not None:

@@ -24,7 +24,7 @@ class LoadParams:
     # it, or after a load that maps it (whose pages would otherwise be faulted in by the first reply)
     projector: str | None = None  # a vision projector (mmproj) to load beside the model: it then sees pictures
     parallel: int = 1  # the local API's replies decoded together, each in a context of its own (1: one at a time)
-    speculate: bool = True  # their greedy replies propose tokens from their own text, where that pays here
+    speculate: bool = True  # replies propose tokens from their own text, where that pays here (window and API)
 
     def context_for(self, trained: int | None) -> int:
         """The context the engine loads with: the chosen one, else the default capped by the trained length."""

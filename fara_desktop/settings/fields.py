@@ -120,8 +120,8 @@ FIELDS: tuple[SettingField, ...] = (
     SettingField(
         "inference.speculation",
         "Speculative decoding",
-        "A greedy reply of a parallel API conversation proposes its next tokens from its own text (a quote, an "
-        "edit of pasted text) and checks them in one pass, as many as measured to pay here. Same replies.",
+        "A reply proposes its next tokens from its own text (a quote, an edit of pasted text) and checks them "
+        "in one pass, as many as measured to pay here; off where it slows this model. Same replies.",
         auto="auto",
     ),
     SettingField(

@@ -33,7 +33,7 @@ class InferenceOverrides:
     use_mlock: bool | None = None
     kernel_path: str | None = None
     parallel: int | None = None  # the local API's conversations decoded together; auto: as many as fit (API on)
-    speculation: bool | None = None  # their greedy replies propose tokens from their own text; auto: on
+    speculation: bool | None = None  # replies propose tokens from their own text; auto: on
 
     def validated(self) -> InferenceOverrides:
         """Counts of 0 or less (or not numbers) mean auto; others are brought into their range (a context of 100

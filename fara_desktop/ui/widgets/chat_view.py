@@ -68,6 +68,9 @@ def footer_for(message: StoredMessage) -> str:
             f"{stats['completion_tokens']:.0f} tokens · {stats['gen_tok_per_s']:.1f} tok/s · "
             f"{first_words(stats)}{context}"
         )
+    proposed, accepted = stats.get("draft_proposed"), stats.get("draft_accepted")
+    if isinstance(proposed, (int, float)) and isinstance(accepted, (int, float)) and proposed > 0:
+        parts.append(f"{proposed:,.0f} tokens proposed, {accepted:,.0f} accepted")
     reused = stats.get("prompt_tokens", 0) - stats.get("prompt_tokens_evaluated", 0)
     if isinstance(reused, (int, float)) and reused >= RESUMED_WORTH_SAYING:
         parts.append(f"resumed: {reused:,.0f} tokens not read again")

@@ -260,11 +260,10 @@ def test_generation_failure_is_reported_and_recoverable(smollm2_path, monkeypatc
     backend.load(smollm2_path, LoadParams(n_ctx=1024))
     assert backend._llm is not None
 
-    def broken_generate(*_args, **_kwargs):
+    def broken_eval(*_args, **_kwargs):
         raise RuntimeError("llama_decode returned -1")
-        yield  # pragma: no cover
 
-    monkeypatch.setattr(backend._llm, "generate", broken_generate)
+    monkeypatch.setattr(backend._llm, "eval", broken_eval)  # plain decoding and a reply checking proposals alike
     prompt = backend.prepare(PromptRequest([SYSTEM, ChatMessage("user", "hi")], 32))
     with pytest.raises(GenerationError, match="failed while generating"):
         backend.reply(prompt, ReplyRequest(GREEDY, lambda: False, lambda _t: None))

@@ -254,3 +254,20 @@ def test_under_a_reply_the_wait_the_user_had_and_what_was_not_read_again(store):
         assert "resumed: 3,314 tokens not read again" in footer
     quick = dataclasses.replace(again, stats={**(again.stats or {}), "waited_s": 0.1, "prompt_tokens_evaluated": 3400})
     assert "first token 64 ms" in footer_for(quick) and "resumed" not in footer_for(quick)
+
+
+def test_under_a_reply_what_speculation_proposed_and_the_model_accepted_after_a_reopen(store):
+    """Issue 65: the reply's line says "n tokens proposed, m accepted" (kept with the reply, as every figure); a
+    reply that proposed nothing says nothing of it."""
+    from fara_desktop.ui.widgets.chat_view import footer_for
+
+    session = ChatSession(store)
+    session.add_user_message("Quote the passage")
+    session.begin_reply(None)
+    stats = GenerationStats(300, 300, 200, 0.1, 900.0, 20.0, 500, 8192, 2.0, draft_proposed=1312, draft_accepted=1208)
+    final = session.end_reply("The passage…", "complete", stats)
+    again = store.messages(session.conversation_id)[1]
+    for message in (final, again):
+        assert "1,312 tokens proposed, 1,208 accepted" in footer_for(message)  # type: ignore[arg-type]
+    plain = dataclasses.replace(again, stats={**(again.stats or {}), "draft_proposed": 0, "draft_accepted": 0})
+    assert "proposed" not in footer_for(plain)
