@@ -155,7 +155,7 @@ class LlamaBackend:
                     speculate=params.speculate,
                 )
                 info = replace(info, parallel=params.parallel)
-            self._speculation = WindowSpeculation(params.speculate and info.rewindable)
+            self._speculation = WindowSpeculation.of(llm, params.speculate, info.rewindable)
             self._info = info
             self._loaded_as = (info.path, params) if isinstance(info.path, Path) else None
             self._states.attach(state_identity(info), info.rewindable, sliding_window(llm))
@@ -500,7 +500,7 @@ class LlamaBackend:
         split = not self._states.rewindable or vision is not None
         between = request.between_chunks
         chunked = between is not None and not split and to_read > llm.n_batch  # read here, stepping between
-        plain = split or grammar is not None or top is not None  # no proposals: decoded as llama-cpp-python does
+        plain = vision is not None or grammar is not None or top is not None  # decoded as llama-cpp-python does
         speculating = None if plain else self._speculation.writing(llm, sampling)
         self.speculated = speculating is not None
         if speculating is not None:

@@ -18,13 +18,14 @@ from fara_desktop.engine.types import ModelInfo
 from fara_desktop.machine.hardware import physical_cores, this_cpu_features, usable_cores
 from fara_desktop.machine.kernels import first_batch, first_batch_needed, prepare_llama_load
 from fara_desktop.machine.llama_build import route_llama_logs_to_logging
-from fara_desktop.machine.llama_internals import load_progress
+from fara_desktop.machine.llama_internals import load_progress, recurrent_rollback
 from fara_desktop.models.architecture import LAZY_TABLES
 from fara_desktop.models.gguf_file import GGUFHeader
 from fara_desktop.models.load_record import LoadRecord
 from fara_desktop.models.metadata import header_display_name, metadata_from_header
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.planning.tuning import (
+    RECURRENT_SNAPSHOTS,
     default_threads,
     expected_prompt_tokens_per_second,
     fit_verdict,
@@ -75,7 +76,8 @@ def open_model(
     record = load_record.loading(path) if load_record is not None else contextlib.nullcontext()
     try:
         lazy = any(t.name in LAZY_TABLES for t in header.tensors)
-        with record, load_progress(on_progress, stopped, lazy_tables=lazy):
+        snapshots = RECURRENT_SNAPSHOTS if params.speculate else 0  # none kept for an architecture that cannot
+        with record, load_progress(on_progress, stopped, lazy_tables=lazy), recurrent_rollback(snapshots):
             llm = Llama(
                 model_path=str(path),
                 n_ctx=n_ctx,

@@ -32,8 +32,13 @@ class SpeculativeWriting:
     (what a token costs in a decode of this context, measured over the model's replies); counts what it proposed
     and what the model accepted."""
 
-    def __init__(self, llm: Llama, sampling: SamplingParams, drafter: NgramDrafter, cost: DecodeCost) -> None:
+    def __init__(
+        self, llm: Llama, sampling: SamplingParams, drafter: NgramDrafter, cost: DecodeCost, snapshots: int = 0
+    ) -> None:
+        """``snapshots``: the recurrent states a hybrid keeps (``n_rs_seq``; 0 for a model whose cells are cut back
+        as they are): it proposes no more than that, what llama.cpp can take back."""
         self._llm, self._sampling, self._drafter, self._cost = llm, sampling, drafter, cost
+        self._snapshots = snapshots
         self.proposed = self.accepted = 0
         self.decodes = 0  # llama_decode calls (what the tests count)
 
@@ -56,11 +61,12 @@ class SpeculativeWriting:
             start, pending = len(prompt), history[-1]  # the next token to decode, and where it goes
             while True:
                 started = time.perf_counter()
-                room = min(MAX_PROPOSED, llm.n_ctx() - start - 2)
+                room = min(self._snapshots or MAX_PROPOSED, llm.n_ctx() - start - 2)
                 drafts = self._drafter.draft(history, self._cost, 1, room) if room > 0 else []
                 step = [pending, *drafts]
                 _fill(batch, step, start)
-                llama_cpp.llama_memory_seq_rm(memory, -1, start, -1)
+                if not llama_cpp.llama_memory_seq_rm(memory, 0, start, -1):  # the last step's rejected proposals
+                    raise RuntimeError("llama.cpp could not take back the rejected proposals")
                 status = llama_cpp.llama_decode(ctx, batch)
                 self.decodes += 1
                 if status != 0:
@@ -82,9 +88,12 @@ class SpeculativeWriting:
                 self._judged(drafts, accepted, working, written)
         finally:
             # As plain decoding leaves it: the cells hold the reply but for its last token (and no proposal past it)
+            # (a hybrid's recurrent state goes back at its next decode; a copy made before it is taken from there)
             held = len(history) - 1
             if llm.n_tokens > held:
-                llama_cpp.llama_memory_seq_rm(memory, -1, held, -1)
+                if not llama_cpp.llama_memory_seq_rm(memory, 0, held, -1):
+                    held = 0  # not taken back: nothing of it can be trusted, the next reply reads its prompt anew
+                    llama_cpp.llama_memory_seq_rm(memory, -1, -1, -1)
                 cut_context(llm, held)
             mark_logits_stale(llm)
             llama_cpp.llama_sampler_free(sampler)
@@ -112,19 +121,31 @@ def _fill(batch: Any, tokens: list[int], start: int) -> None:
 
 class WindowSpeculation:
     """Whether the loaded model's window replies speculate (``LoadParams.speculate``, on a model whose cells can be
-    cut back), and what a token costs in a decode of its context, measured over its replies (each reply's drafter
-    learns its own text's acceptance, and stops proposing where its steps were measured slower than plain ones)."""
+    cut back or a hybrid that keeps recurrent states to take proposals back), and what a token costs in a decode of
+    its context, measured over its replies (each reply's drafter learns its own text's acceptance, and stops
+    proposing where its steps were measured slower than plain ones)."""
 
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
+    def __init__(self, enabled: bool, snapshots: int = 0) -> None:
+        """``snapshots``: the recurrent states a hybrid's context keeps to take proposals back (0: none, or a model
+        whose cells are cut back as they are)."""
+        self.enabled, self.snapshots = enabled, snapshots
         self.cost = DecodeCost()
+
+    @classmethod
+    def of(cls, llm: Llama, speculate: bool, rewindable: bool) -> WindowSpeculation:
+        """For the model just loaded: on where asked for and proposals can be taken back (its cells cut, or the
+        recurrent states its context keeps)."""
+        import llama_cpp
+
+        snapshots = 0 if rewindable else int(llama_cpp.llama_n_rs_seq(llm.ctx))
+        return cls(speculate and (rewindable or snapshots > 0), snapshots)
 
     def writing(self, llm: Llama, sampling: SamplingParams) -> SpeculativeWriting | None:
         """A writer for the next reply, or None where plain decoding writes it: speculation off, or a sampling
         this loop does not draw as ``Llama.generate`` does (mirostat)."""
         if not self.enabled or sampling.mirostat_mode != 0:
             return None
-        return SpeculativeWriting(llm, sampling, NgramDrafter(), self.cost)
+        return SpeculativeWriting(llm, sampling, NgramDrafter(), self.cost, self.snapshots)
 
 
 def plain_tokens(

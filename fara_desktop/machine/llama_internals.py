@@ -13,6 +13,8 @@ llama-cpp-python offers no public API for these things we need; an upgrade may m
 - ``llama_cpp.llama_cpp.llama_model_default_params``, swapped while a load runs (``load_progress``): ``Llama``
   does not expose llama.cpp's load-progress callback nor its ``lazy_mode``, and takes its model parameters from
   that function.
+- ``llama_cpp.llama_cpp.llama_context_default_params``, swapped likewise (``recurrent_rollback``): ``Llama``
+  offers no ``n_rs_seq``, the recurrent states a hybrid keeps to take a rejected proposal back.
 - ``Llama.n_tokens`` and ``Llama.input_ids`` written (``hold_tokens``, ``cut_context``): after a state restored
   into the context, or to make the next ``eval`` drop the cells past a position.
 - ``Llama.generate``'s prefix matching, mirrored (``reused_prefix``) to know before a reply what it will reuse.
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 _patch_lock = threading.Lock()
+_context_patch_lock = threading.Lock()
 
 
 def libllama() -> Any:
@@ -147,6 +150,34 @@ def load_progress(
             yield
         finally:
             raw.llama_model_default_params = original
+
+
+@contextmanager
+def recurrent_rollback(snapshots: int) -> Iterator[None]:
+    """While the block runs, a context made on this thread keeps ``snapshots`` recurrent states a sequence
+    (``n_rs_seq``), so a hybrid's last tokens can be taken back (a rejected proposal). ``Llama.__init__`` takes its
+    context parameters from ``llama_context_default_params()`` and has no keyword for it; llama.cpp keeps none
+    for an architecture that cannot roll back."""
+    if snapshots <= 0:
+        yield
+        return
+    import llama_cpp.llama_cpp as raw
+
+    owner = threading.get_ident()
+    with _context_patch_lock:
+        original = raw.llama_context_default_params
+
+        def with_snapshots() -> Any:
+            params = original()
+            if threading.get_ident() == owner:
+                params.n_rs_seq = snapshots
+            return params
+
+        raw.llama_context_default_params = with_snapshots
+        try:
+            yield
+        finally:
+            raw.llama_context_default_params = original
 
 
 # ---------------------------------------------------------------- the tokens a context holds

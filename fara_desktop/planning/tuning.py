@@ -126,6 +126,33 @@ class MemoryEstimate:
         )
 
 
+# the recurrent states a hybrid's context keeps a sequence (llama.cpp's ``n_rs_seq``) to take back rejected
+# proposals (speculation), for the architectures llama.cpp keeps them for (``llm_arch_supports_rs_rollback``):
+# Qwen3.5 2B's 19 MiB state becomes 96 MiB
+RECURRENT_SNAPSHOTS = 4
+ROLLS_BACK = frozenset(
+    {
+        "qwen35",
+        "qwen35moe",
+        "qwen4exp",
+        "deepseek4",
+        "nemotron_h",
+        "nemotron_h_moe",
+        "bailingmoe3",
+        "lfm2",
+        "lfm2moe",
+        "kimi-k3",
+        "glm5-next",
+    }
+)
+
+
+def recurrent_bytes(meta: ModelMetadata) -> int:
+    """The recurrent state a sequence of ``meta`` keeps, with the snapshots for taking proposals back."""
+    snapshots = RECURRENT_SNAPSHOTS if meta.architecture in ROLLS_BACK else 0
+    return meta.recurrent_state_bytes * (1 + snapshots)
+
+
 def estimate_memory(
     meta: ModelMetadata,
     n_ctx: int,
@@ -147,7 +174,7 @@ def estimate_memory(
         overhead=overhead,
         n_ctx=n_ctx,
         kv_type=kv_type,
-        recurrent=meta.recurrent_state_bytes,
+        recurrent=recurrent_bytes(meta),
         sequences=parallel_bytes(meta, n_ctx, kv_type, parallel, n_ubatch),
     )
 

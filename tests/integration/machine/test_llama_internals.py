@@ -89,6 +89,26 @@ def test_lazy_tables_are_asked_of_llama_cpp_on_the_loading_thread_only():
     assert default != raw.LLAMA_LAZY_MODE_ON
 
 
+def test_the_recurrent_snapshots_reach_a_hybrids_context_and_llama_cpp_keeps_none_for_others(tmp_path, smollm2_path):
+    """``Llama`` still takes its context parameters from ``llama_context_default_params`` (which
+    ``recurrent_rollback`` wraps): a hybrid that can roll back gets its ``n_rs_seq``, a model of cells none."""
+    import llama_cpp
+    from llama_cpp import Llama
+
+    from fara_desktop.machine.llama_internals import recurrent_rollback
+    from tests.helpers.hybrid_factory import write_tiny_hybrid
+
+    hybrid = write_tiny_hybrid(tmp_path / "qwen35.gguf", "qwen35")
+    kept = []
+    for path in (hybrid, smollm2_path):
+        with recurrent_rollback(4):
+            llm = Llama(model_path=str(path), n_ctx=256, verbose=False)
+        kept.append(int(llama_cpp.llama_n_rs_seq(llm.ctx)))
+        llm.close()
+    assert kept == [4, 0], "Llama no longer builds its context parameters from the function we wrap"
+    assert llama_cpp.llama_context_default_params().n_rs_seq == 0  # put back
+
+
 @pytest.mark.real_model
 def test_the_prefix_generate_reuses_is_the_one_we_mirror_and_writing_n_tokens_cuts_the_context(smollm2_path):
     """``reused_prefix`` mirrors ``Llama.generate``'s prefix matching (counted at ``Llama.eval``), and

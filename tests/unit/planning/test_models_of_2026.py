@@ -79,3 +79,17 @@ def write_tiny_model_path():
     from pathlib import Path
 
     return write_tiny_model(Path(tempfile.mkdtemp()) / "dense.gguf")
+
+
+def test_a_hybrid_that_takes_proposals_back_is_charged_its_recurrent_snapshots_and_one_that_cannot_is_not():
+    """Speculation on a hybrid keeps ``RECURRENT_SNAPSHOTS`` more recurrent states a sequence where llama.cpp keeps
+    them (Qwen3.5, LFM2…); the fit check counts them. Mamba-2's Granite keeps none."""
+    from fara_desktop.planning.tuning import RECURRENT_SNAPSHOTS, estimate_memory
+
+    entries = {entry.id: entry for entry in load_catalog()}
+    qwen = entries["qwen3.5-4b"].metadata(entries["qwen3.5-4b"].quant("Q4_K_M"))
+    granite_entry = entries["granite-4.0-h-tiny"]
+    granite = granite_entry.metadata(granite_entry.quants[0])
+    assert qwen.recurrent_state_bytes > 0 and granite.recurrent_state_bytes > 0
+    assert estimate_memory(qwen, 4096).recurrent == qwen.recurrent_state_bytes * (1 + RECURRENT_SNAPSHOTS)
+    assert estimate_memory(granite, 4096).recurrent == granite.recurrent_state_bytes
