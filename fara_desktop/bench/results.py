@@ -245,6 +245,11 @@ def table(out: dict[str, Any]) -> str:
             ),
             row("  worst free-writing task (goal ≥ 0.97)", f"{out['speculative_free_worst_ratio']:.2f}"),
             row(
+                "  in the window's own context: worst copying / worst free-writing task",
+                f"{out['speculative_window_copying_worst_ratio']:.2f} / "
+                f"{out['speculative_window_free_worst_ratio']:.2f}",
+            ),
+            row(
                 "  always right (the ceiling here) / always wrong (goal ≥ 0.95)",
                 f"{out['speculative_ceiling_ratio']:.2f} / {out['speculative_never_right_ratio']:.2f}",
             ),

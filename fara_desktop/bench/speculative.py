@@ -20,8 +20,11 @@ from typing import Any
 
 from fara_desktop.engine.draft_model import DraftModel, DraftVocabularyError
 from fara_desktop.engine.llama_loading import open_model
+from fara_desktop.engine.llama_state import is_rewindable
 from fara_desktop.engine.ngram_draft import DecodeCost, NgramDrafter
 from fara_desktop.engine.sequence_batch import SequenceBatch
+from fara_desktop.engine.window_speculation import WindowSpeculation, plain_tokens
+from fara_desktop.machine.llama_internals import cut_context, reused_prefix
 from fara_desktop.models.gguf_file import read_gguf_header
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.vocabulary.sampling import SamplingParams
@@ -92,6 +95,46 @@ def _written(
     return tokens, speed
 
 
+def _in_the_window(
+    llm: Any, prompt: list[int], sampling: SamplingParams, window: WindowSpeculation | None
+) -> tuple[list[int], float, tuple[int, int]]:
+    """A reply as the window writes it, in the model's own context (``window``: checking proposals, else
+    ``Llama.generate``): its tokens, speed, and (proposed, accepted)."""
+    writer = window.writing(llm, sampling) if window is not None else None
+    if writer is not None:  # what generate's prefix matching keeps (a recurrent state cannot be cut: none)
+        held = [int(t) for t in llm.input_ids[: llm.n_tokens]]
+        cut_context(llm, reused_prefix(held, prompt) if is_rewindable(llm) else 0)
+    tokens: list[int] = []
+    times: list[float] = []
+    generator = writer.tokens(prompt) if writer is not None else plain_tokens(llm, prompt, sampling, None, True)
+    for token in generator:
+        tokens.append(token)
+        times.append(time.perf_counter())
+        if len(tokens) >= (sampling.max_tokens or 0):
+            break
+    generator.close()
+    speed = (len(tokens) - 1) / (times[-1] - times[0]) if len(times) > 1 and times[-1] > times[0] else 0.0
+    return tokens, speed, (writer.proposed, writer.accepted) if writer is not None else (0, 0)
+
+
+def _window_rounds(
+    llm: Any, prompts: dict[str, list[int]], sampling: SamplingParams, rounds: int
+) -> tuple[dict[str, list[float]], int, int, bool]:
+    """The window's replies with and without proposals, interleaved: each task's ratios, what was proposed and
+    accepted, and whether every reply was plain decoding's."""
+    window = WindowSpeculation.of(llm, True, is_rewindable(llm))
+    ratios: dict[str, list[float]] = {name: [] for name in prompts}
+    proposed = accepted = 0
+    same = True
+    for _ in range(rounds):
+        for name, prompt in prompts.items():
+            plain, plain_speed, _ = _in_the_window(llm, prompt, sampling, None)
+            fast, fast_speed, (n, m) = _in_the_window(llm, prompt, sampling, window)
+            proposed, accepted, same = proposed + n, accepted + m, same and plain == fast
+            ratios[name].append(fast_speed / plain_speed if plain_speed else 0.0)
+    return ratios, proposed, accepted, same
+
+
 def _drafts(model: Path, smaller: Path | None, params: LoadParams, target: Any, n_ctx: int) -> dict[str, Any]:
     """Draft models over ``target`` by kind: the same file (it always agrees: the ceiling with the draft's own
     cost) and ``smaller`` where it shares the vocabulary; each with its ``Llama``, for the caller to close."""
@@ -159,6 +202,7 @@ def speculative(
                         ratios[kind][name].append(fast_speed / plain_speed if plain_speed else 0.0)
         finally:
             batch.close()
+        window, window_proposed, window_accepted, window_same = _window_rounds(llm, prompts, sampling, rounds)
     finally:
         for draft, draft_llm in drafts.values():
             draft.close()
@@ -177,6 +221,16 @@ def speculative(
     for kind in drafts:
         key = "draft_same_model" if "same" in kind else "draft_smaller_model"
         out[f"speculative_{key}_ratio"] = round(statistics.median(x for r in ratios[kind].values() for x in r), 3)
+    for name, r in window.items():
+        out[f"speculative_window_ratio_{name}"] = round(statistics.median(r), 3)
+    out["speculative_window_copying_worst_ratio"] = round(
+        min(statistics.median(r) for name, r in window.items() if not name.startswith("free")), 3
+    )
+    out["speculative_window_free_worst_ratio"] = round(
+        min(statistics.median(r) for name, r in window.items() if name.startswith("free")), 3
+    )
+    out["speculative_window_accepted_of_proposed"] = f"{window_accepted}/{window_proposed}"
+    out["speculative_window_same_replies"] = window_same
     out["speculative_same_replies"] = same
     out["speculative_text_shared_tokens_worst"] = shared
     out["speculative_accepted_of_proposed"] = {kind: f"{accepted[kind]}/{proposed[kind]}" for kind in kinds}

@@ -120,6 +120,9 @@ def test_the_speculative_section_writes_the_same_replies_with_proposals_and_prin
     assert int(right[0]) == int(right[1]) > 0  # the ceiling's proposals are all accepted
     wrong = saved["speculative_accepted_of_proposed"]["always wrong"].split("/")
     assert int(wrong[0]) == 0
+    assert "in the window's own context" in result.stdout  # the window's replies, in the model's own context
+    window = saved["speculative_window_accepted_of_proposed"].split("/")
+    assert 0 < int(window[0]) <= int(window[1])  # the copying tasks' proposals are accepted there too
 
 
 def test_one_section_runs_alone_and_a_second_run_is_compared_with_the_first(fara_home, smollm2_path):
