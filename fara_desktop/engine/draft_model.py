@@ -9,15 +9,21 @@ here, or seldom agrees, proposes fewer tokens, and one measured to make the sequ
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from fara_desktop.engine.errors import GenerationError
 from fara_desktop.engine.kv_states import common_prefix
 from fara_desktop.engine.ngram_draft import PROBE, DecodeCost, NgramDrafter
 from fara_desktop.engine.sequence_batch import free_batch_and_context, sequences_context
+from fara_desktop.planning.params import LoadParams
 from fara_desktop.vocabulary.errors import FaraError
+
+log = logging.getLogger(__name__)
 
 VOCAB_SAMPLE = 997  # one token in this many is compared by its text (and the first 256, the control tokens)
 
@@ -146,3 +152,42 @@ class DraftModelDrafter(NgramDrafter):
         """The sequence ended: its cells in the draft's context are freed for another."""
         self._draft._release(self._seq_id)
         self._held = []
+
+
+class DraftBeside:
+    """A draft model loaded beside the model in use: its ``Llama`` and its context (``model``); ``close`` frees the
+    context, then the model."""
+
+    def __init__(self, llm: Any, model: DraftModel, name: str) -> None:
+        self.llm, self.model, self.name = llm, model, name
+
+    def close(self) -> None:
+        self.model.close()
+        self.llm.close()
+
+
+def draft_beside(target: Any, params: LoadParams, n_ctx: int) -> DraftBeside | None:
+    """The draft model ``params.draft_model`` names, loaded beside ``target`` (a ``Llama``) as the engine loads any
+    model (its kernel path alike), with a context of one sequence of ``n_ctx`` cells; None when none is named or it
+    cannot serve (its load failed, another vocabulary: said in the log; the model goes on without one)."""
+    from fara_desktop.engine.llama_loading import open_model
+    from fara_desktop.models.gguf_file import read_gguf_header
+
+    if params.draft_model in ("", "auto"):
+        return None
+    path = Path(params.draft_model)
+    own = replace(params, n_ctx=256, projector=None, parallel=1, draft_model="", prefault=False)  # not used:
+    try:  # ``DraftModel`` has a context of its own
+        llm = open_model(path, read_gguf_header(path), own, None, None)[0]
+    except (FaraError, OSError) as exc:
+        log.warning("The draft model %s was not loaded: %s", path.name, exc)
+        return None
+    try:
+        return DraftBeside(llm, DraftModel(llm.model, target.model, n_ctx, 1, params.n_threads or 2), path.name)
+    except FaraError as exc:
+        log.warning("The draft model %s does not serve: %s", path.name, exc)
+        llm.close()
+        return None
+    except BaseException:
+        llm.close()
+        raise

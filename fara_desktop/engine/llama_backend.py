@@ -20,6 +20,7 @@ from fara_desktop.engine.backend import PreparedPrompt, PromptRequest, ReplyRequ
 from fara_desktop.engine.chat_format import ChatFormatter, RenderedPrompt
 from fara_desktop.engine.context_states import ContextStates
 from fara_desktop.engine.control_tokens import ControlTokenText
+from fara_desktop.engine.draft_model import DraftBeside, draft_beside
 from fara_desktop.engine.errors import (
     GenerationError,
     ModelFileNotFoundError,
@@ -34,12 +35,7 @@ from fara_desktop.engine.kv_states import KVStateCache
 from fara_desktop.engine.llama_loading import fits_beside, open_model, state_identity
 from fara_desktop.engine.llama_prompt import LlamaPrompt, checkpoint_at, llama_prompt, prompt_reporter, reasoning_tail
 from fara_desktop.engine.llama_state import sliding_window, start_prefault
-from fara_desktop.engine.llama_tokens import (
-    call_grammar,
-    json_grammar,
-    spelling,
-    token_logprob,
-)
+from fara_desktop.engine.llama_tokens import call_grammar, json_grammar, spelling, token_logprob
 from fara_desktop.engine.own_tokens import longest_respelled_as_read
 from fara_desktop.engine.parallel_replies import ParallelReplies
 from fara_desktop.engine.projector_trial import trial_for
@@ -91,6 +87,7 @@ class LlamaBackend:
         self._parallel: ParallelReplies | None = None  # the API's replies decoding together, when asked for
         self._speculation = WindowSpeculation(False)  # the window's replies checking proposals, where they may
         self.speculated = False  # whether the last reply was written checking proposals (``window_speculation``)
+        self._draft: DraftBeside | None = None  # a draft model proposing the window's tokens, when one is paired
 
     # ------------------------------------------------------------------ loading
 
@@ -155,7 +152,10 @@ class LlamaBackend:
                     speculate=params.speculate,
                 )
                 info = replace(info, parallel=params.parallel)
-            self._speculation = WindowSpeculation.of(llm, params.speculate, info.rewindable)
+            self._draft = draft_beside(llm, params, info.n_ctx) if params.speculate else None
+            draft = self._draft.model if self._draft is not None else None
+            self._speculation = WindowSpeculation.of(llm, params.speculate, info.rewindable, draft)
+            info = replace(info, draft=self._draft.name if self._draft else "", speculates=self._speculation.enabled)
             self._info = info
             self._loaded_as = (info.path, params) if isinstance(info.path, Path) else None
             self._states.attach(state_identity(info), info.rewindable, sliding_window(llm))
@@ -222,6 +222,9 @@ class LlamaBackend:
         vision, self._vision = self._vision, None
         if vision is not None:
             vision.close()
+        draft, self._draft, self._speculation = self._draft, None, WindowSpeculation(False)
+        if draft is not None:  # its context is freed before the model its vocabulary was checked against
+            draft.close()
         self._llm.close()
         self._llm = None
         self._info = None

@@ -177,6 +177,8 @@ class ModelInfo:
     kernel_summary: str = ""  # the path and why in a few words (the hardware panel's line)
     size_class: str = ""  # the model-size class its kernel and thread speeds are kept for ("": unknown)
     parallel: int = 1  # the local API's replies it decodes together (``LoadParams.parallel``)
+    draft: str = ""  # the draft model proposing the window's next tokens (its file name); "": none
+    speculates: bool = False  # the window's replies check proposals (from their text, or the draft's)
 
     @property
     def remote(self) -> bool:

@@ -13,9 +13,10 @@ prompt token (``logits_all``: a score row per cell of the context), hence this l
 from __future__ import annotations
 
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
+from fara_desktop.engine.draft_model import DraftModel
 from fara_desktop.engine.ngram_draft import MAX_PROPOSED, DecodeCost, NgramDrafter
 from fara_desktop.engine.sequence_batch import sampler_chain
 from fara_desktop.machine.llama_internals import cut_context, hold_tokens_from, mark_logits_stale
@@ -33,11 +34,17 @@ class SpeculativeWriting:
     and what the model accepted."""
 
     def __init__(
-        self, llm: Llama, sampling: SamplingParams, drafter: NgramDrafter, cost: DecodeCost, snapshots: int = 0
+        self,
+        llm: Llama,
+        sampling: SamplingParams,
+        drafter: Callable[[], NgramDrafter],
+        cost: DecodeCost,
+        snapshots: int = 0,
     ) -> None:
-        """``snapshots``: the recurrent states a hybrid keeps (``n_rs_seq``; 0 for a model whose cells are cut back
+        """``drafter``: makes the reply's drafter when its first token is asked for (released when it ends).
+        ``snapshots``: the recurrent states a hybrid keeps (``n_rs_seq``; 0 for a model whose cells are cut back
         as they are): it proposes no more than that, what llama.cpp can take back."""
-        self._llm, self._sampling, self._drafter, self._cost = llm, sampling, drafter, cost
+        self._llm, self._sampling, self._make_drafter, self._cost = llm, sampling, drafter, cost
         self._snapshots = snapshots
         self.proposed = self.accepted = 0
         self.decodes = 0  # llama_decode calls (what the tests count)
@@ -51,6 +58,7 @@ class SpeculativeWriting:
         llm = self._llm
         ctx, vocab = llm.ctx, llama_cpp.llama_model_get_vocab(llm.model)
         memory = llama_cpp.llama_get_memory(ctx)
+        drafter = self._make_drafter()
         sampler = sampler_chain(llama_cpp, self._sampling, ANY_SEED, vocab, None)
         batch = llama_cpp.llama_batch_init(MAX_PROPOSED + 1, 0, 1)
         history = list(prompt)
@@ -62,7 +70,7 @@ class SpeculativeWriting:
             while True:
                 started = time.perf_counter()
                 room = min(self._snapshots or MAX_PROPOSED, llm.n_ctx() - start - 2)
-                drafts = self._drafter.draft(history, self._cost, 1, room) if room > 0 else []
+                drafts = drafter.draft(history, self._cost, 1, room) if room > 0 else []
                 step = [pending, *drafts]
                 _fill(batch, step, start)
                 if not llama_cpp.llama_memory_seq_rm(memory, 0, start, -1):  # the last step's rejected proposals
@@ -85,7 +93,7 @@ class SpeculativeWriting:
                     if not drafted:
                         break
                 start, pending = start + written, history[-1]  # the proposals after the first rejection go
-                self._judged(drafts, accepted, working, written)
+                self._judged(drafter, drafts, accepted, working, written)
         finally:
             # As plain decoding leaves it: the cells hold the reply but for its last token (and no proposal past it)
             # (a hybrid's recurrent state goes back at its next decode; a copy made before it is taken from there)
@@ -96,14 +104,15 @@ class SpeculativeWriting:
                     llama_cpp.llama_memory_seq_rm(memory, -1, -1, -1)
                 cut_context(llm, held)
             mark_logits_stale(llm)
+            drafter.release()
             llama_cpp.llama_sampler_free(sampler)
             llama_cpp.llama_batch_free(batch)
 
-    def _judged(self, drafts: list[int], accepted: int, seconds: float, written: int) -> None:
+    def _judged(self, drafter: NgramDrafter, drafts: list[int], accepted: int, seconds: float, written: int) -> None:
         self._cost.observe(1 + len(drafts), seconds)
         if drafts:
-            self._drafter.judge(len(drafts), accepted)
-            self._drafter.timed(seconds / written)
+            drafter.judge(len(drafts), accepted)
+            drafter.timed(seconds / written)
             self.proposed += len(drafts)
             self.accepted += accepted
         else:
@@ -125,27 +134,29 @@ class WindowSpeculation:
     its context, measured over its replies (each reply's drafter learns its own text's acceptance, and stops
     proposing where its steps were measured slower than plain ones)."""
 
-    def __init__(self, enabled: bool, snapshots: int = 0) -> None:
+    def __init__(self, enabled: bool, snapshots: int = 0, draft: DraftModel | None = None) -> None:
         """``snapshots``: the recurrent states a hybrid's context keeps to take proposals back (0: none, or a model
-        whose cells are cut back as they are)."""
-        self.enabled, self.snapshots = enabled, snapshots
+        whose cells are cut back as they are). ``draft``: a draft model writes the proposals (else the reply's own
+        text does)."""
+        self.enabled, self.snapshots, self.draft = enabled, snapshots, draft
         self.cost = DecodeCost()
 
     @classmethod
-    def of(cls, llm: Llama, speculate: bool, rewindable: bool) -> WindowSpeculation:
+    def of(cls, llm: Llama, speculate: bool, rewindable: bool, draft: DraftModel | None = None) -> WindowSpeculation:
         """For the model just loaded: on where asked for and proposals can be taken back (its cells cut, or the
         recurrent states its context keeps)."""
         import llama_cpp
 
         snapshots = 0 if rewindable else int(llama_cpp.llama_n_rs_seq(llm.ctx))
-        return cls(speculate and (rewindable or snapshots > 0), snapshots)
+        return cls(speculate and (rewindable or snapshots > 0), snapshots, draft)
 
     def writing(self, llm: Llama, sampling: SamplingParams) -> SpeculativeWriting | None:
         """A writer for the next reply, or None where plain decoding writes it: speculation off, or a sampling
         this loop does not draw as ``Llama.generate`` does (mirostat)."""
         if not self.enabled or sampling.mirostat_mode != 0:
             return None
-        return SpeculativeWriting(llm, sampling, NgramDrafter(), self.cost, self.snapshots)
+        drafter = self.draft.drafter if self.draft is not None else NgramDrafter
+        return SpeculativeWriting(llm, sampling, drafter, self.cost, self.snapshots)
 
 
 def plain_tokens(

@@ -25,6 +25,9 @@ class LoadParams:
     projector: str | None = None  # a vision projector (mmproj) to load beside the model: it then sees pictures
     parallel: int = 1  # the local API's replies decoded together, each in a context of its own (1: one at a time)
     speculate: bool = True  # replies propose tokens from their own text, where that pays here (window and API)
+    # a smaller model of the same vocabulary proposing the window's next tokens: its file, "auto" (the planner
+    # pairs one from the models on disk where it fits beside: ``draft_pairing``) or "" (none)
+    draft_model: str = ""
 
     def context_for(self, trained: int | None) -> int:
         """The context the engine loads with: the chosen one, else the default capped by the trained length."""

@@ -29,6 +29,7 @@ from fara_desktop.models.gguf_file import read_gguf_header
 from fara_desktop.models.load_record import CrashedLoad, LoadRecord
 from fara_desktop.models.metadata import MetadataCache, ModelMetadata
 from fara_desktop.planning.cost import CostHere, MachineFacts, cost_here
+from fara_desktop.planning.draft_pairing import with_draft
 from fara_desktop.planning.params import LoadParams, TunedParams
 from fara_desktop.planning.tuning import (
     MemoryEstimate,
@@ -243,6 +244,8 @@ def decide_load(
     if eyes is not None:  # the model sees pictures: its projector loads with it, and counts in its memory
         params = replace(params, projector=projector)
         estimate = replace(estimate, vision=eyes.memory_bytes)
+    if params.draft_model == "auto":
+        params, estimate = with_draft(model, plan.scan.usable, params, estimate)
     return LoadDecision(params, estimate, fit_refusal(model, params))
 
 

@@ -118,12 +118,12 @@ class MemoryEstimate:
     recurrent: int = 0  # the recurrent layers' state: fixed per sequence, whatever the context
     vision: int = 0  # the vision projector loaded beside it: its weights and the encoder's buffers
     sequences: int = 0  # the local API's replies decoded together: their context (``parallel_bytes``)
+    draft: int = 0  # a draft model loaded beside it for speculation: its weights, context and buffers
 
     @property
     def total(self) -> int:
-        return (
-            self.weights + self.kv_cache + self.recurrent + self.compute + self.overhead + self.vision + self.sequences
-        )
+        beside = self.vision + self.sequences + self.draft
+        return self.weights + self.kv_cache + self.recurrent + self.compute + self.overhead + beside
 
 
 # the recurrent states a hybrid's context keeps a sequence (llama.cpp's ``n_rs_seq``) to take back rejected

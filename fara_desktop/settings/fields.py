@@ -125,6 +125,13 @@ FIELDS: tuple[SettingField, ...] = (
         auto="auto",
     ),
     SettingField(
+        "inference.draft_model",
+        "Draft model",
+        "A smaller model of the same vocabulary on this computer (SmolLM2-135M for SmolLM2-1.7B) proposes the "
+        "window's next tokens. auto: the largest that pairs, where it fits beside; off by itself where it slows.",
+        auto="auto",
+    ),
+    SettingField(
         "inference.kernel_path",
         "Kernel path",
         "How llama.cpp multiplies the weights on this CPU. auto "

@@ -34,6 +34,7 @@ class InferenceOverrides:
     kernel_path: str | None = None
     parallel: int | None = None  # the local API's conversations decoded together; auto: as many as fit (API on)
     speculation: bool | None = None  # replies propose tokens from their own text; auto: on
+    draft_model: bool | None = None  # a smaller model of the same vocabulary proposes too; auto: where one fits
 
     def validated(self) -> InferenceOverrides:
         """Counts of 0 or less (or not numbers) mean auto; others are brought into their range (a context of 100
@@ -57,6 +58,7 @@ class InferenceOverrides:
             kernel_path=self.kernel_path if self.kernel_path in KERNEL_PATHS else None,
             parallel=count("parallel", self.parallel),
             speculation=self.speculation if isinstance(self.speculation, bool) else None,
+            draft_model=self.draft_model if isinstance(self.draft_model, bool) else None,
         )
 
     def apply(self, tuned: TunedParams, serving: bool = False) -> LoadParams:
@@ -73,7 +75,9 @@ class InferenceOverrides:
             use_mlock=self.use_mlock if self.use_mlock is not None else tuned.use_mlock,
         ).load_params()
         parallel = self.parallel or (tuned.parallel if serving else 1)
-        loaded = replace(loaded, parallel=parallel, speculate=self.speculation is not False)
+        speculate = self.speculation is not False
+        draft = "auto" if speculate and self.draft_model is not False else ""
+        loaded = replace(loaded, parallel=parallel, speculate=speculate, draft_model=draft)
         return loaded if self.flash_attn is None else replace(loaded, flash_attn=self.flash_attn)
 
 

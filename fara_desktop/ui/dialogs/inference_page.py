@@ -111,6 +111,7 @@ class InferencePage(QWidget):
             "inference.parallel", "parallelConversations", tuned.parallel if tuned else 1, chosen.parallel
         )
         self.speculation = _tri_state("inference.speculation", "speculation", True, chosen.speculation)
+        self.draft = _tri_state("inference.draft_model", "draftModel", True, chosen.draft_model)
         self.kernel = _kernel_paths(chosen.kernel_path)
         fields: tuple[tuple[str, QSpinBox | QComboBox], ...] = (
             ("n_ctx", self.ctx),
@@ -123,6 +124,7 @@ class InferencePage(QWidget):
             ("use_mlock", self.mlock),
             ("parallel", self.parallel),
             ("speculation", self.speculation),
+            ("draft_model", self.draft),
             ("kernel_path", self.kernel),
         )
         for key, field in fields:
@@ -154,6 +156,7 @@ class InferencePage(QWidget):
             kernel_path=self.kernel.currentData(),
             parallel=spin_value(self.parallel, "inference.parallel"),
             speculation=self.speculation.currentData(),
+            draft_model=self.draft.currentData(),
         ).validated()
 
 

@@ -113,7 +113,7 @@ class SettingsDialog(QDialog):
             ("Model", self._model_page()),
             ("Servers", _scrolling(self.servers_page)),
             ("Local API", _scrolling(self.local_api_page)),
-            ("Inference", self._inference_page()),
+            ("Inference", _scrolling(self._inference_page())),
             ("Sampling", self._sampling_page()),
             ("Prompts", _scrolling(self.prompts_page)),
             ("Tools", self.tools_page),

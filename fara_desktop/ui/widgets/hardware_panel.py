@@ -67,7 +67,18 @@ def tuned_text(value: object, user_value: object) -> str:
 class HardwarePanel(QFrame):
     """Read-only facts, refreshed from events and a slow timer (RAM); never blocks the GUI thread."""
 
-    MODEL_KEYS = ("Name", "Why", "Format", "Context", "Threads", "KV cache", "Batch", "API replies", "Kernels")
+    MODEL_KEYS = (
+        "Name",
+        "Why",
+        "Format",
+        "Context",
+        "Threads",
+        "KV cache",
+        "Batch",
+        "API replies",
+        "Proposals",
+        "Kernels",
+    )
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -227,7 +238,7 @@ class HardwarePanel(QFrame):
             self.set_value("Name", f"{info.name} (on {info.server})")
             self.set_value("Why", "chosen by you: runs on a server")
             self.set_value("Format", "the server's chat template")
-            for key in ("Context", "Threads", "KV cache", "Batch", "API replies"):
+            for key in ("Context", "Threads", "KV cache", "Batch", "API replies", "Proposals"):
                 self.set_value(key, "the server's")
             for key in ("Model weights", "KV memory"):  # nothing of a local model stays loaded
                 self.set_value(key, "on the server")
@@ -253,6 +264,7 @@ class HardwarePanel(QFrame):
         self.set_value("Batch", tuned_text(self._tuned.n_batch if self._tuned else 512, mine.n_batch))
         self._parallel = info.parallel
         self.show_api_requests(self._api_requests)
+        self.set_value("Proposals", proposals_text(info))
         self.set_value("Kernels", info.kernel_summary or info.kernel_path or "—")
         self._values["Kernels"].setToolTip(plain_tooltip(info.kernel_reason))
 
@@ -326,3 +338,10 @@ class HardwarePanel(QFrame):
             self.set_value("Context used", f"{used} (the limit is set by the server)")
         self.context_bar.setValue(round(100 * stats.context_used / max(1, stats.n_ctx)))
         self.plot.add(stats.gen_tok_per_s)
+
+
+def proposals_text(info: ModelInfo) -> str:
+    """How the window's replies speculate (Settings ▸ Inference ▸ Speculative decoding, Draft model)."""
+    if not info.speculates:
+        return "off"
+    return f"from the draft {info.draft}" if info.draft else "from the reply's own text"

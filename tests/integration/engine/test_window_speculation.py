@@ -33,14 +33,15 @@ CHAT = [ChatMessage("user", "Say it again: the cat sat on the mat, the cat sat o
 
 
 def replies(
-    path: Path, speculate: bool, sampling: SamplingParams, elsewhere: bool = False
+    path: Path, speculate: bool, sampling: SamplingParams, elsewhere: bool = False, draft: str = ""
 ) -> tuple[list[ReplyResult], list[int]]:
     """Two turns of one chat (the second continues from what the first left in the context; ``elsewhere``: from
     its state saved while another chat had a reply between them), and the tokens the context holds after the
     first."""
     backend = LlamaBackend()
-    backend.load(path, LoadParams(n_ctx=2048, n_threads=2, prefault=False, speculate=speculate))
+    backend.load(path, LoadParams(n_ctx=2048, n_threads=2, prefault=False, speculate=speculate, draft_model=draft))
     try:
+        assert backend.info is not None and backend.info.draft == (Path(draft).name if "llama" in draft else "")
         chat, results, held = list(CHAT), [], []
         for turn in range(2):
             prompt = backend.prepare(PromptRequest(chat, 200))
@@ -180,3 +181,18 @@ def test_a_copy_of_a_hybrids_state_after_a_reply_that_stopped_inside_a_step_is_t
 
 def _none(*_: object) -> None:
     return None
+
+
+def test_a_draft_model_beside_proposes_the_windows_tokens_and_one_of_another_vocabulary_is_left_out(
+    tmp_path: Path, smollm2_path: Path
+):
+    """The same weights as a draft: every proposal accepted, the reply plain decoding's; SmolLM2 (another
+    vocabulary) is not loaded as a draft, and the model goes on without one (``replies`` checks ``info.draft``)."""
+    path = model_of("llama", tmp_path)
+    plain, plain_held = replies(path, False, GREEDY)
+    drafted, held = replies(path, True, GREEDY, draft=str(path))
+    assert [r.text for r in drafted] == [r.text for r in plain] and held == plain_held
+    proposed = sum(r.stats.draft_proposed for r in drafted)
+    assert proposed > 0 and sum(r.stats.draft_accepted for r in drafted) == proposed
+    refused, _ = replies(path, True, GREEDY, draft=str(smollm2_path))
+    assert [r.text for r in refused] == [r.text for r in plain]

@@ -40,3 +40,21 @@ def test_the_kv_memory_counts_the_api_replies_caches(qtbot):
     assert "API" not in panel.value("KV memory")
     panel.show_memory_plan(estimate_memory(LLAMA_8B, 8192, parallel=4))
     assert panel.value("KV memory").endswith("+ 4.18 GiB for the API's replies")
+
+
+def test_the_panel_says_where_the_windows_proposals_come_from(qtbot):
+    """Issue 65: proposals from the reply's own text, from a draft model loaded beside, or none (speculation off,
+    or a hybrid whose state cannot be taken back); a server's model decides for itself."""
+    from dataclasses import replace
+
+    panel = HardwarePanel()
+    qtbot.addWidget(panel)
+    info = FakeBackend().load(Path("one.gguf"), LoadParams())
+    for shown, expected in (
+        (replace(info, speculates=False), "off"),
+        (replace(info, speculates=True), "from the reply's own text"),
+        (replace(info, speculates=True, draft="SmolLM2-135M.gguf"), "from the draft SmolLM2-135M.gguf"),
+        (replace(info, server="http://127.0.0.1:8080"), "the server's"),
+    ):
+        panel.show_model(shown)
+        assert panel.value("Proposals") == expected
