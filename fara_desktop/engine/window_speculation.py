@@ -40,14 +40,16 @@ class SpeculativeWriting:
         drafter: Callable[[], NgramDrafter],
         cost: DecodeCost,
         snapshots: int = 0,
+        release: bool = True,
     ) -> None:
-        """``drafter``: makes the reply's drafter when its first token is asked for (released when it ends).
+        """``drafter``: gives the reply's drafter when its first token is asked for (``release``d when it ends).
         ``snapshots``: the recurrent states a hybrid keeps (``n_rs_seq``; 0 for a model whose cells are cut back
-        as they are): it proposes no more than that, what llama.cpp can take back."""
+        as they are): it proposes no more than that, what llama.cpp can take back. ``release``: False for a drafter
+        kept from reply to reply."""
         self._llm, self._sampling, self._make_drafter, self._cost = llm, sampling, drafter, cost
+        self._release = release
         self._snapshots = snapshots
         self.proposed = self.accepted = 0
-        self.decodes = 0  # llama_decode calls (what the tests count)
 
     def tokens(self, prompt: list[int]) -> Generator[int, None, None]:
         """The reply's tokens, one by one, as ``Llama.generate`` yields them (its end-of-generation token too). The
@@ -76,7 +78,6 @@ class SpeculativeWriting:
                 if not llama_cpp.llama_memory_seq_rm(memory, 0, start, -1):  # the last step's rejected proposals
                     raise RuntimeError("llama.cpp could not take back the rejected proposals")
                 status = llama_cpp.llama_decode(ctx, batch)
-                self.decodes += 1
                 if status != 0:
                     raise RuntimeError(f"llama_decode returned {status}")
                 hold_tokens_from(llm, start, step)
@@ -104,7 +105,8 @@ class SpeculativeWriting:
                     llama_cpp.llama_memory_seq_rm(memory, -1, -1, -1)
                 cut_context(llm, held)
             mark_logits_stale(llm)
-            drafter.release()
+            if self._release:
+                drafter.release()
             llama_cpp.llama_sampler_free(sampler)
             llama_cpp.llama_batch_free(batch)
 
@@ -140,6 +142,7 @@ class WindowSpeculation:
         text does)."""
         self.enabled, self.snapshots, self.draft = enabled, snapshots, draft
         self.cost = DecodeCost()
+        self._kept: NgramDrafter | None = None
 
     @classmethod
     def of(cls, llm: Llama, speculate: bool, rewindable: bool, draft: DraftModel | None = None) -> WindowSpeculation:
@@ -155,8 +158,18 @@ class WindowSpeculation:
         this loop does not draw as ``Llama.generate`` does (mirostat)."""
         if not self.enabled or sampling.mirostat_mode != 0:
             return None
-        drafter = self.draft.drafter if self.draft is not None else NgramDrafter
-        return SpeculativeWriting(llm, sampling, drafter, self.cost, self.snapshots)
+        if self.draft is None:
+            return SpeculativeWriting(llm, sampling, NgramDrafter, self.cost, self.snapshots)
+        return SpeculativeWriting(llm, sampling, self._draft_drafter, self.cost, self.snapshots, release=False)
+
+    def _draft_drafter(self) -> NgramDrafter:
+        """The draft model's one drafter, kept from reply to reply: its cells keep the chat it read (the next reply
+        reads only what is new to it), and what it learned of its acceptance and cost here stays with this model
+        (one measured slower than plain decoding stays off). The ``DraftModel`` frees its cells when it closes."""
+        if self._kept is None and self.draft is not None:
+            self._kept = self.draft.drafter()
+        assert self._kept is not None
+        return self._kept
 
 
 def plain_tokens(
