@@ -37,19 +37,7 @@ _._listing, _.paste_button, _.search_button
 import_conversation  # one conversation through the import path (chats/export.py)
 _.import_json  # an export's dict back into the store (round-trip tests)
 split_reasoning  # a whole reply through the streaming splitter at once (the splitter's tests)
-(
-    _.decodes,
-    _.unsaved_count,
-    _.integrity_ok,
-    _.vector_count,
-    _.replying,
-    _.passages_embedded,
-    _.threads_that_ran_the_model,
-    _.queued,
-    _.arch_value,
-    _.streaming_message,
-    _.code_blocks,
-)
+_.decodes, _.unsaved_count, _.integrity_ok, _.vector_count, _.replying, _.passages_embedded, _.threads_that_ran_the_model, _.queued, _.arch_value, _.streaming_message, _.code_blocks
 _.in_sequences, _.restores_refused  # what the prefix-path and parallel-slot tests count (tests/integration/engine)
 _.children_started  # the sandbox children an import started (tests/integration/pictures/test_pictures_carried.py)
 

@@ -79,8 +79,7 @@ TESTED_THROUGH: dict[str, tuple[str, str]] = {
     "fara_desktop.ui.window_menus": ("tests/unit/ui/test_menu_names.py", "menuBar"),
     # pictures in the window: through the real window with the real library
     "fara_desktop.ui.controllers.pictures_controller": (
-        "tests/integration/ui/test_pictures_in_chat.py",
-        "win.pictures",
+        "tests/integration/ui/test_pictures_in_chat.py", "win.pictures"
     ),
     "fara_desktop.ui.widgets.composer_controls": ("tests/integration/ui/test_pictures_in_chat.py", "attach_button"),
     "fara_desktop.ui.widgets.picture_thumbnails": ("tests/integration/ui/test_pictures_in_chat.py", "picture_tray"),

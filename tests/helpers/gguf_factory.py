@@ -355,14 +355,8 @@ def write_projector(
 
 
 def write_qwen2vl_projector(
-    path: Path,
-    n_embd: int = 64,
-    n_ff: int = 128,
-    n_layer: int = 1,
-    n_head: int = 4,
-    patch_size: int = 14,
-    text_embd: int = 64,
-    half: bool = False,
+    path: Path, n_embd: int = 64, n_ff: int = 128, n_layer: int = 1, n_head: int = 4, patch_size: int = 14,
+    text_embd: int = 64, half: bool = False,
 ) -> Path:
     """A vision projector of llama.cpp's Qwen2-VL layout (``qwen2vl_merger``: a ViT with 2-D M-RoPE, two patch
     convolutions, 2×2 patches merged into one token by an MLP), random weights, that ``mtmd`` loads and runs:
@@ -387,14 +381,8 @@ def write_qwen2vl_projector(
 
 
 def write_llava_projector(
-    path: Path,
-    n_embd: int = 64,
-    n_ff: int = 128,
-    n_layer: int = 2,
-    n_head: int = 4,
-    image_size: int = 112,
-    patch_size: int = 14,
-    text_embd: int = 640,
+    path: Path, n_embd: int = 64, n_ff: int = 128, n_layer: int = 2, n_head: int = 4, image_size: int = 112,
+    patch_size: int = 14, text_embd: int = 640,
 ) -> Path:
     """A vision projector of llama.cpp's LLaVA layout (``clip.projector_type`` "mlp": a CLIP ViT with a class
     embedding, two linear layers into the text model's width), random weights, that ``mtmd`` loads and runs beside a
@@ -425,19 +413,8 @@ Weights = Callable[..., np.ndarray]
 
 
 def _vision_encoder(
-    path: Path,
-    name: str,
-    kind: str,
-    image_size: int,
-    patch_size: int,
-    n_embd: int,
-    n_ff: int,
-    n_layer: int,
-    n_head: int,
-    text_embd: int,
-    half: bool,
-    seed: int,
-    mean_std: tuple[list[float], list[float]],
+    path: Path, name: str, kind: str, image_size: int, patch_size: int, n_embd: int, n_ff: int, n_layer: int,
+    n_head: int, text_embd: int, half: bool, seed: int, mean_std: tuple[list[float], list[float]],
 ) -> tuple[gguf.GGUFWriter, Weights, Weights]:
     """A ``clip`` GGUF's writer with a ViT's keys, and makers of its random matrices (f16 when ``half``) and f32
     vectors (ones for norms' weights)."""

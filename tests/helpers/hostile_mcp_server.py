@@ -109,11 +109,7 @@ if __name__ == "__main__":
     if "--slow-exit" in sys.argv:
         end_slowly(sys.argv[sys.argv.index("--slow-exit") + 1])
     if "--http" in sys.argv:
-        server.run(
-            "streamable-http",
-            host="127.0.0.1",
-            port=int(sys.argv[sys.argv.index("--http") + 1]),
-            json_response="--json" in sys.argv,
-        )  # answers as JSON bodies rather than event streams
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[sys.argv.index("--http") + 1]),
+                   json_response="--json" in sys.argv)  # answers as JSON bodies rather than event streams
     else:
         server.run()

@@ -83,129 +83,33 @@ SHAPES = {
     "gemma3-4b": Shape("Gemma-3-4B shape", "gemma3", 2560, 34, 8, 4, 10240, 131072, 1000000.0, True, 256, 1024),
     # Mixtures of experts: the llama-layout MoE (2.43 GB at Q4_K_M, 1.0 B of 3.9 B parameters used per token)
     # and OLMoE-1B-7B's sizes in the qwen3moe layout (64 experts of 1024, 8 used: 1.3 B of 6.9 B)
-    "moe-llama-32x768": Shape(
-        "MoE 24x2048 32 experts top-4 shape", "llama", 2048, 24, 16, 8, 768, 32768, 500000.0, False, None, None, 32, 4
-    ),
-    "moe-olmoe-64x1024": Shape(
-        "OLMoE-1B-7B shape (qwen3moe layout)",
-        "qwen3moe",
-        2048,
-        16,
-        16,
-        16,
-        1024,
-        4096,
-        10000.0,
-        False,
-        128,
-        None,
-        64,
-        8,
-    ),
+    "moe-llama-32x768": Shape("MoE 24x2048 32 experts top-4 shape", "llama", 2048, 24, 16, 8, 768, 32768, 500000.0,
+                              False, None, None, 32, 4),
+    "moe-olmoe-64x1024": Shape("OLMoE-1B-7B shape (qwen3moe layout)", "qwen3moe", 2048, 16, 16, 16, 1024, 4096,
+                               10000.0, False, 128, None, 64, 8),
     # Hybrids. LFM2-1.2B (its config.json: 16 blocks of 2048, attention at 2, 5, 8, 10, 12 and 14, the rest short
     # convolutions); Granite 4.0-H-Micro (40 layers of 2048, Mamba-2 with 64 heads of 64 and a state of 128,
     # attention in 4 layers); a gated delta-net at Qwen3.5-2B's depth and width (24 × 2048, attention every fourth
     # layer; head counts this app's choice)
-    "lfm2-1.2b": Shape(
-        "LFM2-1.2B shape",
-        "lfm2",
-        2048,
-        16,
-        32,
-        8,
-        8192,
-        128000,
-        1000000.0,
-        True,
-        attention_layers=(2, 5, 8, 10, 12, 14),
-    ),
-    "granite-4.0-h-micro": Shape(
-        "Granite-4.0-H-Micro shape",
-        "granitehybrid",
-        2048,
-        40,
-        32,
-        8,
-        8192,
-        131072,
-        10000.0,
-        True,
-        attention_layers=(9, 18, 27, 36),
-        ssm_inner=4096,
-        ssm_state=128,
-        ssm_groups=1,
-        ssm_heads=64,
-    ),
-    "qwen35-2b-like": Shape(
-        "Gated delta-net 24x2048 shape (qwen35 layout)",
-        "qwen35",
-        2048,
-        24,
-        8,
-        2,
-        6144,
-        262144,
-        10000000.0,
-        True,
-        256,
-        attention_layers=tuple(range(3, 24, 4)),
-        ssm_inner=2048,
-        ssm_state=128,
-        ssm_groups=16,
-        ssm_heads=16,
-    ),
+    "lfm2-1.2b": Shape("LFM2-1.2B shape", "lfm2", 2048, 16, 32, 8, 8192, 128000, 1000000.0, True,
+                       attention_layers=(2, 5, 8, 10, 12, 14)),
+    "granite-4.0-h-micro": Shape("Granite-4.0-H-Micro shape", "granitehybrid", 2048, 40, 32, 8, 8192, 131072,
+                                 10000.0, True, attention_layers=(9, 18, 27, 36), ssm_inner=4096, ssm_state=128,
+                                 ssm_groups=1, ssm_heads=64),
+    "qwen35-2b-like": Shape("Gated delta-net 24x2048 shape (qwen35 layout)", "qwen35", 2048, 24, 8, 2, 6144, 262144,
+                            10000000.0, True, 256, attention_layers=tuple(range(3, 24, 4)), ssm_inner=2048,
+                            ssm_state=128, ssm_groups=16, ssm_heads=16),
     # Gemma 4 E2B and E4B (their config.json: 35 × 1536 and 42 × 2560, 8 heads of 256 (512 in the global layers,
     # every fifth / sixth), 1 / 2 KV heads, a window of 512, per-layer inputs of 256, the last 20 / 18 layers
     # reusing KV; E2B's shared layers have double-wide feed-forwards)
-    "gemma4-e2b": Shape(
-        "Gemma-4-E2B shape",
-        "gemma4",
-        1536,
-        35,
-        8,
-        1,
-        6144,
-        131072,
-        1000000.0,
-        True,
-        256,
-        512,
-        per_layer=256,
-        shared_kv=20,
-        global_every=5,
-        global_head_dim=512,
-        double_wide=True,
-    ),
-    "gemma4-e4b": Shape(
-        "Gemma-4-E4B shape",
-        "gemma4",
-        2560,
-        42,
-        8,
-        2,
-        10240,
-        131072,
-        1000000.0,
-        True,
-        256,
-        512,
-        per_layer=256,
-        shared_kv=18,
-        global_every=6,
-        global_head_dim=512,
-    ),
+    "gemma4-e2b": Shape("Gemma-4-E2B shape", "gemma4", 1536, 35, 8, 1, 6144, 131072, 1000000.0, True, 256, 512,
+                        per_layer=256, shared_kv=20, global_every=5, global_head_dim=512, double_wide=True),
+    "gemma4-e4b": Shape("Gemma-4-E4B shape", "gemma4", 2560, 42, 8, 2, 10240, 131072, 1000000.0, True, 256, 512,
+                        per_layer=256, shared_kv=18, global_every=6, global_head_dim=512),
 }
 # whose tokenizer each architecture takes
-DONORS = {
-    "llama": "smollm2",
-    "qwen2": "smollm2",
-    "gemma3": "gemma3",
-    "qwen3moe": "smollm2",
-    "lfm2": "smollm2",
-    "granitehybrid": "smollm2",
-    "qwen35": "smollm2",
-    "gemma4": "gemma3",
-}
+DONORS = {"llama": "smollm2", "qwen2": "smollm2", "gemma3": "gemma3", "qwen3moe": "smollm2", "lfm2": "smollm2",
+          "granitehybrid": "smollm2", "qwen35": "smollm2", "gemma4": "gemma3"}
 
 
 def cache_dir() -> Path:
@@ -332,14 +236,10 @@ def write_shape_keys(writer: gguf.GGUFWriter, shape: Shape) -> None:
     if shape.global_head_dim:  # Gemma 4: key_length is the global layers', *_swa the others'
         writer.add_key_length(shape.global_head_dim)
         writer.add_value_length(shape.global_head_dim)
-        for key, value in (
-            ("attention.key_length_swa", shape.dim),
-            ("attention.value_length_swa", shape.dim),
-            ("attention.shared_kv_layers", shape.shared_kv),
-            ("embedding_length_per_layer_input", shape.per_layer),
-            ("rope.dimension_count", shape.global_head_dim),
-            ("rope.dimension_count_swa", shape.dim),
-        ):
+        for key, value in (("attention.key_length_swa", shape.dim), ("attention.value_length_swa", shape.dim),
+                           ("attention.shared_kv_layers", shape.shared_kv),
+                           ("embedding_length_per_layer_input", shape.per_layer),
+                           ("rope.dimension_count", shape.global_head_dim), ("rope.dimension_count_swa", shape.dim)):
             writer.add_uint32(f"{arch}.{key}", value)  # fmt: skip
         writer.add_float32(f"{arch}.rope.freq_base_swa", 10000.0)
         writer.add_array(f"{arch}.attention.sliding_window_pattern",

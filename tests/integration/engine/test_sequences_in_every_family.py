@@ -27,7 +27,9 @@ class Scripted(NgramDrafter):
         super().__init__()
         self.reply, self.prompt_length, self.right = reply, prompt_length, right
 
-    def draft(self, history: Sequence[int], cost: DecodeCost, others: int, room: int, writers: int = 1) -> list[int]:
+    def draft(
+        self, history: Sequence[int], cost: DecodeCost, others: int, room: int, writers: int = 1
+    ) -> list[int]:
         upcoming = self.reply[len(history) - self.prompt_length :][: min(4, room)]
         return upcoming if self.right else [t - 1 if t > 0 else t + 1 for t in upcoming]
 

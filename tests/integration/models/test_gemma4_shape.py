@@ -70,9 +70,8 @@ def test_the_real_llama_cpp_loads_the_layout_and_the_model_answers(tiny_gemma4, 
         backend.close()
 
 
-def test_every_path_that_keeps_a_prefix_continues_as_a_fresh_read_of_the_same_tokens(
-    tmp_path, smollm2_path, monkeypatch
-):
+def test_every_path_that_keeps_a_prefix_continues_as_a_fresh_read_of_the_same_tokens(tmp_path, smollm2_path,
+                                                                                       monkeypatch):
     """A new architecture's kept contexts (Regenerate, Edit, Branch, a chat in RAM, the read-ahead, the local API,
     a restart) continue exactly as a fresh read: Gemma 4's layers that reuse earlier layers' KV and its windowed
     cache included. The prompts are compared token for token, so the model's own spelling of earlier replies

@@ -249,11 +249,9 @@ def test_a_picture_another_process_just_took_in_survives_a_chat_deleted_here(far
         core.session.add_user_message("A chat with the picture", pictures=(shared,))
         chat = core.session.conversation_id
         assert chat is not None
-        other = (
-            "import sys; from pathlib import Path; from fara_desktop.app.picture_intake import PictureIntake; "
-            "from fara_desktop.pictures.store import PictureStore; "
-            "print(PictureIntake(PictureStore(Path(sys.argv[1]))).take_imported(Path(sys.argv[2])))"
-        )
+        other = ("import sys; from pathlib import Path; from fara_desktop.app.picture_intake import PictureIntake; "
+                 "from fara_desktop.pictures.store import PictureStore; "
+                 "print(PictureIntake(PictureStore(Path(sys.argv[1]))).take_imported(Path(sys.argv[2])))")
         done = subprocess.run([sys.executable, "-c", other, str(core.pictures.store.folder),
                                str(backup / "pictures" / f"{shared}.png")], capture_output=True, text=True,
                               timeout=60, check=True)  # fmt: skip

@@ -51,15 +51,8 @@ def seeing_server(gemma3_path, tmp_path_factory):
 def test_the_openai_clients_image_parts_are_read_streamed_or_not(seeing_server):
     server, info, store = seeing_server
     api = openai.OpenAI(base_url=server.address, api_key="unused", max_retries=0)
-    message = [
-        {
-            "role": "user",
-            "content": [
-                {"type": "text", "text": "What colour is this?"},
-                {"type": "image_url", "image_url": {"url": data_uri(png((200, 30, 30)))}},
-            ],
-        }
-    ]
+    message = [{"role": "user", "content": [{"type": "text", "text": "What colour is this?"},
+                                            {"type": "image_url", "image_url": {"url": data_uri(png((200, 30, 30)))}}]}]
     whole = api.chat.completions.create(model=info.name, messages=message, temperature=0, max_tokens=8)
     assert whole.usage.prompt_tokens > info.picture_tokens > 0  # the picture's tokens were read
     stream = api.chat.completions.create(model=info.name, messages=message, temperature=0, max_tokens=8, stream=True,
@@ -114,23 +107,13 @@ def test_a_picture_a_chat_sent_is_encoded_again_for_a_client_whose_follow_up_enc
             finished.append(e) if isinstance(e, Finished) else None))  # fmt: skip
         wait_until(lambda: finished, 120, "the chat's reply")
         assert backend.vision.encodes == 1
-        asked = [
-            {
-                "role": "user",
-                "content": [
-                    {"type": "text", "text": "What colour is this?"},
-                    {"type": "image_url", "image_url": {"url": data_uri(data)}},
-                ],
-            }
-        ]
+        asked = [{"role": "user", "content": [{"type": "text", "text": "What colour is this?"},
+                                              {"type": "image_url", "image_url": {"url": data_uri(data)}}]}]
         first = api.chat.completions.create(model=info.name, messages=asked, temperature=0, max_tokens=4)
         assert backend.vision.encodes == 2, "the client was given the chat's encoding of the picture"
         assert first.usage.prompt_tokens_details.cached_tokens == 0
-        follow_up = [
-            *asked,
-            {"role": "assistant", "content": first.choices[0].message.content or ""},
-            {"role": "user", "content": "And its shape?"},
-        ]
+        follow_up = [*asked, {"role": "assistant", "content": first.choices[0].message.content or ""},
+                     {"role": "user", "content": "And its shape?"}]
         again = api.chat.completions.create(model=info.name, messages=follow_up, temperature=0, max_tokens=4)
         assert backend.vision.encodes == 2, "the client's follow-up encoded its picture again"
         assert again.usage.prompt_tokens_details.cached_tokens > info.picture_tokens  # nor decoded it again

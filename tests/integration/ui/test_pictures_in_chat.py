@@ -260,11 +260,8 @@ def test_an_imported_chat_and_a_picture_chat_without_its_projector_are_answered_
     picture_chat = win.session.conversation_id
     stranger = tmp_path / "stranger.json"
     first = {"role": "user", "content": "<start_of_image> hello", "timestamp": 1700000000}
-    stranger.write_text(
-        json.dumps(
-            [{"id": "s1", "title": "Imported", "chat": {"history": {"currentId": "a", "messages": {"a": first}}}}]
-        )
-    )
+    stranger.write_text(json.dumps([{"id": "s1", "title": "Imported",
+                                     "chat": {"history": {"currentId": "a", "messages": {"a": first}}}}]))
     call = win.conversations.import_file(stranger)
     assert call is not None
     qtbot.waitUntil(lambda: win.session.conversation_id not in (None, picture_chat), timeout=60000)

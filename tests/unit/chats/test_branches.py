@@ -221,7 +221,7 @@ def test_tool_calls_survive_export_and_import_and_read_as_text(store):
     assert imported.messages[1].tool_rounds == session.messages[1].tool_rounds
     assert [m.role for m in imported.prompt_messages()] == ["system", "user", "assistant", "tool", "assistant"]
     markdown = export_markdown(store, session.conversation_id)
-    block = markdown[markdown.index("<details><summary>Tool get_current_time (time) — ran</summary>") :]
+    block = markdown[markdown.index("<details><summary>Tool get_current_time (time) — ran</summary>"):]
     fence = "````"  # longer than the result's own ``` so the result cannot close it
     assert f"Result:\n\n{fence}\n{hostile}\n{fence}" in block
     # a file whose tool calls are not a list is refused whole; malformed entries inside are dropped

@@ -30,3 +30,4 @@ def test_the_loaded_model_follows_loads_failed_switches_and_unloads(event_log):
         assert worker.loaded_model is None
     finally:
         worker.shutdown()
+

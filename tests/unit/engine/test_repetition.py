@@ -31,6 +31,7 @@ def test_a_short_rhythm_and_twice_the_same_paragraph_are_not_loops():
     assert repeated_period("Here is the answer.\n\n" + PARAGRAPH * 2) == 0
 
 
+
 def test_normal_replies_are_not_cut():
     numbered = "".join(f"{n}. Step number {n}: open the valve and check the gauge.\n" for n in range(1, 40))
     table = "| name | value |\n| --- | --- |\n" + "".join(f"| row {n} | {n * n} |\n" for n in range(60))

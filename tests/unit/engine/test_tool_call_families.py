@@ -178,9 +178,8 @@ def test_a_forced_call_opens_the_call_or_says_why_it_cannot():
     forced = qwen.render([ChatMessage("user", "Time?")], tools=[TIME, WEATHER], forced_tools=["get_current_time"])
     assert forced.text.endswith('<tool_call>\n{"name": "get_current_time", "arguments": ')
     assert forced.forced_calls[0].closing.startswith("}") and forced.forced_calls[0].closing.endswith("</tool_call>")
-    both = qwen.render(
-        [ChatMessage("user", "Time?")], tools=[TIME, WEATHER], forced_tools=["get_current_time", "get_weather"]
-    )
+    both = qwen.render([ChatMessage("user", "Time?")], tools=[TIME, WEATHER], forced_tools=["get_current_time",
+                                                                                             "get_weather"])
     assert both.text.endswith('{"name": "get_') and [c.opening for c in both.forced_calls] == [
         'current_time", "arguments": ', 'weather", "arguments": ']  # fmt: skip
     coder = _formatter(FIXTURES / "chat_templates" / "Qwen3-Coder.jinja")  # XML-like parameters: no JSON to hold

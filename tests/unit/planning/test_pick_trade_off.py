@@ -17,12 +17,8 @@ def test_a_slow_high_precision_pick_offers_the_same_model_s_faster_smaller_file(
         "granite-4.0-h-tiny", "Q8_0", "granite-4.0-h-tiny", "Q4_K_M")  # fmt: skip
     assert faster.expected_tok_per_s > 1.4 * pick.expected_tok_per_s
     words = trade_off_words(pick, faster)
-    for figure in (
-        format_size(pick.quant.estimated_bytes),
-        format_size(faster.quant.estimated_bytes),
-        f"about {pick.expected_tok_per_s:.0f} tokens/s",
-        f"about {faster.expected_tok_per_s:.0f} tokens/s",
-    ):
+    for figure in (format_size(pick.quant.estimated_bytes), format_size(faster.quant.estimated_bytes),
+                   f"about {pick.expected_tok_per_s:.0f} tokens/s", f"about {faster.expected_tok_per_s:.0f} tokens/s"):
         assert figure in words  # fmt: skip
     assert "near the original quality" in words and "per word" not in words
 

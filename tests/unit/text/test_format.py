@@ -36,3 +36,4 @@ def test_long_waits_are_said_in_words_a_person_plans_by():
     assert format_plan_duration(100 * 60) == "about 1.5 h"
     assert format_plan_duration(3.7 * 3600) == "about 4 h"
     assert format_plan_duration(20 * 3600) == "more than half a day"
+

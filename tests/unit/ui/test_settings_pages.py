@@ -53,7 +53,9 @@ def test_the_inference_page_speaks_in_the_pages_words_and_auto_is_a_button(qtbot
     dialog = open_dialog(qtbot, tmp_path)
     dialog.show_page("Inference")
     page = dialog.pages.currentWidget()
-    shown = " ".join(widget.text() for widget in page.findChildren(type(dialog.status)) if widget.isVisibleTo(dialog))
+    shown = " ".join(
+        widget.text() for widget in page.findChildren(type(dialog.status)) if widget.isVisibleTo(dialog)
+    )
     assert "Context length:" in shown
     assert not [name for name in INTERNAL_NAMES if name in shown]
     auto = page.findChild(QPushButton, "contextLengthAuto")
@@ -82,7 +84,6 @@ def test_every_setting_survives_the_dialog_unchanged_at_the_ends_of_its_range(qt
 
     paths = app_paths().ensure()
     for end in ("high", "low"):
-
         def at(key: str, end: str = end) -> float:
             item = described(key)
             return item.high if end == "high" else item.low  # type: ignore[return-value]

@@ -85,10 +85,8 @@ def test_a_searchs_match_line_keeps_the_word_that_matched_at_the_lists_narrowest
     """Issue 53, item 8: the list cuts lines in their middle (for titles), and cut out the matched word:
     "…heritage an…ng the reig…" for "Eiffel"."""
     win = window()
-    text = (
-        "The tour guide spoke at length about French heritage and the long reign of kings before she finally "
-        "turned to the Eiffel tower, its iron lattice and the engineers who raised it for the fair of 1889."
-    )
+    text = ("The tour guide spoke at length about French heritage and the long reign of kings before she finally "
+            "turned to the Eiffel tower, its iron lattice and the engineers who raised it for the fair of 1889.")
     win.composer.setPlainText(text)
     with qtbot.waitSignal(win.replyFinished, timeout=5000):
         win.send_button.click()
