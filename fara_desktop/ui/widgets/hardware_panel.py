@@ -265,6 +265,7 @@ class HardwarePanel(QFrame):
         self._parallel = info.parallel
         self.show_api_requests(self._api_requests)
         self.set_value("Proposals", proposals_text(info))
+        self._values["Proposals"].setToolTip(plain_tooltip(f"Draft model: {info.draft}" if info.draft else ""))
         self.set_value("Kernels", info.kernel_summary or info.kernel_path or "—")
         self._values["Kernels"].setToolTip(plain_tooltip(info.kernel_reason))
 
@@ -344,4 +345,4 @@ def proposals_text(info: ModelInfo) -> str:
     """How the window's replies speculate (Settings ▸ Inference ▸ Speculative decoding, Draft model)."""
     if not info.speculates:
         return "off"
-    return f"from the draft {info.draft}" if info.draft else "from the reply's own text"
+    return "from a draft model" if info.draft else "from the reply's own text"  # its file: the tooltip

@@ -53,8 +53,9 @@ def test_the_panel_says_where_the_windows_proposals_come_from(qtbot):
     for shown, expected in (
         (replace(info, speculates=False), "off"),
         (replace(info, speculates=True), "from the reply's own text"),
-        (replace(info, speculates=True, draft="SmolLM2-135M.gguf"), "from the draft SmolLM2-135M.gguf"),
+        (replace(info, speculates=True, draft="SmolLM2-135M.gguf"), "from a draft model"),
         (replace(info, server="http://127.0.0.1:8080"), "the server's"),
     ):
         panel.show_model(shown)
         assert panel.value("Proposals") == expected
+        assert ("SmolLM2-135M.gguf" in panel._values["Proposals"].toolTip()) == bool(shown.draft)  # the file
