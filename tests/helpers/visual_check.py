@@ -108,7 +108,12 @@ def faint_texts(root: QWidget, minimum: float = 3.0, within: QWidget | None = No
         # as drawn on its window (ancestors paint a label's background); a text box's text area only, without its
         # frame or scroll bars (the farthest pixel from the background would be theirs)
         drawn = widget.viewport() if isinstance(widget, (QPlainTextEdit, QTextEdit, QAbstractItemView)) else widget
-        image = root.grab(rect_in(drawn, root)).toImage()
+        # only the part a scroll area shows (a tall page's rows below the fold are not drawn: checking there would
+        # read the window's background as their text)
+        shown = drawn.visibleRegion().boundingRect()
+        if shown.width() < 8 or shown.height() < 8:
+            continue
+        image = root.grab(QRect(drawn.mapTo(root, shown.topLeft()), shown.size())).toImage()
         step = max(1, image.width() * image.height() // 4000)
         pixels = [image.pixelColor(x, y) for y in range(0, image.height(), 2) for x in range(0, image.width(), step)]
         lum = [luminance(c.red(), c.green(), c.blue()) for c in pixels]

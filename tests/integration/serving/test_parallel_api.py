@@ -182,24 +182,27 @@ def test_a_follow_up_continues_its_own_clients_kept_sequence_never_another_clien
 
 @pytest.mark.real_model
 def test_a_greedy_reply_proposes_its_next_tokens_from_its_own_text_and_usage_says_how_many_were_accepted(
-    smollm2_path, alone
+    smollm2_path,
 ):
     """Issue 65 in the parallel replies: a greedy sequence proposes tokens from its prompt and reply (n-grams) and
     checks them in the same decode; the reply is the one plain decoding gives, and ``usage`` counts the proposals
-    as OpenAI counts a prediction's tokens (accepted and rejected). A server of its own: until a decode's cost is
-    measured here a sequence probes with two proposals; once it is, whether they pay is this machine's to say
-    (SmolLM2 is bound by computing here: they often do not), which a test cannot count on."""
-    server, worker, _info = serve_model(smollm2_path, LoadParams(n_ctx=2048, prefault=False, parallel=2))
+    as OpenAI counts a prediction's tokens (accepted and rejected); so does one answered one at a time, in the
+    model's own context. Servers of their own: until a decode's cost is measured here a reply probes with two
+    proposals; once it is, whether they pay is this machine's to say (SmolLM2 is bound by computing here: they
+    often do not), which a test cannot count on."""
+    servers = [serve_model(smollm2_path, LoadParams(n_ctx=2048, prefault=False, parallel=n)) for n in (2, 1)]
     try:
-        reply, plain = _copy_twice(server, alone[0])
+        reply, plain = _copy_twice(servers[0][0], servers[1][0])
     finally:
-        server.stop()
-        assert worker.shutdown(timeout=30)
-    details = reply.usage.completion_tokens_details
-    accepted, rejected = details.accepted_prediction_tokens, details.rejected_prediction_tokens
-    assert accepted + rejected > 0, "no token was proposed from a reply that repeats its prompt"
-    assert accepted <= reply.usage.completion_tokens
-    assert plain.usage.completion_tokens_details.accepted_prediction_tokens == 0  # one at a time: no proposals
+        for server, worker, _info in servers:
+            server.stop()
+            assert worker.shutdown(timeout=30)
+    # one at a time, the reply is written in the model's own context (the window's path), which proposes too
+    for answer in (reply, plain):
+        details = answer.usage.completion_tokens_details
+        accepted, rejected = details.accepted_prediction_tokens, details.rejected_prediction_tokens
+        assert accepted + rejected > 0, "no token was proposed from a reply that repeats its prompt"
+        assert accepted <= answer.usage.completion_tokens
     assert agree(reply.choices[0].message.content or "", plain.choices[0].message.content or "")
 
 
