@@ -230,6 +230,7 @@ class HardwarePanel(QFrame):
         self._tuned, self._overrides = tuned, overrides
 
     def show_model(self, info: ModelInfo | None) -> None:
+        self._values["Proposals"].setToolTip("")  # a draft named for the model before: not this one's
         if info is None:
             for key in self.MODEL_KEYS:
                 self.set_value(key, "—")
@@ -265,7 +266,8 @@ class HardwarePanel(QFrame):
         self._parallel = info.parallel
         self.show_api_requests(self._api_requests)
         self.set_value("Proposals", proposals_text(info))
-        self._values["Proposals"].setToolTip(plain_tooltip(f"Draft model: {info.draft}" if info.draft else ""))
+        if info.draft:
+            self._values["Proposals"].setToolTip(plain_tooltip(f"Draft model: {info.draft}"))
         self.set_value("Kernels", info.kernel_summary or info.kernel_path or "—")
         self._values["Kernels"].setToolTip(plain_tooltip(info.kernel_reason))
 
