@@ -171,6 +171,7 @@ def draft_beside(target: Any, params: LoadParams, n_ctx: int) -> DraftBeside | N
     model (its kernel path alike), with a context of one sequence of ``n_ctx`` cells; None when none is named or it
     cannot serve (its load failed, another vocabulary: said in the log; the model goes on without one)."""
     from fara_desktop.engine.llama_loading import open_model
+    from fara_desktop.models.gguf_checks import check_loadable
     from fara_desktop.models.gguf_file import read_gguf_header
 
     if params.draft_model in ("", "auto"):
@@ -178,7 +179,9 @@ def draft_beside(target: Any, params: LoadParams, n_ctx: int) -> DraftBeside | N
     path = Path(params.draft_model)
     own = replace(params, n_ctx=256, projector=None, parallel=1, draft_model="", prefault=False)  # not used:
     try:  # ``DraftModel`` has a context of its own
-        llm = open_model(path, read_gguf_header(path), own, None, None)[0]
+        header = read_gguf_header(path)
+        check_loadable(header)  # a file llama.cpp would abort on never reaches it, as for the model itself
+        llm = open_model(path, header, own, None, None)[0]
     except (FaraError, OSError) as exc:
         log.warning("The draft model %s was not loaded: %s", path.name, exc)
         return None

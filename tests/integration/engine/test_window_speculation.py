@@ -196,3 +196,29 @@ def test_a_draft_model_beside_proposes_the_windows_tokens_and_one_of_another_voc
     assert proposed > 0 and sum(r.stats.draft_accepted for r in drafted) == proposed
     refused, _ = replies(path, True, GREEDY, draft=str(smollm2_path))
     assert [r.text for r in refused] == [r.text for r in plain]
+
+
+def test_a_hostile_draft_file_is_refused_before_llama_cpp_reads_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A draft model is a file from outside like any model: one llama.cpp could abort on (heads that do not divide
+    its width) is refused by the same checks, and the model goes on without a draft."""
+    import gguf
+
+    from fara_desktop.engine import llama_loading
+    from fara_desktop.engine.draft_model import draft_beside
+    from tests.helpers.gguf_factory import rewrite_gguf
+
+    path = model_of("llama", tmp_path)
+    hostile = rewrite_gguf(
+        path, tmp_path / "hostile.gguf", {"llama.attention.head_count": (gguf.GGUFValueType.UINT32, 3)}
+    )
+    backend = LlamaBackend()
+    backend.load(path, LoadParams(n_ctx=512, n_threads=2, prefault=False))
+    try:
+
+        def never(*_: object, **__: object) -> None:
+            raise AssertionError("the hostile draft reached llama.cpp")
+
+        monkeypatch.setattr(llama_loading, "open_model", never)
+        assert draft_beside(backend._require()[0], LoadParams(draft_model=str(hostile)), 512) is None
+    finally:
+        backend.close()
