@@ -212,6 +212,8 @@ class SequenceBatch:
         sequence.first, sequence.keep = first, keep
         if speculate is not False and self.rewindable:
             sequence.drafter = speculate if isinstance(speculate, NgramDrafter) else NgramDrafter()
+        elif isinstance(speculate, NgramDrafter):  # cells that cannot be cut back propose nothing: its cells go back
+            speculate.release()
         self._active[seq_id] = sequence
         if restore is not None:
             sequence.reused = sequence.read = self._restore(seq_id, restore, prompt)

@@ -74,3 +74,29 @@ def test_a_draft_of_another_vocabulary_is_refused(tmp_path: Path, smollm2_path: 
     finally:
         stranger.close()
         target.close()
+
+
+def test_a_hybrids_sequence_gives_back_the_draft_cells_it_cannot_use(tmp_path: Path):
+    """A recurrent state cannot take a rejected proposal back, so its sequence proposes nothing; the draft's
+    sequence it was handed goes back at once (else the draft runs out of sequences: found by the benchmark on a
+    Qwen3.5 shape, "Every sequence of the draft model is in use")."""
+    from llama_cpp import Llama
+
+    from tests.helpers.hybrid_factory import write_tiny_hybrid
+
+    path = write_tiny_hybrid(tmp_path / "qwen35.gguf", "qwen35", chat_template=TEMPLATE)
+    target = Llama(str(path), n_ctx=256, n_threads=2, verbose=False)
+    draft_llm = Llama(str(path), n_ctx=64, n_threads=2, verbose=False)
+    batch = SequenceBatch(target.model, 256, 1, 2)
+    draft = DraftModel(draft_llm.model, target.model, 256, 1, 2)
+    try:
+        prompt = target.tokenize(b"the cat sat", add_bos=True)
+        for _ in range(2):  # one draft sequence: the second reply gets it only if the first gave it back
+            batch.add(prompt, GREEDY, lambda _token: None, speculate=draft.drafter())
+            batch.run()
+        assert batch.proposed == 0 and len(draft._free) == 1
+    finally:
+        draft.close()
+        batch.close()
+        draft_llm.close()
+        target.close()
