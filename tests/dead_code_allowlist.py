@@ -13,7 +13,7 @@ _.loops_section, _.prefix_section, _.parallel_section, _.speculative_section
 
 # Interfaces other code calls: llama.cpp's ctypes structs, sqlite3, lxml's parser target, urllib's handlers,
 # uvicorn's server, Jinja's sandbox, QTextDocument's resource loader.
-_.type_k, _.type_v, _.flash_attn_type, _.no_perf, _.progress_callback, _.lazy_mode, _.n_rs_seq
+_.type_k, _.type_v, _.flash_attn_type, _.no_perf, _.progress_callback, _.lazy_mode, _.n_rs_seq, _.load_mtp, _.ctx_type
 _.use_extra_bufts, _.ftype, _.nthread, _.n_seq_max, _.kv_unified
 _.row_factory
 attrib, _.comment

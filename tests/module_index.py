@@ -9,6 +9,8 @@ TESTED_THROUGH: dict[str, tuple[str, str]] = {
     "fara_desktop.bench.kernels": ("tests/integration/bench/test_bench.py", '"kernels"'),
     "fara_desktop.bench.cold_probe": ("tests/integration/bench/test_bench.py", "cold"),
     "fara_desktop.bench.speculative": ("tests/integration/bench/test_bench.py", '"speculative"'),
+    "fara_desktop.bench.speculative_mtp": ("tests/integration/bench/test_bench.py", "MTP head"),
+    "fara_desktop.bench.window_replies": ("tests/integration/bench/test_bench.py", '"speculative"'),
     "fara_desktop.bench.parallel": ("tests/integration/bench/test_bench.py", '"parallel"'),
     "fara_desktop.bench.parallel_serving": ("tests/integration/bench/test_bench.py", "through serve"),
     "fara_desktop.bench.stream_client": ("tests/integration/bench/test_bench.py", "each client a process"),

@@ -266,6 +266,21 @@ def table(out: dict[str, Any]) -> str:
                 "yes" if out["speculative_same_replies"] else f"no ({out['speculative_text_shared_tokens_worst']})",
             ),
         ]
+    if "speculative_mtp_same_replies" in out:
+        rows += [
+            row(
+                "proposals from the model's MTP head, in the window: worst task / a head that always agrees",
+                f"{out['speculative_mtp_worst_ratio']:.2f} / {out['speculative_mtp_ceiling_ratio']:.2f}",
+            ),
+            row(
+                "  a proposal's cost on the head, in plain tokens; accepted of proposed",
+                f"{out['speculative_mtp_proposal_cost']:.2f}; {out['speculative_mtp_accepted_of_proposed']}",
+            ),
+            row(
+                "  the replies token for token as without (else: tokens shared, worst)",
+                "yes" if out["speculative_mtp_same_replies"] else f"no ({out['speculative_mtp_shared_tokens_worst']})",
+            ),
+        ]
     rows += kernel_rows(out, row)
     rows += retrieval_rows(out.get("retrieval"))
     rows += vision_rows(out)

@@ -18,13 +18,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from fara_desktop.bench.speculative_mtp import mtp_rounds
+from fara_desktop.bench.window_replies import in_the_window
 from fara_desktop.engine.draft_model import DraftModel, DraftVocabularyError
 from fara_desktop.engine.llama_loading import open_model
 from fara_desktop.engine.llama_state import is_rewindable
+from fara_desktop.engine.mtp_head import mtp_beside
 from fara_desktop.engine.ngram_draft import DecodeCost, NgramDrafter
 from fara_desktop.engine.sequence_batch import SequenceBatch
-from fara_desktop.engine.window_speculation import WindowSpeculation, plain_tokens
-from fara_desktop.machine.llama_internals import cut_context, reused_prefix
+from fara_desktop.engine.window_speculation import WindowSpeculation
 from fara_desktop.models.gguf_file import read_gguf_header
 from fara_desktop.planning.params import LoadParams
 from fara_desktop.vocabulary.sampling import SamplingParams
@@ -95,28 +97,6 @@ def _written(
     return tokens, speed
 
 
-def _in_the_window(
-    llm: Any, prompt: list[int], sampling: SamplingParams, window: WindowSpeculation | None
-) -> tuple[list[int], float, tuple[int, int]]:
-    """A reply as the window writes it, in the model's own context (``window``: checking proposals, else
-    ``Llama.generate``): its tokens, speed, and (proposed, accepted)."""
-    writer = window.writing(llm, sampling) if window is not None else None
-    if writer is not None:  # what generate's prefix matching keeps (a recurrent state cannot be cut: none)
-        held = [int(t) for t in llm.input_ids[: llm.n_tokens]]
-        cut_context(llm, reused_prefix(held, prompt) if is_rewindable(llm) else 0)
-    tokens: list[int] = []
-    times: list[float] = []
-    generator = writer.tokens(prompt) if writer is not None else plain_tokens(llm, prompt, sampling, None, True)
-    for token in generator:
-        tokens.append(token)
-        times.append(time.perf_counter())
-        if len(tokens) >= (sampling.max_tokens or 0):
-            break
-    generator.close()
-    speed = (len(tokens) - 1) / (times[-1] - times[0]) if len(times) > 1 and times[-1] > times[0] else 0.0
-    return tokens, speed, (writer.proposed, writer.accepted) if writer is not None else (0, 0)
-
-
 def _window_rounds(
     llm: Any, prompts: dict[str, list[int]], sampling: SamplingParams, rounds: int
 ) -> tuple[dict[str, list[float]], int, int, bool]:
@@ -128,8 +108,8 @@ def _window_rounds(
     same = True
     for _ in range(rounds):
         for name, prompt in prompts.items():
-            plain, plain_speed, _ = _in_the_window(llm, prompt, sampling, None)
-            fast, fast_speed, (n, m) = _in_the_window(llm, prompt, sampling, window)
+            plain, plain_speed, _ = in_the_window(llm, prompt, sampling, None)
+            fast, fast_speed, (n, m) = in_the_window(llm, prompt, sampling, window.writing(llm, sampling))
             proposed, accepted, same = proposed + n, accepted + m, same and plain == fast
             ratios[name].append(fast_speed / plain_speed if plain_speed else 0.0)
     return ratios, proposed, accepted, same
@@ -155,12 +135,13 @@ def speculative(
 ) -> dict[str, Any]:
     """The section's figures (see the module); ``smaller``: a draft model for this one, where its vocabulary is
     this one's."""
-    llm, formatter, _, used = open_model(model, read_gguf_header(model), params, None, None)
+    llm, formatter, info, used = open_model(model, read_gguf_header(model), params, None, None)
     from fara_desktop.vocabulary.messages import ChatMessage
 
     sampling = SamplingParams(temperature=0.0, repeat_penalty=1.0, max_tokens=out_tokens, ignore_eos=True)
     kinds: tuple[str, ...] = ("text", "always right", "always wrong")
     drafts: dict[str, Any] = {}
+    out_mtp: dict[str, Any] = {}
     try:
         prompts = {
             name: llm.tokenize(formatter.render([ChatMessage("user", text)]).text.encode(), special=True)
@@ -203,6 +184,12 @@ def speculative(
         finally:
             batch.close()
         window, window_proposed, window_accepted, window_same = _window_rounds(llm, prompts, sampling, rounds)
+        head = mtp_beside(llm, used.n_threads or 2) if info.mtp else None  # the file carries an MTP head
+        if head is not None:
+            try:
+                out_mtp = mtp_rounds(llm, head, prompts, sampling, rounds)
+            finally:
+                head.close()
     finally:
         for draft, draft_llm in drafts.values():
             draft.close()
@@ -235,4 +222,4 @@ def speculative(
     out["speculative_text_shared_tokens_worst"] = shared
     out["speculative_accepted_of_proposed"] = {kind: f"{accepted[kind]}/{proposed[kind]}" for kind in kinds}
     out["speculative_rounds"] = {name: [round(x, 3) for x in r] for name, r in text.items()}
-    return out
+    return {**out, **out_mtp}

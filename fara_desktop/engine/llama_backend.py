@@ -36,6 +36,7 @@ from fara_desktop.engine.llama_loading import fits_beside, open_model, state_ide
 from fara_desktop.engine.llama_prompt import LlamaPrompt, checkpoint_at, llama_prompt, prompt_reporter, reasoning_tail
 from fara_desktop.engine.llama_state import sliding_window, start_prefault
 from fara_desktop.engine.llama_tokens import call_grammar, json_grammar, spelling, token_logprob
+from fara_desktop.engine.mtp_head import MtpHead, mtp_beside
 from fara_desktop.engine.own_tokens import longest_respelled_as_read
 from fara_desktop.engine.parallel_replies import ParallelReplies
 from fara_desktop.engine.projector_trial import trial_for
@@ -88,6 +89,7 @@ class LlamaBackend:
         self._speculation = WindowSpeculation(False)  # the window's replies checking proposals, where they may
         self.speculated = False  # whether the last reply was written checking proposals (``window_speculation``)
         self._draft: DraftBeside | None = None  # a draft model proposing the window's tokens, when one is paired
+        self._mtp: MtpHead | None = None  # the model's own MTP head proposing them, when its file carries one
 
     # ------------------------------------------------------------------ loading
 
@@ -152,10 +154,12 @@ class LlamaBackend:
                     speculate=params.speculate,
                 )
                 info = replace(info, parallel=params.parallel)
-            self._draft = draft_beside(llm, params, info.n_ctx) if params.speculate else None
+            self._mtp = mtp_beside(llm, info.n_threads) if info.mtp else None  # the model's own, before a draft
+            self._draft = draft_beside(llm, params, info.n_ctx) if params.speculate and not self._mtp else None
             draft = self._draft.model if self._draft is not None else None
-            self._speculation = WindowSpeculation.of(llm, params.speculate, info.rewindable, draft)
-            info = replace(info, draft=self._draft.name if self._draft else "", speculates=self._speculation.enabled)
+            self._speculation = WindowSpeculation.of(llm, params.speculate, info.rewindable, draft, self._mtp)
+            named, speculates = self._draft.name if self._draft else "", self._speculation.enabled
+            info = replace(info, draft=named, speculates=speculates, mtp=self._mtp is not None)
             self._info = info
             self._loaded_as = (info.path, params) if isinstance(info.path, Path) else None
             self._states.attach(state_identity(info), info.rewindable, sliding_window(llm))
@@ -225,6 +229,9 @@ class LlamaBackend:
         draft, self._draft, self._speculation = self._draft, None, WindowSpeculation(False)
         if draft is not None:  # its context is freed before the model its vocabulary was checked against
             draft.close()
+        mtp, self._mtp = self._mtp, None
+        if mtp is not None:  # its context is over the model's weights
+            mtp.close()
         self._llm.close()
         self._llm = None
         self._info = None

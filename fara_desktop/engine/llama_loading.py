@@ -14,6 +14,7 @@ from fara_desktop.engine.errors import LoadCancelledError, ModelLoadError
 from fara_desktop.engine.ggml_types import GGML_TYPE_IDS
 from fara_desktop.engine.kv_disk import StateIdentity
 from fara_desktop.engine.llama_state import is_rewindable, start_prefault
+from fara_desktop.engine.mtp_head import carries_mtp
 from fara_desktop.engine.types import ModelInfo
 from fara_desktop.machine.hardware import physical_cores, this_cpu_features, usable_cores
 from fara_desktop.machine.kernels import first_batch, first_batch_needed, prepare_llama_load
@@ -77,7 +78,8 @@ def open_model(
     try:
         lazy = any(t.name in LAZY_TABLES for t in header.tensors)
         snapshots = RECURRENT_SNAPSHOTS if params.speculate else 0  # none kept for an architecture that cannot
-        with record, load_progress(on_progress, stopped, lazy_tables=lazy), recurrent_rollback(snapshots):
+        mtp = params.speculate and carries_mtp(header)  # its MTP layers are skipped unless they are to propose
+        with record, load_progress(on_progress, stopped, lazy, mtp), recurrent_rollback(snapshots):
             llm = Llama(
                 model_path=str(path),
                 n_ctx=n_ctx,
@@ -134,6 +136,7 @@ def open_model(
         expected_prompt_tok_per_s=expected_prompt_speed(header, threads_batch),
         prompt_span_tokens=prompt_span(header),
         rewindable=is_rewindable(llm),
+        mtp=mtp,
         kernel_path=kernels.path.key,
         kernel_reason=kernels.reason,
         kernel_summary=kernels.summary,

@@ -123,6 +123,11 @@ class NgramDrafter:
     def release(self) -> None:
         """The sequence ended (a drafter with cells of its own frees them)."""
 
+    def decoded(self, start: int, count: int) -> None:
+        """The model just decoded a step of ``count`` tokens (the next and the proposals) at positions from
+        ``start`` (a drafter that reads the model's hidden states takes them now: the next decode overwrites
+        them)."""
+
     def timed(self, seconds_per_token: float) -> None:
         """A step with this sequence's proposals took ``seconds_per_token`` for each token written."""
         self.timed_steps += 1

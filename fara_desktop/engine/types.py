@@ -178,7 +178,8 @@ class ModelInfo:
     size_class: str = ""  # the model-size class its kernel and thread speeds are kept for ("": unknown)
     parallel: int = 1  # the local API's replies it decodes together (``LoadParams.parallel``)
     draft: str = ""  # the draft model proposing the window's next tokens (its file name); "": none
-    speculates: bool = False  # the window's replies check proposals (from their text, or the draft's)
+    speculates: bool = False  # the window's replies check proposals (from their text, the draft's or MTP's)
+    mtp: bool = False  # loaded with its multi-token-prediction head, which proposes the window's next tokens
 
     @property
     def remote(self) -> bool:

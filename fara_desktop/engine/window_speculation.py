@@ -17,6 +17,7 @@ from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 from fara_desktop.engine.draft_model import DraftModel
+from fara_desktop.engine.mtp_head import MtpHead
 from fara_desktop.engine.ngram_draft import MAX_PROPOSED, DecodeCost, NgramDrafter
 from fara_desktop.engine.sequence_batch import sampler_chain
 from fara_desktop.machine.llama_internals import cut_context, hold_tokens_from, mark_logits_stale
@@ -81,6 +82,7 @@ class SpeculativeWriting:
                 if status != 0:
                     raise RuntimeError(f"llama_decode returned {status}")
                 hold_tokens_from(llm, start, step)
+                drafter.decoded(start, len(step))
                 working = time.perf_counter() - started  # the reader's time between tokens is not the decode's
                 written = accepted = 0
                 for i in range(len(step)):
@@ -136,38 +138,50 @@ class WindowSpeculation:
     its context, measured over its replies (each reply's drafter learns its own text's acceptance, and stops
     proposing where its steps were measured slower than plain ones)."""
 
-    def __init__(self, enabled: bool, snapshots: int = 0, draft: DraftModel | None = None) -> None:
+    def __init__(
+        self, enabled: bool, snapshots: int = 0, draft: DraftModel | None = None, mtp: MtpHead | None = None
+    ) -> None:
         """``snapshots``: the recurrent states a hybrid's context keeps to take proposals back (0: none, or a model
-        whose cells are cut back as they are). ``draft``: a draft model writes the proposals (else the reply's own
-        text does)."""
-        self.enabled, self.snapshots, self.draft = enabled, snapshots, draft
+        whose cells are cut back as they are). ``draft``: a draft model writes the proposals; ``mtp``: the model's
+        own MTP head does (else the reply's own text does)."""
+        self.enabled, self.snapshots, self.draft, self.mtp = enabled, snapshots, draft, mtp
         self.cost = DecodeCost()
         self._kept: NgramDrafter | None = None
 
     @classmethod
-    def of(cls, llm: Llama, speculate: bool, rewindable: bool, draft: DraftModel | None = None) -> WindowSpeculation:
+    def of(
+        cls,
+        llm: Llama,
+        speculate: bool,
+        rewindable: bool,
+        draft: DraftModel | None = None,
+        mtp: MtpHead | None = None,
+    ) -> WindowSpeculation:
         """For the model just loaded: on where asked for and proposals can be taken back (its cells cut, or the
         recurrent states its context keeps)."""
         import llama_cpp
 
         snapshots = 0 if rewindable else int(llama_cpp.llama_n_rs_seq(llm.ctx))
-        return cls(speculate and (rewindable or snapshots > 0), snapshots, draft)
+        return cls(speculate and (rewindable or snapshots > 0), snapshots, draft, mtp)
 
     def writing(self, llm: Llama, sampling: SamplingParams) -> SpeculativeWriting | None:
         """A writer for the next reply, or None where plain decoding writes it: speculation off, or a sampling
         this loop does not draw as ``Llama.generate`` does (mirostat)."""
         if not self.enabled or sampling.mirostat_mode != 0:
             return None
-        if self.draft is None:
+        if self.draft is None and self.mtp is None:
             return SpeculativeWriting(llm, sampling, NgramDrafter, self.cost, self.snapshots)
-        return SpeculativeWriting(llm, sampling, self._draft_drafter, self.cost, self.snapshots, release=False)
+        return SpeculativeWriting(llm, sampling, self._kept_drafter, self.cost, self.snapshots, release=False)
 
-    def _draft_drafter(self) -> NgramDrafter:
-        """The draft model's one drafter, kept from reply to reply: its cells keep the chat it read (the next reply
-        reads only what is new to it), and what it learned of its acceptance and cost here stays with this model
-        (one measured slower than plain decoding stays off). The ``DraftModel`` frees its cells when it closes."""
-        if self._kept is None and self.draft is not None:
-            self._kept = self.draft.drafter()
+    def _kept_drafter(self) -> NgramDrafter:
+        """The MTP head's or draft model's one drafter, kept from reply to reply: its cells keep the chat it read
+        (the next reply reads only what is new to it), and what it learned of its acceptance and cost here stays
+        with this model (one measured slower than plain decoding stays off). Its owner frees the cells."""
+        if self._kept is None:
+            if self.mtp is not None:
+                self._kept = self.mtp.drafter()
+            elif self.draft is not None:
+                self._kept = self.draft.drafter()
         assert self._kept is not None
         return self._kept
 

@@ -18,6 +18,11 @@ llama-cpp-python offers no public API for these things we need; an upgrade may m
 - ``Llama.n_tokens`` and ``Llama.input_ids`` written (``hold_tokens``, ``cut_context``): after a state restored
   into the context, or to make the next ``eval`` drop the cells past a position.
 - ``Llama.generate``'s prefix matching, mirrored (``reused_prefix``) to know before a reply what it will reuse.
+- ``Llama.eval``, wrapped on one instance (``follow_evals``): an MTP head reads the hidden state of every token
+  the model reads, by whichever path (a prompt read up to its last token, a read-ahead, ``Llama.generate``).
+- llama.cpp's staging functions for the hidden state a multi-token-prediction head reads (``nextn_staging``):
+  declared in its ``src/llama-ext.h`` without ``extern "C"``, so libllama exports them under C++ names only, and
+  llama-cpp-python binds none; they are looked up by those names (plain C arguments: the same calling convention).
 
 It sits beside the build probe because both the machine probe and the engine use it (the engine may import the
 machine layer, never the other way).
@@ -29,6 +34,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -104,7 +110,7 @@ def _compact_repetition(
 
 @contextmanager
 def load_progress(
-    report: Callable[[float], bool] | None, stopped: list[bool], lazy_tables: bool = False
+    report: Callable[[float], bool] | None, stopped: list[bool], lazy_tables: bool = False, mtp: bool = False
 ) -> Iterator[None]:
     """While the block runs, ``report(fraction)`` is called as llama.cpp loads on this thread; when it returns
     False the load is aborted and ``stopped`` gets an entry (so the caller can tell a stop from a failure).
@@ -114,8 +120,9 @@ def load_progress(
     loading thread* carry a progress callback (another thread loading an embedding model at the same moment gets
     the plain defaults). ``lazy_tables``: the tables the architecture marks for it stay on disk and are read a row
     at a time (``LLAMA_LAZY_MODE_ON``; llama.cpp's default does so only above 4 GiB). Gemma 4 E2B's per-layer
-    embeddings (1.8 GiB at real shape): 3.6 → 1.8 GiB resident, generation not slower (16.8 → 18.9 tok/s here)."""
-    if report is None and not lazy_tables:
+    embeddings (1.8 GiB at real shape): 3.6 → 1.8 GiB resident, generation not slower (16.8 → 18.9 tok/s here).
+    ``mtp``: the multi-token-prediction layers a file carries are loaded too (``load_mtp``; skipped by default)."""
+    if report is None and not lazy_tables and not mtp:
         yield
         return
     import llama_cpp.llama_cpp as raw
@@ -143,6 +150,8 @@ def load_progress(
                     params.progress_callback = callback
                 if lazy_tables:
                     params.lazy_mode = raw.LLAMA_LAZY_MODE_ON
+                if mtp:
+                    params.load_mtp = True
             return params
 
         raw.llama_model_default_params = with_progress
@@ -178,6 +187,66 @@ def recurrent_rollback(snapshots: int) -> Iterator[None]:
             yield
         finally:
             raw.llama_context_default_params = original
+
+
+# ---------------------------------------------------------------- the hidden state an MTP head reads
+
+_NEXTN_SYMBOLS = (  # Itanium C++ names of src/llama-ext.h's functions (llama-cpp-python 0.3.36's llama.cpp)
+    "_Z26llama_set_embeddings_nextnP13llama_contextbb",
+    "_Z26llama_get_embeddings_nextnP13llama_context",
+    "_Z30llama_get_embeddings_nextn_ithP13llama_contexti",
+)
+
+
+@dataclass(frozen=True)
+class NextnStaging:
+    """llama.cpp's functions for the hidden state before the LM head (``h_nextn``): ``set(ctx, on, masked)`` makes
+    a context keep it at each decode (``masked``: for the tokens with logits only; else for every token),
+    ``rows(ctx)`` gives them all from the last decode, ``row(ctx, i)`` the one of batch index ``i``."""
+
+    set: Any
+    rows: Any
+    row: Any
+
+
+def nextn_staging() -> NextnStaging | None:
+    """The staging functions, or None when this libllama does not export them under the names known here."""
+    import ctypes
+
+    import llama_cpp.llama_cpp as raw
+
+    try:
+        found = [getattr(raw._lib, name) for name in _NEXTN_SYMBOLS]
+    except AttributeError:
+        log.info("This llama.cpp build exports no MTP staging functions: MTP heads are not used")
+        return None
+    setter, rows, row = found
+    setter.argtypes, setter.restype = [ctypes.c_void_p, ctypes.c_bool, ctypes.c_bool], None
+    rows.argtypes, rows.restype = [ctypes.c_void_p], ctypes.POINTER(ctypes.c_float)
+    row.argtypes, row.restype = [ctypes.c_void_p, ctypes.c_int32], ctypes.POINTER(ctypes.c_float)
+    return NextnStaging(setter, rows, row)
+
+
+def follow_evals(llm: Llama, after: Callable[[int, int], None]) -> Callable[[], None]:
+    """Make ``llm.eval`` call ``after(start, count)`` after each batch it decodes (``count`` tokens at positions
+    from ``start``: their hidden states are readable until the next decode); returns what takes it back.
+    ``Llama.generate`` and every reading path call ``self.eval``, which finds the instance's own first."""
+    original = llm.eval
+
+    def eval_followed(tokens: Sequence[int]) -> None:
+        step = max(1, llm.n_batch)
+        for offset in range(0, len(tokens), step):  # one decode a call, as ``eval`` makes one a batch
+            start = llm.n_tokens
+            original(tokens[offset : offset + step])
+            after(start, llm.n_tokens - start)
+
+    llm.eval = eval_followed  # type: ignore[method-assign]
+
+    def undo() -> None:
+        if llm.__dict__.get("eval") is eval_followed:
+            del llm.eval
+
+    return undo
 
 
 # ---------------------------------------------------------------- the tokens a context holds

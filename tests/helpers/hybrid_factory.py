@@ -9,6 +9,7 @@ recurrent state (which cannot be cut back to a prefix) and generate deterministi
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import gguf
 import numpy as np
@@ -21,17 +22,25 @@ HEAD_DIM = N_EMBD // N_HEAD
 
 
 def write_tiny_hybrid(
-    path: Path, arch: str, chat_template: str | None = None, seed: int = 0, vocabulary_of: Path | None = None
+    path: Path,
+    arch: str,
+    chat_template: str | None = None,
+    seed: int = 0,
+    vocabulary_of: Path | None = None,
+    mtp: bool = False,
 ) -> Path:
     """A four-layer model of ``arch``: layers 1 and 3 attend, 0 and 2 are recurrent. ``vocabulary_of``: a real
     model whose tokenizer (and chat template) it takes instead of the tiny one — text its replies can be stored
-    as and tokenized again, as a real model's."""
+    as and tokenized again, as a real model's. ``mtp`` (qwen35): a fifth block, the multi-token-prediction head
+    (NextN) Qwen3.5's files carry, as ``load_block_mtp`` in llama.cpp's ``qwen35.cpp`` reads it."""
     rng = np.random.default_rng(seed)
     writer = gguf.GGUFWriter(str(path), arch)
     writer.add_name(f"Tiny {arch}")
     writer.add_context_length(2048)
     writer.add_embedding_length(N_EMBD)
-    writer.add_block_count(N_LAYER)
+    writer.add_block_count(N_LAYER + (1 if mtp else 0))
+    if mtp:
+        writer.add_uint32(f"{arch}.nextn_predict_layers", 1)
     writer.add_feed_forward_length(N_FF)
     writer.add_head_count(N_HEAD)
     attends = [i % 2 == 1 for i in range(N_LAYER)]
@@ -119,8 +128,30 @@ def write_tiny_hybrid(
         add(f"{blk}.ffn_gate.weight", weight(N_FF, N_EMBD))
         add(f"{blk}.ffn_up.weight", weight(N_FF, N_EMBD))
         add(f"{blk}.ffn_down.weight", weight(N_EMBD, N_FF))
+    if mtp:
+        _add_mtp_block(add, weight, ones, N_LAYER, kv)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
     return path
+
+
+def _add_mtp_block(add: Any, weight: Any, ones: Any, index: int, kv: int) -> None:
+    """Qwen3.5's NextN block: a full-attention decoder block fed the projection of the next token's embedding
+    and the trunk's last hidden state (``eh_proj``), each normed first; its LM head is the model's own."""
+    blk = f"blk.{index}"
+    add(f"{blk}.attn_norm.weight", ones(N_EMBD))
+    add(f"{blk}.post_attention_norm.weight", ones(N_EMBD))
+    add(f"{blk}.attn_q.weight", weight(2 * N_HEAD * HEAD_DIM, N_EMBD))
+    add(f"{blk}.attn_k.weight", weight(kv, N_EMBD))
+    add(f"{blk}.attn_v.weight", weight(kv, N_EMBD))
+    add(f"{blk}.attn_output.weight", weight(N_EMBD, N_HEAD * HEAD_DIM))
+    add(f"{blk}.attn_q_norm.weight", ones(HEAD_DIM))
+    add(f"{blk}.attn_k_norm.weight", ones(HEAD_DIM))
+    add(f"{blk}.ffn_gate.weight", weight(N_FF, N_EMBD))
+    add(f"{blk}.ffn_up.weight", weight(N_FF, N_EMBD))
+    add(f"{blk}.ffn_down.weight", weight(N_EMBD, N_FF))
+    add(f"{blk}.nextn.eh_proj.weight", weight(N_EMBD, 2 * N_EMBD))
+    add(f"{blk}.nextn.enorm.weight", ones(N_EMBD))
+    add(f"{blk}.nextn.hnorm.weight", ones(N_EMBD))

@@ -55,6 +55,7 @@ class Shape:
     global_every: int = 0
     global_head_dim: int = 0
     double_wide: bool = False
+    mtp_blocks: int = 0  # Qwen3.5's multi-token-prediction (NextN) blocks after the trunk's layers
 
     @property
     def dim(self) -> int:
@@ -99,6 +100,10 @@ SHAPES = {
     "qwen35-2b-like": Shape("Gated delta-net 24x2048 shape (qwen35 layout)", "qwen35", 2048, 24, 8, 2, 6144, 262144,
                             10000000.0, True, 256, attention_layers=tuple(range(3, 24, 4)), ssm_inner=2048,
                             ssm_state=128, ssm_groups=16, ssm_heads=16),
+    # the same with the NextN block Qwen3.5's released files carry (a full-attention layer fed the next token)
+    "qwen35-2b-like-mtp": Shape("Gated delta-net 24x2048 shape with an MTP head", "qwen35", 2048, 24, 8, 2, 6144,
+                                262144, 10000000.0, True, 256, attention_layers=tuple(range(3, 24, 4)),
+                                ssm_inner=2048, ssm_state=128, ssm_groups=16, ssm_heads=16, mtp_blocks=1),
     # Gemma 4 E2B and E4B (their config.json: 35 × 1536 and 42 × 2560, 8 heads of 256 (512 in the global layers,
     # every fifth / sixth), 1 / 2 KV heads, a window of 512, per-layer inputs of 256, the last 20 / 18 layers
     # reusing KV; E2B's shared layers have double-wide feed-forwards)
@@ -197,6 +202,20 @@ def _layer_tensors(shape: Shape, i: int) -> list[tuple[str, tuple[int, ...], str
     return tensors
 
 
+def _mtp_block(shape: Shape, i: int) -> list[tuple[str, tuple[int, ...], str]]:
+    """Qwen3.5's NextN block (``load_block_mtp`` in llama.cpp's ``qwen35.cpp``): a full-attention decoder layer,
+    and the projection of the next token's embedding beside the trunk's hidden state."""
+    blk, d = f"blk.{i}", shape.n_embd
+    q, kv = shape.n_head * shape.dim, shape.n_head_kv * shape.dim
+    return [(f"{blk}.attn_norm.weight", (d,), "ones"), (f"{blk}.post_attention_norm.weight", (d,), "ones"),
+            (f"{blk}.attn_q.weight", (2 * q, d), "q8"), (f"{blk}.attn_k.weight", (kv, d), "q8"),
+            (f"{blk}.attn_v.weight", (kv, d), "q8"), (f"{blk}.attn_output.weight", (d, q), "q8"),
+            (f"{blk}.attn_q_norm.weight", (shape.dim,), "ones"), (f"{blk}.attn_k_norm.weight", (shape.dim,), "ones"),
+            (f"{blk}.ffn_gate.weight", (shape.n_ff, d), "q8"), (f"{blk}.ffn_up.weight", (shape.n_ff, d), "q8"),
+            (f"{blk}.ffn_down.weight", (d, shape.n_ff), "q8"), (f"{blk}.nextn.eh_proj.weight", (d, 2 * d), "q8"),
+            (f"{blk}.nextn.enorm.weight", (d,), "ones"), (f"{blk}.nextn.hnorm.weight", (d,), "ones")]  # fmt: skip
+
+
 def _gemma4_layer(shape: Shape, i: int) -> list[tuple[str, tuple[int, ...], str]]:
     """A Gemma 4 layer (llama.cpp's ``gemma4.cpp``): a layer that reuses earlier KV has no K and V of its own."""
     blk, d, dim, ff = f"blk.{i}", shape.n_embd, shape.layer_dim(i), shape.layer_ff(i)
@@ -222,7 +241,9 @@ def write_shape_keys(writer: gguf.GGUFWriter, shape: Shape) -> None:
     writer.add_name(shape.name)
     writer.add_context_length(shape.context_length)
     writer.add_embedding_length(shape.n_embd)
-    writer.add_block_count(shape.n_layer)
+    writer.add_block_count(shape.n_layer + shape.mtp_blocks)
+    if shape.mtp_blocks:
+        writer.add_uint32(f"{arch}.nextn_predict_layers", shape.mtp_blocks)
     writer.add_feed_forward_length([shape.layer_ff(i) for i in range(shape.n_layer)] if shape.double_wide
                                    else shape.n_ff)  # fmt: skip
     writer.add_head_count(shape.n_head)
@@ -285,6 +306,8 @@ def write_shape_q8(shape: Shape, donor: Path, path: Path, seed: int = 0) -> Path
                     ("rope_freqs.weight", (shape.global_head_dim // 2,), "rope")]  # fmt: skip
     for i in range(shape.n_layer):
         tensors += _gemma4_layer(shape, i) if arch == "gemma4" else _layer_tensors(shape, i)
+    for i in range(shape.n_layer, shape.n_layer + shape.mtp_blocks):
+        tensors += _mtp_block(shape, i)
     q8 = gguf.GGMLQuantizationType.Q8_0
     for name, dims, kind in tensors:
         if kind == "q8":

@@ -347,4 +347,6 @@ def proposals_text(info: ModelInfo) -> str:
     """How the window's replies speculate (Settings ▸ Inference ▸ Speculative decoding, Draft model)."""
     if not info.speculates:
         return "off"
+    if info.mtp:
+        return "from the model's MTP head"
     return "from a draft model" if info.draft else "from the reply's own text"  # its file: the tooltip

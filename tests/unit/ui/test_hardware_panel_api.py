@@ -43,7 +43,8 @@ def test_the_kv_memory_counts_the_api_replies_caches(qtbot):
 
 
 def test_the_panel_says_where_the_windows_proposals_come_from(qtbot):
-    """Issue 65: proposals from the reply's own text, from a draft model loaded beside, or none (speculation off,
+    """Issue 65: proposals from the reply's own text, from a draft model loaded beside, from the model's own MTP
+    head, or none (speculation off,
     or a hybrid whose state cannot be taken back); a server's model decides for itself."""
     from dataclasses import replace
 
@@ -54,6 +55,7 @@ def test_the_panel_says_where_the_windows_proposals_come_from(qtbot):
         (replace(info, speculates=False), "off"),
         (replace(info, speculates=True), "from the reply's own text"),
         (replace(info, speculates=True, draft="SmolLM2-135M.gguf"), "from a draft model"),
+        (replace(info, speculates=True, mtp=True), "from the model's MTP head"),
         (replace(info, server="http://127.0.0.1:8080"), "the server's"),
     ):
         panel.show_model(shown)
