@@ -47,6 +47,10 @@ def catalog_report(paths: AppPaths, as_json: bool = False) -> int:
                     "recommended": recommended.to_json() if recommended else None,
                     "reason": assessment.reason,
                     "options": [option.to_json() for option in assessment.options],
+                    "draft_pairs": {
+                        key: {"draft": pair.draft.key, "gain_here": round(pair.gain, 2), "proposals": pair.proposals}
+                        for key, pair in assessment.pairs.items()
+                    },
                 },
                 indent=2,
             )
@@ -68,6 +72,9 @@ def catalog_report(paths: AppPaths, as_json: bool = False) -> int:
             f"≈{format_size(option.quant.estimated_bytes):>9}  "
             f"~{option.expected_tok_per_s:5.1f} tok/s  {option.verdict.verdict}: {option.verdict.message}{installed}"
         )
+        pair = assessment.pairs.get(option.key)
+        if pair is not None:
+            print(f"      paired: {pair.words()}")
     if recommended:
         faster = assessment.faster_choice
         print(

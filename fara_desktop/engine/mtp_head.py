@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+HEAD_UBATCH = 64
 MTP_ARCHITECTURES = frozenset({"qwen35", "qwen35moe"})  # one NextN block with cells of its own, as tested here
 
 
@@ -55,9 +56,14 @@ class MtpHead:
         self._llama_cpp, self._llm, self._staging = llama_cpp, llm, staging
         params = llama_cpp.llama_context_default_params()
         params.n_ctx = llm.n_ctx()
-        params.n_batch = params.n_ubatch = llm.n_batch
+        params.n_batch = llm.n_batch
+        # its compute buffer holds a score row per cell for each token of a micro-batch: 64 tokens, not 512
+        # (Qwen3.5 2B shape, 8,192 cells: the head's memory after a reply fell from 142 to 95 MiB)
+        params.n_ubatch = min(llm.n_batch, HEAD_UBATCH)
         params.n_threads = params.n_threads_batch = n_threads
         params.ctx_type = llama_cpp.LLAMA_CONTEXT_TYPE_MTP
+        like = llm.context_params  # the model's attention and KV cache types (flash attention: no score matrix)
+        params.flash_attn_type, params.type_k, params.type_v = like.flash_attn_type, like.type_k, like.type_v
         self._ctx = llama_cpp.llama_init_from_model(llm.model, params)
         if not self._ctx:
             raise GenerationError("llama.cpp could not make a context for the model's MTP head.")
@@ -66,8 +72,7 @@ class MtpHead:
         self._greedy = llama_cpp.llama_sampler_init_greedy()
         self._n_embd = int(llama_cpp.llama_model_n_embd_out(llm.model))
         self._zeros = np.zeros(self._n_embd, dtype=np.float32)
-        staging.set(llm.ctx, True, False)  # the model keeps every token's hidden state at each decode
-        staging.set(self._ctx, True, True)  # the head, its proposals' only
+        staging.set(self._ctx, True, True)  # the head keeps its proposals' hidden states only
         # the tokens whose pairs the head's cells hold from ``_base`` on (those before it: what they were read after)
         self._tokens: list[int] = []
         self._base = 0
@@ -92,10 +97,13 @@ class MtpHead:
         its last token, a read-ahead, a plain reply): off once its proposals were measured not to pay here (each
         token it reads costs a layer's work), or while a benchmark times plain decoding."""
         if on and self._unfollow is None:
+            self._staging.set(self._llm.ctx, True, False)  # the model keeps every token's hidden state at a decode
             self._unfollow = follow_evals(self._llm, self.seen)
         elif not on and self._unfollow is not None:
             self._unfollow()
             self._unfollow = None
+            if self._llm.ctx:
+                self._staging.set(self._llm.ctx, False, False)
 
     # ------------------------------------------------------------ following the model
 
@@ -107,7 +115,7 @@ class MtpHead:
         if not pointer or count <= 0:
             return
         rows = np.ctypeslib.as_array(pointer, shape=(count, self._n_embd)).copy()
-        now = [int(t) for t in llm.input_ids[: start + count]]
+        now: list[int] = llm.input_ids[: start + count].tolist()
         before = self._state_before(now, start)
         self._cut_to(now)
         if len(self._tokens) < start:  # tokens the model read without the head (a restored chat): afresh from here
@@ -217,12 +225,10 @@ class MtpHead:
         if self._batch is not None:
             llama_cpp.llama_batch_ext_free(self._batch)
             self._batch = None
-        self.follow(False)
+        self.follow(False)  # the model's ``eval`` as it was, and no hidden states kept for a head that is gone
         if self._ctx:
             llama_cpp.llama_free(self._ctx)
             self._ctx = None
-            if self._llm.ctx:  # the model no longer keeps hidden states for a head that is gone
-                self._staging.set(self._llm.ctx, False, False)
 
 
 class MtpDrafter(NgramDrafter):

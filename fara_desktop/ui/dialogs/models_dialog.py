@@ -256,6 +256,7 @@ class GetModelsDialog(QDialog):
 
     def _add_option(self, parent: QTreeWidgetItem, option: CatalogOption) -> None:
         verdict = option.verdict
+        pair = self.assessment.pairs.get(option.key) if self.assessment is not None else None
         kind = verdict_kind(option.verdict.verdict, option.expected_tok_per_s)
         label = f"    {option.quant.quant}" + ("  ★ worth downloading" if option.recommended else "")
         item = QTreeWidgetItem(
@@ -264,7 +265,7 @@ class GetModelsDialog(QDialog):
                 label,
                 f"≈ {format_size(option.quant.estimated_bytes)}",
                 f"{VERDICT_LABELS[kind]} · needs ≈ {format_size(option.memory_bytes)} "
-                f"({context_words(option.cost.memory.n_ctx)})",
+                f"({context_words(option.cost.memory.n_ctx)})" + (f" · draft ×{pair.gain:.1f}" if pair else ""),
                 f"≈ {option.expected_tok_per_s:.0f} tokens/s",
                 option.entry.license,
                 "",
@@ -287,8 +288,9 @@ class GetModelsDialog(QDialog):
             item.setText(0, label + "  ⚠ the file differs")
             differs = "The file on disk differs from the catalog: " + "; ".join(option.differences)
             item.setToolTip(0, plain_tooltip(differs))
-        item.setToolTip(2, plain_tooltip("\n".join([here, *why, verdict.message, *verdict.suggestions])))
-        item.setToolTip(3, plain_tooltip(here))
+        paired = [pair.words()] if pair else []
+        item.setToolTip(2, plain_tooltip("\n".join([here, *why, verdict.message, *verdict.suggestions, *paired])))
+        item.setToolTip(3, plain_tooltip(here + (f"\n{pair.words()}" if pair else "")))
         if option.lacks_projector:
             button = QPushButton("Get its projector")
             button.setToolTip(

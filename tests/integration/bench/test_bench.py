@@ -212,8 +212,8 @@ def test_the_kernels_section_measures_each_correct_path_and_says_which_it_choose
 
 def test_the_speculative_section_measures_a_models_own_mtp_head(fara_home, tmp_path):
     """Issue 65's third method through the command, on a small Qwen3.5 whose file carries a NextN block: the
-    head's proposals (random weights: never accepted, so the tuning stops them), and a head that always agrees
-    at its real cost (every proposal accepted in the run that counts)."""
+    head's proposals (random weights: never accepted, so the tuning stops them), and the steps a head that always
+    agreed would take, timed at the head's real cost."""
     from tests.helpers.hybrid_factory import write_tiny_hybrid
     from tests.integration.engine.test_prefix_paths import TEMPLATE
 
@@ -224,7 +224,6 @@ def test_the_speculative_section_measures_a_models_own_mtp_head(fara_home, tmp_p
     assert result.returncode == 0, result.stderr[-2000:]
     assert "proposals from the model's MTP head" in result.stdout
     saved = json.loads(max((fara_home / "data" / "benchmarks").glob("*.json")).read_text(encoding="utf-8"))
-    agreed, runs = saved["speculative_mtp_ceiling_agreed"].split("/")
-    assert agreed == runs == "6"  # one round of six tasks: each head that agrees had all its proposals accepted
+    assert saved["speculative_mtp_ceiling_ratio"] > 0  # steps of five tokens timed with the head's proposals
     assert int(saved["speculative_mtp_accepted_of_proposed"].split("/")[1]) > 0  # the head proposed
     assert saved["speculative_mtp_same_replies"] is True  # F32: a decode of several tokens rounds as one

@@ -357,3 +357,22 @@ def test_a_downloaded_model_is_listed_as_installed_without_a_restart(qtbot, hub,
     keep_screenshot(dialog, "issue64-6-get-models-after-the-download")
     settings.reject()
     win.close()
+
+
+def test_a_model_is_offered_with_its_draft_and_the_speed_the_pair_is_expected_to_give_here(qtbot):
+    """Issue 65: the catalog pairs a model with a smaller one of its family as its draft (e.g. SmolLM2-1.7B with
+    the 135M); its row says how much faster the pair is expected to write here, its tooltip which file to add."""
+    dialog = open_dialog(qtbot, laptop(16, 24))
+    assert dialog.assessment is not None and dialog.assessment.pairs
+    shown = 0
+    for top in range(dialog.tree.topLevelItemCount()):
+        parent = dialog.tree.topLevelItem(top)
+        for index in range(parent.childCount()):
+            item = parent.child(index)
+            pair = dialog.assessment.pairs.get(item.data(0, Qt.ItemDataRole.UserRole))
+            assert ("· draft ×" in item.text(2)) == (pair is not None)
+            if pair is not None:
+                shown += 1
+                assert item.text(2).endswith(f"· draft ×{pair.gain:.1f}")
+                assert pair.draft.entry.name in html.unescape(item.toolTip(2))
+    assert shown == len(dialog.assessment.pairs)

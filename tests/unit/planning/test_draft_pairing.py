@@ -63,3 +63,34 @@ def test_the_settings_ask_for_a_paired_draft_unless_it_or_speculation_is_off():
     assert InferenceOverrides(draft_model=False).apply(tuned).draft_model == ""
     assert InferenceOverrides(speculation=False).apply(tuned).draft_model == ""
     assert Path(InferenceOverrides(draft_model=True).apply(tuned).draft_model or "auto").name == "auto"
+
+
+def test_the_gain_a_draft_is_expected_to_give_here_follows_the_measured_step_costs():
+    from fara_desktop.planning.catalog_fit import predicted_pair_gain
+
+    # the 1.7B shape here: 6.9 tok/s written, 65 read in a batch (a proposal's place: 13–15 ms measured), the
+    # embedded 135M drafting at 84 tok/s: about ×1.6 at 7 in 10 accepted, three proposals a step
+    gain, proposals = predicted_pair_gain(6.9, 65.0, 84.0, 0.7)
+    assert 1.5 < gain < 1.7 and proposals == 3
+    assert predicted_pair_gain(6.9, 65.0, 84.0, 0.0) == (1.0, 0)  # never accepted: never proposes
+    assert predicted_pair_gain(6.9, 65.0, 6.9, 1.0)[0] < 1.0 + 1e-9  # a draft as slow as the model never pays
+    assert predicted_pair_gain(6.9, 65.0, 84.0, 0.9)[0] > gain  # accepted more often, more gained
+    assert predicted_pair_gain(6.9, 7.0, 84.0, 0.7)[0] < 1.1  # bound by computing: a proposal costs a token
+
+
+def test_the_catalog_offers_small_models_of_the_same_vocabulary_as_drafts_where_they_pay_here():
+    from fara_desktop.models.catalog import load_catalog
+    from fara_desktop.planning.catalog_fit import PAIR_WORTH, assess_catalog
+
+    gib = 1 << 30
+    assessment = assess_catalog(load_catalog(), 16 * gib, 24 * gib, 20e9)
+    by_id: dict[str, list[str]] = {}
+    for key, pair in assessment.pairs.items():
+        target = next(o for o in assessment.options if o.key == key)
+        by_id.setdefault(target.entry.id, []).append(pair.draft.entry.id)
+        assert pair.gain >= PAIR_WORTH and pair.draft.verdict.verdict == "fits" and target.verdict.verdict == "fits"
+        assert pair.draft.entry.n_vocab == target.entry.n_vocab and pair.draft.entry.id != target.entry.id
+        assert "as its draft" in pair.words() and f"×{pair.gain:.1f}" in pair.words()
+    assert set(by_id["smollm2-1.7b-instruct"]) <= {"smollm2-135m-instruct", "smollm2-360m-instruct"}
+    assert set(by_id["qwen3.5-9b"]) <= {"qwen3.5-0.8b", "qwen3.5-2b"}
+    assert "smollm2-135m-instruct" not in by_id  # nothing smaller of its vocabulary
