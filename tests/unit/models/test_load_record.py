@@ -83,8 +83,11 @@ def test_damaged_records_are_ignored(tmp_path: Path, model: Path, content: bytes
 
 
 _LOADING_CHILD = """
+import signal
 import sys
 from pathlib import Path
+# as a desktop session starts the app: a suite run under nohup would have it ignore the logout's SIGHUP
+signal.signal(signal.SIGHUP, signal.SIG_DFL)
 from fara_desktop.files.fatal_log import enable_fatal_log
 from fara_desktop.models.load_record import LoadRecord
 home, model = Path(sys.argv[1]), Path(sys.argv[2])
